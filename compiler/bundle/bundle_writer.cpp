@@ -1,0 +1,165 @@
+#include "bundle/bundle_writer.h"
+
+#include <cstring>
+#include <map>
+
+#include <llvm/Support/xxhash.h>
+
+#include "bundle_generated.h"
+#include "kiln_bundle_version.h"
+#include "support/diagnostics.h"
+
+namespace kiln {
+namespace {
+
+constexpr uint64_t kAlign = KILN_BUNDLE_ALIGNMENT;
+uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+// What goes where: tensor table and data segment layout (independent of the
+// FlatBuffer's own size).
+struct Layout {
+  std::vector<int> tensor_values;           // tensor index -> value index
+  std::map<int, uint32_t> tensor_of;        // value index -> tensor index
+  std::vector<uint64_t> tensor_offset;      // per tensor: arena or data-segment offset
+  std::vector<bool> tensor_is_const;        // per tensor
+  std::vector<std::pair<const std::vector<uint8_t>*, uint64_t>> blobs;  // data segment pieces
+  uint64_t library_offset = 0, segment_size = 0;
+};
+
+Layout make_layout(const graph::Graph& g, const LoweredProgram& p, const MemoryPlan& plan, const std::string& library) {
+  Layout l;
+  std::map<const std::vector<uint8_t>*, uint64_t> data_offset;
+  uint64_t cursor = 0;
+  auto add = [&](int v) {
+    if (v < 0 || l.tensor_of.count(v)) return;
+    const graph::Value& val = g.values[v];
+    bool is_const = val.is_constant();
+    if (!is_const && plan.offset[v] < 0) return;  // no storage: not listed
+    uint64_t offset;
+    if (is_const) {
+      auto it = data_offset.find(val.data.get());
+      if (it == data_offset.end()) {
+        it = data_offset.emplace(val.data.get(), cursor).first;
+        l.blobs.push_back({val.data.get(), cursor});
+        cursor = align_up(cursor + val.data->size());
+      }
+      offset = it->second;
+    } else {
+      offset = (uint64_t)plan.offset[v];
+    }
+    l.tensor_of[v] = (uint32_t)l.tensor_values.size();
+    l.tensor_values.push_back(v);
+    l.tensor_offset.push_back(offset);
+    l.tensor_is_const.push_back(is_const);
+  };
+  for (int v : g.inputs) add(v);
+  for (int v : g.outputs) add(v);
+  for (auto& k : p.kernels)
+    for (int v : k.param_values) add(v);
+  // Graph-only tensors (for inspection) that have storage; constants only if already stored.
+  for (auto& n : g.nodes) {
+    for (int v : n.inputs)
+      if (v >= 0 && !g.values[v].is_constant()) add(v);
+    for (int v : n.outputs)
+      if (v >= 0 && !g.values[v].is_constant()) add(v);
+  }
+  l.library_offset = cursor;
+  l.segment_size = cursor + library.size();
+  return l;
+}
+
+fb::DType to_fb(graph::DType t) { return static_cast<fb::DType>(static_cast<uint8_t>(t)); }
+
+std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgram& p, const MemoryPlan& plan,
+                                      const std::string& library, const TargetSpec& target, const Layout& l,
+                                      uint64_t segment_offset) {
+  flatbuffers::FlatBufferBuilder b(1 << 16);
+  b.ForceDefaults(true);  // fixed-size fields: the FlatBuffer's size must not depend on their values
+
+  std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+  for (size_t t = 0; t < l.tensor_values.size(); t++) {
+    const graph::Value& v = g.values[l.tensor_values[t]];
+    tensors.push_back(fb::CreateTensorDirect(b, v.name.c_str(), to_fb(v.dtype), &v.shape,
+                                             l.tensor_is_const[t] ? fb::Storage::Constant : fb::Storage::Arena,
+                                             l.tensor_offset[t], v.byte_size()));
+  }
+  auto indices = [&](const std::vector<int>& values) {
+    std::vector<uint32_t> r;
+    for (int v : values) {
+      auto it = l.tensor_of.find(v);
+      if (it != l.tensor_of.end()) r.push_back(it->second);
+    }
+    return r;
+  };
+  std::vector<uint32_t> inputs = indices(g.inputs), outputs = indices(g.outputs);
+
+  std::vector<flatbuffers::Offset<fb::Node>> nodes;
+  for (auto& n : g.nodes) {
+    std::vector<flatbuffers::Offset<fb::Attribute>> attrs;
+    for (auto& [name, a] : n.attrs) attrs.push_back(fb::CreateAttributeDirect(b, name.c_str(), a.str().c_str()));
+    std::vector<uint32_t> ins = indices(n.inputs), outs = indices(n.outputs);
+    nodes.push_back(fb::CreateNodeDirect(b, n.name.c_str(), n.op.c_str(), &attrs, &ins, &outs));
+  }
+  auto memory = fb::CreateMemoryPlan(b, plan.arena_bytes, (uint32_t)kAlign);
+  std::vector<flatbuffers::Offset<fb::KernelLibrary>> libraries = {fb::CreateKernelLibraryDirect(
+      b, fb::LibraryFormat::ElfSharedObject, target.triple.c_str(), target.cpu.c_str(), target.features.c_str(),
+      l.library_offset, library.size())};
+
+  std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
+  std::vector<flatbuffers::Offset<fb::Dispatch>> dispatches;
+  for (size_t i = 0; i < p.kernels.size(); i++) {
+    const KernelDef& k = p.kernels[i];
+    kernels.push_back(fb::CreateKernelDirect(b, k.name.c_str(), 0, (uint32_t)i));
+    std::vector<uint32_t> wg(k.workgroup_count.begin(), k.workgroup_count.end());
+    std::vector<fb::Binding> bindings;
+    for (size_t j = 0; j < k.params.size(); j++) {
+      auto it = l.tensor_of.find(k.param_values[j]);
+      internal_assert(it != l.tensor_of.end()) << "kernel " << k.name << " binds a tensor with no storage";
+      bindings.emplace_back(it->second, static_cast<fb::Access>(k.access[j]));
+    }
+    std::vector<uint32_t> push_constants;
+    std::vector<uint32_t> sources(k.source_nodes.begin(), k.source_nodes.end());
+    dispatches.push_back(fb::CreateDispatchDirect(b, (uint32_t)i, &wg, &bindings, &push_constants, &sources));
+  }
+  std::string producer = "kilnc 0.1.0";
+  auto root = fb::CreateBundleDirect(b, KILN_BUNDLE_VERSION_MAJOR, KILN_BUNDLE_VERSION_MINOR, KILN_BUNDLE_VERSION_MINOR,
+                                     producer.c_str(), &tensors, &inputs, &outputs, &nodes, memory, &libraries,
+                                     &kernels, &dispatches, segment_offset, l.segment_size,
+                                     /*content_hash=*/~0ull);  // placeholder, patched in write_bundle
+  fb::FinishSizePrefixedBundleBuffer(b, root);
+  return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+}
+
+}  // namespace
+
+std::string write_bundle(const graph::Graph& g, const LoweredProgram& p, const MemoryPlan& plan,
+                         const std::string& kernel_library, const TargetSpec& target, BundleStats* stats) {
+  Layout l = make_layout(g, p, plan, kernel_library);
+  // The segment offset depends on the FlatBuffer's size, which (with forced
+  // defaults) does not depend on the offset's value: build, measure, rebuild.
+  std::vector<uint8_t> fb = build_flatbuffer(g, p, plan, kernel_library, target, l, ~0ull);
+  uint64_t segment_offset = align_up(fb.size());
+  fb = build_flatbuffer(g, p, plan, kernel_library, target, l, segment_offset);
+  internal_assert(align_up(fb.size()) == segment_offset) << "bundle FlatBuffer size changed between builds";
+
+  std::string out(segment_offset + l.segment_size, '\0');
+  memcpy(out.data(), fb.data(), fb.size());
+  for (auto& [data, offset] : l.blobs) memcpy(out.data() + segment_offset + offset, data->data(), data->size());
+  memcpy(out.data() + segment_offset + l.library_offset, kernel_library.data(), kernel_library.size());
+  // content_hash: XXH64 of the file with the field read as zero (see bundle.fbs).
+  auto* root = fb::GetSizePrefixedBundle(out.data());
+  const uint8_t* field = reinterpret_cast<const flatbuffers::Table*>(root)->GetAddressOf(fb::Bundle::VT_CONTENT_HASH);
+  internal_assert(field) << "content_hash was not stored";
+  size_t field_offset = (size_t)(field - reinterpret_cast<const uint8_t*>(out.data()));
+  memset(out.data() + field_offset, 0, 8);
+  uint64_t hash = llvm::xxHash64(llvm::StringRef(out.data(), out.size()));
+  memcpy(out.data() + field_offset, &hash, 8);  // little-endian host (FlatBuffers' wire order)
+  if (stats) {
+    stats->constant_bytes = l.library_offset;
+    stats->kernel_bytes = kernel_library.size();
+    stats->total_bytes = out.size();
+  }
+  return out;
+}
+
+}  // namespace kiln

@@ -1,0 +1,92 @@
+#include "codegen/target.h"
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/Host.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include <sstream>
+
+#include "support/diagnostics.h"
+
+namespace kiln {
+
+static void init_llvm_targets() {
+  static bool done = [] {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+    LLVMInitializeAArch64TargetInfo();
+    LLVMInitializeAArch64Target();
+    LLVMInitializeAArch64TargetMC();
+    LLVMInitializeAArch64AsmPrinter();
+    LLVMInitializeARMTargetInfo();
+    LLVMInitializeARMTarget();
+    LLVMInitializeARMTargetMC();
+    LLVMInitializeARMAsmPrinter();
+    return true;
+  }();
+  (void)done;
+}
+
+TargetSpec TargetSpec::host() {
+  TargetSpec t;
+  t.triple = llvm::sys::getProcessTriple();
+  t.cpu = llvm::sys::getHostCPUName().str();
+  llvm::StringMap<bool> features;
+  std::string f;
+  if (llvm::sys::getHostCPUFeatures(features)) {
+    for (auto& kv : features) {
+      if (!f.empty()) f += ",";
+      f += (kv.second ? "+" : "-") + kv.first().str();
+    }
+  }
+  t.features = f;
+  return t;
+}
+
+TargetSpec TargetSpec::parse(const std::string& text) {
+  std::istringstream in(text);
+  std::string word;
+  in >> word;
+  if (word.empty() || word == "host") return host();
+  user_assert(word == "llvm") << "unknown target '" << text << "'; use 'host' or 'llvm -mtriple=... -mcpu=... -mattr=...'";
+  TargetSpec t;
+  t.triple = llvm::sys::getProcessTriple();
+  t.cpu = "generic";
+  bool explicit_triple = false, explicit_cpu = false;
+  while (in >> word) {
+    if (word.rfind("-mtriple=", 0) == 0) {
+      t.triple = word.substr(9);
+      explicit_triple = true;
+    } else if (word.rfind("-mcpu=", 0) == 0) {
+      t.cpu = word.substr(6);
+      explicit_cpu = true;
+    } else if (word.rfind("-mattr=", 0) == 0) {
+      t.features = word.substr(7);
+    } else {
+      user_error << "unknown target option '" << word << "' in '" << text << "'";
+    }
+  }
+  if (!explicit_triple && !explicit_cpu) return host();
+  return t;
+}
+
+std::string TargetSpec::str() const { return triple + " cpu=" + cpu + (features.empty() ? "" : " features=" + features); }
+
+std::unique_ptr<llvm::TargetMachine> create_target_machine(const TargetSpec& spec) {
+  init_llvm_targets();
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(spec.triple, error);
+  user_assert(target) << "target triple '" << spec.triple << "' is not supported: " << error;
+  llvm::TargetOptions options;
+  auto* tm = target->createTargetMachine(spec.triple, spec.cpu, spec.features, options, llvm::Reloc::PIC_,
+                                         llvm::CodeModel::Small, llvm::CodeGenOpt::Aggressive);
+  user_assert(tm) << "LLVM could not create a target machine for " << spec.str();
+  return std::unique_ptr<llvm::TargetMachine>(tm);
+}
+
+}  // namespace kiln

@@ -1,0 +1,32 @@
+// The machine a bundle's CPU kernels are compiled for.
+//
+// `--target=host` (the default) detects the host's triple, CPU and features.
+// `--target=llvm` with -mtriple/-mcpu/-mattr picks another, TVM-style:
+//   --target="llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"
+#pragma once
+
+#include <memory>
+#include <string>
+
+namespace llvm {
+class TargetMachine;
+}
+
+namespace kiln {
+
+struct TargetSpec {
+  std::string triple;    // LLVM target triple
+  std::string cpu;       // LLVM CPU name ("generic" if none)
+  std::string features;  // comma-separated LLVM features, e.g. "+avx2,+fma"
+
+  static TargetSpec host();
+  // Parses "host" or "llvm [-mtriple=T] [-mcpu=C] [-mattr=F]" (user error if malformed).
+  static TargetSpec parse(const std::string& text);
+  std::string str() const;
+};
+
+// Creates an LLVM TargetMachine for position-independent code (user error if
+// LLVM does not know the target).
+std::unique_ptr<llvm::TargetMachine> create_target_machine(const TargetSpec& spec);
+
+}  // namespace kiln

@@ -1,0 +1,121 @@
+// The kilnc pipeline. Read this file top to bottom to see everything the
+// compiler does, in order.
+#include "driver/pipeline.h"
+
+#include <chrono>
+#include <iostream>
+
+#include "bundle/bundle_writer.h"
+#include "codegen/codegen_llvm.h"
+#include "codegen/link_elf.h"
+#include "lower/lower_graph.h"
+#include "plan/memory_plan.h"
+#include "support/diagnostics.h"
+#include "tir/ir_printer.h"
+#include "tir/simplify.h"
+#include "tir/verify.h"
+
+namespace kiln {
+
+const std::vector<std::string>& pipeline_pass_names() {
+  static const std::vector<std::string> names = {"import", "lower", "simplify", "verify", "plan-memory", "llvm"};
+  return names;
+}
+
+namespace {
+
+class Pipeline {
+ public:
+  explicit Pipeline(const CompileOptions& o) : options_(o), out_(o.dump_stream ? *o.dump_stream : std::cerr) {}
+
+  bool dumping(const std::string& pass) const {
+    return options_.dump_after.count(pass) || options_.dump_after.count("all");
+  }
+
+  // Prints each kernel whose TIR changed in `pass` (or every kernel for "lower").
+  void dump_kernels(const std::string& pass, const std::vector<KernelDef>& kernels, const std::vector<std::string>* before) {
+    if (!dumping(pass)) return;
+    for (size_t i = 0; i < kernels.size(); i++) {
+      std::string now = tir::to_string(kernels[i].body);
+      if (before && (*before)[i] == now) continue;
+      out_ << "// -- after " << pass << ": kernel " << kernels[i].name << "\n" << now;
+    }
+  }
+
+  void step_done(const std::string& name, const std::string& detail) {
+    auto now = std::chrono::steady_clock::now();
+    double ms = std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+    if (options_.report) out_ << "[kilnc] " << name << ": " << detail << " (" << ms << " ms)\n";
+  }
+
+  std::string run(const std::string& path) {
+    last_ = std::chrono::steady_clock::now();
+
+    // 1. Import: ONNX → graph IR with static shapes.
+    graph::Graph g = import_onnx_file(path, options_.import);
+    step_done("import", std::to_string(g.nodes.size()) + " nodes, " + std::to_string(g.values.size()) + " values");
+    if (options_.dump_graph || dumping("import")) out_ << "// -- graph after import\n" << g.str();
+
+    // 2. Lower: every node → kernels (TIR) through the operator library.
+    LoweredProgram program = lower_graph(g);
+    step_done("lower", std::to_string(program.kernels.size()) + " kernels");
+    dump_kernels("lower", program.kernels, nullptr);
+
+    // 3. TIR passes on every kernel.
+    std::vector<std::string> before;
+    if (dumping("simplify"))
+      for (auto& k : program.kernels) before.push_back(tir::to_string(k.body));
+    for (auto& k : program.kernels) k.body = tir::simplify(k.body);
+    dump_kernels("simplify", program.kernels, dumping("simplify") ? &before : nullptr);
+    for (auto& k : program.kernels) {
+      tir::verify_kernel(k.name, k.body, k.params);
+      k.workgroup_count = workgroup_count_of(k.body);
+    }
+    step_done("simplify+verify", "ok");
+
+    // 4. Static memory plan: one arena.
+    MemoryPlan plan = plan_memory(g, program, KILN_ALIGN);
+    step_done("plan-memory", "arena " + std::to_string(plan.arena_bytes) + " bytes (sum of tensors " +
+                                 std::to_string(plan.total_bytes) + ", lower bound " +
+                                 std::to_string(plan.lower_bound) + ")");
+    if (dumping("plan-memory"))
+      for (size_t v = 0; v < g.values.size(); v++)
+        if (plan.offset[v] >= 0) out_ << "  " << g.values[v].name << " @ " << plan.offset[v] << " (" << g.values[v].byte_size() << " bytes)\n";
+
+    // 5. Code generation: TIR → LLVM → object → ELF shared object.
+    std::string llvm_ir;
+    CodegenOptions cg;
+    if (dumping("llvm")) cg.llvm_ir_out = &llvm_ir;
+    std::string object = compile_kernels(program.kernels, options_.target, cg);
+    if (dumping("llvm")) out_ << "// -- LLVM IR after optimization\n" << llvm_ir;
+    std::string library = link_shared_object(object, options_.target);
+    step_done("codegen", options_.target.str() + ", library " + std::to_string(library.size()) + " bytes");
+
+    // 6. The bundle.
+    BundleStats stats;
+    std::string bundle = write_bundle(g, program, plan, library, options_.target, &stats);
+    step_done("bundle", std::to_string(stats.total_bytes) + " bytes (constants " + std::to_string(stats.constant_bytes) +
+                            ", kernels " + std::to_string(stats.kernel_bytes) + ")");
+    return bundle;
+  }
+
+ private:
+  static constexpr uint64_t KILN_ALIGN = 64;
+  const CompileOptions& options_;
+  std::ostream& out_;
+  std::chrono::steady_clock::time_point last_;
+};
+
+}  // namespace
+
+std::string compile_onnx_file(const std::string& path, const CompileOptions& options) {
+  for (auto& p : options.dump_after) {
+    bool known = p == "all";
+    for (auto& n : pipeline_pass_names()) known |= n == p;
+    user_assert(known) << "--dump-after: unknown pass '" << p << "'";
+  }
+  return Pipeline(options).run(path);
+}
+
+}  // namespace kiln

@@ -1,0 +1,199 @@
+#include "graph/graph.h"
+
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "support/diagnostics.h"
+
+namespace kiln::graph {
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::F16: return 2;
+    case DType::F64: return 8;
+    case DType::I8: return 1;
+    case DType::I16: return 2;
+    case DType::I32: return 4;
+    case DType::I64: return 8;
+    case DType::U8: return 1;
+    case DType::Bool: return 1;
+  }
+  return 0;
+}
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "float32";
+    case DType::F16: return "float16";
+    case DType::F64: return "float64";
+    case DType::I8: return "int8";
+    case DType::I16: return "int16";
+    case DType::I32: return "int32";
+    case DType::I64: return "int64";
+    case DType::U8: return "uint8";
+    case DType::Bool: return "bool";
+  }
+  return "?";
+}
+
+tir::Type dtype_to_tir(DType t) {
+  switch (t) {
+    case DType::F32: return tir::Float(32);
+    case DType::F16: return tir::Float(16);
+    case DType::F64: return tir::Float(64);
+    case DType::I8: return tir::Int(8);
+    case DType::I16: return tir::Int(16);
+    case DType::I32: return tir::Int(32);
+    case DType::I64: return tir::Int(64);
+    case DType::U8: return tir::UInt(8);
+    case DType::Bool: return tir::UInt(8);  // stored as one byte, 0 or 1
+  }
+  return tir::Float(32);
+}
+
+int64_t num_elements(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); i++) r += (i ? "x" : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+double Value::const_at(int64_t i) const {
+  internal_assert(data && i >= 0 && i < elements()) << "const_at on " << name;
+  const uint8_t* p = data->data() + i * dtype_size(dtype);
+  switch (dtype) {
+    case DType::F32: { float v; memcpy(&v, p, 4); return v; }
+    case DType::F64: { double v; memcpy(&v, p, 8); return v; }
+    case DType::I8: return (int8_t)*p;
+    case DType::U8: case DType::Bool: return *p;
+    case DType::I16: { int16_t v; memcpy(&v, p, 2); return v; }
+    case DType::I32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case DType::I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    case DType::F16: internal_error << "const_at on float16 " << name;
+  }
+  return 0;
+}
+
+int64_t Value::const_int_at(int64_t i) const {
+  if (dtype == DType::I64) {
+    internal_assert(data && i >= 0 && i < elements()) << "const_int_at on " << name;
+    int64_t v;
+    memcpy(&v, data->data() + i * 8, 8);
+    return v;
+  }
+  return (int64_t)const_at(i);
+}
+
+std::string Attr::str() const {
+  std::ostringstream o;
+  auto list = [&](auto& v) {
+    o << "[";
+    for (size_t i = 0; i < v.size(); i++) o << (i ? ", " : "") << v[i];
+    o << "]";
+  };
+  switch (kind) {
+    case Kind::Int: o << i; break;
+    case Kind::Float: o << f; break;
+    case Kind::String: o << '"' << s << '"'; break;
+    case Kind::Ints: list(ints); break;
+    case Kind::Floats: list(floats); break;
+    case Kind::Strings: list(strings); break;
+    case Kind::Tensor: o << "<tensor>"; break;
+    case Kind::Graph: o << "<graph>"; break;
+  }
+  return o.str();
+}
+
+int64_t Node::attr_int(const std::string& n, int64_t dflt) const {
+  auto it = attrs.find(n);
+  if (it == attrs.end()) return dflt;
+  user_assert(it->second.kind == Attr::Kind::Int) << describe() << ": attribute '" << n << "' must be an int";
+  return it->second.i;
+}
+double Node::attr_float(const std::string& n, double dflt) const {
+  auto it = attrs.find(n);
+  if (it == attrs.end()) return dflt;
+  if (it->second.kind == Attr::Kind::Int) return (double)it->second.i;
+  user_assert(it->second.kind == Attr::Kind::Float) << describe() << ": attribute '" << n << "' must be a float";
+  return it->second.f;
+}
+std::string Node::attr_string(const std::string& n, const std::string& dflt) const {
+  auto it = attrs.find(n);
+  if (it == attrs.end()) return dflt;
+  user_assert(it->second.kind == Attr::Kind::String) << describe() << ": attribute '" << n << "' must be a string";
+  return it->second.s;
+}
+std::vector<int64_t> Node::attr_ints(const std::string& n, std::vector<int64_t> dflt) const {
+  auto it = attrs.find(n);
+  if (it == attrs.end()) return dflt;
+  user_assert(it->second.kind == Attr::Kind::Ints) << describe() << ": attribute '" << n << "' must be a list of ints";
+  return it->second.ints;
+}
+std::string Node::describe() const { return op + " node '" + name + "'"; }
+
+int Graph::add_value(Value v) {
+  values.push_back(std::move(v));
+  return (int)values.size() - 1;
+}
+
+int Graph::add_constant(const std::string& name, DType dtype, Shape shape, std::vector<uint8_t> bytes) {
+  Value v;
+  v.name = unique_name(name);
+  v.dtype = dtype;
+  v.shape = std::move(shape);
+  internal_assert(bytes.size() == v.byte_size()) << "constant " << name << " has " << bytes.size() << " bytes";
+  v.data = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+  return add_value(std::move(v));
+}
+
+std::string Graph::unique_name(const std::string& base) const {
+  std::set<std::string> names;
+  for (auto& v : values) names.insert(v.name);
+  if (!names.count(base)) return base;
+  for (int i = 1;; i++) {
+    std::string n = base + "_" + std::to_string(i);
+    if (!names.count(n)) return n;
+  }
+}
+
+std::string Graph::str() const {
+  std::ostringstream o;
+  auto val = [&](int i) {
+    if (i < 0) return std::string("<none>");
+    const Value& v = values[i];
+    return "%" + v.name + ":" + dtype_name(v.dtype) + shape_str(v.shape) + (v.is_constant() ? "(const)" : "");
+  };
+  o << "graph(opset " << opset << ") inputs:";
+  for (int i : inputs) o << " " << val(i);
+  o << "\n";
+  for (auto& n : nodes) {
+    o << "  ";
+    for (size_t i = 0; i < n.outputs.size(); i++) o << (i ? ", " : "") << val(n.outputs[i]);
+    o << " = " << n.op << "[" << n.name << "](";
+    for (size_t i = 0; i < n.inputs.size(); i++) o << (i ? ", " : "") << val(n.inputs[i]);
+    o << ")";
+    if (!n.attrs.empty()) {
+      o << " {";
+      bool first = true;
+      for (auto& [k, a] : n.attrs) {
+        o << (first ? "" : ", ") << k << "=" << a.str();
+        first = false;
+      }
+      o << "}";
+    }
+    o << "\n";
+  }
+  o << "outputs:";
+  for (int i : outputs) o << " " << val(i);
+  o << "\n";
+  return o.str();
+}
+
+}  // namespace kiln::graph

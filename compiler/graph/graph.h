@@ -1,0 +1,89 @@
+// The graph IR: values (tensors) and nodes (operators), ONNX-shaped.
+//
+// Every value has a static dtype and shape. Constants carry their bytes.
+// Nodes reference values by index; optional inputs that are absent are -1.
+// This is the level where the graph optimizer works (issue 4); lowering
+// turns each node into kernels and dispatches (lower/lower_graph.h).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tir/ir.h"
+
+namespace kiln::graph {
+
+// Element types; the numbering is the bundle's (kiln.fb.DType).
+enum class DType : uint8_t { F32 = 0, F16 = 1, F64 = 2, I8 = 3, I16 = 4, I32 = 5, I64 = 6, U8 = 7, Bool = 8 };
+
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);
+tir::Type dtype_to_tir(DType t);
+
+using Shape = std::vector<int64_t>;
+int64_t num_elements(const Shape& s);
+std::string shape_str(const Shape& s);
+
+struct Value {
+  std::string name;                            // ONNX value name (unique)
+  DType dtype = DType::F32;                    // element type
+  Shape shape;                                 // static shape
+  std::shared_ptr<std::vector<uint8_t>> data;  // bytes if constant, else null
+  int producer = -1;                           // index of the producing node, -1 for inputs/constants
+
+  bool is_constant() const { return data != nullptr; }
+  int64_t elements() const { return num_elements(shape); }
+  size_t byte_size() const { return (size_t)elements() * dtype_size(dtype); }
+  // Element i of a constant, converted (int and float dtypes).
+  double const_at(int64_t i) const;
+  int64_t const_int_at(int64_t i) const;
+};
+
+// An ONNX attribute, kept in the form the lowering reads.
+struct Attr {
+  enum class Kind { Int, Float, String, Ints, Floats, Strings, Tensor, Graph } kind = Kind::Int;
+  int64_t i = 0;                    // Int
+  double f = 0;                     // Float
+  std::string s;                    // String
+  std::vector<int64_t> ints;        // Ints
+  std::vector<double> floats;       // Floats
+  std::vector<std::string> strings; // Strings
+  int tensor = -1;                  // Tensor: index of a constant Value holding it
+
+  std::string str() const;          // printable form, as stored in the bundle
+};
+
+struct Node {
+  std::string op;                      // ONNX op type, e.g. "Conv"
+  std::string name;                    // ONNX node name (generated if empty)
+  std::map<std::string, Attr> attrs;   // attributes by name
+  std::vector<int> inputs;             // value indices; -1 for an absent optional input
+  std::vector<int> outputs;            // value indices; -1 for an unused optional output
+
+  bool has_attr(const std::string& n) const { return attrs.count(n) != 0; }
+  int64_t attr_int(const std::string& n, int64_t dflt) const;
+  double attr_float(const std::string& n, double dflt) const;
+  std::string attr_string(const std::string& n, const std::string& dflt) const;
+  std::vector<int64_t> attr_ints(const std::string& n, std::vector<int64_t> dflt) const;
+  // "Conv node 'conv1'": how user errors name a node.
+  std::string describe() const;
+};
+
+struct Graph {
+  std::vector<Value> values;  // all tensors
+  std::vector<Node> nodes;    // in topological order
+  std::vector<int> inputs;    // model inputs (value indices)
+  std::vector<int> outputs;   // model outputs (value indices)
+  int64_t opset = 13;         // default-domain opset of the model
+  std::string producer;       // producer name from the model
+
+  int add_value(Value v);
+  int add_constant(const std::string& name, DType dtype, Shape shape, std::vector<uint8_t> bytes);
+  std::string unique_name(const std::string& base) const;
+  std::string str() const;    // printable form for --dump-graph
+};
+
+}  // namespace kiln::graph

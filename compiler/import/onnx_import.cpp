@@ -1,0 +1,330 @@
+#include "import/onnx_import.h"
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "support/diagnostics.h"
+
+namespace kiln {
+namespace {
+
+using graph::DType;
+
+DType dtype_from_onnx(int t, const std::string& what) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return DType::F32;
+    case onnx::TensorProto::FLOAT16: return DType::F16;
+    case onnx::TensorProto::DOUBLE: return DType::F64;
+    case onnx::TensorProto::INT8: return DType::I8;
+    case onnx::TensorProto::INT16: return DType::I16;
+    case onnx::TensorProto::INT32: return DType::I32;
+    case onnx::TensorProto::INT64: return DType::I64;
+    case onnx::TensorProto::UINT8: return DType::U8;
+    case onnx::TensorProto::BOOL: return DType::Bool;
+    default:
+      user_error << what << " has ONNX element type " << onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)t)
+                 << ", which kilnc does not support yet";
+  }
+}
+
+// Reads external data (data_location == EXTERNAL) relative to the model's folder.
+std::string read_external(const onnx::TensorProto& t, const std::string& model_dir) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (auto& kv : t.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    if (kv.key() == "offset") offset = std::stoll(kv.value());
+    if (kv.key() == "length") length = std::stoll(kv.value());
+  }
+  user_assert(!location.empty() && location.find("..") == std::string::npos && location[0] != '/')
+      << "initializer '" << t.name() << "' has an invalid external data location '" << location << "'";
+  std::string path = model_dir + "/" + location;
+  std::ifstream f(path, std::ios::binary);
+  user_assert(f.good()) << "initializer '" << t.name() << "': cannot open external data file " << path;
+  f.seekg(0, std::ios::end);
+  int64_t size = f.tellg();
+  if (length < 0) length = size - offset;
+  user_assert(offset >= 0 && length >= 0 && offset + length <= size)
+      << "initializer '" << t.name() << "': external data range is outside " << path;
+  std::string data((size_t)length, '\0');
+  f.seekg(offset);
+  f.read(data.data(), length);
+  return data;
+}
+
+template <typename Src, typename Dst>
+void append_as(std::vector<uint8_t>& out, const Src& values) {
+  for (auto v : values) {
+    Dst d = (Dst)v;
+    const uint8_t* p = reinterpret_cast<const uint8_t*>(&d);
+    out.insert(out.end(), p, p + sizeof(Dst));
+  }
+}
+
+graph::Value value_from_tensor(const onnx::TensorProto& t, const std::string& model_dir) {
+  graph::Value v;
+  v.name = t.name();
+  v.dtype = dtype_from_onnx(t.data_type(), "tensor '" + t.name() + "'");
+  for (auto d : t.dims()) {
+    user_assert(d >= 0) << "tensor '" << t.name() << "' has a negative dimension";
+    v.shape.push_back(d);
+  }
+  std::vector<uint8_t> bytes;
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string raw = read_external(t, model_dir);
+    bytes.assign(raw.begin(), raw.end());
+  } else if (t.has_raw_data()) {
+    bytes.assign(t.raw_data().begin(), t.raw_data().end());
+  } else {
+    switch (v.dtype) {
+      case DType::F32: append_as<decltype(t.float_data()), float>(bytes, t.float_data()); break;
+      case DType::F64: append_as<decltype(t.double_data()), double>(bytes, t.double_data()); break;
+      case DType::I64: append_as<decltype(t.int64_data()), int64_t>(bytes, t.int64_data()); break;
+      case DType::I32: append_as<decltype(t.int32_data()), int32_t>(bytes, t.int32_data()); break;
+      case DType::I16: append_as<decltype(t.int32_data()), int16_t>(bytes, t.int32_data()); break;
+      case DType::F16: append_as<decltype(t.int32_data()), uint16_t>(bytes, t.int32_data()); break;
+      case DType::I8: append_as<decltype(t.int32_data()), int8_t>(bytes, t.int32_data()); break;
+      case DType::U8: append_as<decltype(t.int32_data()), uint8_t>(bytes, t.int32_data()); break;
+      case DType::Bool: append_as<decltype(t.int32_data()), uint8_t>(bytes, t.int32_data()); break;
+    }
+  }
+  user_assert(bytes.size() == v.byte_size()) << "tensor '" << t.name() << "' holds " << bytes.size()
+                                             << " bytes but its shape " << graph::shape_str(v.shape) << " of "
+                                             << graph::dtype_name(v.dtype) << " needs " << v.byte_size();
+  v.data = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+  return v;
+}
+
+// Fills dtype and shape from an ONNX type; returns false if the shape is not fully static.
+bool read_type(const onnx::TypeProto& type, graph::Value& v, std::string* dynamic_dim) {
+  if (!type.has_tensor_type()) return false;
+  auto& tt = type.tensor_type();
+  if (tt.elem_type() == 0 || !tt.has_shape()) return false;
+  v.dtype = dtype_from_onnx(tt.elem_type(), "value '" + v.name + "'");
+  v.shape.clear();
+  for (auto& d : tt.shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0) {
+      if (dynamic_dim) *dynamic_dim = d.has_dim_param() ? d.dim_param() : "?";
+      return false;
+    }
+    v.shape.push_back(d.dim_value());
+  }
+  return true;
+}
+
+graph::Attr attr_from_onnx(const onnx::AttributeProto& a, graph::Graph& g, const std::string& node_name,
+                           const std::string& model_dir) {
+  graph::Attr r;
+  switch (a.type()) {
+    case onnx::AttributeProto::INT: r.kind = graph::Attr::Kind::Int; r.i = a.i(); break;
+    case onnx::AttributeProto::FLOAT: r.kind = graph::Attr::Kind::Float; r.f = a.f(); break;
+    case onnx::AttributeProto::STRING: r.kind = graph::Attr::Kind::String; r.s = a.s(); break;
+    case onnx::AttributeProto::INTS:
+      r.kind = graph::Attr::Kind::Ints;
+      r.ints.assign(a.ints().begin(), a.ints().end());
+      break;
+    case onnx::AttributeProto::FLOATS:
+      r.kind = graph::Attr::Kind::Floats;
+      r.floats.assign(a.floats().begin(), a.floats().end());
+      break;
+    case onnx::AttributeProto::STRINGS:
+      r.kind = graph::Attr::Kind::Strings;
+      r.strings.assign(a.strings().begin(), a.strings().end());
+      break;
+    case onnx::AttributeProto::TENSOR: {
+      r.kind = graph::Attr::Kind::Tensor;
+      graph::Value v = value_from_tensor(a.t(), model_dir);
+      v.name = g.unique_name(node_name + "." + a.name());
+      r.tensor = g.add_value(std::move(v));
+      break;
+    }
+    case onnx::AttributeProto::GRAPH: r.kind = graph::Attr::Kind::Graph; break;
+    default:
+      user_error << "node '" << node_name << "': attribute '" << a.name() << "' has an unsupported type";
+  }
+  return r;
+}
+
+// A Constant node becomes a constant value (opset 1-13 forms).
+graph::Value constant_node_value(const onnx::NodeProto& n, const std::string& model_dir) {
+  user_assert(n.attribute_size() == 1) << "Constant node '" << n.name() << "' must have exactly one attribute";
+  auto& a = n.attribute(0);
+  graph::Value v;
+  auto scalar = [&](DType dt, const void* p, size_t size, size_t count, bool is_list) {
+    v.dtype = dt;
+    if (is_list) v.shape = {(int64_t)count};
+    auto* b = static_cast<const uint8_t*>(p);
+    v.data = std::make_shared<std::vector<uint8_t>>(b, b + size * count);
+  };
+  if (a.name() == "value") {
+    v = value_from_tensor(a.t(), model_dir);
+  } else if (a.name() == "value_float") {
+    float f = a.f();
+    scalar(DType::F32, &f, 4, 1, false);
+  } else if (a.name() == "value_int") {
+    int64_t i = a.i();
+    scalar(DType::I64, &i, 8, 1, false);
+  } else if (a.name() == "value_floats") {
+    std::vector<float> f(a.floats().begin(), a.floats().end());
+    scalar(DType::F32, f.data(), 4, f.size(), true);
+  } else if (a.name() == "value_ints") {
+    std::vector<int64_t> i(a.ints().begin(), a.ints().end());
+    scalar(DType::I64, i.data(), 8, i.size(), true);
+  } else {
+    user_error << "Constant node '" << n.name() << "': attribute '" << a.name() << "' is not supported";
+  }
+  v.name = n.output(0);
+  return v;
+}
+
+}  // namespace
+
+graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& model_dir, const ImportOptions& options) {
+  onnx::ModelProto model;
+  user_assert(model.ParseFromString(bytes)) << "not a valid ONNX model (protobuf parse failed)";
+
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    user_error << "the model fails ONNX's checker: " << e.what();
+  }
+
+  int64_t opset = -1;
+  for (auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  user_assert(opset > 0) << "the model imports no default-domain (ai.onnx) opset";
+  if (opset < 7) {
+    try {
+      model = onnx::version_conversion::ConvertVersion(model, 13);
+      opset = 13;
+    } catch (const std::exception& e) {
+      user_error << "the model uses opset " << opset << " and ONNX's converter could not bring it to opset 13: " << e.what();
+    }
+  }
+
+  // Apply --input-shape overrides to the graph inputs.
+  auto* g = model.mutable_graph();
+  std::unordered_map<std::string, int> initializer_names;
+  for (int i = 0; i < g->initializer_size(); i++) initializer_names[g->initializer(i).name()] = i;
+  std::map<std::string, std::vector<int64_t>> unused = options.input_shapes;
+  for (auto& in : *g->mutable_input()) {
+    auto it = options.input_shapes.find(in.name());
+    if (it == options.input_shapes.end()) continue;
+    unused.erase(in.name());
+    auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : it->second) shape->add_dim()->set_dim_value(d);
+  }
+  if (!unused.empty()) user_error << "--input-shape names '" << unused.begin()->first << "', which is not a model input";
+  // Drop stale value_info so shape inference recomputes it from the new shapes.
+  if (!options.input_shapes.empty()) g->clear_value_info();
+
+  try {
+    onnx::ShapeInferenceOptions si(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), si);
+  } catch (const std::exception& e) {
+    user_error << "ONNX shape inference failed: " << e.what();
+  }
+
+  graph::Graph out;
+  out.opset = opset;
+  out.producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
+  std::unordered_map<std::string, int> value_ids;
+  std::unordered_map<std::string, const onnx::TypeProto*> types;
+  for (auto& vi : g->value_info()) types[vi.name()] = &vi.type();
+  for (auto& vi : g->output()) types[vi.name()] = &vi.type();
+
+  for (auto& t : g->initializer()) {
+    int id = out.add_value(value_from_tensor(t, model_dir));
+    value_ids[t.name()] = id;
+  }
+  for (auto& in : g->input()) {
+    if (initializer_names.count(in.name())) continue;  // an initializer listed as input (IR < 4): a constant
+    graph::Value v;
+    v.name = in.name();
+    std::string dyn;
+    if (!read_type(in.type(), v, &dyn)) {
+      user_error << "model input '" << in.name() << "' has a dynamic dimension '" << dyn
+                 << "'; give it a static shape with --input-shape " << in.name() << "=D0,D1,...";
+    }
+    int id = out.add_value(std::move(v));
+    value_ids[in.name()] = id;
+    out.inputs.push_back(id);
+  }
+
+  for (int ni = 0; ni < g->node_size(); ni++) {
+    const auto& n = g->node(ni);
+    std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(ni) : n.name();
+    if (!n.domain().empty() && n.domain() != "ai.onnx") {
+      user_error << n.op_type() << " node '" << name << "': operators of domain '" << n.domain()
+                 << "' are not supported; only the default ONNX domain is";
+    }
+    if (n.op_type() == "Constant") {
+      graph::Value v = constant_node_value(n, model_dir);
+      std::string vname = v.name;
+      value_ids[vname] = out.add_value(std::move(v));
+      continue;
+    }
+    graph::Node node;
+    node.op = n.op_type();
+    node.name = name;
+    for (auto& a : n.attribute()) node.attrs[a.name()] = attr_from_onnx(a, out, name, model_dir);
+    for (auto& in : n.input()) {
+      if (in.empty()) {
+        node.inputs.push_back(-1);
+        continue;
+      }
+      auto it = value_ids.find(in);
+      user_assert(it != value_ids.end()) << node.describe() << ": input '" << in << "' is not defined before use";
+      node.inputs.push_back(it->second);
+    }
+    int node_index = (int)out.nodes.size();
+    for (auto& o : n.output()) {
+      if (o.empty()) {
+        node.outputs.push_back(-1);
+        continue;
+      }
+      graph::Value v;
+      v.name = o;
+      v.producer = node_index;
+      auto t = types.find(o);
+      std::string dyn;
+      if (t == types.end() || !read_type(*t->second, v, &dyn)) {
+        user_error << node.describe() << ": ONNX shape inference could not give output '" << o << "' a static shape"
+                   << (dyn.empty() ? "" : " (dimension '" + dyn + "' is dynamic)")
+                   << "; pass static input shapes with --input-shape, or simplify the model";
+      }
+      int id = out.add_value(std::move(v));
+      value_ids[o] = id;
+      node.outputs.push_back(id);
+    }
+    out.nodes.push_back(std::move(node));
+  }
+
+  for (auto& o : g->output()) {
+    auto it = value_ids.find(o.name());
+    user_assert(it != value_ids.end()) << "model output '" << o.name() << "' is not produced by any node";
+    out.outputs.push_back(it->second);
+  }
+  return out;
+}
+
+graph::Graph import_onnx_file(const std::string& path, const ImportOptions& options) {
+  std::ifstream f(path, std::ios::binary);
+  user_assert(f.good()) << "cannot open '" << path << "'";
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string dir = ".";
+  auto slash = path.rfind('/');
+  if (slash != std::string::npos) dir = path.substr(0, slash);
+  return import_onnx_bytes(ss.str(), dir, options);
+}
+
+}  // namespace kiln

@@ -1,0 +1,27 @@
+// ONNX → graph IR.
+//
+// Parses the model with libonnx's protobuf classes, runs ONNX's checker,
+// brings models older than opset 7 up to opset 13 with ONNX's version
+// converter, applies --input-shape overrides to the graph inputs, runs ONNX's
+// shape inference (with data propagation), and builds a graph::Graph in which
+// every value has a static dtype and shape, and every initializer and
+// Constant node is a constant value with its bytes.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace kiln {
+
+struct ImportOptions {
+  std::map<std::string, std::vector<int64_t>> input_shapes;  // --input-shape overrides by input name
+};
+
+// Throws UserError on a malformed model, a failed check or a dynamic shape.
+graph::Graph import_onnx_file(const std::string& path, const ImportOptions& options);
+graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& model_dir, const ImportOptions& options);
+
+}  // namespace kiln

@@ -1,0 +1,110 @@
+// kilnc: compiles an ONNX model into a Kiln bundle.
+//
+//   kilnc MODEL.onnx -o MODEL.kiln [--target=host|"llvm -mtriple=.. -mcpu=.. -mattr=.."]
+//         [--input-shape NAME=1,3,224,224]... [--dump-after=PASS]... [--dump-graph] [--report]
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "driver/pipeline.h"
+#include "support/diagnostics.h"
+
+namespace {
+
+void usage(FILE* f) {
+  fprintf(f,
+          "usage: kilnc MODEL.onnx -o OUT.kiln [options]\n"
+          "  --target=T             'host' (default) or 'llvm -mtriple=TRIPLE -mcpu=CPU -mattr=FEATURES'\n"
+          "  --input-shape N=D,D..  static shape for model input N (repeatable)\n"
+          "  --dump-after=PASS      print the IR after PASS (");
+  bool first = true;
+  for (auto& p : kiln::pipeline_pass_names()) {
+    fprintf(f, "%s%s", first ? "" : ", ", p.c_str());
+    first = false;
+  }
+  fprintf(f,
+          ", all)\n"
+          "  --dump-graph           print the graph after import\n"
+          "  --report               print per-step statistics\n");
+}
+
+std::vector<int64_t> parse_dims(const std::string& text, const std::string& arg) {
+  std::vector<int64_t> dims;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    long long d = strtoll(item.c_str(), &end, 10);
+    user_assert(!item.empty() && *end == '\0' && d > 0) << "bad dimension '" << item << "' in " << arg;
+    dims.push_back(d);
+  }
+  user_assert(!dims.empty()) << "no dimensions in " << arg;
+  return dims;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string input, output, target = "host";
+  kiln::CompileOptions options;
+  try {
+    for (int i = 1; i < argc; i++) {
+      std::string a = argv[i];
+      auto value = [&](const char* flag) -> std::string {
+        size_t n = strlen(flag);
+        if (a.size() > n && a.compare(0, n, flag) == 0 && a[n] == '=') return a.substr(n + 1);
+        user_assert(i + 1 < argc) << flag << " needs a value";
+        return argv[++i];
+      };
+      if (a == "-h" || a == "--help") {
+        usage(stdout);
+        return 0;
+      } else if (a == "-o") {
+        output = value("-o");
+      } else if (a.rfind("--target", 0) == 0) {
+        target = value("--target");
+      } else if (a.rfind("--input-shape", 0) == 0) {
+        std::string v = value("--input-shape");
+        auto eq = v.rfind('=');
+        user_assert(eq != std::string::npos && eq > 0) << "--input-shape takes NAME=D0,D1,...";
+        options.import.input_shapes[v.substr(0, eq)] = parse_dims(v.substr(eq + 1), a);
+      } else if (a.rfind("--dump-after", 0) == 0) {
+        options.dump_after.insert(value("--dump-after"));
+      } else if (a == "--dump-graph") {
+        options.dump_graph = true;
+      } else if (a == "--report") {
+        options.report = true;
+      } else if (!a.empty() && a[0] == '-') {
+        fprintf(stderr, "kilnc: error: unknown option '%s'\n", a.c_str());
+        usage(stderr);
+        return 2;
+      } else {
+        user_assert(input.empty()) << "more than one input model given ('" << input << "' and '" << a << "')";
+        input = a;
+      }
+    }
+    if (input.empty() || output.empty()) {
+      usage(stderr);
+      return 2;
+    }
+    options.target = kiln::TargetSpec::parse(target);
+    std::string bundle = kiln::compile_onnx_file(input, options);
+    std::ofstream f(output, std::ios::binary);
+    user_assert(f.good()) << "cannot write '" << output << "'";
+    f.write(bundle.data(), (std::streamsize)bundle.size());
+    f.close();
+    user_assert(f.good()) << "failed writing '" << output << "'";
+    return 0;
+  } catch (const kiln::UserError& e) {
+    fprintf(stderr, "kilnc: error: %s\n", e.what());
+    return 1;
+  } catch (const kiln::InternalError& e) {
+    fprintf(stderr, "kilnc: %s\n(this is a bug in kilnc; please report it with the model)\n", e.what());
+    return 3;
+  } catch (const std::exception& e) {
+    fprintf(stderr, "kilnc: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,29 @@
+// A kernel produced by lowering: a TIR body over parameter buffers, and how
+// one dispatch binds graph values to those parameters.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tir/ir.h"
+
+namespace kiln {
+
+enum class Access : uint8_t { Read = 0, Write = 1, ReadWrite = 2 };  // kiln.fb.Access values
+
+struct KernelDef {
+  std::string name;                       // unique symbol-safe name, e.g. "k3_conv_Conv_0"
+  tir::Stmt body;                         // the loop nest
+  std::vector<tir::Buffer> params;        // params[i] is binding i
+  std::vector<int> param_values;          // graph value bound to each param
+  std::vector<Access> access;             // how the kernel uses each param
+  std::array<uint32_t, 3> workgroup_count{1, 1, 1};  // filled from the body's workgroup loops
+  std::vector<int> source_nodes;          // graph nodes this kernel implements
+};
+
+// Reads the extents of the workgroup loops of a verified body.
+std::array<uint32_t, 3> workgroup_count_of(const tir::Stmt& body);
+
+}  // namespace kiln

@@ -1,0 +1,107 @@
+#include "lower/lower_graph.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "lower/op_lowering.h"
+#include "support/diagnostics.h"
+
+namespace kiln {
+namespace {
+
+bool is_alias_op(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
+         op == "Dropout";
+}
+
+// Shape → a constant int64 vector (opset 15 adds start/end).
+void fold_shape(graph::Graph& g, const graph::Node& n) {
+  const graph::Shape& s = g.values[n.inputs.at(0)].shape;
+  int64_t rank = (int64_t)s.size();
+  int64_t start = n.attr_int("start", 0), end = n.attr_int("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  std::vector<int64_t> dims(s.begin() + start, s.begin() + end);
+  graph::Value& out = g.values[n.outputs.at(0)];
+  user_assert(out.dtype == graph::DType::I64 && (int64_t)out.elements() == (int64_t)dims.size())
+      << n.describe() << ": unexpected output type";
+  out.data = std::make_shared<std::vector<uint8_t>>(dims.size() * 8);
+  memcpy(out.data->data(), dims.data(), dims.size() * 8);
+}
+
+KernelDef copy_kernel(graph::Graph& g, int from, int to, int kernel_id) {
+  KernelDef k;
+  k.name = "k" + std::to_string(kernel_id) + "_copy_output";
+  const graph::Value& v = g.values[to];
+  auto src = tir::make_buffer(g.values[from].name, graph::dtype_to_tir(v.dtype), v.elements(), 0);
+  auto dst = tir::make_buffer(v.name, graph::dtype_to_tir(v.dtype), v.elements(), 1);
+  k.params = {src, dst};
+  k.param_values = {from, to};
+  k.access = {Access::Read, Access::Write};
+  k.body = lower::compute(dst, {v.elements()}, [&](const lower::Indices& i) { return tir::Load::make(src, i[0]); });
+  if (g.values[to].producer >= 0) k.source_nodes = {g.values[to].producer};
+  return k;
+}
+
+}  // namespace
+
+LoweredProgram lower_graph(graph::Graph& g) {
+  LoweredProgram p;
+  p.storage_root.resize(g.values.size());
+  for (size_t i = 0; i < g.values.size(); i++) p.storage_root[i] = (int)i;
+  const auto& registry = lower::op_registry();
+
+  for (size_t ni = 0; ni < g.nodes.size(); ni++) {
+    const graph::Node& n = g.nodes[ni];
+    if (n.op == "Shape") {
+      fold_shape(g, n);
+      continue;
+    }
+    if (is_alias_op(n.op) && !n.inputs.empty() && n.inputs[0] >= 0 && g.values[n.inputs[0]].is_constant()) {
+      g.values[n.outputs.at(0)].data = g.values[n.inputs[0]].data;  // a constant reshaped is a constant
+      continue;
+    }
+    auto it = registry.find(n.op);
+    if (it == registry.end()) {
+      user_error << n.describe() << ": operator '" << n.op << "' (opset " << g.opset
+                 << ") is not supported by kilnc yet";
+    }
+    lower::OpContext ctx(g, (int)ni, (int)p.kernels.size());
+    it->second(ctx);
+    for (size_t i = p.storage_root.size(); i < g.values.size(); i++) p.storage_root.push_back((int)i);  // new constants
+    for (auto& [out, in] : ctx.aliases) p.storage_root[out] = p.storage_root[in];
+    for (auto& k : ctx.kernels) p.kernels.push_back(std::move(k));
+  }
+
+  // Model outputs need storage of their own (see the header).
+  std::set<int> graph_inputs(g.inputs.begin(), g.inputs.end());
+  std::set<int> claimed;
+  for (int o : g.outputs) {
+    int root = p.storage_root[o];
+    bool own = root == o && !g.values[o].is_constant() && !graph_inputs.count(o) && !claimed.count(o);
+    bool shareable = root != o && !g.values[root].is_constant() && !graph_inputs.count(root) && !claimed.count(root);
+    if (std::count(g.outputs.begin(), g.outputs.end(), root) > 0 && root != o) shareable = false;
+    if (own || shareable) {
+      claimed.insert(root);
+      continue;
+    }
+    if (g.values[o].is_constant()) {  // a constant output: copy from a constant twin
+      graph::Value twin = g.values[o];
+      twin.name = g.unique_name(twin.name + ".const");
+      twin.producer = -1;
+      root = g.add_value(std::move(twin));
+      p.storage_root.push_back(root);
+      g.values[o].data = nullptr;
+    }
+    p.kernels.push_back(copy_kernel(g, root, o, (int)p.kernels.size()));
+    p.storage_root[o] = o;
+    claimed.insert(o);
+  }
+
+  return p;
+}
+
+}  // namespace kiln

@@ -1,0 +1,29 @@
+// Static memory planning: one arena, every tensor's offset fixed at compile time.
+//
+// Each storage root (a value that is not a constant and not an alias) gets a
+// live interval over the dispatch list: from the dispatch that first writes
+// it (model inputs: before the first) to the last dispatch that touches it or
+// any alias of it (model outputs: past the last). Roots are placed largest
+// first at the lowest aligned offset that overlaps no placed root with an
+// intersecting interval (greedy by size, as in TVM's planner), so tensors
+// with disjoint lifetimes share bytes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graph/graph.h"
+#include "lower/lower_graph.h"
+
+namespace kiln {
+
+struct MemoryPlan {
+  uint64_t arena_bytes = 0;      // size of the arena
+  std::vector<int64_t> offset;   // per value: arena offset of its storage root, -1 if none
+  uint64_t total_bytes = 0;      // sum of all planned roots (the no-sharing size)
+  uint64_t lower_bound = 0;      // largest total of simultaneously live roots
+};
+
+MemoryPlan plan_memory(const graph::Graph& g, const LoweredProgram& p, uint64_t alignment);
+
+}  // namespace kiln

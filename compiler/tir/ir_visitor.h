@@ -1,0 +1,50 @@
+// Visitors and mutators over TIR, with dispatch derived from the node list.
+//
+// IRVisitor walks a tree (override visit() for the nodes you care about and
+// call the base to keep recursing). IRMutator rebuilds a tree bottom-up,
+// reusing any node whose children did not change.
+#pragma once
+
+#include "tir/ir.h"
+
+namespace kiln::tir {
+
+#define KILN_X(n) struct n;
+KILN_TIR_EXPR_NODES(KILN_X)
+KILN_TIR_STMT_NODES(KILN_X)
+#undef KILN_X
+
+class IRVisitor {
+ public:
+  virtual ~IRVisitor() = default;
+  void visit_expr(const Expr& e);
+  void visit_stmt(const Stmt& s);
+
+ protected:
+#define KILN_X(n) virtual void visit(const n* op);
+  KILN_TIR_EXPR_NODES(KILN_X)
+  KILN_TIR_STMT_NODES(KILN_X)
+#undef KILN_X
+};
+
+class IRMutator {
+ public:
+  virtual ~IRMutator() = default;
+  Expr mutate(const Expr& e);
+  Stmt mutate(const Stmt& s);
+
+ protected:
+  // `self` is the handle of `op`, returned as-is when nothing changed.
+#define KILN_X(n) virtual Expr visit(const n* op, const Expr& self);
+  KILN_TIR_EXPR_NODES(KILN_X)
+#undef KILN_X
+#define KILN_X(n) virtual Stmt visit(const n* op, const Stmt& self);
+  KILN_TIR_STMT_NODES(KILN_X)
+#undef KILN_X
+};
+
+// Replaces each Var in `vars` (by identity) with the matching expression.
+Expr substitute(const Expr& e, const std::vector<std::pair<Expr, Expr>>& vars);
+Stmt substitute(const Stmt& s, const std::vector<std::pair<Expr, Expr>>& vars);
+
+}  // namespace kiln::tir

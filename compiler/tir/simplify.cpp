@@ -1,0 +1,279 @@
+#include "tir/simplify.h"
+
+#include <limits>
+#include <map>
+
+#include "tir/ir_visitor.h"
+
+namespace kiln::tir {
+namespace {
+
+constexpr int64_t kNegInf = std::numeric_limits<int64_t>::min();
+constexpr int64_t kPosInf = std::numeric_limits<int64_t>::max();
+
+int64_t floor_div(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+
+bool add_ok(int64_t a, int64_t b, int64_t* out) { return !__builtin_add_overflow(a, b, out); }
+
+Interval unbounded() { return {kNegInf, kPosInf}; }
+
+class Simplifier : public IRMutator {
+ public:
+  using IRMutator::mutate;
+
+ protected:
+  using IRMutator::visit;
+  std::map<const ExprNode*, Interval> var_bounds_;
+
+  Interval bounds(const Expr& e) {
+    if (!e.type().is_int()) return unbounded();
+    if (auto c = as_const_int(e)) return {*c, *c};
+    if (auto v = e.as<Var>()) {
+      auto it = var_bounds_.find(v);
+      return it == var_bounds_.end() ? unbounded() : it->second;
+    }
+    if (auto op = e.as<Add>()) {
+      Interval a = bounds(op->a), b = bounds(op->b);
+      Interval r = unbounded();
+      if (a.min != kNegInf && b.min != kNegInf && !add_ok(a.min, b.min, &r.min)) r.min = kNegInf;
+      if (a.max != kPosInf && b.max != kPosInf && !add_ok(a.max, b.max, &r.max)) r.max = kPosInf;
+      if (a.min == kNegInf || b.min == kNegInf) r.min = kNegInf;
+      if (a.max == kPosInf || b.max == kPosInf) r.max = kPosInf;
+      return r;
+    }
+    if (auto op = e.as<Sub>()) {
+      Interval a = bounds(op->a), b = bounds(op->b);
+      Interval r = unbounded();
+      if (a.min != kNegInf && b.max != kPosInf && __builtin_sub_overflow(a.min, b.max, &r.min)) r.min = kNegInf;
+      if (a.max != kPosInf && b.min != kNegInf && __builtin_sub_overflow(a.max, b.min, &r.max)) r.max = kPosInf;
+      if (a.min == kNegInf || b.max == kPosInf) r.min = kNegInf;
+      if (a.max == kPosInf || b.min == kNegInf) r.max = kPosInf;
+      return r;
+    }
+    if (auto op = e.as<Mul>()) {
+      auto c = as_const_int(op->b);
+      Interval a = bounds(op->a);
+      if (!c || a.min == kNegInf || a.max == kPosInf) return unbounded();
+      int64_t x, y;
+      if (__builtin_mul_overflow(a.min, *c, &x) || __builtin_mul_overflow(a.max, *c, &y)) return unbounded();
+      return {std::min(x, y), std::max(x, y)};
+    }
+    if (auto op = e.as<Div>()) {
+      auto c = as_const_int(op->b);
+      Interval a = bounds(op->a);
+      if (!c || *c <= 0) return unbounded();
+      return {a.min == kNegInf ? kNegInf : floor_div(a.min, *c), a.max == kPosInf ? kPosInf : floor_div(a.max, *c)};
+    }
+    if (auto op = e.as<Mod>()) {
+      auto c = as_const_int(op->b);
+      if (!c || *c <= 0) return unbounded();
+      return {0, *c - 1};
+    }
+    if (auto op = e.as<Min>()) {
+      Interval a = bounds(op->a), b = bounds(op->b);
+      return {std::min(a.min, b.min), std::min(a.max, b.max)};
+    }
+    if (auto op = e.as<Max>()) {
+      Interval a = bounds(op->a), b = bounds(op->b);
+      return {std::max(a.min, b.min), std::max(a.max, b.max)};
+    }
+    if (auto op = e.as<Select>()) {
+      Interval a = bounds(op->true_value), b = bounds(op->false_value);
+      return {std::min(a.min, b.min), std::max(a.max, b.max)};
+    }
+    return unbounded();
+  }
+
+  static Expr const_bool(bool v) { return IntImm::make(Bool(), v); }
+  static bool is_const(const Expr& e, int64_t v) {
+    auto c = as_const_int(e);
+    return c && *c == v;
+  }
+
+  Expr visit(const Add* op, const Expr& self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    auto ca = as_const_int(a), cb = as_const_int(b);
+    int64_t r;
+    if (ca && cb && a.type().is_int() && add_ok(*ca, *cb, &r)) return IntImm::make(a.type(), r);
+    if (auto fa = a.as<FloatImm>(), fb = b.as<FloatImm>(); fa && fb) return FloatImm::make(a.type(), fa->value + fb->value);
+    if (ca && !cb) std::swap(a, b), std::swap(ca, cb);  // constant to the right
+    if (cb && *cb == 0 && !a.type().is_float()) return a;
+    // (x + c1) + c2 -> x + (c1 + c2)
+    if (auto inner = a.as<Add>(); inner && cb && a.type().is_int()) {
+      if (auto c1 = as_const_int(inner->b); c1 && add_ok(*c1, *cb, &r)) return mutate(inner->a + IntImm::make(a.type(), r));
+    }
+    return a.same_as(op->a) && b.same_as(op->b) ? self : Add::make(a, b);
+  }
+  Expr visit(const Sub* op, const Expr& self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    auto ca = as_const_int(a), cb = as_const_int(b);
+    int64_t r;
+    if (ca && cb && a.type().is_int() && !__builtin_sub_overflow(*ca, *cb, &r)) return IntImm::make(a.type(), r);
+    if (auto fa = a.as<FloatImm>(), fb = b.as<FloatImm>(); fa && fb) return FloatImm::make(a.type(), fa->value - fb->value);
+    if (cb && *cb == 0 && !a.type().is_float()) return a;
+    if (a.same_as(b) && a.type().is_int()) return IntImm::make(a.type(), 0);
+    if (cb && a.type().is_int() && *cb != kNegInf) return mutate(a + IntImm::make(a.type(), -*cb));
+    return a.same_as(op->a) && b.same_as(op->b) ? self : Sub::make(a, b);
+  }
+  Expr visit(const Mul* op, const Expr& self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    auto ca = as_const_int(a), cb = as_const_int(b);
+    int64_t r;
+    if (ca && cb && a.type().is_int() && !__builtin_mul_overflow(*ca, *cb, &r)) return IntImm::make(a.type(), r);
+    if (auto fa = a.as<FloatImm>(), fb = b.as<FloatImm>(); fa && fb) return FloatImm::make(a.type(), fa->value * fb->value);
+    if (ca && !cb) std::swap(a, b), std::swap(ca, cb);
+    if (cb && *cb == 1 && !a.type().is_float()) return a;
+    if (cb && *cb == 0 && a.type().is_int()) return b;
+    return a.same_as(op->a) && b.same_as(op->b) ? self : Mul::make(a, b);
+  }
+  Expr visit(const Div* op, const Expr& self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    auto ca = as_const_int(a), cb = as_const_int(b);
+    if (a.type().is_int() && cb && *cb != 0) {
+      if (ca && !(*ca == kNegInf && *cb == -1)) return IntImm::make(a.type(), floor_div(*ca, *cb));
+      if (*cb == 1) return a;
+      Interval ia = bounds(a);
+      if (*cb > 0 && ia.min >= 0 && ia.max < *cb) return IntImm::make(a.type(), 0);
+    }
+    return a.same_as(op->a) && b.same_as(op->b) ? self : Div::make(a, b);
+  }
+  Expr visit(const Mod* op, const Expr& self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    auto ca = as_const_int(a), cb = as_const_int(b);
+    if (a.type().is_int() && cb && *cb != 0) {
+      if (ca && !(*ca == kNegInf && *cb == -1)) return IntImm::make(a.type(), floor_mod(*ca, *cb));
+      if (*cb == 1) return IntImm::make(a.type(), 0);
+      Interval ia = bounds(a);
+      if (*cb > 0 && ia.min >= 0 && ia.max < *cb) return a;
+    }
+    return a.same_as(op->a) && b.same_as(op->b) ? self : Mod::make(a, b);
+  }
+  Expr visit(const Min* op, const Expr& self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (a.type().is_int()) {
+      Interval ia = bounds(a), ib = bounds(b);
+      if (ia.max <= ib.min) return a;
+      if (ib.max <= ia.min) return b;
+    }
+    if (auto fa = a.as<FloatImm>(), fb = b.as<FloatImm>(); fa && fb) return fa->value <= fb->value ? a : b;
+    return a.same_as(op->a) && b.same_as(op->b) ? self : Min::make(a, b);
+  }
+  Expr visit(const Max* op, const Expr& self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (a.type().is_int()) {
+      Interval ia = bounds(a), ib = bounds(b);
+      if (ia.min >= ib.max) return a;
+      if (ib.min >= ia.max) return b;
+    }
+    if (auto fa = a.as<FloatImm>(), fb = b.as<FloatImm>(); fa && fb) return fa->value >= fb->value ? a : b;
+    return a.same_as(op->a) && b.same_as(op->b) ? self : Max::make(a, b);
+  }
+  Expr visit(const LT* op, const Expr& self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (a.type().is_int()) {
+      Interval ia = bounds(a), ib = bounds(b);
+      if (ia.max < ib.min) return const_bool(true);
+      if (ia.min >= ib.max) return const_bool(false);
+    }
+    return a.same_as(op->a) && b.same_as(op->b) ? self : LT::make(a, b);
+  }
+  Expr visit(const LE* op, const Expr& self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (a.type().is_int()) {
+      Interval ia = bounds(a), ib = bounds(b);
+      if (ia.max <= ib.min) return const_bool(true);
+      if (ia.min > ib.max) return const_bool(false);
+    }
+    return a.same_as(op->a) && b.same_as(op->b) ? self : LE::make(a, b);
+  }
+  Expr visit(const EQ* op, const Expr& self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    auto ca = as_const_int(a), cb = as_const_int(b);
+    if (ca && cb) return const_bool(*ca == *cb);
+    return a.same_as(op->a) && b.same_as(op->b) ? self : EQ::make(a, b);
+  }
+  Expr visit(const NE* op, const Expr& self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    auto ca = as_const_int(a), cb = as_const_int(b);
+    if (ca && cb) return const_bool(*ca != *cb);
+    return a.same_as(op->a) && b.same_as(op->b) ? self : NE::make(a, b);
+  }
+  Expr visit(const And* op, const Expr& self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (is_const(a, 0) || is_const(b, 0)) return const_bool(false);
+    if (is_const(a, 1)) return b;
+    if (is_const(b, 1)) return a;
+    return a.same_as(op->a) && b.same_as(op->b) ? self : And::make(a, b);
+  }
+  Expr visit(const Or* op, const Expr& self) override {
+    Expr a = mutate(op->a), b = mutate(op->b);
+    if (is_const(a, 1) || is_const(b, 1)) return const_bool(true);
+    if (is_const(a, 0)) return b;
+    if (is_const(b, 0)) return a;
+    return a.same_as(op->a) && b.same_as(op->b) ? self : Or::make(a, b);
+  }
+  Expr visit(const Not* op, const Expr& self) override {
+    Expr a = mutate(op->a);
+    if (auto c = as_const_int(a)) return const_bool(!*c);
+    return a.same_as(op->a) ? self : Not::make(a);
+  }
+  Expr visit(const Select* op, const Expr& self) override {
+    Expr c = mutate(op->cond);
+    if (auto k = as_const_int(c)) return mutate(*k ? op->true_value : op->false_value);
+    Expr t = mutate(op->true_value), f = mutate(op->false_value);
+    if (c.same_as(op->cond) && t.same_as(op->true_value) && f.same_as(op->false_value)) return self;
+    return Select::make(c, t, f);
+  }
+  Expr visit(const Let* op, const Expr& self) override {
+    Expr v = mutate(op->value);
+    var_bounds_[op->var.get()] = bounds(v);
+    Expr b = mutate(op->body);
+    var_bounds_.erase(op->var.get());
+    return v.same_as(op->value) && b.same_as(op->body) ? self : Let::make(op->var, v, b);
+  }
+
+  Stmt visit(const LetStmt* op, const Stmt& self) override {
+    Expr v = mutate(op->value);
+    if (as_const_int(v) || v.as<Var>()) return mutate(substitute(op->body, {{op->var, v}}));
+    var_bounds_[op->var.get()] = bounds(v);
+    Stmt b = mutate(op->body);
+    var_bounds_.erase(op->var.get());
+    return v.same_as(op->value) && b.same_as(op->body) ? self : LetStmt::make(op->var, v, b);
+  }
+  Stmt visit(const For* op, const Stmt& self) override {
+    Expr mn = mutate(op->min), ext = mutate(op->extent);
+    auto cmin = as_const_int(mn), cext = as_const_int(ext);
+    if (cext && *cext <= 0) return Block::make({});
+    bool is_workgroup = op->kind == ForKind::WorkgroupX || op->kind == ForKind::WorkgroupY || op->kind == ForKind::WorkgroupZ;
+    if (cext && *cext == 1 && !is_workgroup) return mutate(substitute(op->body, {{op->var, mn}}));
+    Interval range = unbounded();
+    int64_t last;
+    if (cmin && cext && add_ok(*cmin, *cext - 1, &last)) range = {*cmin, last};
+    var_bounds_[op->var.get()] = range;
+    Stmt b = mutate(op->body);
+    var_bounds_.erase(op->var.get());
+    if (mn.same_as(op->min) && ext.same_as(op->extent) && b.same_as(op->body)) return self;
+    return For::make(op->var, mn, ext, op->kind, b);
+  }
+  Stmt visit(const IfThenElse* op, const Stmt& self) override {
+    Expr c = mutate(op->cond);
+    if (auto k = as_const_int(c)) {
+      if (*k) return mutate(op->then_case);
+      return op->else_case.defined() ? mutate(op->else_case) : Block::make({});
+    }
+    Stmt t = mutate(op->then_case), e = mutate(op->else_case);
+    if (c.same_as(op->cond) && t.same_as(op->then_case) && e.same_as(op->else_case)) return self;
+    return IfThenElse::make(c, t, e);
+  }
+};
+
+}  // namespace
+
+Stmt simplify(const Stmt& s) { return Simplifier().mutate(s); }
+Expr simplify(const Expr& e) { return Simplifier().mutate(e); }
+
+}  // namespace kiln::tir

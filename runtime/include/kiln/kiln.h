@@ -1,0 +1,165 @@
+// libkiln: load a Kiln bundle and run it.
+//
+// Two objects:
+//   kiln_model_t    a loaded, verified bundle with its kernels mapped.
+//                   Immutable after load; may be shared by many sessions.
+//   kiln_session_t  the state of one execution: the arena, the inputs and
+//                   outputs, and the dispatch list bound to them at creation.
+//                   One thread at a time per session.
+//
+// Every fallible call returns kiln_status_t: NULL means success, anything
+// else is an error the caller owns and frees with kiln_status_free.
+// Out-parameters are named out_*; they are written only on success.
+#ifndef KILN_KILN_H_
+#define KILN_KILN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+// Marks the exported API (the library is built with -fvisibility=hidden).
+#if defined(__GNUC__)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+//===----------------------------------------------------------------------===//
+// Status
+//===----------------------------------------------------------------------===//
+
+typedef enum kiln_status_code_e {
+  KILN_OK = 0,
+  KILN_INVALID_ARGUMENT = 1,   // the caller passed something wrong
+  KILN_INVALID_BUNDLE = 2,     // the bundle failed verification
+  KILN_UNSUPPORTED = 3,        // valid, but not runnable here (version, arch)
+  KILN_NOT_FOUND = 4,          // a name or file does not exist
+  KILN_OUT_OF_MEMORY = 5,
+  KILN_IO_ERROR = 6,           // open/read/mmap failed
+  KILN_INTERNAL = 7,           // a kernel failed or a runtime invariant broke
+} kiln_status_code_t;
+
+typedef struct kiln_status_impl_t* kiln_status_t;  // NULL == OK
+
+KILN_API kiln_status_code_t kiln_status_code(kiln_status_t status);
+// The message; valid until kiln_status_free. "OK" for NULL.
+KILN_API const char* kiln_status_message(kiln_status_t status);
+KILN_API void kiln_status_free(kiln_status_t status);
+// Name of a code: "OK", "INVALID_ARGUMENT", ... ("UNKNOWN" otherwise).
+KILN_API const char* kiln_status_code_name(kiln_status_code_t code);
+
+//===----------------------------------------------------------------------===//
+// Tensors
+//===----------------------------------------------------------------------===//
+
+typedef enum kiln_dtype_e {  // same values as kiln.fb.DType
+  KILN_DTYPE_FLOAT32 = 0,
+  KILN_DTYPE_FLOAT16 = 1,
+  KILN_DTYPE_FLOAT64 = 2,
+  KILN_DTYPE_INT8 = 3,
+  KILN_DTYPE_INT16 = 4,
+  KILN_DTYPE_INT32 = 5,
+  KILN_DTYPE_INT64 = 6,
+  KILN_DTYPE_UINT8 = 7,
+  KILN_DTYPE_BOOL = 8,
+} kiln_dtype_t;
+
+KILN_API const char* kiln_dtype_name(kiln_dtype_t dtype);  // "float32", ...
+KILN_API size_t kiln_dtype_size(kiln_dtype_t dtype);       // bytes per element; 0 if unknown
+
+typedef struct kiln_tensor_info_t {
+  const char* name;       // owned by the model
+  kiln_dtype_t dtype;     // element type
+  uint32_t rank;          // number of dimensions
+  const int64_t* shape;   // `rank` dimensions, owned by the model
+  size_t byte_size;       // total bytes
+} kiln_tensor_info_t;
+
+//===----------------------------------------------------------------------===//
+// Model
+//===----------------------------------------------------------------------===//
+
+typedef struct kiln_model_t kiln_model_t;
+
+// Maps the file read-only and verifies it; constants are used in place.
+KILN_API kiln_status_t kiln_model_load_file(const char* path, kiln_model_t** out_model);
+// Verifies `data`, which the caller keeps alive and unchanged until
+// kiln_model_free. If `data` is not 64-byte aligned it is copied.
+KILN_API kiln_status_t kiln_model_load_memory(const void* data, size_t size,
+                                     kiln_model_t** out_model);
+KILN_API void kiln_model_free(kiln_model_t* model);
+
+// Flags for the *_ex loaders.
+// Verify the bundle but do not map its kernel libraries: the model can be
+// inspected (kiln_model_bundle_data, infos) but kiln_session_create fails.
+// Lets tools inspect bundles compiled for another architecture.
+#define KILN_MODEL_LOAD_VERIFY_ONLY 1u
+
+// Like kiln_model_load_file / kiln_model_load_memory, with KILN_MODEL_LOAD_* flags.
+KILN_API kiln_status_t kiln_model_load_file_ex(const char* path, uint32_t flags,
+                                               kiln_model_t** out_model);
+KILN_API kiln_status_t kiln_model_load_memory_ex(const void* data, size_t size,
+                                                 uint32_t flags,
+                                                 kiln_model_t** out_model);
+
+// The verified bundle: the size-prefixed FlatBuffer (starting at its u32 size
+// prefix, `*out_size` = 4 + prefix) for read-only use with the generated
+// schema API (kiln::fb::GetSizePrefixedBundle). Every index and range in it
+// has been checked by the loader. Valid until kiln_model_free.
+KILN_API kiln_status_t kiln_model_bundle_data(const kiln_model_t* model,
+                                              const void** out_data,
+                                              size_t* out_size);
+// The data segment (constants, kernel blobs) the bundle's offsets refer to.
+KILN_API kiln_status_t kiln_model_data_segment(const kiln_model_t* model,
+                                               const void** out_data,
+                                               size_t* out_size);
+
+KILN_API size_t kiln_model_input_count(const kiln_model_t* model);
+KILN_API size_t kiln_model_output_count(const kiln_model_t* model);
+KILN_API kiln_status_t kiln_model_input_info(const kiln_model_t* model, size_t index,
+                                    kiln_tensor_info_t* out_info);
+KILN_API kiln_status_t kiln_model_output_info(const kiln_model_t* model, size_t index,
+                                     kiln_tensor_info_t* out_info);
+KILN_API kiln_status_t kiln_model_find_input(const kiln_model_t* model, const char* name,
+                                    size_t* out_index);
+KILN_API kiln_status_t kiln_model_find_output(const kiln_model_t* model, const char* name,
+                                     size_t* out_index);
+
+//===----------------------------------------------------------------------===//
+// Session
+//===----------------------------------------------------------------------===//
+
+typedef struct kiln_session_options_t {
+  uint32_t thread_count;  // 0 or 1: run on the calling thread. Other values
+                          // are accepted but not used yet: every dispatch
+                          // still runs serially on the calling thread.
+} kiln_session_options_t;
+
+typedef struct kiln_session_t kiln_session_t;
+
+// Allocates the arena and binds every dispatch. `options` may be NULL.
+KILN_API kiln_status_t kiln_session_create(const kiln_model_t* model,
+                                  const kiln_session_options_t* options,
+                                  kiln_session_t** out_session);
+KILN_API void kiln_session_free(kiln_session_t* session);
+
+// Copies `byte_size` bytes (must equal the input's byte_size) into the input.
+KILN_API kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index,
+                                     const void* data, size_t byte_size);
+// Runs the dispatch list once.
+KILN_API kiln_status_t kiln_session_run(kiln_session_t* session);
+// Copies the output into `data` (`byte_size` must equal its byte_size).
+KILN_API kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index,
+                                      void* data, size_t byte_size);
+// Zero-copy view of an output, valid until the next run or free.
+KILN_API kiln_status_t kiln_session_output_data(kiln_session_t* session, size_t index,
+                                       const void** out_data);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif
+
+#endif  // KILN_KILN_H_

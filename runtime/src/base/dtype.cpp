@@ -1,0 +1,46 @@
+// Element types (kiln_dtype_t mirrors kiln.fb.DType value for value).
+#include "kiln/kiln.h"
+
+const char* kiln_dtype_name(kiln_dtype_t dtype) {
+  switch (dtype) {
+    case KILN_DTYPE_FLOAT32: return "float32";
+    case KILN_DTYPE_FLOAT16: return "float16";
+    case KILN_DTYPE_FLOAT64: return "float64";
+    case KILN_DTYPE_INT8: return "int8";
+    case KILN_DTYPE_INT16: return "int16";
+    case KILN_DTYPE_INT32: return "int32";
+    case KILN_DTYPE_INT64: return "int64";
+    case KILN_DTYPE_UINT8: return "uint8";
+    case KILN_DTYPE_BOOL: return "bool";
+  }
+  return "unknown";
+}
+
+size_t kiln_dtype_size(kiln_dtype_t dtype) {
+  switch (dtype) {
+    case KILN_DTYPE_FLOAT32: return 4;
+    case KILN_DTYPE_FLOAT16: return 2;
+    case KILN_DTYPE_FLOAT64: return 8;
+    case KILN_DTYPE_INT8: return 1;
+    case KILN_DTYPE_INT16: return 2;
+    case KILN_DTYPE_INT32: return 4;
+    case KILN_DTYPE_INT64: return 8;
+    case KILN_DTYPE_UINT8: return 1;
+    case KILN_DTYPE_BOOL: return 1;
+  }
+  return 0;
+}
+
+const char* kiln_status_code_name(kiln_status_code_t code) {
+  switch (code) {
+    case KILN_OK: return "OK";
+    case KILN_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case KILN_INVALID_BUNDLE: return "INVALID_BUNDLE";
+    case KILN_UNSUPPORTED: return "UNSUPPORTED";
+    case KILN_NOT_FOUND: return "NOT_FOUND";
+    case KILN_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
+    case KILN_IO_ERROR: return "IO_ERROR";
+    case KILN_INTERNAL: return "INTERNAL";
+  }
+  return "UNKNOWN";
+}

@@ -1,0 +1,105 @@
+// Kernel library query and table validation; see kernel_library.h.
+#include "cpu/kernel_library.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+static kiln_status_t kiln_kernel_library_check_table(const kiln_elf_module_t* module,
+                                                     const kiln_kernel_library_t* table) {
+  if (!table) {
+    return kiln_make_status(KILN_UNSUPPORTED,
+                            "kernel library: query returned NULL (does not speak kernel ABI "
+                            "version %u)",
+                            KILN_KERNEL_ABI_VERSION);
+  }
+  if (((uintptr_t)table % alignof(kiln_kernel_library_t)) != 0 ||
+      !kiln_elf_module_contains(module, table, sizeof(*table), PROT_READ)) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "kernel library: query returned a table outside the library");
+  }
+  if (table->abi_version != KILN_KERNEL_ABI_VERSION) {
+    return kiln_make_status(KILN_UNSUPPORTED,
+                            "kernel library: table has ABI version %u, runtime speaks %u",
+                            table->abi_version, KILN_KERNEL_ABI_VERSION);
+  }
+  uint32_t count = table->kernel_count;
+  if (count > KILN_KERNEL_LIBRARY_MAX_KERNELS) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "kernel library: kernel_count %u exceeds %u", count,
+                            KILN_KERNEL_LIBRARY_MAX_KERNELS);
+  }
+  if (count == 0) return NULL;
+  const size_t bytes = (size_t)count * sizeof(void*);
+  if (((uintptr_t)table->kernel_names % alignof(const char*)) != 0 ||
+      !kiln_elf_module_contains(module, table->kernel_names, bytes, PROT_READ) ||
+      ((uintptr_t)table->kernels % alignof(kiln_kernel_fn_t)) != 0 ||
+      !kiln_elf_module_contains(module, (const void*)table->kernels, bytes, PROT_READ)) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "kernel library: kernel_names/kernels arrays lie outside the "
+                            "library");
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    if (!kiln_elf_module_contains_string(module, table->kernel_names[i], PROT_READ)) {
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "kernel library: name of kernel %u is not a string inside the "
+                              "library",
+                              i);
+    }
+    void* entry;
+    memcpy(&entry, &table->kernels[i], sizeof(entry));
+    if (!kiln_elf_module_contains(module, entry, 1, PROT_EXEC)) {
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "kernel library: kernel %u ('%.64s') does not point into an "
+                              "executable segment",
+                              i, table->kernel_names[i]);
+    }
+  }
+  return NULL;
+}
+
+kiln_status_t kiln_kernel_library_load(const uint8_t* blob, size_t size,
+                                       kiln_kernel_library_handle_t* out_library) {
+  kiln_kernel_library_handle_t library;
+  memset(&library, 0, sizeof(library));
+  KILN_RETURN_IF_ERROR(kiln_elf_module_load(blob, size, &library.module));
+  void* address = NULL;
+  kiln_status_t status = kiln_elf_module_lookup_function(
+      &library.module, KILN_KERNEL_LIBRARY_QUERY_SYMBOL, &address);
+  if (!status) {
+    kiln_kernel_library_query_fn_t query;
+    memcpy(&query, &address, sizeof(query));  // object pointer -> function pointer
+    library.table = query(KILN_KERNEL_ABI_VERSION);
+    status = kiln_kernel_library_check_table(&library.module, library.table);
+  }
+  if (status) {
+    kiln_elf_module_unload(&library.module);
+    return status;
+  }
+  *out_library = library;
+  return NULL;
+}
+
+void kiln_kernel_library_unload(kiln_kernel_library_handle_t* library) {
+  if (!library) return;
+  kiln_elf_module_unload(&library->module);
+  library->table = NULL;
+}
+
+kiln_status_t kiln_kernel_library_find(const kiln_kernel_library_handle_t* library,
+                                       uint32_t ordinal, const char* expected_name,
+                                       kiln_kernel_fn_t* out_kernel) {
+  const kiln_kernel_library_t* table = library->table;
+  if (ordinal >= table->kernel_count) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "ordinal %u out of range (library has %u kernels)", ordinal,
+                            table->kernel_count);
+  }
+  if (strcmp(table->kernel_names[ordinal], expected_name) != 0) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "name mismatch: bundle says '%.64s', library ordinal %u is "
+                            "'%.64s'",
+                            expected_name, ordinal, table->kernel_names[ordinal]);
+  }
+  *out_kernel = table->kernels[ordinal];
+  return NULL;
+}

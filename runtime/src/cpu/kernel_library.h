@@ -1,0 +1,32 @@
+// A CPU kernel library: an ELF module plus the kernel table its
+// kiln_kernel_library_query function returned (see schema/kiln_kernel_abi.h).
+#ifndef KILN_CPU_KERNEL_LIBRARY_H_
+#define KILN_CPU_KERNEL_LIBRARY_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "cpu/elf_module.h"
+#include "kiln_kernel_abi.h"
+
+#define KILN_KERNEL_LIBRARY_MAX_KERNELS 65536u  // entries accepted in a kernel table
+
+typedef struct kiln_kernel_library_handle_t {
+  kiln_elf_module_t module;            // the mapped library
+  const kiln_kernel_library_t* table;  // validated kernel table (inside `module`)
+} kiln_kernel_library_handle_t;
+
+// Loads the ELF blob, calls its query function with KILN_KERNEL_ABI_VERSION
+// and validates the returned table: every pointer inside the library, names
+// NUL-terminated inside it, entry points inside executable segments.
+kiln_status_t kiln_kernel_library_load(const uint8_t* blob, size_t size,
+                                       kiln_kernel_library_handle_t* out_library);
+void kiln_kernel_library_unload(kiln_kernel_library_handle_t* library);
+
+// The kernel at `ordinal`, whose name must equal `expected_name`.
+kiln_status_t kiln_kernel_library_find(const kiln_kernel_library_handle_t* library,
+                                       uint32_t ordinal, const char* expected_name,
+                                       kiln_kernel_fn_t* out_kernel);
+
+#endif  // KILN_CPU_KERNEL_LIBRARY_H_

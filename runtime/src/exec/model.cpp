@@ -1,0 +1,232 @@
+// Model loading: bundle memory -> verification -> kernel libraries ->
+// kernels -> input/output descriptions. See exec/model.h.
+#include "exec/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/allocator.h"
+
+namespace fb = kiln::fb;
+
+// Maps every kernel library and resolves every bundle kernel to its entry point.
+static kiln_status_t kiln_model_load_kernels(kiln_model_t* model) {
+  const fb::Bundle* bundle = model->view.bundle;
+  uint32_t library_count = bundle->libraries() ? bundle->libraries()->size() : 0;
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(library_count, &model->libraries));
+  for (uint32_t i = 0; i < library_count; ++i) {
+    const fb::KernelLibrary* library = bundle->libraries()->Get(i);
+    const char* triple = library->target_triple() ? library->target_triple()->c_str() : "?";
+    if (library->format() == fb::LibraryFormat::SpirV) {
+      return kiln_make_status(KILN_UNSUPPORTED,
+                              "library %u (%.64s) is SPIR-V: no Vulkan support in this "
+                              "runtime yet",
+                              i, triple);
+    }
+    kiln_status_t status = kiln_kernel_library_load(
+        model->view.data_segment + library->offset(), (size_t)library->size(),
+        &model->libraries[i]);
+    if (status) return kiln_status_annotate(status, "library %u (%.64s)", i, triple);
+    model->library_count = i + 1;  // loaded so far, for kiln_model_free
+  }
+  uint32_t kernel_count = bundle->kernels() ? bundle->kernels()->size() : 0;
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(kernel_count, &model->kernels));
+  model->kernel_count = kernel_count;
+  for (uint32_t i = 0; i < kernel_count; ++i) {
+    const fb::Kernel* kernel = bundle->kernels()->Get(i);
+    kiln_status_t status = kiln_kernel_library_find(&model->libraries[kernel->library()],
+                                                    kernel->ordinal(), kernel->name()->c_str(),
+                                                    &model->kernels[i]);
+    if (status) {
+      return kiln_status_annotate(status, "bundle: kernel %u ('%.64s') in library %u", i,
+                                  kernel->name()->c_str(), kernel->library());
+    }
+  }
+  return NULL;
+}
+
+// Fills `ios` from a list of tensor indices; shapes are copied to `*shape_cursor`.
+static void kiln_model_describe_io(const fb::Bundle* bundle,
+                                   const flatbuffers::Vector<uint32_t>* list,
+                                   kiln_model_io_t* ios, int64_t** shape_cursor) {
+  for (uint32_t i = 0; list && i < list->size(); ++i) {
+    const fb::Tensor* tensor = bundle->tensors()->Get(list->Get(i));
+    kiln_model_io_t* io = &ios[i];
+    io->info.name = tensor->name()->c_str();
+    io->info.dtype = (kiln_dtype_t)tensor->dtype();
+    io->info.rank = tensor->shape() ? tensor->shape()->size() : 0;
+    io->info.shape = *shape_cursor;
+    for (uint32_t d = 0; d < io->info.rank; ++d) (*shape_cursor)[d] = tensor->shape()->Get(d);
+    *shape_cursor += io->info.rank;
+    io->info.byte_size = (size_t)tensor->byte_size();
+    io->arena_offset = tensor->offset();
+  }
+}
+
+static kiln_status_t kiln_model_describe(kiln_model_t* model) {
+  const fb::Bundle* bundle = model->view.bundle;
+  model->input_count = bundle->inputs() ? bundle->inputs()->size() : 0;
+  model->output_count = bundle->outputs() ? bundle->outputs()->size() : 0;
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(model->input_count, &model->inputs));
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(model->output_count, &model->outputs));
+  size_t dims = 0;  // bounded by the buffer size, so no overflow
+  for (size_t i = 0; i < model->input_count; ++i) {
+    const fb::Tensor* t = bundle->tensors()->Get(bundle->inputs()->Get((uint32_t)i));
+    dims += t->shape() ? t->shape()->size() : 0;
+  }
+  for (size_t i = 0; i < model->output_count; ++i) {
+    const fb::Tensor* t = bundle->tensors()->Get(bundle->outputs()->Get((uint32_t)i));
+    dims += t->shape() ? t->shape()->size() : 0;
+  }
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(dims, &model->shapes));
+  int64_t* cursor = model->shapes;
+  kiln_model_describe_io(bundle, bundle->inputs(), model->inputs, &cursor);
+  kiln_model_describe_io(bundle, bundle->outputs(), model->outputs, &cursor);
+  return NULL;
+}
+
+// Takes ownership of `memory` (released on failure too).
+static kiln_status_t kiln_model_load(kiln_bundle_memory_t memory, uint32_t flags,
+                                     kiln_model_t** out_model) {
+  kiln_model_t* model = NULL;
+  kiln_status_t status = kiln_calloc_array(1, &model);
+  if (status) {
+    kiln_bundle_memory_release(&memory);
+    return status;
+  }
+  model->memory = memory;
+  model->flags = flags;
+  status = kiln_bundle_verify(memory.data, memory.size, &model->view);
+  if (!status && !(flags & KILN_MODEL_LOAD_VERIFY_ONLY)) status = kiln_model_load_kernels(model);
+  if (!status) status = kiln_model_describe(model);
+  if (status) {
+    kiln_model_free(model);
+    return status;
+  }
+  *out_model = model;
+  return NULL;
+}
+
+kiln_status_t kiln_model_load_file_ex(const char* path, uint32_t flags,
+                                      kiln_model_t** out_model) {
+  if (!path || !out_model) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "load: NULL path or out_model");
+  }
+  kiln_bundle_memory_t memory;
+  memset(&memory, 0, sizeof(memory));
+  KILN_RETURN_IF_ERROR(kiln_bundle_memory_map_file(path, &memory));
+  return kiln_model_load(memory, flags, out_model);
+}
+
+kiln_status_t kiln_model_load_memory_ex(const void* data, size_t size, uint32_t flags,
+                                        kiln_model_t** out_model) {
+  if (!out_model) return kiln_make_status(KILN_INVALID_ARGUMENT, "load: NULL out_model");
+  kiln_bundle_memory_t memory;
+  memset(&memory, 0, sizeof(memory));
+  KILN_RETURN_IF_ERROR(kiln_bundle_memory_wrap(data, size, &memory));
+  return kiln_model_load(memory, flags, out_model);
+}
+
+kiln_status_t kiln_model_load_file(const char* path, kiln_model_t** out_model) {
+  return kiln_model_load_file_ex(path, 0, out_model);
+}
+
+kiln_status_t kiln_model_load_memory(const void* data, size_t size,
+                                     kiln_model_t** out_model) {
+  return kiln_model_load_memory_ex(data, size, 0, out_model);
+}
+
+void kiln_model_free(kiln_model_t* model) {
+  if (!model) return;
+  for (uint32_t i = 0; i < model->library_count; ++i) {
+    kiln_kernel_library_unload(&model->libraries[i]);
+  }
+  free(model->libraries);
+  free(model->kernels);
+  free(model->inputs);
+  free(model->outputs);
+  free(model->shapes);
+  kiln_bundle_memory_release(&model->memory);
+  free(model);
+}
+
+//===----------------------------------------------------------------------===//
+// Queries
+//===----------------------------------------------------------------------===//
+
+size_t kiln_model_input_count(const kiln_model_t* model) {
+  return model ? model->input_count : 0;
+}
+
+size_t kiln_model_output_count(const kiln_model_t* model) {
+  return model ? model->output_count : 0;
+}
+
+static kiln_status_t kiln_model_io_info(const kiln_model_io_t* ios, size_t count,
+                                        size_t index, const char* what,
+                                        kiln_tensor_info_t* out_info) {
+  if (!out_info) return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL out_info");
+  if (index >= count) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "%s index %zu out of range (%zu %ss)",
+                            what, index, count, what);
+  }
+  *out_info = ios[index].info;
+  return NULL;
+}
+
+kiln_status_t kiln_model_input_info(const kiln_model_t* model, size_t index,
+                                    kiln_tensor_info_t* out_info) {
+  if (!model) return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL model");
+  return kiln_model_io_info(model->inputs, model->input_count, index, "input", out_info);
+}
+
+kiln_status_t kiln_model_output_info(const kiln_model_t* model, size_t index,
+                                     kiln_tensor_info_t* out_info) {
+  if (!model) return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL model");
+  return kiln_model_io_info(model->outputs, model->output_count, index, "output", out_info);
+}
+
+static kiln_status_t kiln_model_find_io(const kiln_model_io_t* ios, size_t count,
+                                        const char* name, const char* what,
+                                        size_t* out_index) {
+  if (!name || !out_index) return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL name");
+  for (size_t i = 0; i < count; ++i) {
+    if (strcmp(ios[i].info.name, name) == 0) {
+      *out_index = i;
+      return NULL;
+    }
+  }
+  return kiln_make_status(KILN_NOT_FOUND, "model has no %s named '%.128s'", what, name);
+}
+
+kiln_status_t kiln_model_find_input(const kiln_model_t* model, const char* name,
+                                    size_t* out_index) {
+  if (!model) return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL model");
+  return kiln_model_find_io(model->inputs, model->input_count, name, "input", out_index);
+}
+
+kiln_status_t kiln_model_find_output(const kiln_model_t* model, const char* name,
+                                     size_t* out_index) {
+  if (!model) return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL model");
+  return kiln_model_find_io(model->outputs, model->output_count, name, "output", out_index);
+}
+
+kiln_status_t kiln_model_bundle_data(const kiln_model_t* model, const void** out_data,
+                                     size_t* out_size) {
+  if (!model || !out_data || !out_size) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL model or out parameter");
+  }
+  *out_data = model->view.flatbuffer;
+  *out_size = model->view.flatbuffer_size;
+  return NULL;
+}
+
+kiln_status_t kiln_model_data_segment(const kiln_model_t* model, const void** out_data,
+                                      size_t* out_size) {
+  if (!model || !out_data || !out_size) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL model or out parameter");
+  }
+  *out_data = model->view.data_segment;
+  *out_size = model->view.data_segment_size;
+  return NULL;
+}

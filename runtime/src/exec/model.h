@@ -1,0 +1,36 @@
+// The loaded model (kiln_model_t): the verified bundle, its mapped kernel
+// libraries and resolved kernels, and the input/output descriptions the API
+// hands out. Immutable after kiln_model_load_*; shared by sessions.
+#ifndef KILN_EXEC_MODEL_H_
+#define KILN_EXEC_MODEL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bundle/bundle_memory.h"
+#include "bundle/bundle_verify.h"
+#include "cpu/kernel_library.h"
+#include "kiln/kiln.h"
+
+// A model input or output.
+typedef struct kiln_model_io_t {
+  kiln_tensor_info_t info;  // what the API reports (shape points into `shapes`)
+  uint64_t arena_offset;    // where the tensor lives in a session's arena
+} kiln_model_io_t;
+
+struct kiln_model_t {
+  kiln_bundle_memory_t memory;               // the bundle's bytes and their owner
+  kiln_bundle_view_t view;                   // the verified bundle inside `memory`
+  uint32_t flags;                            // KILN_MODEL_LOAD_* flags used at load
+  kiln_kernel_library_handle_t* libraries;   // one per bundle library (NULL if verify-only)
+  uint32_t library_count;                    // entries in `libraries`
+  kiln_kernel_fn_t* kernels;                 // entry point of each bundle kernel
+  uint32_t kernel_count;                     // entries in `kernels`
+  kiln_model_io_t* inputs;                   // model inputs, in bundle order
+  size_t input_count;                        // entries in `inputs`
+  kiln_model_io_t* outputs;                  // model outputs, in bundle order
+  size_t output_count;                       // entries in `outputs`
+  int64_t* shapes;                           // aligned copies of every input/output shape
+};
+
+#endif  // KILN_EXEC_MODEL_H_

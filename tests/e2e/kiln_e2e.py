@@ -1,0 +1,516 @@
+#!/usr/bin/python3
+"""Kiln end-to-end tests: PyTorch model -> ONNX -> kilnc -> kiln run, checked against ONNX Runtime.
+
+Run with Debian's /usr/bin/python3 (it has python3-torch, -torchvision, -onnx, -numpy).
+
+  kiln_e2e.py model --name NAME --kilnc PATH --kiln PATH --ort-dir tests/ort --workdir DIR
+                    [--rtol R] [--atol A] [--node PATH]
+      Export NAME (see models.py), compile it with kilnc, run it with `kiln run`,
+      run it with ONNX Runtime (tests/ort/ort_run.js), compare every output.
+  kiln_e2e.py onnx --model M.onnx --input NAME=FILE.npy ... --kilnc PATH --kiln PATH --ort-dir tests/ort
+                   --workdir DIR [--rtol R] [--atol A] [--node PATH]
+      Compile and run an existing ONNX model (e.g. the demo) and compare with ONNX Runtime.
+  kiln_e2e.py reference --name NAME|all --ort-dir tests/ort --workdir DIR [--node PATH]
+      Harness self-check without Kiln: ONNX Runtime vs. PyTorch itself, the
+      .npy round trip of ort_run.js, and the operator coverage of the models.
+  kiln_e2e.py unsupported --kilnc PATH --workdir DIR
+      kilnc must reject a model with an unsupported operator: exit 1 and a
+      message naming the operator type and the node.
+  kiln_e2e.py list
+      The models and the ONNX operators each one must export.
+
+Exit status: 0 when everything passed, 1 on a mismatch or any tool failure,
+2 on a usage or set-up error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional, Sequence
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+import models  # noqa: E402
+
+SETUP_HINT = "run 'tools/setup.sh --with-tests' (or 'npm ci --ignore-scripts' in tests/ort)"
+
+
+class SetupError(Exception):
+    pass
+
+
+def log(msg: str = '') -> None:
+    print(msg, flush=True)
+
+
+def sanitize(name: str) -> str:
+    return name.replace('/', '_')
+
+
+# ---------------------------------------------------------------------------
+# Running tools.
+
+def run_tool(label: str, cmd: Sequence[str], timeout: float, cwd: Optional[str] = None):
+    """Runs a command, prints its command line, stdout and stderr; returns CompletedProcess
+    (returncode None on timeout)."""
+    log('$ ' + ' '.join(cmd))
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired as e:
+        log('%s: TIMEOUT after %.0f s' % (label, timeout))
+        _show('stdout', e.stdout)
+        _show('stderr', e.stderr)
+        return subprocess.CompletedProcess(cmd, None, e.stdout or b'', e.stderr or b'')
+    except OSError as e:
+        log('%s: cannot run %s: %s' % (label, cmd[0], e))
+        return subprocess.CompletedProcess(cmd, None, b'', str(e).encode())
+    elapsed = time.monotonic() - start
+    _show('stdout', proc.stdout)
+    _show('stderr', proc.stderr)
+    status = ('killed by signal %d' % -proc.returncode) if proc.returncode < 0 else 'exit %d' % proc.returncode
+    log('%s: %s (%.2f s)' % (label, status, elapsed))
+    return proc
+
+
+def _show(what: str, data) -> None:
+    if not data:
+        return
+    text = data.decode('utf-8', 'replace') if isinstance(data, bytes) else data
+    lines = text.rstrip('\n').split('\n')
+    if len(lines) > 60:
+        lines = lines[:20] + ['... (%d lines omitted)' % (len(lines) - 40)] + lines[-20:]
+    for line in lines:
+        log('  [%s] %s' % (what, line))
+
+
+def find_node(explicit: Optional[str]) -> str:
+    node = explicit or shutil.which('node')
+    if not node or not os.path.exists(node):
+        raise SetupError('Node.js (node) not found; it runs the ONNX Runtime reference: ' + SETUP_HINT)
+    return node
+
+
+def check_ort_dir(ort_dir: str) -> str:
+    script = os.path.join(ort_dir, 'ort_run.js')
+    if not os.path.isfile(script):
+        raise SetupError('%s not found (bad --ort-dir?)' % script)
+    pkg = os.path.join(ort_dir, 'node_modules', 'onnxruntime-node', 'package.json')
+    if not os.path.isfile(pkg):
+        raise SetupError('ONNX Runtime reference is not installed (%s missing): %s'
+                         % (os.path.join(ort_dir, 'node_modules', 'onnxruntime-node'), SETUP_HINT))
+    return script
+
+
+def check_exe(path: Optional[str], what: str) -> str:
+    if not path:
+        raise SetupError('--%s is required' % what)
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise SetupError('%s not found or not executable: %s (build it: ninja -C build)' % (what, path))
+    return os.path.abspath(path)
+
+
+def run_ort(node: str, ort_script: str, onnx_path: str, out_dir: str, inputs: Dict[str, str]) -> bool:
+    os.makedirs(out_dir, exist_ok=True)
+    cmd = [node, ort_script, onnx_path, out_dir] + ['%s=%s' % kv for kv in inputs.items()]
+    proc = run_tool('onnxruntime', cmd, timeout=600)
+    return proc.returncode == 0
+
+
+# ---------------------------------------------------------------------------
+# Comparison.
+
+def compare(label: str, got: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> bool:
+    """Compares one output; prints errors and PASS/FAIL; returns True on a match."""
+    if got.shape != ref.shape:
+        log('%s: FAIL shape %s, expected %s' % (label, list(got.shape), list(ref.shape)))
+        return False
+    if got.dtype != ref.dtype:
+        log('%s: FAIL dtype %s, expected %s' % (label, got.dtype, ref.dtype))
+        return False
+    if got.size == 0:
+        log('%s: PASS (empty)' % label)
+        return True
+    if not np.issubdtype(ref.dtype, np.floating):
+        diff = got != ref
+        ok = not diff.any()
+        if ok:
+            log('%s: %s %s exact match  PASS' % (label, ref.dtype, list(ref.shape)))
+        else:
+            idx = np.unravel_index(int(np.argmax(diff)), ref.shape)
+            log('%s: %d of %d elements differ; first at %s: got %s, expected %s  FAIL'
+                % (label, int(diff.sum()), ref.size, tuple(int(i) for i in idx), got[idx], ref[idx]))
+        return ok
+    g = got.astype(np.float64)
+    r = ref.astype(np.float64)
+    ref_max = float(np.nanmax(np.abs(r))) if not np.isnan(r).all() else 0.0
+    if ref_max < 100 * atol:
+        log('%s: FAIL: the reference output is too small (max |ref| = %.3g) for atol=%g to make the '
+            'comparison meaningful; change the model or its input' % (label, ref_max, atol))
+        return False
+    nan_mismatch = np.isnan(g) != np.isnan(r)
+    both_nan = np.isnan(g) & np.isnan(r)
+    abs_err = np.where(both_nan, 0.0, np.abs(g - r))
+    abs_err = np.where(nan_mismatch, np.inf, abs_err)
+    rel_err = abs_err / np.maximum(np.abs(r), np.finfo(np.float32).tiny)
+    excess = abs_err - (atol + rtol * np.abs(r))
+    worst = np.unravel_index(int(np.nanargmax(np.where(np.isnan(excess), -np.inf, excess))), ref.shape)
+    ok = bool(np.allclose(got, ref, rtol=rtol, atol=atol, equal_nan=True))
+    bad = int(np.count_nonzero(~np.isclose(got, ref, rtol=rtol, atol=atol, equal_nan=True)))
+    log('%s: %s %s max_abs_err=%.3g max_rel_err=%.3g worst at %s: got %.8g, expected %.8g '
+        '(|ref| max %.3g; %d/%d outside rtol=%g atol=%g)  %s'
+        % (label, ref.dtype, list(ref.shape), float(abs_err.max()), float(rel_err.max()),
+           tuple(int(i) for i in worst), float(g[worst]), float(r[worst]), float(np.abs(r).max()),
+           bad, ref.size, rtol, atol, 'PASS' if ok else 'FAIL'))
+    return ok
+
+
+def compare_dirs(got_dir: str, ref_dir: str, names: Sequence[str], rtol: float, atol: float,
+                 got_label: str) -> bool:
+    ok = True
+    for name in names:
+        fname = sanitize(name) + '.npy'
+        ref_path = os.path.join(ref_dir, fname)
+        got_path = os.path.join(got_dir, fname)
+        if not os.path.isfile(ref_path):
+            log("output '%s': FAIL: reference %s missing" % (name, ref_path))
+            ok = False
+            continue
+        if not os.path.isfile(got_path):
+            log("output '%s': FAIL: %s did not write %s" % (name, got_label, got_path))
+            ok = False
+            continue
+        try:
+            got = np.load(got_path, allow_pickle=False)
+        except Exception as e:  # noqa: BLE001
+            log("output '%s': FAIL: cannot read %s: %s" % (name, got_path, e))
+            ok = False
+            continue
+        ref = np.load(ref_path, allow_pickle=False)
+        ok &= compare("output '%s'" % name, got, ref, rtol, atol)
+    return ok
+
+
+# ---------------------------------------------------------------------------
+# Commands.
+
+def prepare(name: str, workdir: str):
+    """Exports model `name` into workdir and checks its operators. Returns (spec, paths, module, ok)."""
+    spec = models.MODELS[name]
+    os.makedirs(workdir, exist_ok=True)
+    onnx_path = os.path.join(workdir, name + '.onnx')
+    input_path = os.path.join(workdir, 'input.npy')
+    log('== %s: %s, input %s' % (name, spec.description or 'model', list(spec.input_shape)))
+    t0 = time.monotonic()
+    model, module = models.export_model(spec, onnx_path)
+    ops = models.op_types(model)
+    counts: Dict[str, int] = {}
+    for op in ops:
+        counts[op] = counts.get(op, 0) + 1
+    log('exported %s (%.1f s, %d bytes): %d nodes: %s'
+        % (onnx_path, time.monotonic() - t0, os.path.getsize(onnx_path), len(ops),
+           ', '.join('%s x%d' % kv for kv in sorted(counts.items()))))
+    problems = models.check_ops(spec, model)
+    for p in problems:
+        log('op coverage: FAIL: ' + p)
+    x = models.make_input(spec)
+    np.save(input_path, x)
+    return spec, onnx_path, input_path, module, not problems
+
+
+def compile_run_compare(kilnc: str, kiln: str, node: str, ort_script: str, onnx_path: str,
+                        inputs: Dict[str, str], output_names: Sequence[str], workdir: str,
+                        rtol: float, atol: float) -> bool:
+    """kilnc -> kiln run -> ONNX Runtime -> compare. Returns True when every output matches."""
+    stem = os.path.splitext(os.path.basename(onnx_path))[0]
+    bundle = os.path.join(workdir, stem + '.kiln')
+    proc = run_tool('kilnc', [kilnc, onnx_path, '-o', bundle], timeout=900)
+    if proc.returncode != 0:
+        log('FAIL: kilnc failed')
+        return False
+    if not os.path.isfile(bundle):
+        log('FAIL: kilnc exited 0 but wrote no %s' % bundle)
+        return False
+    log('bundle: %s (%d bytes)' % (bundle, os.path.getsize(bundle)))
+
+    kiln_out = os.path.join(workdir, 'kiln_out')
+    os.makedirs(kiln_out, exist_ok=True)
+    cmd = [kiln, 'run', bundle]
+    for name, path in inputs.items():
+        cmd += ['--input', '%s=%s' % (name, path)]
+    proc = run_tool('kiln run', cmd + ['--output-dir', kiln_out], timeout=600)
+    if proc.returncode != 0:
+        log('FAIL: kiln run failed')
+        return False
+
+    ort_out = os.path.join(workdir, 'ort_out')
+    if not run_ort(node, ort_script, onnx_path, ort_out, inputs):
+        log('FAIL: the ONNX Runtime reference failed')
+        return False
+
+    ok = True
+    extra = sorted(set(os.listdir(kiln_out)) - {sanitize(n) + '.npy' for n in output_names})
+    if extra:
+        log('FAIL: kiln run wrote unexpected files: %s' % extra)
+        ok = False
+    ok &= compare_dirs(kiln_out, ort_out, output_names, rtol, atol, 'kiln run')
+    return ok
+
+
+def fresh_dir(path: str) -> str:
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    os.makedirs(path)
+    return path
+
+
+def cmd_model(args) -> int:
+    if args.name not in models.MODELS:
+        raise SetupError('unknown model %r (known: %s)' % (args.name, ', '.join(models.MODELS)))
+    kilnc = check_exe(args.kilnc, 'kilnc')
+    kiln = check_exe(args.kiln, 'kiln')
+    node = find_node(args.node)
+    ort_script = check_ort_dir(args.ort_dir)
+    workdir = fresh_dir(args.workdir)
+    spec, onnx_path, input_path, _module, ok = prepare(args.name, workdir)
+    rtol = args.rtol if args.rtol is not None else spec.rtol
+    atol = args.atol if args.atol is not None else spec.atol
+    ok &= compile_run_compare(kilnc, kiln, node, ort_script, onnx_path, {models.INPUT_NAME: input_path},
+                              spec.names_of_outputs(), workdir, rtol, atol)
+    log('%s: %s' % (args.name, 'PASS' if ok else 'FAIL'))
+    return 0 if ok else 1
+
+
+def cmd_onnx(args) -> int:
+    import onnx
+
+    kilnc = check_exe(args.kilnc, 'kilnc')
+    kiln = check_exe(args.kiln, 'kiln')
+    node = find_node(args.node)
+    ort_script = check_ort_dir(args.ort_dir)
+    if not os.path.isfile(args.model):
+        raise SetupError('model not found: %s' % args.model)
+    inputs = {}
+    for spec in args.input:
+        name, sep, path = spec.partition('=')
+        if not sep or not name:
+            raise SetupError('bad --input %r (expected NAME=FILE.npy)' % spec)
+        if not os.path.isfile(path):
+            raise SetupError('input file not found: %s' % path)
+        inputs[name] = os.path.abspath(path)
+    workdir = fresh_dir(args.workdir)
+    model = onnx.load(args.model)
+    names = [o.name for o in model.graph.output]
+    log('== %s: inputs %s, outputs %s' % (args.model, list(inputs), names))
+    ok = compile_run_compare(kilnc, kiln, node, ort_script, os.path.abspath(args.model), inputs, names, workdir,
+                             args.rtol if args.rtol is not None else 1e-4,
+                             args.atol if args.atol is not None else 1e-5)
+    log('%s: %s' % (args.model, 'PASS' if ok else 'FAIL'))
+    return 0 if ok else 1
+
+
+NPY_ROUNDTRIP_JS = """
+const m = require(process.argv[1]);
+for (const [src, dst] of JSON.parse(process.argv[2])) {
+  const t = m.readNpy(src);
+  m.writeNpy(dst, t.type, t.dims, t.data);
+}
+"""
+
+
+def npy_roundtrip_check(node: str, ort_script: str, workdir: str) -> bool:
+    """ort_run.js's .npy reader and writer must round-trip every dtype and shape exactly."""
+    rng = np.random.default_rng(7)
+    arrays = {
+        'f32': rng.standard_normal((2, 3, 4)).astype(np.float32),
+        'f64': rng.standard_normal((5,)).astype(np.float64),
+        'i64': rng.integers(-2 ** 62, 2 ** 62, size=(3, 2), dtype=np.int64),
+        'i32': rng.integers(-2 ** 31, 2 ** 31 - 1, size=(1, 7), dtype=np.int32),
+        'i8': rng.integers(-128, 127, size=(4, 1, 2), dtype=np.int8),
+        'u8': rng.integers(0, 255, size=(9,), dtype=np.uint8),
+        'bool': rng.integers(0, 2, size=(2, 2)).astype(np.bool_),
+        'scalar': np.array(3.5, dtype=np.float32),
+        'empty': np.zeros((0, 3), dtype=np.float32),
+        'big_header': np.zeros((1,) * 30, dtype=np.float32),
+    }
+    os.makedirs(workdir, exist_ok=True)
+    pairs = []
+    for name, arr in arrays.items():
+        src = os.path.join(workdir, name + '.in.npy')
+        np.save(src, arr)
+        pairs.append((src, os.path.join(workdir, name + '.out.npy')))
+    import json
+    proc = run_tool('npy round trip', [node, '-e', NPY_ROUNDTRIP_JS, os.path.abspath(ort_script),
+                                       json.dumps(pairs)], timeout=60)
+    if proc.returncode != 0:
+        log('npy round trip: FAIL')
+        return False
+    ok = True
+    for (name, arr), (_src, dst) in zip(arrays.items(), pairs):
+        back = np.load(dst, allow_pickle=False)
+        if back.dtype != arr.dtype or back.shape != arr.shape or not np.array_equal(back, arr):
+            log('npy round trip %s: FAIL: %s %s -> %s %s' % (name, arr.dtype, arr.shape, back.dtype, back.shape))
+            ok = False
+    log('npy round trip of %d arrays: %s' % (len(arrays), 'PASS' if ok else 'FAIL'))
+    return ok
+
+
+def cmd_reference(args) -> int:
+    node = find_node(args.node)
+    ort_script = check_ort_dir(args.ort_dir)
+    names = list(models.MODELS) if args.name == 'all' else args.name.split(',')
+    for n in names:
+        if n not in models.MODELS:
+            raise SetupError('unknown model %r (known: %s)' % (n, ', '.join(models.MODELS)))
+    uncovered = models.all_ops_covered()
+    ok = npy_roundtrip_check(node, ort_script, os.path.abspath(os.path.join(args.workdir, 'npy')))
+    if uncovered:
+        log('op coverage: FAIL: no model covers %s' % uncovered)
+        ok = False
+    for name in names:
+        workdir = os.path.abspath(os.path.join(args.workdir, name))
+        if os.path.isdir(workdir):
+            shutil.rmtree(workdir)
+        spec, onnx_path, input_path, module, model_ok = prepare(name, workdir)
+        x = np.load(input_path)
+        torch_out = os.path.join(workdir, 'torch_out')
+        os.makedirs(torch_out)
+        for oname, arr in zip(spec.names_of_outputs(), models.torch_reference(module, x)):
+            np.save(os.path.join(torch_out, sanitize(oname) + '.npy'), arr)
+        ort_out = os.path.join(workdir, 'ort_out')
+        if not run_ort(node, ort_script, onnx_path, ort_out, {models.INPUT_NAME: input_path}):
+            log('FAIL: the ONNX Runtime reference failed')
+            ok = False
+            continue
+        rtol = args.rtol if args.rtol is not None else spec.rtol
+        atol = args.atol if args.atol is not None else spec.atol
+        model_ok &= compare_dirs(ort_out, torch_out, spec.names_of_outputs(), rtol, atol, 'onnxruntime')
+        log('%s (onnxruntime vs torch): %s' % (name, 'PASS' if model_ok else 'FAIL'))
+        ok &= model_ok
+    return 0 if ok else 1
+
+
+def cmd_unsupported(args) -> int:
+    import onnx
+
+    kilnc = check_exe(args.kilnc, 'kilnc')
+    workdir = os.path.abspath(args.workdir)
+    if os.path.isdir(workdir):
+        shutil.rmtree(workdir)
+    os.makedirs(workdir)
+    spec = models.UNSUPPORTED_MODEL
+    onnx_path = os.path.join(workdir, 'unsupported.onnx')
+    model, _ = models.export_model(spec, onnx_path)
+    problems = models.check_ops(spec, model, allow_unsupported=True)
+    if problems:
+        for p in problems:
+            log('FAIL: ' + p)
+        return 1
+    # Rename the node so that its name does not contain the operator type: the
+    # message must name both.
+    nodes = [n for n in model.graph.node if n.op_type == models.UNSUPPORTED_OP]
+    node_name = 'my_activation_7'
+    nodes[0].name = node_name
+    onnx.save(model, onnx_path)
+    log('exported %s: %s; expecting kilnc to reject %s node %r'
+        % (onnx_path, ', '.join(models.op_types(model)), models.UNSUPPORTED_OP, node_name))
+    bundle = os.path.join(workdir, 'unsupported.kiln')
+    proc = run_tool('kilnc', [kilnc, onnx_path, '-o', bundle], timeout=300)
+    err = proc.stderr.decode('utf-8', 'replace')
+    ok = True
+    if proc.returncode != 1:
+        log('FAIL: kilnc exit status %s, expected 1' % proc.returncode)
+        ok = False
+    if models.UNSUPPORTED_OP not in err:
+        log('FAIL: kilnc\'s stderr does not name the operator type %r' % models.UNSUPPORTED_OP)
+        ok = False
+    if node_name not in err:
+        log('FAIL: kilnc\'s stderr does not name the node %r' % node_name)
+        ok = False
+    if os.path.exists(bundle) and os.path.getsize(bundle) > 0:
+        log('FAIL: kilnc left an output file %s behind' % bundle)
+        ok = False
+    log('unsupported: %s' % ('PASS' if ok else 'FAIL'))
+    return 0 if ok else 1
+
+
+def cmd_list(_args) -> int:
+    for name, spec in models.MODELS.items():
+        log('%-20s input %-18s ops %s' % (name, list(spec.input_shape), ', '.join(sorted(spec.expected_ops))))
+    uncovered = models.all_ops_covered()
+    log('supported operators not covered by any model: %s' % (uncovered or 'none'))
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = parser.add_subparsers(dest='command', required=True)
+
+    p = sub.add_parser('model', help='compile + run one model and compare with ONNX Runtime')
+    p.add_argument('--name', required=True, help='model name (see `list`)')
+    p.add_argument('--kilnc', required=True)
+    p.add_argument('--kiln', required=True)
+    p.add_argument('--ort-dir', required=True, help='tests/ort (holds ort_run.js and node_modules)')
+    p.add_argument('--workdir', required=True)
+    p.add_argument('--node', help='Node.js binary (default: node on PATH)')
+    p.add_argument('--rtol', type=float, help='relative tolerance (default: the model\'s, 1e-4)')
+    p.add_argument('--atol', type=float, help='absolute tolerance (default: the model\'s, 1e-5)')
+    p.set_defaults(func=cmd_model)
+
+    p = sub.add_parser('onnx', help='compile + run an existing ONNX model and compare with ONNX Runtime')
+    p.add_argument('--model', required=True, help='the .onnx file')
+    p.add_argument('--input', action='append', default=[], metavar='NAME=FILE.npy')
+    p.add_argument('--kilnc', required=True)
+    p.add_argument('--kiln', required=True)
+    p.add_argument('--ort-dir', required=True)
+    p.add_argument('--workdir', required=True)
+    p.add_argument('--node')
+    p.add_argument('--rtol', type=float, help='relative tolerance (default 1e-4)')
+    p.add_argument('--atol', type=float, help='absolute tolerance (default 1e-5)')
+    p.set_defaults(func=cmd_onnx)
+
+    p = sub.add_parser('reference', help='harness self-check: ONNX Runtime vs. PyTorch')
+    p.add_argument('--name', default='all', help='model name, comma-separated names or "all"')
+    p.add_argument('--ort-dir', required=True)
+    p.add_argument('--workdir', required=True)
+    p.add_argument('--node')
+    p.add_argument('--rtol', type=float)
+    p.add_argument('--atol', type=float)
+    p.set_defaults(func=cmd_reference)
+
+    p = sub.add_parser('unsupported', help='kilnc must reject an unsupported operator')
+    p.add_argument('--kilnc', required=True)
+    p.add_argument('--workdir', required=True)
+    p.set_defaults(func=cmd_unsupported)
+
+    p = sub.add_parser('list', help='list the models')
+    p.set_defaults(func=cmd_list)
+
+    args = parser.parse_args(argv)
+    try:
+        import torch
+        torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+    except ImportError:
+        if args.command != 'list':
+            log('error: PyTorch is not importable by %s (apt: python3-torch): %s' % (sys.executable, SETUP_HINT))
+            return 2
+    try:
+        return args.func(args)
+    except SetupError as e:
+        log('error: %s' % e)
+        return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main())

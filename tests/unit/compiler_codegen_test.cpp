@@ -1,0 +1,153 @@
+// Units for code generation: TIR kernels compiled by LLVM, linked by lld into
+// a shared object, then run (through dlopen: this checks the code generator
+// alone; the runtime's own loader has its tests and the end-to-end tests).
+#include <dlfcn.h>
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "codegen/codegen_llvm.h"
+#include "codegen/link_elf.h"
+#include "kiln_kernel_abi.h"
+#include "lower/compute.h"
+#include "lower/kernel.h"
+#include "tir/simplify.h"
+
+using namespace kiln;
+using tir::Expr;
+
+namespace {
+
+// Compiles, links and dlopens the kernels; returns the library table.
+struct Library {
+  void* handle = nullptr;
+  const kiln_kernel_library_t* table = nullptr;
+  std::string so;
+  explicit Library(std::vector<KernelDef> kernels) {
+    for (auto& k : kernels) {
+      k.body = tir::simplify(k.body);
+      k.workgroup_count = workgroup_count_of(k.body);
+    }
+    TargetSpec host = TargetSpec::host();
+    so = link_shared_object(compile_kernels(kernels, host), host);
+    char path[] = "/tmp/kiln-codegen-test-XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, so.data(), so.size()) == (ssize_t)so.size());
+    close(fd);
+    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    unlink(path);
+    REQUIRE(handle);
+    auto query = (kiln_kernel_library_query_fn_t)dlsym(handle, KILN_KERNEL_LIBRARY_QUERY_SYMBOL);
+    REQUIRE(bool(query));
+    CHECK(query(KILN_KERNEL_ABI_VERSION + 1) == nullptr);
+    table = query(KILN_KERNEL_ABI_VERSION);
+    REQUIRE(table);
+  }
+  ~Library() {
+    if (handle) dlclose(handle);
+  }
+  void run(uint32_t kernel, std::vector<void*> bindings, uint32_t workgroups) {
+    kiln_kernel_dispatch_state_t d = {};
+    d.workgroup_count[0] = workgroups;
+    d.workgroup_count[1] = d.workgroup_count[2] = 1;
+    d.binding_count = (uint32_t)bindings.size();
+    d.bindings = bindings.data();
+    for (uint32_t x = 0; x < workgroups; x++) {
+      kiln_kernel_workgroup_state_t w = {{x, 0, 0}, 0};
+      REQUIRE(table->kernels[kernel](&d, &w) == 0);
+    }
+  }
+};
+
+KernelDef unary_kernel(const std::string& name, int64_t n, const std::function<Expr(Expr)>& f) {
+  KernelDef k;
+  k.name = name;
+  auto in = tir::make_buffer("in", tir::Float(32), n, 0);
+  auto out = tir::make_buffer("out", tir::Float(32), n, 1);
+  k.params = {in, out};
+  k.body = lower::compute(out, {n}, [&](const lower::Indices& i) { return f(tir::Load::make(in, i[0])); });
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("the ABI structs the code generator builds match the header") {
+  static_assert(offsetof(kiln_kernel_dispatch_state_t, bindings) == 16, "layout assumed by codegen_llvm.cpp");
+  static_assert(offsetof(kiln_kernel_dispatch_state_t, push_constants) == 32, "layout assumed by codegen_llvm.cpp");
+  static_assert(sizeof(kiln_kernel_workgroup_state_t) == 16, "layout assumed by codegen_llvm.cpp");
+  CHECK(true);
+}
+
+TEST_CASE("kernels run and the library has no undefined symbols") {
+  const int64_t n = 1000;
+  Library lib({unary_kernel("k_exp", n, [](Expr x) { return tir::Call::make(tir::Intrinsic::Exp, {x}); }),
+               unary_kernel("k_floor", n, [](Expr x) { return tir::Call::make(tir::Intrinsic::Floor, {x}); }),
+               unary_kernel("k_affine", n, [](Expr x) { return x * Expr(2.0f) + Expr(1.0f); })});
+  REQUIRE(lib.table->kernel_count == 3);
+  CHECK(std::string(lib.table->kernel_names[0]) == "k_exp");
+  CHECK(std::string(lib.table->kernel_names[2]) == "k_affine");
+  // No libm, no memset: the only undefined-symbol-free library is one whose
+  // dynamic symbol table holds nothing but the query function (checked by -z defs
+  // at link time; here we check that linking succeeded and the table is sane).
+  CHECK(lib.so.compare(0, 4, "\x7f" "ELF") == 0);
+
+  std::vector<float> in(n), out(n);
+  for (int64_t i = 0; i < n; i++) in[i] = -87.0f + 175.0f * (float)i / (float)(n - 1);
+  lib.run(0, {in.data(), out.data()}, n);
+  double worst = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double ref = std::exp((double)in[i]);
+    if (ref > 1e-30) worst = std::max(worst, std::fabs(out[i] - ref) / ref);
+  }
+  CHECK(worst < 4e-7);  // a few ulp of float32
+
+  for (int64_t i = 0; i < n; i++) in[i] = -10.0f + 0.0173f * (float)i;
+  in[0] = -3e9f;
+  in[1] = 1e10f;
+  in[2] = -0.5f;
+  lib.run(1, {in.data(), out.data()}, n);
+  for (int64_t i = 0; i < n; i++) CHECK(out[i] == std::floor(in[i]));
+
+  lib.run(2, {in.data(), out.data()}, n);
+  for (int64_t i = 0; i < n; i++) CHECK(out[i] == in[i] * 2.0f + 1.0f);
+}
+
+TEST_CASE("floor division and modulo on negative integers") {
+  KernelDef k;
+  k.name = "k_divmod";
+  auto out = tir::make_buffer("out", tir::Index(), 40, 0);
+  k.params = {out};
+  // out[2i] = (i - 10) / 3, out[2i+1] = (i - 10) % 3
+  tir::Expr i = tir::Var::make(tir::Index(), "i");
+  k.body = tir::For::make(i, Expr(0), Expr(20), tir::ForKind::Serial,
+                          tir::Block::make({tir::Store::make(out, i * Expr(2), (i - Expr(10)) / Expr(3)),
+                                            tir::Store::make(out, i * Expr(2) + Expr(1), (i - Expr(10)) % Expr(3))}));
+  Library lib({k});
+  std::vector<int64_t> r(40);
+  lib.run(0, {r.data()}, 1);
+  for (int64_t v = -10; v < 10; v++) {
+    int64_t q = (int64_t)std::floor(v / 3.0);
+    CHECK(r[2 * (v + 10)] == q);
+    CHECK(r[2 * (v + 10) + 1] == v - 3 * q);
+  }
+}
+
+TEST_CASE("workgroups each compute their own slice") {
+  KernelDef k;
+  k.name = "k_fill";
+  auto out = tir::make_buffer("out", tir::Float(32), 6 * 5, 0);
+  k.params = {out};
+  k.body = lower::compute(out, {6, 5}, [](const lower::Indices& i) {
+    return tir::cast(tir::Float(32), i[0] * Expr(10) + i[1]);
+  });
+  Library lib({k});
+  std::vector<float> r(30, -1.0f);
+  lib.run(0, {r.data()}, 6);
+  for (int a = 0; a < 6; a++)
+    for (int b = 0; b < 5; b++) CHECK(r[a * 5 + b] == (float)(a * 10 + b));
+}

@@ -1,0 +1,113 @@
+// Units for the ONNX importer: constants, shapes, overrides and the errors a
+// user sees for bad models.
+#include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
+
+#include "import/onnx_import.h"
+#include "lower/lower_graph.h"
+#include "support/diagnostics.h"
+
+namespace {
+
+void add_float_input(onnx::GraphProto* g, const std::string& name, std::vector<std::string> dims) {
+  auto* in = g->add_input();
+  in->set_name(name);
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  for (auto& d : dims) {
+    auto* dim = tt->mutable_shape()->add_dim();
+    if (isdigit((unsigned char)d[0])) dim->set_dim_value(std::stoll(d));
+    else dim->set_dim_param(d);
+  }
+}
+
+void add_output(onnx::GraphProto* g, const std::string& name, std::vector<std::string> dims) {
+  auto* o = g->add_output();
+  o->set_name(name);
+  auto* tt = o->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  for (auto& d : dims) {
+    auto* dim = tt->mutable_shape()->add_dim();
+    if (isdigit((unsigned char)d[0])) dim->set_dim_value(std::stoll(d));
+    else dim->set_dim_param(d);
+  }
+}
+
+onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, const std::string& name,
+                          std::vector<std::string> ins, std::vector<std::string> outs) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (auto& i : ins) n->add_input(i);
+  for (auto& o : outs) n->add_output(o);
+  return n;
+}
+
+// x[N,4] -> Relu -> Add(bias) -> y
+std::string relu_add_model(const std::string& batch, const std::string& op = "Relu") {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.set_producer_name("kiln-test");
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  add_float_input(g, "x", {batch, "4"});
+  auto* bias = g->add_initializer();
+  bias->set_name("bias");
+  bias->set_data_type(onnx::TensorProto::FLOAT);
+  bias->add_dims(4);
+  for (float v : {1.f, 2.f, 3.f, 4.f}) bias->add_float_data(v);
+  add_node(g, op, "my_relu", {"x"}, {"r"});
+  add_node(g, "Add", "my_add", {"r", "bias"}, {"y"});
+  add_output(g, "y", {batch, "4"});
+  return m.SerializeAsString();
+}
+
+}  // namespace
+
+TEST_CASE("import gives static shapes and constants") {
+  kiln::graph::Graph g = kiln::import_onnx_bytes(relu_add_model("2"), ".", {});
+  REQUIRE(g.inputs.size() == 1);
+  CHECK(g.values[g.inputs[0]].shape == kiln::graph::Shape{2, 4});
+  REQUIRE(g.nodes.size() == 2);
+  CHECK(g.nodes[0].op == "Relu");
+  const auto& bias = g.values[g.nodes[1].inputs[1]];
+  CHECK(bias.is_constant());
+  CHECK(bias.const_at(3) == 4.0);
+  CHECK(g.values[g.outputs[0]].shape == kiln::graph::Shape{2, 4});
+}
+
+TEST_CASE("a dynamic input needs --input-shape, which then propagates") {
+  try {
+    kiln::import_onnx_bytes(relu_add_model("N"), ".", {});
+    FAIL("expected a user error");
+  } catch (const kiln::UserError& e) {
+    std::string msg = e.what();
+    CHECK(msg.find("'x'") != std::string::npos);
+    CHECK(msg.find("--input-shape") != std::string::npos);
+  }
+  kiln::ImportOptions o;
+  o.input_shapes["x"] = {3, 4};
+  kiln::graph::Graph g = kiln::import_onnx_bytes(relu_add_model("N"), ".", o);
+  CHECK(g.values[g.outputs[0]].shape == kiln::graph::Shape{3, 4});
+  o.input_shapes["nope"] = {1};
+  CHECK_THROWS_AS(kiln::import_onnx_bytes(relu_add_model("N"), ".", o), kiln::UserError);
+}
+
+TEST_CASE("garbage is rejected as a user error") {
+  CHECK_THROWS_AS(kiln::import_onnx_bytes("this is not a protobuf", ".", {}), kiln::UserError);
+  CHECK_THROWS_AS(kiln::import_onnx_bytes(std::string(), ".", {}), kiln::UserError);
+}
+
+TEST_CASE("an unsupported operator names the node and the operator") {
+  // Erf passes ONNX's checks but has no lowering yet.
+  kiln::graph::Graph g = kiln::import_onnx_bytes(relu_add_model("2", "Erf"), ".", {});
+  try {
+    kiln::lower_graph(g);
+    FAIL("expected a user error");
+  } catch (const kiln::UserError& e) {
+    std::string msg = e.what();
+    CHECK(msg.find("my_relu") != std::string::npos);
+    CHECK(msg.find("Erf") != std::string::npos);
+  }
+}

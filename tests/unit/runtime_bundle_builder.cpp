@@ -1,0 +1,152 @@
+// Test helper; see runtime_bundle_builder.h.
+#include "runtime_bundle_builder.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/hash.h"
+
+namespace fb = kiln::fb;
+
+namespace kiln_test {
+
+static size_t ElementSize(fb::DType dtype) {
+  switch (dtype) {
+    case fb::DType::Float32: case fb::DType::Int32: return 4;
+    case fb::DType::Float16: case fb::DType::Int16: return 2;
+    case fb::DType::Float64: case fb::DType::Int64: return 8;
+    default: return 1;
+  }
+}
+
+static size_t FieldOffset(const std::vector<uint8_t>& file, flatbuffers::voffset_t field) {
+  const fb::Bundle* bundle = fb::GetSizePrefixedBundle(file.data());
+  const uint8_t* address =
+      reinterpret_cast<const flatbuffers::Table*>(bundle)->GetAddressOf(field);
+  return address ? (size_t)(address - file.data()) : 0;
+}
+
+static void Store64(std::vector<uint8_t>* file, size_t offset, uint64_t value) {
+  memcpy(file->data() + offset, &value, 8);
+}
+
+std::vector<uint8_t> TestBundle::Build() const {
+  flatbuffers::FlatBufferBuilder fbb;
+  std::vector<flatbuffers::Offset<fb::Tensor>> tensor_offsets;
+  for (const TestTensor& t : tensors) {
+    uint64_t byte_size = t.byte_size;
+    if (byte_size == kAuto) {
+      byte_size = ElementSize(t.dtype);
+      for (int64_t d : t.shape) byte_size *= (uint64_t)d;
+    }
+    auto name = t.name.empty() ? 0 : fbb.CreateString(t.name);
+    auto shape = fbb.CreateVector(t.shape);
+    fb::TensorBuilder tb(fbb);
+    if (!t.name.empty()) tb.add_name(name);
+    tb.add_dtype(t.dtype);
+    tb.add_shape(shape);
+    tb.add_storage(t.storage);
+    tb.add_offset(t.offset);
+    tb.add_byte_size(byte_size);
+    tensor_offsets.push_back(tb.Finish());
+  }
+  std::vector<flatbuffers::Offset<fb::Node>> node_offsets;
+  for (const TestNode& n : nodes) {
+    std::vector<flatbuffers::Offset<fb::Attribute>> attributes;
+    for (const auto& a : n.attributes) {
+      attributes.push_back(fb::CreateAttributeDirect(fbb, a.first.c_str(), a.second.c_str()));
+    }
+    node_offsets.push_back(fb::CreateNodeDirect(fbb, n.name.c_str(), n.op_type.c_str(),
+                                                &attributes, &n.inputs, &n.outputs));
+  }
+  std::vector<flatbuffers::Offset<fb::KernelLibrary>> library_offsets;
+  for (const TestLibrary& l : libraries) {
+    library_offsets.push_back(fb::CreateKernelLibraryDirect(
+        fbb, l.format, "x86_64-unknown-linux-gnu", "generic", "", l.offset, l.size));
+  }
+  std::vector<flatbuffers::Offset<fb::Kernel>> kernel_offsets;
+  for (const TestKernel& k : kernels) {
+    kernel_offsets.push_back(
+        fb::CreateKernelDirect(fbb, k.name.empty() ? nullptr : k.name.c_str(), k.library, k.ordinal));
+  }
+  std::vector<flatbuffers::Offset<fb::Dispatch>> dispatch_offsets;
+  for (const TestDispatch& d : dispatches) {
+    std::vector<fb::Binding> bindings;
+    for (const auto& b : d.bindings) bindings.emplace_back(b.first, b.second);
+    dispatch_offsets.push_back(fb::CreateDispatchDirect(fbb, d.kernel, &d.workgroup_count,
+                                                        &bindings, &d.push_constants,
+                                                        &d.source_nodes));
+  }
+  auto memory = fb::CreateMemoryPlan(fbb, arena_bytes, 64);
+  auto root = fb::CreateBundleDirect(
+      fbb, version_major, version_minor, min_runtime_minor, "kiln unit tests", &tensor_offsets,
+      &inputs, &outputs, &node_offsets, memory, &library_offsets, &kernel_offsets,
+      &dispatch_offsets, /*data_segment_offset=*/64, /*data_segment_size=*/1,
+      /*content_hash=*/write_hash ? 1 : 0);  // placeholders, patched below
+  fb::FinishSizePrefixedBundleBuffer(fbb, root);
+
+  std::vector<uint8_t> file(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
+  uint64_t offset = data_segment_offset == kAuto ? (file.size() + 63) / 64 * 64 : data_segment_offset;
+  uint64_t size = data_segment_size == kAuto ? data.size() : data_segment_size;
+  Store64(&file, FieldOffset(file, fb::Bundle::VT_DATA_SEGMENT_OFFSET), offset);
+  Store64(&file, FieldOffset(file, fb::Bundle::VT_DATA_SEGMENT_SIZE), size);
+  size_t data_start = (file.size() + 63) / 64 * 64;
+  file.resize(data_start + data.size(), 0);
+  memcpy(file.data() + data_start, data.data(), data.size());
+  if (write_hash) RehashBundle(&file, FindHashFields(file));
+  return file;
+}
+
+HashFields FindHashFields(const std::vector<uint8_t>& file) {
+  HashFields fields;
+  fields.hash = FieldOffset(file, fb::Bundle::VT_CONTENT_HASH);
+  fields.data_segment_offset = FieldOffset(file, fb::Bundle::VT_DATA_SEGMENT_OFFSET);
+  fields.data_segment_size = FieldOffset(file, fb::Bundle::VT_DATA_SEGMENT_SIZE);
+  return fields;
+}
+
+void RehashBundle(std::vector<uint8_t>* file, const HashFields& fields) {
+  if (fields.hash == 0 || fields.hash + 8 > file->size() || file->size() < 4) return;
+  // Hash what the runtime hashes: [0, max(4 + prefix, data segment end)).
+  uint32_t prefix = 0;
+  memcpy(&prefix, file->data(), 4);
+  uint64_t end = (uint64_t)prefix + 4, dso = 0, dss = 0;
+  if (fields.data_segment_offset && fields.data_segment_size &&
+      fields.data_segment_offset + 8 <= file->size() && fields.data_segment_size + 8 <= file->size()) {
+    memcpy(&dso, file->data() + fields.data_segment_offset, 8);
+    memcpy(&dss, file->data() + fields.data_segment_size, 8);
+    if (dso + dss >= dso && dso + dss > end) end = dso + dss;
+  }
+  if (end > file->size()) return;  // the runtime rejects it before hashing
+  Store64(file, fields.hash, kiln_xxh64(file->data(), (size_t)end, fields.hash, 8));
+}
+
+TestBundle MinimalBundle() {
+  TestBundle b;
+  b.tensors = {
+      {"x", fb::DType::Float32, {4}, fb::Storage::Arena, 0},
+      {"y", fb::DType::Float32, {4}, fb::Storage::Arena, 64},
+      {"w", fb::DType::Float32, {4}, fb::Storage::Constant, 0},
+  };
+  b.inputs = {0};
+  b.outputs = {1};
+  b.nodes = {{"add0", "Add", {{"note", "\"test\""}}, {0, 2}, {1}}};
+  b.arena_bytes = 128;
+  b.data.resize(64, 0);
+  float w[4] = {1, 2, 3, 4};
+  memcpy(b.data.data(), w, sizeof(w));
+  return b;
+}
+
+std::vector<uint8_t> ReadFile(const char* path) {
+  std::vector<uint8_t> bytes;
+  FILE* f = fopen(path, "rb");
+  if (!f) return bytes;
+  uint8_t buffer[65536];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), f)) > 0) bytes.insert(bytes.end(), buffer, buffer + n);
+  fclose(f);
+  return bytes;
+}
+
+}  // namespace kiln_test

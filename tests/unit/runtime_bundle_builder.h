@@ -1,0 +1,89 @@
+// Test helper: builds Kiln bundles (valid or deliberately broken) with the
+// FlatBuffers builder, lays out the data segment and records the content hash.
+#ifndef KILN_TESTS_RUNTIME_BUNDLE_BUILDER_H_
+#define KILN_TESTS_RUNTIME_BUNDLE_BUILDER_H_
+
+#include <stdint.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bundle_generated.h"
+#include "kiln_bundle_version.h"
+
+namespace kiln_test {
+
+constexpr uint64_t kAuto = ~0ull;  // "compute this field" marker
+
+struct TestTensor {
+  std::string name;                                    // empty: no name
+  kiln::fb::DType dtype = kiln::fb::DType::Float32;    // element type
+  std::vector<int64_t> shape;                          // dimensions
+  kiln::fb::Storage storage = kiln::fb::Storage::Arena;
+  uint64_t offset = 0;                                 // arena or data segment offset
+  uint64_t byte_size = kAuto;                          // kAuto: from dtype and shape
+};
+
+struct TestNode {
+  std::string name, op_type;
+  std::vector<std::pair<std::string, std::string>> attributes;
+  std::vector<uint32_t> inputs, outputs;
+};
+
+struct TestLibrary {
+  kiln::fb::LibraryFormat format = kiln::fb::LibraryFormat::ElfSharedObject;
+  uint64_t offset = 0, size = 0;  // in the data segment
+};
+
+struct TestKernel {
+  std::string name;
+  uint32_t library = 0, ordinal = 0;
+};
+
+struct TestDispatch {
+  uint32_t kernel = 0;
+  std::vector<uint32_t> workgroup_count = {1, 1, 1};
+  std::vector<std::pair<uint32_t, kiln::fb::Access>> bindings;
+  std::vector<uint32_t> push_constants;
+  std::vector<uint32_t> source_nodes;
+};
+
+struct TestBundle {
+  uint16_t version_major = KILN_BUNDLE_VERSION_MAJOR;
+  uint16_t version_minor = KILN_BUNDLE_VERSION_MINOR;
+  uint16_t min_runtime_minor = 0;
+  std::vector<TestTensor> tensors;
+  std::vector<uint32_t> inputs, outputs;
+  std::vector<TestNode> nodes;
+  uint64_t arena_bytes = 0;
+  std::vector<TestLibrary> libraries;
+  std::vector<TestKernel> kernels;
+  std::vector<TestDispatch> dispatches;
+  std::vector<uint8_t> data;                  // the data segment's contents
+  uint64_t data_segment_offset = kAuto;       // kAuto: first 64-aligned byte after the FlatBuffer
+  uint64_t data_segment_size = kAuto;         // kAuto: data.size()
+  bool write_hash = true;                     // false: omit content_hash
+
+  // Serializes the bundle file.
+  std::vector<uint8_t> Build() const;
+};
+
+// A small valid bundle without kernels: x (input) and y (output) in the arena,
+// w a constant; one Add node.
+TestBundle MinimalBundle();
+
+// File offsets of the fields the content hash depends on (0 if absent).
+struct HashFields {
+  size_t hash = 0, data_segment_offset = 0, data_segment_size = 0;
+};
+HashFields FindHashFields(const std::vector<uint8_t>& file);
+// Recomputes and stores content_hash the way the runtime checks it (used to
+// fuzz the checks that come after the hash).
+void RehashBundle(std::vector<uint8_t>* file, const HashFields& fields);
+
+std::vector<uint8_t> ReadFile(const char* path);
+
+}  // namespace kiln_test
+
+#endif  // KILN_TESTS_RUNTIME_BUNDLE_BUILDER_H_

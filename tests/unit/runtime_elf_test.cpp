@@ -1,0 +1,274 @@
+// ELF loader: real libraries built by the system toolchain load and run;
+// no page is writable and executable; hostile variants fail cleanly.
+#include <doctest/doctest.h>
+#include <elf.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <string>
+#include <vector>
+
+#include "cpu/kernel_library.h"
+#include "runtime_bundle_builder.h"
+#include "runtime_test_config.h"
+
+namespace {
+
+std::vector<uint8_t> Library(const char* path) {
+  std::vector<uint8_t> bytes = kiln_test::ReadFile(path);
+  REQUIRE_MESSAGE(!bytes.empty(), "cannot read " << path);
+  return bytes;
+}
+
+// "" on success (the library is unloaded again), else the error message.
+std::string LoadError(const std::vector<uint8_t>& blob, size_t size = SIZE_MAX) {
+  kiln_kernel_library_handle_t library;
+  kiln_status_t status =
+      kiln_kernel_library_load(blob.data(), size == SIZE_MAX ? blob.size() : size, &library);
+  if (!status) {
+    kiln_kernel_library_unload(&library);
+    return "";
+  }
+  std::string message = kiln_status_message(status);
+  kiln_status_free(status);
+  return message;
+}
+
+bool Contains(const std::string& text, const char* words) {
+  return text.find(words) != std::string::npos;
+}
+
+Elf64_Ehdr Header(const std::vector<uint8_t>& blob) {
+  Elf64_Ehdr header;
+  memcpy(&header, blob.data(), sizeof(header));
+  return header;
+}
+
+// File offset of program header `index`.
+size_t PhdrOffset(const std::vector<uint8_t>& blob, size_t index) {
+  return Header(blob).e_phoff + index * sizeof(Elf64_Phdr);
+}
+
+Elf64_Phdr Phdr(const std::vector<uint8_t>& blob, size_t index) {
+  Elf64_Phdr phdr;
+  memcpy(&phdr, blob.data() + PhdrOffset(blob, index), sizeof(phdr));
+  return phdr;
+}
+
+// Index of the first program header of `type` with flags containing `flags`.
+size_t FindPhdr(const std::vector<uint8_t>& blob, uint32_t type, uint32_t flags = 0) {
+  for (size_t i = 0; i < Header(blob).e_phnum; ++i) {
+    Elf64_Phdr p = Phdr(blob, i);
+    if (p.p_type == type && (p.p_flags & flags) == flags) return i;
+  }
+  FAIL("program header not found");
+  return 0;
+}
+
+// File offset of a link-time address (through the PT_LOADs).
+size_t FileOffset(const std::vector<uint8_t>& blob, uint64_t vaddr) {
+  for (size_t i = 0; i < Header(blob).e_phnum; ++i) {
+    Elf64_Phdr p = Phdr(blob, i);
+    if (p.p_type == PT_LOAD && vaddr >= p.p_vaddr && vaddr < p.p_vaddr + p.p_filesz) {
+      return p.p_offset + (vaddr - p.p_vaddr);
+    }
+  }
+  FAIL("address not in a segment");
+  return 0;
+}
+
+// File offset of the dynamic entry with `tag`.
+size_t DynamicEntry(const std::vector<uint8_t>& blob, int64_t tag) {
+  Elf64_Phdr dynamic = Phdr(blob, FindPhdr(blob, PT_DYNAMIC));
+  for (size_t off = dynamic.p_offset; off + sizeof(Elf64_Dyn) <= dynamic.p_offset + dynamic.p_filesz;
+       off += sizeof(Elf64_Dyn)) {
+    Elf64_Dyn entry;
+    memcpy(&entry, blob.data() + off, sizeof(entry));
+    if (entry.d_tag == tag) return off;
+    if (entry.d_tag == DT_NULL) break;
+  }
+  FAIL("dynamic tag not found");
+  return 0;
+}
+
+template <typename T>
+void Patch(std::vector<uint8_t>* blob, size_t offset, T value) {
+  memcpy(blob->data() + offset, &value, sizeof(value));
+}
+
+// True when some mapping of this process is both writable and executable.
+bool AnyWritableExecutableMapping(std::string* which) {
+  FILE* maps = fopen("/proc/self/maps", "r");
+  REQUIRE(maps != NULL);
+  char line[1024];
+  bool found = false;
+  while (fgets(line, sizeof(line), maps)) {
+    char perms[8] = {0};
+    if (sscanf(line, "%*s %7s", perms) == 1 && perms[1] == 'w' && perms[2] == 'x') {
+      found = true;
+      *which = line;
+    }
+  }
+  fclose(maps);
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("elf: a compiled kernel library loads and runs, and no page is W+X") {
+  for (const char* path : {RUNTIME_TEST_KERNELS_SO, RUNTIME_TEST_KERNELS_GNUHASH_SO}) {
+    CAPTURE(path);
+    std::vector<uint8_t> blob = Library(path);
+    kiln_kernel_library_handle_t library;
+    kiln_status_t status = kiln_kernel_library_load(blob.data(), blob.size(), &library);
+    REQUIRE_MESSAGE(status == NULL, kiln_status_message(status));
+    blob.assign(blob.size(), 0);  // the loader copied what it needs
+    CHECK(library.table->kernel_count == 3);
+    CHECK(std::string(library.table->kernel_names[1]) == "scale");
+
+    kiln_kernel_fn_t add = NULL;
+    REQUIRE(kiln_kernel_library_find(&library, 0, "vector_add", &add) == NULL);
+    float a[8] = {1, 2, 3, 4, 5, 6, 7, 8}, b[8] = {10, 20, 30, 40, 50, 60, 70, 80}, out[8] = {0};
+    void* bindings[3] = {a, b, out};
+    uint32_t push[1] = {4};
+    kiln_kernel_dispatch_state_t dispatch = {{2, 1, 1}, 3, bindings, 1, push};
+    for (uint32_t x = 0; x < 2; ++x) {
+      kiln_kernel_workgroup_state_t workgroup = {{x, 0, 0}, 0};
+      CHECK(add(&dispatch, &workgroup) == 0);
+    }
+    for (int i = 0; i < 8; ++i) CHECK(out[i] == a[i] + b[i]);
+
+    kiln_kernel_fn_t wrong = NULL;
+    kiln_status_t mismatch = kiln_kernel_library_find(&library, 1, "vector_add", &wrong);
+    CHECK(Contains(kiln_status_message(mismatch), "name mismatch"));
+    kiln_status_free(mismatch);
+    kiln_status_t range = kiln_kernel_library_find(&library, 3, "x", &wrong);
+    CHECK(Contains(kiln_status_message(range), "ordinal 3 out of range"));
+    kiln_status_free(range);
+
+    std::string which;
+    CHECK_MESSAGE(!AnyWritableExecutableMapping(&which), which);
+    kiln_kernel_library_unload(&library);
+  }
+}
+
+TEST_CASE("elf: truncated blobs") {
+  std::vector<uint8_t> blob = Library(RUNTIME_TEST_KERNELS_SO);
+  Elf64_Ehdr header = Header(blob);
+  size_t loaded_end = 0;  // end of the last PT_LOAD's file bytes
+  for (size_t i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr p = Phdr(blob, i);
+    if (p.p_type == PT_LOAD && p.p_offset + p.p_filesz > loaded_end) loaded_end = p.p_offset + p.p_filesz;
+  }
+  for (size_t length = 0; length < blob.size(); length += (length < 256 ? 1 : 61)) {
+    std::string error = LoadError(blob, length);
+    if (length < loaded_end) CHECK_MESSAGE(error != "", "length " << length);
+  }
+  CHECK(Contains(LoadError(blob, 10), "smaller than an ELF header"));
+}
+
+TEST_CASE("elf: bad headers") {
+  const std::vector<uint8_t> good = Library(RUNTIME_TEST_KERNELS_SO);
+  std::vector<uint8_t> blob = good;
+  blob[1] = 'X';
+  CHECK(Contains(LoadError(blob), "bad magic"));
+
+  blob = good;
+  blob[EI_CLASS] = ELFCLASS32;
+  CHECK(Contains(LoadError(blob), "not ELFCLASS64"));
+
+  blob = good;
+  Patch<uint16_t>(&blob, offsetof(Elf64_Ehdr, e_machine), EM_AARCH64);
+  Patch<uint16_t>(&blob, offsetof(Elf64_Ehdr, e_machine), Header(good).e_machine == EM_AARCH64 ? EM_X86_64 : EM_AARCH64);
+  std::string error = LoadError(blob);
+  CHECK((Contains(error, "(aarch64)") || Contains(error, "(x86_64)")));
+  CHECK(Contains(error, "this runtime runs on"));
+
+  blob = good;
+  Patch<uint16_t>(&blob, offsetof(Elf64_Ehdr, e_machine), 0xBEEF);
+  CHECK(Contains(LoadError(blob), "machine 48879 (unknown)"));
+
+  blob = good;
+  Patch<uint16_t>(&blob, offsetof(Elf64_Ehdr, e_type), ET_EXEC);
+  CHECK(Contains(LoadError(blob), "not ET_DYN"));
+
+  blob = good;
+  Patch<uint64_t>(&blob, offsetof(Elf64_Ehdr, e_phoff), blob.size() - 8);
+  CHECK(Contains(LoadError(blob), "program headers"));
+
+  blob = good;
+  Patch<uint64_t>(&blob, offsetof(Elf64_Ehdr, e_phoff), ~0ull - 16);
+  CHECK(Contains(LoadError(blob), "program headers"));
+}
+
+TEST_CASE("elf: bad segments") {
+  const std::vector<uint8_t> good = Library(RUNTIME_TEST_KERNELS_SO);
+  size_t text = FindPhdr(good, PT_LOAD, PF_X);
+
+  std::vector<uint8_t> blob = good;
+  Patch<uint64_t>(&blob, PhdrOffset(blob, text) + offsetof(Elf64_Phdr, p_offset), blob.size());
+  CHECK(Contains(LoadError(blob), "lies beyond the"));
+
+  blob = good;
+  Patch<uint32_t>(&blob, PhdrOffset(blob, text) + offsetof(Elf64_Phdr, p_flags), PF_R | PF_W | PF_X);
+  CHECK(Contains(LoadError(blob), "writable and executable"));
+
+  blob = good;
+  Patch<uint64_t>(&blob, PhdrOffset(blob, text) + offsetof(Elf64_Phdr, p_filesz),
+                  Phdr(good, text).p_memsz + 1);
+  CHECK(Contains(LoadError(blob), "p_filesz"));
+
+  blob = good;  // a huge bss
+  Patch<uint64_t>(&blob, PhdrOffset(blob, text) + offsetof(Elf64_Phdr, p_memsz), 1ull << 40);
+  CHECK(LoadError(blob) != "");
+
+  blob = good;  // text segment moved onto the read-only segment's page
+  Patch<uint64_t>(&blob, PhdrOffset(blob, text) + offsetof(Elf64_Phdr, p_vaddr),
+                  Phdr(good, text - 1).p_vaddr + Phdr(good, text - 1).p_memsz);
+  CHECK(Contains(LoadError(blob), "share a page"));
+}
+
+TEST_CASE("elf: dynamic section problems") {
+  const std::vector<uint8_t> good = Library(RUNTIME_TEST_KERNELS_SO);
+
+  std::vector<uint8_t> blob = good;  // turn DT_GNU_HASH (DT_HASH remains) into DT_NEEDED
+  Patch<int64_t>(&blob, DynamicEntry(blob, DT_GNU_HASH), DT_NEEDED);
+  CHECK(Contains(LoadError(blob), "DT_NEEDED"));
+
+  blob = good;
+  Elf64_Dyn rela_entry;
+  memcpy(&rela_entry, good.data() + DynamicEntry(good, DT_RELA), sizeof(rela_entry));
+  size_t first_rela = FileOffset(good, rela_entry.d_un.d_ptr);
+  Patch<uint64_t>(&blob, first_rela + offsetof(Elf64_Rela, r_offset), 0x7fff0000ull);
+  CHECK(Contains(LoadError(blob), "relocation 0: target 0x7fff0000 lies outside"));
+
+  blob = good;
+  Patch<uint64_t>(&blob, first_rela + offsetof(Elf64_Rela, r_info), ELF64_R_INFO(0, 0x99));
+  CHECK(Contains(LoadError(blob), "unsupported"));
+
+  blob = good;
+  Patch<uint64_t>(&blob, first_rela + offsetof(Elf64_Rela, r_info), ELF64_R_INFO(5000, R_X86_64_64));
+  CHECK(LoadError(blob) != "");
+
+  blob = good;
+  Patch<uint64_t>(&blob, DynamicEntry(blob, DT_STRSZ) + 8, 1ull << 40);
+  CHECK(Contains(LoadError(blob), "DT_STRTAB"));
+
+  blob = good;
+  Patch<uint64_t>(&blob, DynamicEntry(blob, DT_SYMTAB) + 8, 0x7fffff00ull);
+  CHECK(Contains(LoadError(blob), "DT_SYMTAB"));
+
+  blob = good;  // rename the query symbol in .dynstr
+  std::string text(blob.begin(), blob.end());
+  size_t at = text.find("kiln_kernel_library_query");
+  REQUIRE(at != std::string::npos);
+  blob[at] = 'K';
+  CHECK(Contains(LoadError(blob), "does not export 'kiln_kernel_library_query'"));
+}
+
+TEST_CASE("elf: undefined symbols are named") {
+  std::vector<uint8_t> blob = Library(RUNTIME_TEST_UNDEFINED_SO);
+  std::string error = LoadError(blob);
+  CHECK(Contains(error, "undefined symbol 'external_helper'"));
+  CHECK(Contains(error, "self-contained"));
+}

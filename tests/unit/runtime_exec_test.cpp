@@ -1,0 +1,156 @@
+// Model load + session + executor with a real kernel library in the bundle.
+#include <doctest/doctest.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.hpp"
+#include "runtime_bundle_builder.h"
+#include "runtime_test_config.h"
+
+using kiln_test::TestBundle;
+namespace fb = kiln::fb;
+
+namespace {
+
+constexpr int kN = 256;  // elements per tensor
+constexpr uint32_t kPerGroup = 64;
+
+// out = (a + b) * 2: dispatch 0 adds the input a and the constant b into t,
+// dispatch 1 scales t into out. Library blob at data segment offset 1024.
+TestBundle AddScaleBundle() {
+  std::vector<uint8_t> library = kiln_test::ReadFile(RUNTIME_TEST_KERNELS_SO);
+  REQUIRE(!library.empty());
+  TestBundle bundle;
+  const int64_t n = kN;
+  bundle.tensors = {
+      {"a", fb::DType::Float32, {1, n}, fb::Storage::Arena, 0},
+      {"b", fb::DType::Float32, {1, n}, fb::Storage::Constant, 0},
+      {"t", fb::DType::Float32, {1, n}, fb::Storage::Arena, 1024},
+      {"out/final", fb::DType::Float32, {1, n}, fb::Storage::Arena, 2048},
+  };
+  bundle.inputs = {0};
+  bundle.outputs = {3};
+  bundle.nodes = {{"add", "Add", {}, {0, 1}, {2}}, {"mul", "Mul", {}, {2}, {3}}};
+  bundle.arena_bytes = 3072;
+  bundle.data.resize(1024 + library.size());
+  for (int i = 0; i < kN; ++i) {
+    float value = 0.5f * (float)i;
+    memcpy(bundle.data.data() + 4 * i, &value, 4);
+  }
+  memcpy(bundle.data.data() + 1024, library.data(), library.size());
+  bundle.libraries = {{fb::LibraryFormat::ElfSharedObject, 1024, library.size()}};
+  bundle.kernels = {{"vector_add", 0, 0}, {"scale", 0, 1}, {"always_fail", 0, 2}};
+  float two = 2.0f;
+  uint32_t two_bits;
+  memcpy(&two_bits, &two, 4);
+  bundle.dispatches = {
+      {0, {kN / kPerGroup, 1, 1}, {{0, fb::Access::Read}, {1, fb::Access::Read}, {2, fb::Access::Write}}, {kPerGroup}, {0}},
+      {1, {kN / kPerGroup, 1, 1}, {{2, fb::Access::Read}, {3, fb::Access::Write}}, {kPerGroup, two_bits}, {1}},
+  };
+  return bundle;
+}
+
+std::string WriteTemp(const std::vector<uint8_t>& bytes) {
+  char path[] = "/tmp/kiln_runtime_test_XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, bytes.data(), bytes.size()) == (ssize_t)bytes.size());
+  close(fd);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("exec: load from file, run two dispatches, read the output") {
+  std::string path = WriteTemp(AddScaleBundle().Build());
+  kiln::Model model;
+  kiln::Status status = kiln::Model::LoadFile(path.c_str(), &model);
+  unlink(path.c_str());  // the mapping stays valid
+  REQUIRE_MESSAGE(status.ok(), status.message());
+  kiln::Session session;
+  kiln_session_options_t options = {4};  // accepted; runs serially for now
+  status = kiln::Session::Create(model, &options, &session);
+  REQUIRE_MESSAGE(status.ok(), status.message());
+
+  std::vector<float> a(kN), out(kN, -1.0f);
+  for (int i = 0; i < kN; ++i) a[i] = (float)(i % 7) - 3.0f;
+  for (int round = 0; round < 2; ++round) {
+    REQUIRE(session.set_input(0, a.data(), a.size() * 4).ok());
+    status = session.run();
+    REQUIRE_MESSAGE(status.ok(), status.message());
+    REQUIRE(session.get_output(0, out.data(), out.size() * 4).ok());
+    for (int i = 0; i < kN; ++i) CHECK(out[i] == (a[i] + 0.5f * (float)i) * 2.0f);
+    for (int i = 0; i < kN; ++i) a[i] += 1.0f;
+  }
+  const void* view = NULL;
+  REQUIRE(session.output_data(0, &view).ok());
+  CHECK(((uintptr_t)view % 64) == 0);
+
+  kiln::Status wrong_size = session.set_input(0, a.data(), 12);
+  CHECK(wrong_size.code() == KILN_INVALID_ARGUMENT);
+  CHECK(std::string(wrong_size.message()).find("takes 1024 bytes, got 12") != std::string::npos);
+  CHECK(session.set_input(1, a.data(), 1024).code() == KILN_INVALID_ARGUMENT);
+  CHECK(session.get_output(0, out.data(), 4).code() == KILN_INVALID_ARGUMENT);
+}
+
+TEST_CASE("exec: a failing kernel is reported with dispatch and kernel name") {
+  TestBundle bundle = AddScaleBundle();
+  bundle.dispatches[1].kernel = 2;  // always_fail
+  std::vector<uint8_t> file = bundle.Build();
+  kiln::Model model;
+  REQUIRE(kiln::Model::LoadMemory(file.data(), file.size(), &model).ok());
+  kiln::Session session;
+  REQUIRE(kiln::Session::Create(model, nullptr, &session).ok());
+  kiln::Status status = session.run();
+  CHECK(status.code() == KILN_INTERNAL);
+  CHECK(std::string(status.message()).find("dispatch 1 (kernel 'always_fail') failed with code 7") !=
+        std::string::npos);
+}
+
+TEST_CASE("exec: kernel table mismatches are rejected at load") {
+  TestBundle bundle = AddScaleBundle();
+  bundle.kernels[1].ordinal = 0;  // "scale" but ordinal 0 is vector_add
+  std::vector<uint8_t> file = bundle.Build();
+  kiln::Model model;
+  kiln::Status status = kiln::Model::LoadMemory(file.data(), file.size(), &model);
+  CHECK(std::string(status.message()).find("kernel 1 ('scale') in library 0: name mismatch") !=
+        std::string::npos);
+
+  bundle = AddScaleBundle();
+  bundle.kernels[2].ordinal = 17;
+  file = bundle.Build();
+  status = kiln::Model::LoadMemory(file.data(), file.size(), &model);
+  CHECK(std::string(status.message()).find("ordinal 17 out of range") != std::string::npos);
+
+  bundle = AddScaleBundle();  // library blob that is not an ELF file
+  bundle.data[1024] = 'X';
+  file = bundle.Build();
+  status = kiln::Model::LoadMemory(file.data(), file.size(), &model);
+  CHECK(std::string(status.message()).find("library 0 (x86_64-unknown-linux-gnu): elf: bad magic") !=
+        std::string::npos);
+}
+
+TEST_CASE("exec: verify-only models cannot create sessions") {
+  std::vector<uint8_t> file = AddScaleBundle().Build();
+  kiln::Model model;
+  REQUIRE(kiln::Model::LoadMemory(file.data(), file.size(), &model, KILN_MODEL_LOAD_VERIFY_ONLY).ok());
+  kiln::Session session;
+  CHECK(kiln::Session::Create(model, nullptr, &session).code() == KILN_INVALID_ARGUMENT);
+}
+
+// Writes the add/scale bundle to $KILN_TEST_WRITE_BUNDLE (used by
+// runtime_tool_test.py to exercise the kiln tool); skipped otherwise.
+TEST_CASE("exec: write the sample bundle for the tool test") {
+  const char* path = getenv("KILN_TEST_WRITE_BUNDLE");
+  if (!path) return;
+  std::vector<uint8_t> file = AddScaleBundle().Build();
+  FILE* f = fopen(path, "wb");
+  REQUIRE(f != NULL);
+  CHECK(fwrite(file.data(), 1, file.size(), f) == file.size());
+  fclose(f);
+}

@@ -1,0 +1,59 @@
+// Status objects: codes, messages, annotation, NULL == OK.
+#include <doctest/doctest.h>
+#include <string.h>
+
+#include <string>
+
+#include "base/status.h"
+#include "kiln/kiln.hpp"
+
+TEST_CASE("status: NULL is OK") {
+  CHECK(kiln_status_code(NULL) == KILN_OK);
+  CHECK(std::string(kiln_status_message(NULL)) == "OK");
+  kiln_status_free(NULL);  // no-op
+  CHECK(kiln_make_status(KILN_OK, "ignored %d", 1) == NULL);
+}
+
+TEST_CASE("status: code and formatted message") {
+  kiln_status_t status = kiln_make_status(KILN_INVALID_BUNDLE, "tensor %d ('%s') bad", 12, "conv1");
+  REQUIRE(status != NULL);
+  CHECK(kiln_status_code(status) == KILN_INVALID_BUNDLE);
+  CHECK(std::string(kiln_status_message(status)) == "tensor 12 ('conv1') bad");
+  kiln_status_free(status);
+}
+
+TEST_CASE("status: long messages are not truncated") {
+  std::string long_text(5000, 'x');
+  kiln_status_t status = kiln_make_status(KILN_INTERNAL, "%s", long_text.c_str());
+  CHECK(strlen(kiln_status_message(status)) == 5000);
+  kiln_status_free(status);
+}
+
+TEST_CASE("status: annotate prefixes and keeps the code") {
+  kiln_status_t status = kiln_make_status(KILN_UNSUPPORTED, "inner");
+  status = kiln_status_annotate(status, "outer %d", 3);
+  CHECK(kiln_status_code(status) == KILN_UNSUPPORTED);
+  CHECK(std::string(kiln_status_message(status)) == "outer 3: inner");
+  kiln_status_free(status);
+  CHECK(kiln_status_annotate(NULL, "x") == NULL);
+}
+
+TEST_CASE("status: code names and the C++ wrapper") {
+  CHECK(std::string(kiln_status_code_name(KILN_INVALID_BUNDLE)) == "INVALID_BUNDLE");
+  CHECK(std::string(kiln_status_code_name((kiln_status_code_t)99)) == "UNKNOWN");
+  kiln::Status ok;
+  CHECK(ok.ok());
+  kiln::Status bad(kiln_make_status(KILN_NOT_FOUND, "missing"));
+  CHECK(!bad.ok());
+  CHECK(bad.code() == KILN_NOT_FOUND);
+  kiln::Status moved = std::move(bad);
+  CHECK(bad.ok());
+  CHECK(std::string(moved.message()) == "missing");
+}
+
+TEST_CASE("dtype names and sizes") {
+  CHECK(std::string(kiln_dtype_name(KILN_DTYPE_FLOAT16)) == "float16");
+  CHECK(kiln_dtype_size(KILN_DTYPE_INT64) == 8);
+  CHECK(kiln_dtype_size(KILN_DTYPE_BOOL) == 1);
+  CHECK(kiln_dtype_size((kiln_dtype_t)42) == 0);
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/python3
+"""Smoke test of the kiln tool on the unit tests' add/scale bundle.
+
+  runtime_tool_test.py KILN_RUNTIME_TESTS KILN WORKDIR
+
+out = (a + b) * 2 where b[i] = 0.5 * i. Checks run (outputs, --top, errors),
+inspect (text and --json) and bench, and that bad input exits 1 cleanly.
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+
+def write_npy(path, descr, shape, payload):
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        descr, ''.join('%d,' % d for d in shape))
+    header += ' ' * ((64 - (10 + len(header) + 1) % 64) % 64) + '\n'
+    with open(path, 'wb') as f:
+        f.write(b'\x93NUMPY\x01\x00' + struct.pack('<H', len(header)) + header.encode() + payload)
+
+
+def read_npy_f32(path):
+    data = open(path, 'rb').read()
+    assert data[:6] == b'\x93NUMPY', 'bad magic'
+    hlen = struct.unpack('<H', data[8:10])[0]
+    header = data[10:10 + hlen].decode()
+    assert "'descr': '<f4'" in header, header
+    body = data[10 + hlen:]
+    return list(struct.unpack('<%df' % (len(body) // 4), body)), header
+
+
+def run(cmd, expect_rc=0):
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    print('$ ' + ' '.join(cmd))
+    print(proc.stdout + proc.stderr)
+    if proc.returncode != expect_rc:
+        raise SystemExit('FAIL: exit %d, expected %d' % (proc.returncode, expect_rc))
+    if expect_rc == 1 and 'kiln: error:' not in proc.stderr:
+        raise SystemExit('FAIL: no "kiln: error:" message')
+    return proc
+
+
+def main():
+    tests, kiln, work = sys.argv[1:4]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    bundle = os.path.join(work, 'add_scale.kiln')
+    env = dict(os.environ, KILN_TEST_WRITE_BUNDLE=bundle)
+    subprocess.run([tests, '-tc=exec: write the sample bundle*'], env=env, check=True,
+                   capture_output=True)
+    n = 256
+    a = [float((i % 7) - 3) for i in range(n)]
+    write_npy(os.path.join(work, 'a.npy'), '<f4', (1, n), struct.pack('<%df' % n, *a))
+    out_dir = os.path.join(work, 'out')
+
+    proc = run([kiln, 'run', bundle, '--input', 'a=' + os.path.join(work, 'a.npy'),
+                '--output-dir', out_dir, '--top', '2', '--iterations', '3'])
+    assert 'latency_ms=' in proc.stdout
+    assert 'top-1: class 251 (score 257)' in proc.stdout, proc.stdout
+    values, header = read_npy_f32(os.path.join(out_dir, 'out_final.npy'))
+    assert "'shape': (1, 256)" in header, header
+    for i in range(n):
+        assert values[i] == (a[i] + 0.5 * i) * 2, (i, values[i])
+    assert os.listdir(out_dir) == ['out_final.npy'], os.listdir(out_dir)
+
+    proc = run([kiln, 'inspect', bundle, '--json'])
+    info = json.loads(proc.stdout)
+    assert info['arena_bytes'] == 3072 and info['constant_bytes'] == 1024, info
+    assert [d['kernel'] for d in info['dispatches']] == ['vector_add', 'scale']
+    assert info['dispatches'][0]['workgroup_count'] == [4, 1, 1]
+    assert info['dispatches'][1]['source_nodes'] == ['mul']
+    assert info['inputs'][0]['name'] == 'a' and info['outputs'][0]['name'] == 'out/final'
+    for key in ('nodes', 'tensors', 'libraries', 'version'):
+        assert key in info, key
+    proc = run([kiln, 'inspect', bundle])
+    assert 'vector_add workgroups=(4,1,1)' in proc.stdout
+
+    proc = run([kiln, 'bench', bundle, '--iterations', '5', '--warmup', '1', '--threads', '2'])
+    last = proc.stdout.strip().split('\n')[-1]
+    assert last.startswith('median_ms=') and last.endswith('iterations=5'), last
+
+    # Errors: exit 1 with a message; usage errors exit 2.
+    write_npy(os.path.join(work, 'wrong.npy'), '<f4', (2, n), b'\0' * (8 * n))
+    run([kiln, 'run', bundle, '--input', 'a=' + os.path.join(work, 'wrong.npy')], 1)
+    write_npy(os.path.join(work, 'i32.npy'), '<i4', (1, n), b'\0' * (4 * n))
+    run([kiln, 'run', bundle, '--input', 'a=' + os.path.join(work, 'i32.npy')], 1)
+    run([kiln, 'run', bundle], 1)
+    run([kiln, 'run', bundle, '--input', 'zz=' + os.path.join(work, 'a.npy')], 1)
+    with open(os.path.join(work, 'bad.npy'), 'wb') as f:
+        f.write(b'\x93NUMPY\x01\x00\x20\x00{\'descr\': \'<f4\', \'shape\': (1')
+    run([kiln, 'run', bundle, '--input', 'a=' + os.path.join(work, 'bad.npy')], 1)
+    data = bytearray(open(bundle, 'rb').read())
+    data[len(data) // 2] ^= 0x40
+    open(os.path.join(work, 'flipped.kiln'), 'wb').write(data)
+    run([kiln, 'inspect', os.path.join(work, 'flipped.kiln')], 1)
+    run([kiln, 'run', os.path.join(work, 'missing.kiln')], 1)
+    run([kiln, 'frobnicate'], 2)
+    run([kiln, 'run', bundle, '--top'], 2)
+    print('PASS')
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,211 @@
+// kiln run MODEL.kiln --input NAME=FILE.npy ... [--output-dir DIR] [--top K]
+//                     [--iterations N] [--threads N]
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "common.h"
+#include "npy.h"
+
+namespace kiln_tool {
+
+namespace {
+
+// Reads element `i` of a tensor as a double (for --top).
+double ElementAsDouble(kiln_dtype_t dtype, const uint8_t* data, size_t i) {
+  switch (dtype) {
+    case KILN_DTYPE_FLOAT32: { float v; memcpy(&v, data + 4 * i, 4); return v; }
+    case KILN_DTYPE_FLOAT64: { double v; memcpy(&v, data + 8 * i, 8); return v; }
+    case KILN_DTYPE_FLOAT16: {
+      uint16_t h;
+      memcpy(&h, data + 2 * i, 2);
+      int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+      double value = exponent == 0 ? ldexp(mantissa, -24)
+                     : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                                      : ldexp(mantissa + 1024, exponent - 25);
+      return (h & 0x8000) ? -value : value;
+    }
+    case KILN_DTYPE_INT8: return (int8_t)data[i];
+    case KILN_DTYPE_UINT8: case KILN_DTYPE_BOOL: return data[i];
+    case KILN_DTYPE_INT16: { int16_t v; memcpy(&v, data + 2 * i, 2); return v; }
+    case KILN_DTYPE_INT32: { int32_t v; memcpy(&v, data + 4 * i, 4); return v; }
+    case KILN_DTYPE_INT64: { int64_t v; memcpy(&v, data + 8 * i, 8); return (double)v; }
+  }
+  return 0.0;
+}
+
+// Prints the top-k entries of the last axis of each row of an output.
+void PrintTop(const kiln_tensor_info_t& info, const uint8_t* data, uint64_t k) {
+  size_t classes = info.rank ? (size_t)info.shape[info.rank - 1] : 1;
+  if (classes == 0) return;
+  size_t elements = info.byte_size / kiln_dtype_size(info.dtype);
+  size_t rows = elements / classes;
+  size_t top = std::min<size_t>((size_t)k, classes);
+  std::vector<size_t> order(classes);
+  for (size_t row = 0; row < rows; ++row) {
+    std::iota(order.begin(), order.end(), 0);
+    auto score = [&](size_t c) { return ElementAsDouble(info.dtype, data, row * classes + c); };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return score(a) > score(b); });
+    for (size_t i = 0; i < top; ++i) {
+      if (rows > 1) printf("row %zu: ", row);
+      printf("top-%zu: class %zu (score %.4g)\n", i + 1, order[i], score(order[i]));
+    }
+  }
+}
+
+std::string SanitizeName(const char* name) {
+  std::string out = name;
+  std::replace(out.begin(), out.end(), '/', '_');
+  if (out.empty() || out == "." || out == "..") out = "_" + out;
+  return out;
+}
+
+bool MakeDirectories(const std::string& path) {
+  std::string partial;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      if (!partial.empty() && mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) return false;
+    }
+    if (i < path.size()) partial += path[i];
+  }
+  struct stat info;
+  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+}  // namespace
+
+int CmdRun(int argc, char** argv) {
+  const char* model_path = nullptr;
+  std::vector<std::pair<std::string, std::string>> inputs;  // name, file
+  std::string output_dir;
+  uint64_t top = 0, iterations = 1, threads = 1;
+  for (int i = 0; i < argc; ++i) {
+    const char* arg = argv[i];
+    auto value = [&](const char* option) -> const char* {
+      if (i + 1 >= argc) return nullptr;
+      (void)option;
+      return argv[++i];
+    };
+    if (!strcmp(arg, "--input")) {
+      const char* v = value(arg);
+      const char* eq = v ? strchr(v, '=') : nullptr;
+      if (!eq || eq == v) return UsageError("--input needs NAME=FILE.npy");
+      inputs.emplace_back(std::string(v, eq), std::string(eq + 1));
+    } else if (!strcmp(arg, "--output-dir")) {
+      const char* v = value(arg);
+      if (!v || !*v) return UsageError("--output-dir needs a directory");
+      output_dir = v;
+    } else if (!strcmp(arg, "--top")) {
+      if (!ParseCount(value(arg), 1u << 30, &top)) return UsageError("--top needs a count");
+    } else if (!strcmp(arg, "--iterations")) {
+      if (!ParseCount(value(arg), 1u << 30, &iterations) || iterations == 0) {
+        return UsageError("--iterations needs a positive count");
+      }
+    } else if (!strcmp(arg, "--threads")) {
+      if (!ParseCount(value(arg), 1024, &threads)) return UsageError("--threads needs a count");
+    } else if (arg[0] == '-' && arg[1]) {
+      return UsageError("run: unknown option '%s'", arg);
+    } else if (!model_path) {
+      model_path = arg;
+    } else {
+      return UsageError("run: unexpected argument '%s'", arg);
+    }
+  }
+  if (!model_path) return UsageError("run: missing MODEL.kiln");
+
+  kiln::Model model;
+  kiln::Status status = kiln::Model::LoadFile(model_path, &model);
+  if (!status.ok()) return FailStatus(status);
+
+  // Match every --input to a model input, checking dtype and shape.
+  size_t input_count = model.input_count();
+  std::vector<NpyArray> arrays(input_count);
+  std::vector<bool> given(input_count, false);
+  for (const auto& input : inputs) {
+    size_t index = 0;
+    status = model.find_input(input.first.c_str(), &index);
+    if (!status.ok()) {
+      std::string names;
+      for (size_t i = 0; i < input_count; ++i) {
+        kiln_tensor_info_t info;
+        model.input_info(i, &info);
+        names += (i ? ", " : "") + std::string(info.name);
+      }
+      return Fail("--input %s: the model has no input of that name (inputs: %s)",
+                  input.first.c_str(), names.c_str());
+    }
+    kiln_tensor_info_t info;
+    model.input_info(index, &info);
+    std::string error;
+    NpyArray array;
+    if (!ReadNpy(input.second, &array, &error)) return Fail("--input %s: %s", info.name, error.c_str());
+    bool same_shape = array.shape.size() == info.rank &&
+                      std::equal(array.shape.begin(), array.shape.end(), info.shape);
+    if (array.dtype != info.dtype || !same_shape) {
+      kiln_tensor_info_t got = info;
+      got.dtype = array.dtype;
+      got.rank = (uint32_t)array.shape.size();
+      got.shape = array.shape.data();
+      return Fail("--input %s: '%s' is %s but the model expects %s", info.name,
+                  input.second.c_str(), DescribeTensor(got).c_str(), DescribeTensor(info).c_str());
+    }
+    arrays[index] = std::move(array);
+    given[index] = true;
+  }
+  for (size_t i = 0; i < input_count; ++i) {
+    if (!given[i]) {
+      kiln_tensor_info_t info;
+      model.input_info(i, &info);
+      return Fail("missing --input %s=FILE.npy (%s)", info.name, DescribeTensor(info).c_str());
+    }
+  }
+
+  kiln::Session session;
+  kiln_session_options_t options = {(uint32_t)threads};
+  status = kiln::Session::Create(model, &options, &session);
+  if (!status.ok()) return FailStatus(status);
+  std::vector<double> times;
+  for (uint64_t it = 0; it < iterations; ++it) {
+    // Inputs are copied in every time: the memory plan may reuse their space.
+    for (size_t i = 0; i < input_count; ++i) {
+      status = session.set_input(i, arrays[i].data.data(), arrays[i].data.size());
+      if (!status.ok()) return FailStatus(status);
+    }
+    double start = NowMs();
+    status = session.run();
+    if (!status.ok()) return FailStatus(status);
+    times.push_back(NowMs() - start);
+  }
+
+  if (!output_dir.empty() && !MakeDirectories(output_dir)) {
+    return Fail("cannot create output directory '%s': %s", output_dir.c_str(), strerror(errno));
+  }
+  for (size_t i = 0; i < model.output_count(); ++i) {
+    kiln_tensor_info_t info;
+    model.output_info(i, &info);
+    const void* data = nullptr;
+    status = session.output_data(i, &data);
+    if (!status.ok()) return FailStatus(status);
+    if (!output_dir.empty()) {
+      std::string path = output_dir + "/" + SanitizeName(info.name) + ".npy";
+      std::string error;
+      if (!WriteNpy(path, info.dtype, info.shape, info.rank, data, info.byte_size, &error)) {
+        return Fail("%s", error.c_str());
+      }
+      printf("output %s: %s -> %s\n", info.name, DescribeTensor(info).c_str(), path.c_str());
+    } else {
+      printf("output %s: %s\n", info.name, DescribeTensor(info).c_str());
+    }
+    if (i == 0 && top > 0) PrintTop(info, (const uint8_t*)data, top);
+  }
+  printf("latency_ms=%.4f\n", Median(times));
+  return kExitOk;
+}
+
+}  // namespace kiln_tool

@@ -1,0 +1,272 @@
+// .npy reader and writer; see npy.h. The header is a Python dict literal,
+// parsed here with a small tokenizer that accepts only what NumPy writes.
+#include "npy.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+namespace kiln_tool {
+
+namespace {
+
+const char kMagic[] = "\x93NUMPY";
+
+struct DescrEntry {
+  const char* descr;
+  kiln_dtype_t dtype;
+};
+
+const DescrEntry kDescrs[] = {
+    {"<f4", KILN_DTYPE_FLOAT32}, {"<f2", KILN_DTYPE_FLOAT16}, {"<f8", KILN_DTYPE_FLOAT64},
+    {"|i1", KILN_DTYPE_INT8},    {"<i2", KILN_DTYPE_INT16},   {"<i4", KILN_DTYPE_INT32},
+    {"<i8", KILN_DTYPE_INT64},   {"|u1", KILN_DTYPE_UINT8},   {"|b1", KILN_DTYPE_BOOL},
+};
+
+bool DescrToDtype(std::string descr, kiln_dtype_t* out, std::string* error) {
+  if (descr.size() == 3 && descr[0] == '>' && descr[2] != '1') {
+    *error = "big-endian dtype '" + descr + "' is not supported";
+    return false;
+  }
+  if (descr.size() == 3 && (descr[0] == '=' || descr[0] == '<') && descr[2] == '1') descr[0] = '|';
+  if (descr.size() == 3 && descr[0] == '>' && descr[2] == '1') descr[0] = '|';
+  if (descr.size() == 3 && descr[0] == '=') descr[0] = '<';  // native: little-endian hosts
+  for (const DescrEntry& entry : kDescrs) {
+    if (descr == entry.descr) {
+      *out = entry.dtype;
+      return true;
+    }
+  }
+  *error = "unsupported dtype '" + descr + "'";
+  return false;
+}
+
+// Tokenizer over the header dict.
+class HeaderParser {
+ public:
+  explicit HeaderParser(const std::string& text) : text_(text) {}
+
+  bool Parse(std::string* descr, bool* fortran_order, std::vector<int64_t>* shape,
+             std::string* error) {
+    bool have_descr = false, have_order = false, have_shape = false;
+    SkipSpace();
+    if (!Eat('{')) return Error("header is not a dict", error);
+    for (;;) {
+      SkipSpace();
+      if (Eat('}')) break;
+      std::string key;
+      if (!ParseString(&key)) return Error("bad key in header", error);
+      SkipSpace();
+      if (!Eat(':')) return Error("missing ':' in header", error);
+      SkipSpace();
+      if (key == "descr") {
+        if (!ParseString(descr)) return Error("'descr' is not a simple string", error);
+        have_descr = true;
+      } else if (key == "fortran_order") {
+        if (Match("True")) *fortran_order = true;
+        else if (Match("False")) *fortran_order = false;
+        else return Error("'fortran_order' is not True/False", error);
+        have_order = true;
+      } else if (key == "shape") {
+        if (!ParseShape(shape)) return Error("'shape' is not a tuple of integers", error);
+        have_shape = true;
+      } else {
+        return Error("unknown header key '" + key + "'", error);
+      }
+      SkipSpace();
+      if (Eat(',')) continue;
+      SkipSpace();
+      if (Eat('}')) break;
+      return Error("malformed header dict", error);
+    }
+    if (!have_descr || !have_order || !have_shape) {
+      return Error("header lacks descr, fortran_order or shape", error);
+    }
+    return true;
+  }
+
+ private:
+  bool Error(const std::string& message, std::string* error) {
+    *error = message;
+    return false;
+  }
+  void SkipSpace() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n' || text_[pos_] == '\t')) ++pos_;
+  }
+  bool Eat(char c) {
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+  bool Match(const char* word) {
+    size_t n = strlen(word);
+    if (text_.compare(pos_, n, word) == 0) {
+      pos_ += n;
+      return true;
+    }
+    return false;
+  }
+  bool ParseString(std::string* out) {
+    if (pos_ >= text_.size() || (text_[pos_] != '\'' && text_[pos_] != '"')) return false;
+    char quote = text_[pos_++];
+    size_t end = text_.find(quote, pos_);
+    if (end == std::string::npos || end - pos_ > 64) return false;
+    *out = text_.substr(pos_, end - pos_);
+    if (out->find('\\') != std::string::npos) return false;
+    pos_ = end + 1;
+    return true;
+  }
+  bool ParseShape(std::vector<int64_t>* shape) {
+    shape->clear();
+    if (!Eat('(')) return false;
+    for (;;) {
+      SkipSpace();
+      if (Eat(')')) return true;
+      if (pos_ >= text_.size() || text_[pos_] < '0' || text_[pos_] > '9') return false;
+      int64_t value = 0;
+      while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+        if (value > (INT64_MAX - 9) / 10) return false;
+        value = value * 10 + (text_[pos_++] - '0');
+      }
+      if (pos_ < text_.size() && text_[pos_] == 'L') ++pos_;  // Python 2 longs
+      shape->push_back(value);
+      if (shape->size() > 32) return false;
+      SkipSpace();
+      if (Eat(',')) continue;
+      SkipSpace();
+      if (Eat(')')) return true;
+      return false;
+    }
+  }
+
+  const std::string& text_;
+  size_t pos_ = 0;
+};
+
+bool ReadAll(FILE* file, std::vector<uint8_t>* out) {
+  uint8_t buffer[1 << 16];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), file)) > 0) out->insert(out->end(), buffer, buffer + n);
+  return !ferror(file);
+}
+
+}  // namespace
+
+const char* NpyDescr(kiln_dtype_t dtype) {
+  for (const DescrEntry& entry : kDescrs) {
+    if (entry.dtype == dtype) return entry.descr;
+  }
+  return "?";
+}
+
+bool ReadNpy(const std::string& path, NpyArray* out, std::string* error) {
+  FILE* file = fopen(path.c_str(), "rb");
+  if (!file) {
+    *error = "cannot open '" + path + "': " + strerror(errno);
+    return false;
+  }
+  std::vector<uint8_t> bytes;
+  bool read_ok = ReadAll(file, &bytes);
+  fclose(file);
+  if (!read_ok) {
+    *error = "cannot read '" + path + "'";
+    return false;
+  }
+  std::string prefix = "'" + path + "': ";
+  if (bytes.size() < 10 || memcmp(bytes.data(), kMagic, 6) != 0) {
+    *error = prefix + "not a .npy file (bad magic)";
+    return false;
+  }
+  uint8_t major = bytes[6];
+  size_t header_length, header_start;
+  if (major == 1) {
+    header_length = (size_t)bytes[8] | ((size_t)bytes[9] << 8);
+    header_start = 10;
+  } else if (major == 2 || major == 3) {
+    if (bytes.size() < 12) {
+      *error = prefix + "truncated header";
+      return false;
+    }
+    header_length = (size_t)bytes[8] | ((size_t)bytes[9] << 8) | ((size_t)bytes[10] << 16) |
+                    ((size_t)bytes[11] << 24);
+    header_start = 12;
+  } else {
+    *error = prefix + "unsupported .npy version " + std::to_string(major);
+    return false;
+  }
+  if (header_length > bytes.size() - header_start) {
+    *error = prefix + "truncated header";
+    return false;
+  }
+  std::string header((const char*)bytes.data() + header_start, header_length);
+  std::string descr;
+  bool fortran_order = false;
+  NpyArray array;
+  std::string parse_error;
+  if (!HeaderParser(header).Parse(&descr, &fortran_order, &array.shape, &parse_error)) {
+    *error = prefix + parse_error;
+    return false;
+  }
+  if (fortran_order) {
+    *error = prefix + "fortran_order arrays are not supported (save a C-contiguous array)";
+    return false;
+  }
+  if (!DescrToDtype(descr, &array.dtype, &parse_error)) {
+    *error = prefix + parse_error;
+    return false;
+  }
+  uint64_t byte_size = kiln_dtype_size(array.dtype);
+  for (int64_t d : array.shape) {
+    if (__builtin_mul_overflow(byte_size, (uint64_t)d, &byte_size)) {
+      *error = prefix + "shape too large";
+      return false;
+    }
+  }
+  size_t data_start = header_start + header_length;
+  if (bytes.size() - data_start != byte_size) {
+    *error = prefix + "has " + std::to_string(bytes.size() - data_start) +
+             " data bytes, its header describes " + std::to_string(byte_size);
+    return false;
+  }
+  array.data.assign(bytes.begin() + (ptrdiff_t)data_start, bytes.end());
+  *out = std::move(array);
+  return true;
+}
+
+bool WriteNpy(const std::string& path, kiln_dtype_t dtype, const int64_t* shape, uint32_t rank,
+              const void* data, size_t byte_size, std::string* error) {
+  std::string header = "{'descr': '";
+  header += NpyDescr(dtype);
+  header += "', 'fortran_order': False, 'shape': (";
+  for (uint32_t d = 0; d < rank; ++d) {
+    header += std::to_string(shape[d]);
+    if (rank == 1 || d + 1 < rank) header += ",";
+    if (d + 1 < rank) header += " ";
+  }
+  header += "), }";
+  // Pad with spaces so the data starts at a multiple of 64; end with '\n'.
+  size_t total = 10 + header.size() + 1;
+  header.append((64 - total % 64) % 64, ' ');
+  header += '\n';
+  uint8_t preamble[10];
+  memcpy(preamble, kMagic, 6);
+  preamble[6] = 1;
+  preamble[7] = 0;
+  preamble[8] = (uint8_t)(header.size() & 0xff);
+  preamble[9] = (uint8_t)(header.size() >> 8);
+  FILE* file = fopen(path.c_str(), "wb");
+  if (!file) {
+    *error = "cannot create '" + path + "': " + strerror(errno);
+    return false;
+  }
+  bool ok = fwrite(preamble, 1, 10, file) == 10 &&
+            fwrite(header.data(), 1, header.size(), file) == header.size() &&
+            (byte_size == 0 || fwrite(data, 1, byte_size, file) == byte_size);
+  ok = (fclose(file) == 0) && ok;
+  if (!ok) *error = "cannot write '" + path + "'";
+  return ok;
+}
+
+}  // namespace kiln_tool

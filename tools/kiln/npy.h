@@ -1,0 +1,31 @@
+// .npy files (NumPy format 1.0/2.0/3.0), C order, little-endian, the dtypes
+// of kiln_dtype_t: '<f4' '<f2' '<f8' '|i1' '<i2' '<i4' '<i8' '|u1' '|b1'.
+#ifndef KILN_TOOLS_KILN_NPY_H_
+#define KILN_TOOLS_KILN_NPY_H_
+
+#include <stdint.h>
+
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+
+namespace kiln_tool {
+
+struct NpyArray {
+  kiln_dtype_t dtype = KILN_DTYPE_FLOAT32;  // element type
+  std::vector<int64_t> shape;               // dimensions (empty: a scalar)
+  std::vector<uint8_t> data;                // product(shape) * element size bytes
+};
+
+// Reads `path`; on failure returns false with a message in *error.
+bool ReadNpy(const std::string& path, NpyArray* out, std::string* error);
+// Writes a version 1.0 .npy file.
+bool WriteNpy(const std::string& path, kiln_dtype_t dtype, const int64_t* shape,
+              uint32_t rank, const void* data, size_t byte_size, std::string* error);
+// The descr string for a dtype ("<f4", ...).
+const char* NpyDescr(kiln_dtype_t dtype);
+
+}  // namespace kiln_tool
+
+#endif  // KILN_TOOLS_KILN_NPY_H_

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Sets up a Debian 12 machine to build Kiln, and builds it. Idempotent: run it
+# as often as you like; it only installs what is missing.
+#
+#   tools/setup.sh [--with-tests]
+#
+#   --with-tests   also install the ONNX Runtime reference of the end-to-end
+#                  tests (tests/ort/node_modules, via `npm ci --ignore-scripts`)
+#
+# Runs as root, or as a user with sudo when packages are missing.
+# Environment: BUILD_DIR (default: build), KILN_JOBS (ninja -j; default: ninja's own).
+set -euo pipefail
+
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
+
+with_tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-tests) with_tests=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "setup.sh: unknown argument: $arg" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+build_dir="${BUILD_DIR:-build}"
+
+say() { printf '==> %s\n' "$*"; }
+
+# --- System packages -------------------------------------------------------
+packages=(
+  build-essential meson ninja-build pkg-config binutils
+  llvm-15-dev liblld-15-dev lld-15
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  flatbuffers-compiler libflatbuffers-dev doctest-dev
+  zlib1g-dev libzstd-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
+  python3-numpy python3-onnx python3-torch python3-torchvision
+)
+# Node.js may come from elsewhere (e.g. NodeSource); only use Debian's if there is none.
+if ! command -v node >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+fi
+
+is_installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  missing=()
+  for p in "${packages[@]}"; do
+    is_installed "$p" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    say "installing missing packages: ${missing[*]}"
+    sudo=()
+    if [[ $(id -u) -ne 0 ]]; then
+      if command -v sudo >/dev/null 2>&1; then
+        sudo=(sudo)
+      else
+        echo "setup.sh: need root (or sudo) to install: ${missing[*]}" >&2
+        exit 1
+      fi
+    fi
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+  else
+    say "system packages: all ${#packages[@]} present"
+  fi
+else
+  echo "setup.sh: warning: not a Debian system (no dpkg-query/apt-get); install the equivalents of:" >&2
+  echo "  ${packages[*]}" >&2
+fi
+
+# --- ONNX Runtime reference for the tests ------------------------------------
+if ((with_tests)); then
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    echo "setup.sh: node and npm are needed for the tests' ONNX Runtime reference" >&2
+    exit 1
+  fi
+  ort_dir="$root/tests/ort"
+  want="$(node -p "require('$ort_dir/package.json').dependencies['onnxruntime-node']")"
+  have="$(node -p "try { require('$ort_dir/node_modules/onnxruntime-node/package.json').version } catch (e) { '' }")"
+  if [[ "$have" == "$want" ]] && (cd "$ort_dir" && node -e "require('onnxruntime-node')") >/dev/null 2>&1; then
+    say "onnxruntime-node $have: already installed in tests/ort"
+  else
+    say "installing onnxruntime-node $want in tests/ort (npm ci --ignore-scripts)"
+    # --ignore-scripts: the package's install script would download a GPU build; the CPU one is in the tarball.
+    (cd "$ort_dir" && npm ci --ignore-scripts --no-audit --no-fund)
+  fi
+fi
+
+# --- Configure and build -----------------------------------------------------
+if [[ -f "$build_dir/meson-private/coredata.dat" ]]; then
+  say "meson setup --reconfigure $build_dir"
+  meson setup --reconfigure "$build_dir"
+else
+  say "meson setup $build_dir"
+  meson setup "$build_dir"
+fi
+say "ninja -C $build_dir"
+ninja -C "$build_dir" ${KILN_JOBS:+-j "$KILN_JOBS"}
+say "build ready in $build_dir"
