@@ -5,6 +5,7 @@
 #include <set>
 
 #include "lower/op_lowering.h"
+#include "te/lower.h"
 #include "support/diagnostics.h"
 
 namespace kiln {
@@ -41,7 +42,10 @@ KernelDef copy_kernel(graph::Graph& g, int from, int to, int kernel_id) {
   k.params = {src, dst};
   k.param_values = {from, to};
   k.access = {Access::Read, Access::Write};
-  k.body = lower::compute(dst, {v.elements()}, [&](const lower::Indices& i) { return tir::Load::make(src, i[0]); });
+  te::Tensor in = te::placeholder(src->name, {v.elements()}, src->dtype);
+  te::Stage stage(te::compute("copy", {v.elements()}, [in](const te::Indices& i) { return in(i); }));
+  te::default_cpu_schedule(stage);
+  k.body = te::lower_stage(stage, dst, [&](const te::TensorNode* n) { return n == in.get() ? src : nullptr; });
   if (g.values[to].producer >= 0) k.source_nodes = {g.values[to].producer};
   return k;
 }

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "support/diagnostics.h"
+#include "te/lower.h"
 
 namespace kiln::lower {
 
@@ -16,24 +17,86 @@ int OpContext::output(size_t i) const {
   return node().outputs[i];
 }
 
-KernelDef& OpContext::new_kernel(const std::string& what) {
+te::Tensor OpContext::tensor_of(int value_index) {
+  auto it = placeholders_.find(value_index);
+  if (it != placeholders_.end()) return it->second;
+  const graph::Value& v = value(value_index);
+  te::Tensor t = te::placeholder(v.name, v.shape, graph::dtype_to_tir(v.dtype));
+  placeholders_[value_index] = t;
+  bound_[t.get()] = value_index;
+  return t;
+}
+
+te::Tensor OpContext::in(size_t i) { return tensor_of(input(i)); }
+
+graph::DType dtype_from_tir(tir::Type t) {
+  switch (t.code) {
+    case tir::TypeCode::Float: return t.bits == 64 ? graph::DType::F64 : t.bits == 16 ? graph::DType::F16 : graph::DType::F32;
+    case tir::TypeCode::Int:
+      return t.bits == 8 ? graph::DType::I8 : t.bits == 16 ? graph::DType::I16 : t.bits == 32 ? graph::DType::I32 : graph::DType::I64;
+    case tir::TypeCode::UInt: return graph::DType::U8;
+    case tir::TypeCode::Bool: return graph::DType::Bool;
+  }
+  return graph::DType::F32;
+}
+
+// One kernel: `t` scheduled and lowered into the storage of `out_value`.
+void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn& schedule) {
+  const graph::Value& ov = value(out_value);
+  tir::Type store_type = graph::dtype_to_tir(ov.dtype);
+  te::Tensor src = t;
+  if (t.dtype() != store_type) {  // e.g. a bool result stored as one byte
+    internal_assert(t.dtype().is_bool() && ov.dtype == graph::DType::Bool)
+        << node().describe() << ": formula of type " << t.dtype().str() << " for output of " << graph::dtype_name(ov.dtype);
+    src = te::compute(t.name() + "_u8", t.shape(), [t, store_type](const Indices& i) { return tir::cast(store_type, t(i)); });
+  }
+  internal_assert(src.shape() == ov.shape) << node().describe() << ": formula shape " << graph::shape_str(src.shape())
+                                           << " differs from output " << graph::shape_str(ov.shape);
+  KernelDef k;
   std::string safe;
   for (char c : node().name) safe += std::isalnum((unsigned char)c) ? c : '_';
   if (safe.size() > 48) safe = safe.substr(0, 48);
-  KernelDef k;
-  k.name = "k" + std::to_string(next_kernel_id_++) + "_" + what + "_" + safe;
+  std::string op;
+  for (char c : node().op) op += (char)std::tolower((unsigned char)c);
+  k.name = "k" + std::to_string(next_kernel_id_++) + "_" + op + "_" + safe;
   k.source_nodes = {node_index};
+  auto add_param = [&](int v, Access access) {
+    auto b = tir::make_buffer(value(v).name, graph::dtype_to_tir(value(v).dtype), value(v).elements(), (int)k.params.size());
+    k.params.push_back(b);
+    k.param_values.push_back(v);
+    k.access.push_back(access);
+    return b;
+  };
+  tir::Buffer out = add_param(out_value, Access::Write);
+  std::map<const te::TensorNode*, tir::Buffer> reads;
+  te::Stage stage(src);
+  if (schedule) schedule(stage);
+  else te::default_cpu_schedule(stage);
+  k.body = te::lower_stage(stage, out, [&](const te::TensorNode* n) -> tir::Buffer {
+    auto b = bound_.find(n);
+    if (b == bound_.end()) return nullptr;
+    auto r = reads.find(n);
+    if (r != reads.end()) return r->second;
+    internal_assert(b->second != out_value) << node().describe() << ": a kernel reads its own output";
+    return reads[n] = add_param(b->second, Access::Read);
+  });
   kernels.push_back(std::move(k));
-  return kernels.back();
 }
 
-tir::Buffer OpContext::param(KernelDef& k, int value_index, Access access) {
-  const graph::Value& v = value(value_index);
-  auto b = tir::make_buffer(v.name, graph::dtype_to_tir(v.dtype), v.elements(), (int)k.params.size());
-  k.params.push_back(b);
-  k.param_values.push_back(value_index);
-  k.access.push_back(access);
-  return b;
+void OpContext::set_output(size_t i, const te::Tensor& t, const ScheduleFn& schedule) {
+  emit_kernel(t, output(i), schedule);
+}
+
+te::Tensor OpContext::materialize(const te::Tensor& t, const ScheduleFn& schedule) {
+  graph::Value v;
+  v.name = graph.unique_name(node().name + "." + t.name());
+  v.dtype = dtype_from_tir(t.dtype().is_bool() ? tir::UInt(8) : t.dtype());
+  if (t.dtype().is_bool()) v.dtype = graph::DType::Bool;
+  v.shape = t.shape();
+  v.producer = node_index;
+  int id = graph.add_value(std::move(v));
+  emit_kernel(t, id, schedule);
+  return tensor_of(id);
 }
 
 void OpContext::require_float32() const {
@@ -71,6 +134,38 @@ std::vector<int64_t> spatial_pads(const OpContext& ctx, const graph::Shape& in, 
   }
   for (int64_t p : pads) user_assert(p >= 0) << ctx.node().describe() << ": negative pads are not supported";
   return pads;
+}
+
+void OpContext::require_float() const {
+  for (int v : node().inputs)
+    if (v >= 0)
+      user_assert(value(v).dtype == graph::DType::F32 || value(v).dtype == graph::DType::F64)
+          << node().describe() << ": input '" << value(v).name << "' is " << graph::dtype_name(value(v).dtype)
+          << "; kilnc supports this operator on float32 and float64 only so far";
+}
+
+Indices broadcast_index(const graph::Shape& in_shape, const Indices& out_idx) {
+  internal_assert(in_shape.size() <= out_idx.size()) << "broadcast from a higher rank";
+  size_t offset = out_idx.size() - in_shape.size();
+  Indices r;
+  for (size_t i = 0; i < in_shape.size(); i++) r.push_back(in_shape[i] == 1 ? Expr(0) : out_idx[offset + i]);
+  return r;
+}
+
+Expr in_range(const Indices& idx, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi) {
+  Expr cond;
+  for (size_t i = 0; i < idx.size(); i++) {
+    Expr c = Expr(lo[i]) <= idx[i] && idx[i] < Expr(hi[i]);
+    cond = cond.defined() ? (cond && c) : c;
+  }
+  return cond.defined() ? cond : tir::IntImm::make(tir::Bool(), 1);
+}
+
+Expr padded_read(const te::Tensor& t, const Indices& idx, Expr pad) {
+  Indices clamped;
+  std::vector<int64_t> lo(t.ndim(), 0);
+  for (size_t i = 0; i < t.ndim(); i++) clamped.push_back(tir::clamp(idx[i], Expr(0), Expr(t.shape()[i] - 1)));
+  return tir::select(in_range(idx, lo, t.shape()), t(clamped), pad);
 }
 
 int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank) {

@@ -1,6 +1,10 @@
 // The operator library's entry points: one lowering function per ONNX
-// operator, each turning one graph node into kernels (or into an alias of its
-// input, for operators that only reinterpret a shape).
+// operator. A lowering reads its inputs as tensor expressions (te::Tensor
+// placeholders bound to graph values), describes each output as a formula
+// (te::compute / te::reduce, TOPI-style), and hands it over with
+// set_output(); OpContext turns every output (and every intermediate the
+// lowering chose to materialize) into one scheduled kernel. Operators that
+// only reinterpret a shape alias their input instead.
 #pragma once
 
 #include <functional>
@@ -9,18 +13,22 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "lower/compute.h"
 #include "lower/kernel.h"
+#include "te/schedule.h"
+#include "te/tensor.h"
 
 namespace kiln::lower {
 
-// What an operator lowering sees and produces.
+using te::Expr;
+using te::Indices;
+using ScheduleFn = std::function<void(te::Stage&)>;
+
 class OpContext {
  public:
   OpContext(graph::Graph& g, int node_index, int first_kernel_id)
       : graph(g), node_index(node_index), next_kernel_id_(first_kernel_id) {}
 
-  graph::Graph& graph;                       // may gain constants (e.g. folded BN scales)
+  graph::Graph& graph;                       // may gain constants and intermediates
   int node_index;                            // the node being lowered
   std::vector<KernelDef> kernels;            // produced kernels, in dispatch order
   std::vector<std::pair<int, int>> aliases;  // (output value, input value) sharing storage
@@ -33,15 +41,26 @@ class OpContext {
   int output(size_t i) const;
   const graph::Shape& in_shape(size_t i) const { return value(input(i)).shape; }
   const graph::Shape& out_shape(size_t i) const { return value(output(i)).shape; }
+  graph::DType in_dtype(size_t i) const { return value(input(i)).dtype; }
 
-  // Starts a kernel; params are added with param().
-  KernelDef& new_kernel(const std::string& what);
-  tir::Buffer param(KernelDef& k, int value, Access access);
+  // Input i as a tensor expression (a placeholder bound to its value).
+  te::Tensor in(size_t i);
+  te::Tensor tensor_of(int value_index);
+  // Output i is `t`: emits its kernel with `schedule` (default: default_cpu_schedule).
+  void set_output(size_t i, const te::Tensor& t, const ScheduleFn& schedule = nullptr);
+  // Computes `t` in a kernel of its own into a new intermediate tensor and
+  // returns a placeholder reading it (for values read many times).
+  te::Tensor materialize(const te::Tensor& t, const ScheduleFn& schedule = nullptr);
+
   // Requires all float32 inputs/outputs (the only type some ops support so far).
   void require_float32() const;
+  void require_float() const;  // float32 or float64
 
  private:
   int next_kernel_id_;
+  std::map<const te::TensorNode*, int> bound_;  // placeholder -> graph value
+  std::map<int, te::Tensor> placeholders_;      // graph value -> placeholder
+  void emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn& schedule);
 };
 
 using OpLowering = std::function<void(OpContext&)>;
@@ -62,5 +81,12 @@ std::vector<int64_t> spatial_pads(const OpContext& ctx, const graph::Shape& in, 
                                   const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                                   const std::vector<int64_t>& dilations);
 int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank);
+// Index into an input of shape `in_shape` broadcast (numpy rules) to an output indexed by `out_idx`.
+Indices broadcast_index(const graph::Shape& in_shape, const Indices& out_idx);
+// All of idx[i] inside [lo[i], hi[i]).
+Expr in_range(const Indices& idx, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi);
+// t at idx, or `pad` where idx is outside t (indices clamped, so always safe to evaluate).
+Expr padded_read(const te::Tensor& t, const Indices& idx, Expr pad);
+graph::DType dtype_from_tir(tir::Type t);
 
 }  // namespace kiln::lower

@@ -9,10 +9,11 @@ namespace kiln::lower {
 namespace {
 
 void lower_conv(OpContext& ctx) {
-  ctx.require_float32();
+  ctx.require_float();
   const graph::Node& n = ctx.node();
-  const graph::Shape& xs = ctx.in_shape(0);
-  const graph::Shape& ws = ctx.in_shape(1);
+  te::Tensor x = ctx.in(0), w = ctx.in(1);
+  const graph::Shape& xs = x.shape();
+  const graph::Shape& ws = w.shape();
   const graph::Shape& os = ctx.out_shape(0);
   user_assert(xs.size() >= 3 && xs.size() <= 5 && ws.size() == xs.size())
       << n.describe() << ": input and weight must be 3-D to 5-D with the same rank";
@@ -27,32 +28,24 @@ void lower_conv(OpContext& ctx) {
   user_assert(strides.size() == k && dilations.size() == k) << n.describe() << ": strides/dilations rank mismatch";
   std::vector<int64_t> pads = spatial_pads(ctx, xs, os, kernel, strides, dilations);
   int64_t Mg = M / group;
-
-  KernelDef& kd = ctx.new_kernel("conv");
-  tir::Buffer x = ctx.param(kd, ctx.input(0), Access::Read);
-  tir::Buffer w = ctx.param(kd, ctx.input(1), Access::Read);
-  tir::Buffer b = ctx.has_input(2) ? ctx.param(kd, ctx.input(2), Access::Read) : nullptr;
-  tir::Buffer out = ctx.param(kd, ctx.output(0), Access::Write);
+  tir::Type t = x.dtype();
 
   graph::Shape rshape = {Cg};
   rshape.insert(rshape.end(), kernel.begin(), kernel.end());
-  kd.body = loop_nest("i", os, [&](const Indices& o) {
-    Expr m = o[1];
-    Expr init = b ? tir::Load::make(b, m) : Expr(0.0f);
-    return reduce(
-        "acc", tir::Float(32), init, rshape,
-        [&](const Expr& acc, const Indices& r) {
-          Indices xi = {o[0], (m / Expr(Mg)) * Expr(Cg) + r[0]};
-          Indices wi = {m, r[0]};
-          for (size_t i = 0; i < k; i++) {
-            xi.push_back(o[2 + i] * Expr(strides[i]) - Expr(pads[i]) + r[1 + i] * Expr(dilations[i]));
-            wi.push_back(r[1 + i]);
-          }
-          Expr xv = padded_load(x, xs, xi, Expr(0.0f));
-          return acc + xv * tir::Load::make(w, flat_index(ws, wi));
-        },
-        [&](const Expr& acc) { return tir::Store::make(out, flat_index(os, o), acc); });
+  te::Tensor conv = te::reduce("conv", os, rshape, te::ReduceKind::Sum, t, [&, x, w](const Indices& o, const Indices& r) {
+    Indices xi = {o[0], (o[1] / Expr(Mg)) * Expr(Cg) + r[0]};
+    Indices wi = {o[1], r[0]};
+    for (size_t i = 0; i < k; i++) {
+      xi.push_back(o[2 + i] * Expr(strides[i]) - Expr(pads[i]) + r[1 + i] * Expr(dilations[i]));
+      wi.push_back(r[1 + i]);
+    }
+    return padded_read(x, xi, tir::make_const(t, 0)) * w(wi);
   });
+  if (ctx.has_input(2)) {
+    te::Tensor b = ctx.in(2), acc = conv;
+    conv = te::compute("conv_bias", os, [acc, b](const Indices& o) { return acc(o) + b({o[1]}); });
+  }
+  ctx.set_output(0, conv);
 }
 
 }  // namespace

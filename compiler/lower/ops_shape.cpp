@@ -19,56 +19,54 @@ void lower_alias(OpContext& ctx) {
   ctx.aliases.push_back({ctx.output(0), ctx.input(0)});
 }
 
+// out[..., j, ...] = input k's element at j - offset_k, for the k whose range holds j.
 void lower_concat(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   const graph::Shape& os = ctx.out_shape(0);
   int64_t axis = normalize_axis(ctx, n.attr_int("axis", 0), (int64_t)os.size());
-  KernelDef& kd = ctx.new_kernel("concat");
-  std::vector<tir::Buffer> ins;
-  for (size_t i = 0; i < n.inputs.size(); i++) {
-    user_assert(ctx.value(ctx.input(i)).dtype == ctx.value(ctx.output(0)).dtype)
-        << n.describe() << ": inputs must share the output's element type";
-    ins.push_back(ctx.param(kd, ctx.input(i), Access::Read));
-  }
-  tir::Buffer out = ctx.param(kd, ctx.output(0), Access::Write);
-  std::vector<Stmt> copies;
+  std::vector<te::Tensor> ins;
+  std::vector<int64_t> offsets;
   int64_t offset = 0;
-  for (size_t i = 0; i < ins.size(); i++) {
-    const graph::Shape& s = ctx.in_shape(i);
-    int64_t off = offset;
-    copies.push_back(loop_nest(
-        "i", s,
-        [&](const Indices& idx) {
-          Indices oi = idx;
-          oi[axis] = idx[axis] + Expr(off);
-          return tir::Store::make(out, flat_index(os, oi), tir::Load::make(ins[i], flat_index(s, idx)));
-        },
-        false));
-    offset += s[axis];
+  for (size_t i = 0; i < n.inputs.size(); i++) {
+    user_assert(ctx.in_dtype(i) == ctx.value(ctx.output(0)).dtype)
+        << n.describe() << ": inputs must share the output's element type";
+    ins.push_back(ctx.in(i));
+    offsets.push_back(offset);
+    offset += ins.back().shape()[axis];
   }
   user_assert(offset == os[axis]) << n.describe() << ": input extents along axis do not sum to the output's";
-  kd.body = tir::Block::make(copies);
+  ctx.set_output(0, te::compute("concat", os, [=](const Indices& idx) {
+    // Nested selects from the last input back; each read is clamped into range.
+    Expr v;
+    for (size_t k = ins.size(); k-- > 0;) {
+      if (ins[k].shape()[axis] == 0) continue;
+      Indices ii = idx;
+      ii[axis] = tir::clamp(idx[axis] - Expr(offsets[k]), Expr(0), Expr(ins[k].shape()[axis] - 1));
+      Expr here = ins[k](ii);
+      v = v.defined() ? tir::select(idx[axis] < Expr(offsets[k] + ins[k].shape()[axis]), here, v) : here;
+    }
+    return v;
+  }));
 }
 
 void lower_transpose(OpContext& ctx) {
   const graph::Node& n = ctx.node();
-  const graph::Shape& is = ctx.in_shape(0);
-  const graph::Shape& os = ctx.out_shape(0);
+  te::Tensor x = ctx.in(0);
+  size_t rank = x.ndim();
   std::vector<int64_t> perm;
-  for (int64_t i = (int64_t)is.size() - 1; i >= 0; i--) perm.push_back(i);
+  for (int64_t i = (int64_t)rank - 1; i >= 0; i--) perm.push_back(i);
   perm = n.attr_ints("perm", perm);
-  user_assert(perm.size() == is.size()) << n.describe() << ": 'perm' must have one entry per dimension";
-  KernelDef& kd = ctx.new_kernel("transpose");
-  tir::Buffer x = ctx.param(kd, ctx.input(0), Access::Read);
-  tir::Buffer out = ctx.param(kd, ctx.output(0), Access::Write);
-  kd.body = compute(out, os, [&](const Indices& o) {
-    Indices ii(is.size());
-    for (size_t i = 0; i < perm.size(); i++) {
-      user_assert(perm[i] >= 0 && perm[i] < (int64_t)is.size()) << n.describe() << ": bad 'perm'";
-      ii[perm[i]] = o[i];
-    }
-    return tir::Load::make(x, flat_index(is, ii));
-  });
+  user_assert(perm.size() == rank) << n.describe() << ": 'perm' must have one entry per dimension";
+  std::vector<bool> seen(rank, false);
+  for (int64_t p : perm) {
+    user_assert(p >= 0 && p < (int64_t)rank && !seen[p]) << n.describe() << ": 'perm' is not a permutation";
+    seen[p] = true;
+  }
+  ctx.set_output(0, te::compute("transpose", ctx.out_shape(0), [=](const Indices& o) {
+    Indices ii(rank);
+    for (size_t i = 0; i < rank; i++) ii[perm[i]] = o[i];
+    return x(ii);
+  }));
 }
 
 }  // namespace

@@ -1,19 +1,20 @@
-// Softmax and LogSoftmax. Opset >= 13 normalizes along one axis; older
-// opsets flatten the input to 2-D at `axis` and normalize each row.
+// Softmax. Opset >= 13 normalizes along one axis; older opsets flatten the
+// input to 2-D at `axis` and normalize each row.
 //
 //   m = max(x); s = sum(exp(x - m)); y = exp(x - m) / s
+// The max and the sum are materialized (each read once per output element,
+// they would otherwise be recomputed for every element of the row).
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
-
-#include <limits>
 
 namespace kiln::lower {
 namespace {
 
-void lower_softmax(OpContext& ctx, bool log) {
+void lower_softmax(OpContext& ctx) {
   ctx.require_float32();
   const graph::Node& n = ctx.node();
-  const graph::Shape& s = ctx.out_shape(0);
+  te::Tensor x = ctx.in(0);
+  const graph::Shape& s = x.shape();
   int64_t rank = (int64_t)s.size();
   int64_t axis = normalize_axis(ctx, n.attr_int("axis", ctx.graph.opset >= 13 ? -1 : 1), rank);
   int64_t outer = 1, len = 1, inner = 1;
@@ -24,39 +25,39 @@ void lower_softmax(OpContext& ctx, bool log) {
   } else {
     for (int64_t i = axis; i < rank; i++) len *= s[i];
   }
-  KernelDef& kd = ctx.new_kernel(log ? "logsoftmax" : "softmax");
-  tir::Buffer x = ctx.param(kd, ctx.input(0), Access::Read);
-  tir::Buffer y = ctx.param(kd, ctx.output(0), Access::Write);
+  // View x as [outer, len, inner]: element (o, j, i) is flat o*len*inner + j*inner + i.
   graph::Shape view = {outer, len, inner};
+  auto xv = [x, view](const Expr& o, const Expr& j, const Expr& i) {
+    Expr flat = te::flat_index(view, {o, j, i});
+    Indices idx(x.ndim());
+    for (size_t d = x.ndim(); d-- > 0;) {
+      idx[d] = flat % Expr(x.shape()[d]);
+      flat = flat / Expr(x.shape()[d]);
+    }
+    return x(idx);
+  };
   auto exp = [](Expr e) { return tir::Call::make(tir::Intrinsic::Exp, {e}); };
-  kd.body = loop_nest("i", {outer, inner}, [&](const Indices& o) {
-    auto at = [&](const Expr& j) { return flat_index(view, {o[0], j, o[1]}); };
-    float lowest = -std::numeric_limits<float>::infinity();
-    return reduce(
-        "max", tir::Float(32), Expr(lowest), {len},
-        [&](const Expr& acc, const Indices& r) { return tir::max(acc, tir::Load::make(x, at(r[0]))); },
-        [&](const Expr& m) {
-          return reduce(
-              "sum", tir::Float(32), Expr(0.0f), {len},
-              [&](const Expr& acc, const Indices& r) { return acc + exp(tir::Load::make(x, at(r[0])) - m); },
-              [&](const Expr& sum) {
-                return loop_nest(
-                    "j", {len},
-                    [&](const Indices& j) {
-                      Expr d = tir::Load::make(x, at(j[0])) - m;
-                      Expr v = log ? d - tir::Call::make(tir::Intrinsic::Log, {sum}) : exp(d) / sum;
-                      return tir::Store::make(y, at(j[0]), v);
-                    },
-                    false);
-              });
-        });
-  });
+  tir::Type t = x.dtype();
+  te::Tensor mx = ctx.materialize(te::reduce("max", {outer, inner}, {len}, te::ReduceKind::Max, t,
+                                             [=](const Indices& o, const Indices& r) { return xv(o[0], r[0], o[1]); }));
+  te::Tensor sum = ctx.materialize(te::reduce("sum", {outer, inner}, {len}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+    return exp(xv(o[0], r[0], o[1]) - mx({o[0], o[1]}));
+  }));
+  ctx.set_output(0, te::compute("softmax", s, [=, &ctx](const Indices& idx) {
+    // o: the dimensions before axis; i: those after it (opset >= 13 only).
+    graph::Shape before(s.begin(), s.begin() + axis), after;
+    Indices ob(idx.begin(), idx.begin() + axis), ia;
+    if (ctx.graph.opset >= 13) {
+      after.assign(s.begin() + axis + 1, s.end());
+      ia.assign(idx.begin() + axis + 1, idx.end());
+    }
+    Expr o = te::flat_index(before, ob), i = te::flat_index(after, ia);
+    return exp(x(idx) - mx({o, i})) / sum({o, i});
+  }));
 }
 
 }  // namespace
 
-void register_softmax_ops(std::map<std::string, OpLowering>& r) {
-  r["Softmax"] = [](OpContext& c) { lower_softmax(c, false); };
-}
+void register_softmax_ops(std::map<std::string, OpLowering>& r) { r["Softmax"] = lower_softmax; }
 
 }  // namespace kiln::lower

@@ -156,6 +156,12 @@ Expr Let::make(Expr var, Expr value, Expr body) {
   return Expr(std::make_shared<Let>(std::move(var), std::move(value), std::move(body)));
 }
 
+Expr ProducerLoad::make(std::shared_ptr<const Producer> p, std::vector<Expr> indices) {
+  internal_assert(p) << "ProducerLoad of nothing";
+  for (auto& i : indices) internal_assert(i.type() == Index()) << "index of " << p->name << " is not i64";
+  return Expr(std::make_shared<ProducerLoad>(std::move(p), std::move(indices)));
+}
+
 Stmt LetStmt::make(Expr var, Expr value, Stmt body) {
   internal_assert(var.as<Var>() && var.type() == value.type()) << "bad LetStmt";
   return Stmt(std::make_shared<LetStmt>(std::move(var), std::move(value), std::move(body)));

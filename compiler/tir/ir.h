@@ -66,7 +66,8 @@ inline Type Index() { return Int(64); }  // the type of all loop variables and i
   X(Select)                    \
   X(Load)                      \
   X(Call)                      \
-  X(Let)
+  X(Let)                       \
+  X(ProducerLoad)
 
 #define KILN_TIR_STMT_NODES(X) \
   X(LetStmt)                   \
@@ -248,6 +249,24 @@ struct Let : ExprNode {
   static Expr make(Expr var, Expr value, Expr body);
   Let(Expr v, Expr val, Expr b)
       : ExprNode(kNodeType, b.type()), var(std::move(v)), value(std::move(val)), body(std::move(b)) {}
+};
+
+// A read of a tensor-expression stage (te::Tensor) that is not lowered yet:
+// lowering replaces it with the producer's formula (inlined) or a Load of
+// the buffer it was materialized into. Never reaches code generation.
+struct Producer {
+  std::string name;  // for printing
+  Type dtype;        // element type
+  virtual ~Producer() = default;
+};
+
+struct ProducerLoad : ExprNode {
+  static constexpr NodeType kNodeType = NodeType::ProducerLoad;
+  std::shared_ptr<const Producer> producer;  // the stage read
+  std::vector<Expr> indices;                 // one Index per dimension
+  static Expr make(std::shared_ptr<const Producer> p, std::vector<Expr> indices);
+  ProducerLoad(std::shared_ptr<const Producer> p, std::vector<Expr> i)
+      : ExprNode(kNodeType, p->dtype), producer(std::move(p)), indices(std::move(i)) {}
 };
 
 // ----------------------------------------------------------- statements --

@@ -98,6 +98,14 @@ class Printer : public IRVisitor {
     out << ")";
   }
 
+  void visit(const ProducerLoad* op) override {
+    out << op->producer->name << "(";
+    for (size_t i = 0; i < op->indices.size(); i++) {
+      if (i) out << ", ";
+      print(op->indices[i]);
+    }
+    out << ")";
+  }
   void visit(const LetStmt* op) override {
     line();
     out << "let " << name_of(op->var.as<Var>()) << " = ";

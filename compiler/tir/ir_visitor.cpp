@@ -54,6 +54,9 @@ void IRVisitor::visit(const Let* op) {
   visit_expr(op->value);
   visit_expr(op->body);
 }
+void IRVisitor::visit(const ProducerLoad* op) {
+  for (auto& i : op->indices) visit_expr(i);
+}
 void IRVisitor::visit(const LetStmt* op) {
   visit_expr(op->value);
   visit_stmt(op->body);
@@ -141,6 +144,15 @@ Expr IRMutator::visit(const Call* op, const Expr& self) {
 Expr IRMutator::visit(const Let* op, const Expr& self) {
   Expr v = mutate(op->value), b = mutate(op->body);
   return v.same_as(op->value) && b.same_as(op->body) ? self : Let::make(op->var, v, b);
+}
+Expr IRMutator::visit(const ProducerLoad* op, const Expr& self) {
+  std::vector<Expr> idx;
+  bool changed = false;
+  for (auto& i : op->indices) {
+    idx.push_back(mutate(i));
+    changed |= !idx.back().same_as(i);
+  }
+  return changed ? ProducerLoad::make(op->producer, idx) : self;
 }
 Stmt IRMutator::visit(const LetStmt* op, const Stmt& self) {
   Expr v = mutate(op->value);

@@ -46,6 +46,9 @@ class Verifier : public IRVisitor {
     check_buffer(op->buffer, op->index);
     IRVisitor::visit(op);
   }
+  void visit(const ProducerLoad* op) override {
+    internal_assert(false) << "kernel " << kernel_ << ": read of stage " << op->producer->name << " was not lowered";
+  }
   void visit(const Let* op) override {
     visit_expr(op->value);
     define(op->var);

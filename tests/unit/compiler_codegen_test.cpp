@@ -13,7 +13,7 @@
 #include "codegen/codegen_llvm.h"
 #include "codegen/link_elf.h"
 #include "kiln_kernel_abi.h"
-#include "lower/compute.h"
+#include "te/lower.h"
 #include "lower/kernel.h"
 #include "tir/simplify.h"
 
@@ -70,7 +70,10 @@ KernelDef unary_kernel(const std::string& name, int64_t n, const std::function<E
   auto in = tir::make_buffer("in", tir::Float(32), n, 0);
   auto out = tir::make_buffer("out", tir::Float(32), n, 1);
   k.params = {in, out};
-  k.body = lower::compute(out, {n}, [&](const lower::Indices& i) { return f(tir::Load::make(in, i[0])); });
+  te::Tensor x = te::placeholder("in", {n}, tir::Float(32));
+  te::Stage stage(te::compute("out", {n}, [&](const te::Indices& i) { return f(x(i)); }));
+  te::default_cpu_schedule(stage);
+  k.body = te::lower_stage(stage, out, [&](const te::TensorNode* t) { return t == x.get() ? in : nullptr; });
   return k;
 }
 
@@ -142,9 +145,11 @@ TEST_CASE("workgroups each compute their own slice") {
   k.name = "k_fill";
   auto out = tir::make_buffer("out", tir::Float(32), 6 * 5, 0);
   k.params = {out};
-  k.body = lower::compute(out, {6, 5}, [](const lower::Indices& i) {
+  te::Stage stage(te::compute("fill", {6, 5}, [](const te::Indices& i) {
     return tir::cast(tir::Float(32), i[0] * Expr(10) + i[1]);
-  });
+  }));
+  te::default_cpu_schedule(stage);
+  k.body = te::lower_stage(stage, out, [](const te::TensorNode*) { return tir::Buffer(); });
   Library lib({k});
   std::vector<float> r(30, -1.0f);
   lib.run(0, {r.data()}, 6);

@@ -1,0 +1,146 @@
+#include "te/lower.h"
+
+#include <map>
+
+#include "support/diagnostics.h"
+#include "tir/ir_printer.h"
+#include "tir/ir_visitor.h"
+
+namespace kiln::te {
+namespace {
+
+using tir::Stmt;
+
+Expr combine(ReduceKind kind, const Expr& acc, const Expr& v) {
+  switch (kind) {
+    case ReduceKind::Sum: return acc + v;
+    case ReduceKind::Prod: return acc * v;
+    case ReduceKind::Max: return tir::max(acc, v);
+    case ReduceKind::Min: return tir::min(acc, v);
+  }
+  return Expr();
+}
+
+// Resolves ProducerLoads in one statement's expressions. Reductions found on
+// the way become accumulators computed before the statement.
+class Resolver : public tir::IRMutator {
+ public:
+  explicit Resolver(const BufferOf& buffer_of) : buffer_of_(buffer_of) {}
+
+  // Wraps `make(resolved values)`'s statement with the accumulators it needs.
+  Stmt build(const std::vector<Expr>& values, const std::function<Stmt(const std::vector<Expr>&)>& make) {
+    std::vector<Expr> resolved;
+    for (auto& v : values) resolved.push_back(mutate(v));
+    Stmt s = make(resolved);
+    std::vector<Stmt> seq = prelude_;
+    seq.push_back(s);
+    s = tir::Block::make(seq);
+    for (auto it = allocs_.rbegin(); it != allocs_.rend(); ++it) s = tir::Allocate::make(*it, s);
+    return s;
+  }
+
+ protected:
+  using tir::IRMutator::visit;
+  Expr visit(const tir::ProducerLoad* op, const Expr& self) override {
+    auto* t = static_cast<const TensorNode*>(op->producer.get());
+    std::vector<Expr> idx;
+    for (auto& i : op->indices) idx.push_back(mutate(i));
+    if (tir::Buffer b = buffer_of(t)) return tir::Load::make(b, flat_index(t->shape, idx));
+    internal_assert(t->kind != TensorNode::Kind::Placeholder) << "placeholder " << t->name << " has no buffer";
+    if (t->kind == TensorNode::Kind::Compute) return mutate(t->fcompute(idx));
+    // A reduction: one accumulator per distinct (tensor, index) in this statement.
+    std::string key = t->name + "@" + std::to_string((uintptr_t)t);
+    for (auto& i : idx) key += "," + tir::to_string(i);
+    auto found = accumulators_.find(key);
+    if (found != accumulators_.end()) return tir::Load::make(found->second, Expr(0));
+    tir::Buffer acc = tir::make_buffer(t->name + "_acc", t->dtype, 1, -1);
+    accumulators_[key] = acc;
+    std::vector<Expr> r;
+    for (size_t i = 0; i < t->rshape.size(); i++) r.push_back(tir::Var::make(tir::Index(), t->name + "_r" + std::to_string(i)));
+    // The update may itself read reductions: resolve it in a nested scope so
+    // their accumulators are computed inside this reduction's loops.
+    Resolver inner(buffer_of_);
+    Stmt update = inner.build({t->fbody(idx, r)}, [&](const std::vector<Expr>& v) {
+      return tir::Store::make(acc, Expr(0), combine(t->reduce_kind, tir::Load::make(acc, Expr(0)), v[0]));
+    });
+    for (int i = (int)r.size() - 1; i >= 0; i--)
+      update = tir::For::make(r[i], Expr(0), Expr(t->rshape[i]), tir::ForKind::Serial, update);
+    allocs_.push_back(acc);
+    prelude_.push_back(tir::Store::make(acc, Expr(0), t->init));
+    prelude_.push_back(update);
+    return tir::Load::make(acc, Expr(0));
+  }
+
+ private:
+  tir::Buffer buffer_of(const TensorNode* t) const { return buffer_of_(t); }
+  const BufferOf& buffer_of_;
+  std::vector<tir::Buffer> allocs_;
+  std::vector<Stmt> prelude_;
+  std::map<std::string, tir::Buffer> accumulators_;
+};
+
+}  // namespace
+
+Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of) {
+  const TensorNode* t = stage.tensor.get();
+  // Values of every loop: leaves are loop variables; walk the relations
+  // backwards to recover the loops they replaced, down to the original axes.
+  std::map<const IterVarNode*, Expr> value;
+  for (auto& l : stage.leaves) value[l.get()] = l->var;
+  std::vector<Expr> spatial_guards, reduce_guards;
+  for (auto it = stage.relations.rbegin(); it != stage.relations.rend(); ++it) {
+    if (it->kind == Relation::Kind::Split) {
+      Expr p = value.at(it->outer.get()) * Expr(it->factor) + value.at(it->inner.get());
+      value[it->parent.get()] = p;
+      if (it->parent->extent % it->factor != 0)
+        (it->parent->reduce ? reduce_guards : spatial_guards).push_back(p < Expr(it->parent->extent));
+    } else {
+      Expr f = value.at(it->fused.get());
+      value[it->outer.get()] = f / Expr(it->inner->extent);
+      value[it->inner.get()] = f % Expr(it->inner->extent);
+    }
+  }
+  Indices axes, raxes;
+  for (auto& a : stage.axes) axes.push_back(value.at(a.get()));
+  for (auto& a : stage.reduce_axes) raxes.push_back(value.at(a.get()));
+  auto guard = [](const std::vector<Expr>& conds, Stmt s) {
+    for (auto& c : conds) s = tir::IfThenElse::make(c, s);
+    return s;
+  };
+
+  Stmt body;
+  Expr out_index = flat_index(t->shape, axes);
+  if (t->kind == TensorNode::Kind::Compute) {
+    body = Resolver(buffer_of).build({t->fcompute(axes)}, [&](const std::vector<Expr>& v) {
+      return tir::Store::make(out, out_index, v[0]);
+    });
+  } else {
+    internal_assert(t->kind == TensorNode::Kind::Reduce) << "cannot lower placeholder " << t->name;
+    tir::Buffer acc = tir::make_buffer(t->name + "_acc", t->dtype, 1, -1);
+    Stmt update = Resolver(buffer_of).build({t->fbody(axes, raxes)}, [&](const std::vector<Expr>& v) {
+      return tir::Store::make(acc, Expr(0), combine(t->reduce_kind, tir::Load::make(acc, Expr(0)), v[0]));
+    });
+    update = guard(reduce_guards, update);
+    size_t first_reduce = stage.leaves.size();
+    for (size_t i = 0; i < stage.leaves.size(); i++)
+      if (stage.leaves[i]->reduce) {
+        first_reduce = i;
+        break;
+      }
+    for (size_t i = stage.leaves.size(); i-- > first_reduce;) {
+      auto& l = stage.leaves[i];
+      update = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, update);
+    }
+    body = tir::Allocate::make(acc, tir::Block::make({tir::Store::make(acc, Expr(0), t->init), update,
+                                                      tir::Store::make(out, out_index, tir::Load::make(acc, Expr(0)))}));
+  }
+  body = guard(spatial_guards, body);
+  for (size_t i = stage.leaves.size(); i-- > 0;) {
+    auto& l = stage.leaves[i];
+    if (l->reduce) continue;
+    body = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, body);
+  }
+  return body;
+}
+
+}  // namespace kiln::te

@@ -1,0 +1,24 @@
+// Lowering a scheduled stage to TIR.
+//
+// Builds the stage's loops from its schedule, recovers each original axis
+// from the split/fuse relations (guarding non-dividing splits), and writes
+// the tensor's values into `out`. Every read in the formulas is resolved:
+//  - a tensor that `buffer_of` maps to a buffer (placeholders, materialized
+//    tensors) becomes a Load at the flat index;
+//  - any other compute is inlined (compute_inline);
+//  - any other reduction is computed where it is read, into a local
+//    accumulator (compute_at the innermost loop), once per distinct index.
+#pragma once
+
+#include <functional>
+
+#include "te/schedule.h"
+#include "tir/ir.h"
+
+namespace kiln::te {
+
+using BufferOf = std::function<tir::Buffer(const TensorNode*)>;
+
+tir::Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of);
+
+}  // namespace kiln::te
