@@ -201,11 +201,13 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
   user_assert(opset > 0) << "the model imports no default-domain (ai.onnx) opset";
   if (opset < 7) {
+    // Opset 7 brought numpy broadcasting; older models are converted to it
+    // (the smallest step, so the fewest of the converter's adapters run).
     try {
-      model = onnx::version_conversion::ConvertVersion(model, 13);
-      opset = 13;
+      model = onnx::version_conversion::ConvertVersion(model, 7);
+      opset = 7;
     } catch (const std::exception& e) {
-      user_error << "the model uses opset " << opset << " and ONNX's converter could not bring it to opset 13: " << e.what();
+      user_error << "the model uses opset " << opset << " and ONNX's converter could not bring it to opset 7: " << e.what();
     }
   }
 
@@ -223,8 +225,22 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     for (int64_t d : it->second) shape->add_dim()->set_dim_value(d);
   }
   if (!unused.empty()) user_error << "--input-shape names '" << unused.begin()->first << "', which is not a model input";
+  // --freeze-input: the input becomes an initializer holding the given value.
+  for (auto& [name, bytes] : options.frozen_inputs) {
+    int index = -1;
+    for (int i = 0; i < g->input_size(); i++)
+      if (g->input(i).name() == name) index = i;
+    user_assert(index >= 0 && !initializer_names.count(name)) << "--freeze-input names '" << name << "', which is not a model input";
+    onnx::TensorProto t;
+    user_assert(t.ParseFromString(bytes)) << "--freeze-input " << name << ": not a serialized ONNX TensorProto";
+    t.set_name(name);
+    *g->add_initializer() = t;
+    initializer_names[name] = g->initializer_size() - 1;
+    g->mutable_input()->DeleteSubrange(index, 1);
+  }
+  if (model.ir_version() < 4 && !options.frozen_inputs.empty()) model.set_ir_version(4);
   // Drop stale value_info so shape inference recomputes it from the new shapes.
-  if (!options.input_shapes.empty()) g->clear_value_info();
+  if (!options.input_shapes.empty() || !options.frozen_inputs.empty()) g->clear_value_info();
 
   try {
     onnx::ShapeInferenceOptions si(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);

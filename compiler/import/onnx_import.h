@@ -5,6 +5,7 @@
 // converter, applies --input-shape overrides to the graph inputs, runs ONNX's
 // shape inference (with data propagation), and builds a graph::Graph in which
 // every value has a static dtype and shape, and every initializer and
+// (with --freeze-input) every frozen input and
 // Constant node is a constant value with its bytes.
 #pragma once
 
@@ -18,6 +19,7 @@ namespace kiln {
 
 struct ImportOptions {
   std::map<std::string, std::vector<int64_t>> input_shapes;  // --input-shape overrides by input name
+  std::map<std::string, std::string> frozen_inputs;         // --freeze-input: input name -> serialized TensorProto
 };
 
 // Throws UserError on a malformed model, a failed check or a dynamic shape.

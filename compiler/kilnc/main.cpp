@@ -18,6 +18,8 @@ void usage(FILE* f) {
           "usage: kilnc MODEL.onnx -o OUT.kiln [options]\n"
           "  --target=T             'host' (default) or 'llvm -mtriple=TRIPLE -mcpu=CPU -mattr=FEATURES'\n"
           "  --input-shape N=D,D..  static shape for model input N (repeatable)\n"
+          "  --freeze-input N=FILE  make model input N a constant holding FILE, a serialized ONNX\n"
+          "                         TensorProto (as in ONNX test data); for shape-deciding inputs\n"
           "  --dump-after=PASS      print the IR after PASS (");
   bool first = true;
   for (auto& p : kiln::pipeline_pass_names()) {
@@ -70,6 +72,15 @@ int main(int argc, char** argv) {
         auto eq = v.rfind('=');
         user_assert(eq != std::string::npos && eq > 0) << "--input-shape takes NAME=D0,D1,...";
         options.import.input_shapes[v.substr(0, eq)] = parse_dims(v.substr(eq + 1), a);
+      } else if (a.rfind("--freeze-input", 0) == 0) {
+        std::string v = value("--freeze-input");
+        auto eq = v.find('=');
+        user_assert(eq != std::string::npos && eq > 0) << "--freeze-input takes NAME=FILE";
+        std::ifstream f(v.substr(eq + 1), std::ios::binary);
+        user_assert(f.good()) << "--freeze-input: cannot open '" << v.substr(eq + 1) << "'";
+        std::stringstream ss;
+        ss << f.rdbuf();
+        options.import.frozen_inputs[v.substr(0, eq)] = ss.str();
       } else if (a.rfind("--dump-after", 0) == 0) {
         options.dump_after.insert(value("--dump-after"));
       } else if (a == "--dump-graph") {

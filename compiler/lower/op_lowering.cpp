@@ -52,6 +52,7 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
   }
   internal_assert(src.shape() == ov.shape) << node().describe() << ": formula shape " << graph::shape_str(src.shape())
                                            << " differs from output " << graph::shape_str(ov.shape);
+  if (ov.elements() == 0) return;  // an empty tensor: nothing to compute
   KernelDef k;
   std::string safe;
   for (char c : node().name) safe += std::isalnum((unsigned char)c) ? c : '_';
@@ -184,6 +185,12 @@ const std::map<std::string, OpLowering>& op_registry() {
     register_matmul_ops(r);
     register_shape_ops(r);
     register_softmax_ops(r);
+    register_math_ops(r);
+    register_reduce_ops(r);
+    register_index_ops(r);
+    register_norm_ops(r);
+    register_scan_ops(r);
+    register_loss_ops(r);
     return r;
   }();
   return registry;

@@ -39,8 +39,9 @@ class OpContext {
   int input(size_t i) const;
   bool has_input(size_t i) const;
   int output(size_t i) const;
-  const graph::Shape& in_shape(size_t i) const { return value(input(i)).shape; }
-  const graph::Shape& out_shape(size_t i) const { return value(output(i)).shape; }
+  // Copies: graph.values may grow (constants, intermediates) while a lowering runs.
+  graph::Shape in_shape(size_t i) const { return value(input(i)).shape; }
+  graph::Shape out_shape(size_t i) const { return value(output(i)).shape; }
   graph::DType in_dtype(size_t i) const { return value(input(i)).dtype; }
 
   // Input i as a tensor expression (a placeholder bound to its value).
@@ -75,6 +76,12 @@ void register_elementwise_ops(std::map<std::string, OpLowering>& r);
 void register_matmul_ops(std::map<std::string, OpLowering>& r);
 void register_shape_ops(std::map<std::string, OpLowering>& r);
 void register_softmax_ops(std::map<std::string, OpLowering>& r);
+void register_math_ops(std::map<std::string, OpLowering>& r);
+void register_reduce_ops(std::map<std::string, OpLowering>& r);
+void register_index_ops(std::map<std::string, OpLowering>& r);
+void register_norm_ops(std::map<std::string, OpLowering>& r);
+void register_scan_ops(std::map<std::string, OpLowering>& r);
+void register_loss_ops(std::map<std::string, OpLowering>& r);
 
 // Helpers shared by the families.
 std::vector<int64_t> spatial_pads(const OpContext& ctx, const graph::Shape& in, const graph::Shape& out,
@@ -88,5 +95,7 @@ Expr in_range(const Indices& idx, const std::vector<int64_t>& lo, const std::vec
 // t at idx, or `pad` where idx is outside t (indices clamped, so always safe to evaluate).
 Expr padded_read(const te::Tensor& t, const Indices& idx, Expr pad);
 graph::DType dtype_from_tir(tir::Type t);
+// Integer division rounding toward zero (ONNX's integer Div).
+Expr trunc_divide(const Expr& a, const Expr& b);
 
 }  // namespace kiln::lower

@@ -48,8 +48,66 @@ void lower_conv(OpContext& ctx) {
   ctx.set_output(0, conv);
 }
 
+// ConvTranspose: out[n, m, o...] = bias[m] + sum over c, k of
+//   x[n, g*Cg + c, i...] * w[g*Cg + c, m % Mg, k...]  where o = i*s - pad + k*d,
+// i.e. only the (c, k) for which (o + pad - k*d) is a multiple of s inside x.
+void lower_conv_transpose(OpContext& ctx) {
+  ctx.require_float();
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0), w = ctx.in(1);
+  graph::Shape xs = x.shape(), ws = w.shape(), os = ctx.out_shape(0);
+  user_assert(xs.size() >= 3 && xs.size() <= 5 && ws.size() == xs.size())
+      << n.describe() << ": input and weight must be 3-D to 5-D with the same rank";
+  size_t k = xs.size() - 2;
+  int64_t group = n.attr_int("group", 1);
+  int64_t C = xs[1], Mg = ws[1];
+  user_assert(group >= 1 && C % group == 0 && ws[0] == C) << n.describe() << ": weight does not match input channels and group";
+  int64_t Cg = C / group;
+  std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>(k, 1));
+  std::vector<int64_t> dilations = n.attr_ints("dilations", std::vector<int64_t>(k, 1));
+  std::vector<int64_t> out_pad = n.attr_ints("output_padding", std::vector<int64_t>(k, 0));
+  std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  std::vector<int64_t> pad_begin(k, 0);
+  if (n.has_attr("pads") && auto_pad == "NOTSET") {
+    std::vector<int64_t> pads = n.attr_ints("pads", {});
+    user_assert(pads.size() == 2 * k) << n.describe() << ": 'pads' must have " << 2 * k << " entries";
+    for (size_t i = 0; i < k; i++) pad_begin[i] = pads[i];
+  } else if (auto_pad != "VALID") {
+    for (size_t i = 0; i < k; i++) {
+      int64_t total = strides[i] * (xs[2 + i] - 1) + out_pad[i] + (kernel[i] - 1) * dilations[i] + 1 - os[2 + i];
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor(total / 2), as ONNX's reference
+      pad_begin[i] = auto_pad == "SAME_UPPER" ? half : total - half;
+    }
+  }
+  tir::Type t = x.dtype();
+  graph::Shape rshape = {Cg};
+  rshape.insert(rshape.end(), kernel.begin(), kernel.end());
+  te::Tensor conv = te::reduce("convtranspose", os, rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+    Expr g = o[1] / Expr(Mg);
+    Expr c = g * Expr(Cg) + r[0];
+    Indices xi = {o[0], c}, wi = {c, o[1] % Expr(Mg)};
+    Expr ok = tir::IntImm::make(tir::Bool(), 1);
+    for (size_t i = 0; i < k; i++) {
+      Expr num = o[2 + i] + Expr(pad_begin[i]) - r[1 + i] * Expr(dilations[i]);
+      ok = ok && tir::EQ::make(num % Expr(strides[i]), Expr(0));
+      xi.push_back(num / Expr(strides[i]));
+      wi.push_back(r[1 + i]);
+    }
+    return tir::select(ok, padded_read(x, xi, tir::make_const(t, 0)), tir::make_const(t, 0)) * w(wi);
+  });
+  if (ctx.has_input(2)) {
+    te::Tensor b = ctx.in(2), acc = conv;
+    conv = te::compute("convtranspose_bias", os, [acc, b](const Indices& o) { return acc(o) + b({o[1]}); });
+  }
+  ctx.set_output(0, conv);
+}
+
 }  // namespace
 
-void register_conv_ops(std::map<std::string, OpLowering>& r) { r["Conv"] = lower_conv; }
+void register_conv_ops(std::map<std::string, OpLowering>& r) {
+  r["Conv"] = lower_conv;
+  r["ConvTranspose"] = lower_conv_transpose;
+}
 
 }  // namespace kiln::lower

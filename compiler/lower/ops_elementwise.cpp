@@ -129,7 +129,11 @@ void register_elementwise_ops(std::map<std::string, OpLowering>& r) {
   r["Add"] = [](OpContext& c) { lower_binary(c, true, [](Expr a, Expr b) { return a + b; }); };
   r["Sub"] = [](OpContext& c) { lower_binary(c, true, [](Expr a, Expr b) { return a - b; }); };
   r["Mul"] = [](OpContext& c) { lower_binary(c, true, [](Expr a, Expr b) { return a * b; }); };
-  r["Div"] = [](OpContext& c) { lower_binary(c, false, [](Expr a, Expr b) { return a / b; }); };
+  r["Div"] = [](OpContext& c) {
+    bool f = c.in_dtype(0) == graph::DType::F32 || c.in_dtype(0) == graph::DType::F64;
+    if (f) lower_binary(c, false, [](Expr a, Expr b) { return a / b; });
+    else lower_binary(c, true, [](Expr a, Expr b) { return trunc_divide(a, b); });
+  };
   r["Clip"] = lower_clip;
   r["BatchNormalization"] = lower_batchnorm;
 }

@@ -14,8 +14,19 @@ void lower_alias(OpContext& ctx) {
   user_assert(in.elements() == out.elements() && in.dtype == out.dtype)
       << n.describe() << ": output " << graph::shape_str(out.shape) << " does not hold the same elements as input "
       << graph::shape_str(in.shape);
-  if (n.op == "Dropout")
-    user_assert(n.outputs.size() < 2 || n.outputs[1] < 0) << n.describe() << ": the mask output is not supported";
+  if (n.op == "Dropout") {
+    bool training = false;
+    bool zero_ratio = ctx.has_input(1) && ctx.value(ctx.input(1)).is_constant() && ctx.value(ctx.input(1)).const_at(0) == 0;
+    if (ctx.has_input(2) && !zero_ratio) {  // with ratio 0, training mode is the identity too
+      const graph::Value& t = ctx.value(ctx.input(2));
+      user_assert(t.is_constant()) << n.describe() << ": training_mode must be a constant";
+      training = t.const_at(0) != 0;
+    }
+    user_assert(!training) << n.describe() << ": Dropout in training mode is random; kilnc compiles inference only";
+    if (n.outputs.size() > 1 && n.outputs[1] >= 0) {  // the mask: all true in inference
+      ctx.set_output(1, te::compute("mask", ctx.out_shape(1), [](const Indices&) { return tir::IntImm::make(tir::Bool(), 1); }));
+    }
+  }
   ctx.aliases.push_back({ctx.output(0), ctx.input(0)});
 }
 

@@ -36,6 +36,12 @@ const char* intrinsic_name(Intrinsic i) {
     case Intrinsic::Tanh: return "tanh";
     case Intrinsic::Erf: return "erf";
     case Intrinsic::Pow: return "pow";
+    case Intrinsic::Sin: return "sin";
+    case Intrinsic::Cos: return "cos";
+    case Intrinsic::Tan: return "tan";
+    case Intrinsic::Asin: return "asin";
+    case Intrinsic::Acos: return "acos";
+    case Intrinsic::Atan: return "atan";
   }
   return "?";
 }

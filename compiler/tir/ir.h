@@ -230,7 +230,7 @@ struct Load : ExprNode {
 };
 
 // A pure math intrinsic. Code generation expands each inline (no libm calls).
-enum class Intrinsic : uint8_t { Exp, Log, Sqrt, Abs, Floor, Ceil, Tanh, Erf, Pow };
+enum class Intrinsic : uint8_t { Exp, Log, Sqrt, Abs, Floor, Ceil, Tanh, Erf, Pow, Sin, Cos, Tan, Asin, Acos, Atan };
 const char* intrinsic_name(Intrinsic i);
 
 struct Call : ExprNode {

@@ -224,7 +224,7 @@ def build_ops_shape():
 
 
 def build_unsupported():
-    """A tiny model with an operator kilnc does not support (Erf), between supported ones."""
+    """A tiny model with an operator kilnc does not support (Det), between supported ones."""
     torch = _torch()
     nn = torch.nn
 
@@ -235,7 +235,7 @@ def build_unsupported():
 
         def forward(self, x):
             y = torch.relu(self.conv(x))
-            y = torch.erf(y)
+            y = torch.det(y)  # ONNX Det over the last two (8x8) dimensions
             return y + 1.0
 
     return Unsupported()
@@ -395,8 +395,8 @@ MODELS: Dict[str, ModelSpec] = {
 }
 
 # The model of the `unsupported` test and the operator it must be rejected for.
-UNSUPPORTED_MODEL = ModelSpec(build_unsupported, (1, 3, 8, 8), frozenset({'Conv', 'Relu', 'Erf', 'Add'}))
-UNSUPPORTED_OP = 'Erf'
+UNSUPPORTED_MODEL = ModelSpec(build_unsupported, (1, 3, 8, 8), frozenset({'Conv', 'Relu', 'Det', 'Add'}))
+UNSUPPORTED_OP = 'Det'
 
 
 # ---------------------------------------------------------------------------

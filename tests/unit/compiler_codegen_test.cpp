@@ -156,3 +156,68 @@ TEST_CASE("workgroups each compute their own slice") {
   for (int a = 0; a < 6; a++)
     for (int b = 0; b < 5; b++) CHECK(r[a * 5 + b] == (float)(a * 10 + b));
 }
+
+TEST_CASE("inline log, tanh, erf and pow are accurate") {
+  const int64_t n = 2000;
+  auto call1 = [](tir::Intrinsic op) { return [op](Expr x) { return tir::Call::make(op, {x}); }; };
+  Library lib({unary_kernel("k_log", n, call1(tir::Intrinsic::Log)), unary_kernel("k_tanh", n, call1(tir::Intrinsic::Tanh)),
+               unary_kernel("k_erf", n, call1(tir::Intrinsic::Erf)),
+               unary_kernel("k_pow", n, [](Expr x) { return tir::Call::make(tir::Intrinsic::Pow, {x, Expr(2.5f)}); }),
+               unary_kernel("k_powi", n, [](Expr x) { return tir::Call::make(tir::Intrinsic::Pow, {x, Expr(3.0f)}); })});
+  std::vector<float> in(n), out(n);
+  auto check = [&](uint32_t kernel, double (*ref)(double), double rel, double abs) {
+    lib.run(kernel, {in.data(), out.data()}, n);
+    for (int64_t i = 0; i < n; i++) {
+      double r = ref(in[i]);
+      if (std::isnan(r)) {
+        CHECK(std::isnan(out[i]));
+      } else if (std::isinf(r)) {
+        CHECK(out[i] == r);
+      } else {
+        INFO("x = " << in[i] << " got " << out[i] << " want " << r);
+        CHECK(std::fabs(out[i] - r) <= abs + rel * std::fabs(r));
+      }
+    }
+  };
+  for (int64_t i = 0; i < n; i++) in[i] = std::ldexp(1.0f + (float)(i % 97) / 97.0f, (int)(i % 250) - 140);  // incl. subnormals
+  in[0] = 0.0f;
+  in[1] = -1.0f;
+  in[2] = INFINITY;
+  check(0, [](double x) { return std::log(x); }, 3e-7, 0);
+  for (int64_t i = 0; i < n; i++) in[i] = -12.0f + 24.0f * (float)i / (float)(n - 1);
+  in[3] = 1e-6f;
+  in[4] = -3e-5f;
+  check(1, [](double x) { return std::tanh(x); }, 5e-7, 1e-9);
+  check(2, [](double x) { return std::erf(x); }, 2e-6, 2e-7);
+  for (int64_t i = 0; i < n; i++) in[i] = -20.0f + 40.0f * (float)i / (float)(n - 1);
+  check(3, [](double x) { return std::pow(x, 2.5); }, 3e-6, 0);
+  check(4, [](double x) { return std::pow(x, 3.0); }, 3e-6, 0);
+}
+
+TEST_CASE("inline sin, cos, tan, asin, acos and atan are accurate") {
+  const int64_t n = 3000;
+  auto call1 = [](tir::Intrinsic op) { return [op](Expr x) { return tir::Call::make(op, {x}); }; };
+  Library lib({unary_kernel("k_sin", n, call1(tir::Intrinsic::Sin)), unary_kernel("k_cos", n, call1(tir::Intrinsic::Cos)),
+               unary_kernel("k_tan", n, call1(tir::Intrinsic::Tan)), unary_kernel("k_asin", n, call1(tir::Intrinsic::Asin)),
+               unary_kernel("k_acos", n, call1(tir::Intrinsic::Acos)), unary_kernel("k_atan", n, call1(tir::Intrinsic::Atan))});
+  std::vector<float> in(n), out(n);
+  auto check = [&](uint32_t kernel, double (*ref)(double), double abs_tol) {
+    lib.run(kernel, {in.data(), out.data()}, n);
+    for (int64_t i = 0; i < n; i++) {
+      double r = ref(in[i]);
+      INFO("kernel " << kernel << " x = " << in[i] << " got " << out[i] << " want " << r);
+      if (std::isnan(r)) CHECK(std::isnan(out[i]));
+      else CHECK(std::fabs(out[i] - r) <= abs_tol * std::max(1.0, std::fabs(r)));
+    }
+  };
+  for (int64_t i = 0; i < n; i++) in[i] = -100.0f + 200.0f * (float)i / (float)(n - 1);
+  check(0, [](double x) { return std::sin(x); }, 3e-7);
+  check(1, [](double x) { return std::cos(x); }, 3e-7);
+  for (int64_t i = 0; i < n; i++) in[i] = -1.4f + 2.8f * (float)i / (float)(n - 1);
+  check(2, [](double x) { return std::tan(x); }, 1e-6);
+  for (int64_t i = 0; i < n; i++) in[i] = -1.2f + 2.4f * (float)i / (float)(n - 1);
+  check(3, [](double x) { return std::asin(x); }, 3e-7);
+  check(4, [](double x) { return std::acos(x); }, 3e-7);
+  for (int64_t i = 0; i < n; i++) in[i] = -50.0f + 100.0f * (float)i / (float)(n - 1);
+  check(5, [](double x) { return std::atan(x); }, 3e-7);
+}

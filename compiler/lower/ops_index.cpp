@@ -1,0 +1,267 @@
+// Data-movement operators whose output positions map to input positions:
+// Gather, GatherElements, Slice, Expand, Tile, Pad, Split, DepthToSpace,
+// SpaceToDepth, Trilu, EyeLike, ConstantOfShape, Range, Size.
+//
+// Shapes are static, so operands that only decide a shape (Expand's shape,
+// Tile's repeats, Split's sizes) are never read; operands that decide
+// positions (Slice's starts and steps, Pad's pads) must be constants.
+// Indices read at run time (Gather) are wrapped for negatives and clamped
+// into range, so a bad index never reads outside the tensor.
+#include <cstring>
+
+#include "lower/op_lowering.h"
+#include "support/diagnostics.h"
+
+namespace kiln::lower {
+namespace {
+
+std::vector<int64_t> const_ints(OpContext& ctx, size_t input, const char* what) {
+  const graph::Value& v = ctx.value(ctx.input(input));
+  user_assert(v.is_constant()) << ctx.node().describe() << ": " << what
+                               << " must be a compile-time constant (kilnc compiles static shapes)";
+  std::vector<int64_t> r;
+  for (int64_t i = 0; i < v.elements(); i++) r.push_back(v.const_int_at(i));
+  return r;
+}
+
+// A run-time index into a dimension of `extent`: negative counts from the end; clamped.
+Expr wrap_index(Expr i, int64_t extent) {
+  i = tir::cast(tir::Index(), i);
+  i = tir::select(i < Expr(0), i + Expr(extent), i);
+  return tir::clamp(i, Expr(0), Expr(extent - 1));
+}
+
+void lower_gather(OpContext& ctx) {
+  te::Tensor data = ctx.in(0), ind = ctx.in(1);
+  int64_t axis = normalize_axis(ctx, ctx.node().attr_int("axis", 0), (int64_t)data.ndim());
+  int64_t q = (int64_t)ind.ndim();
+  ctx.set_output(0, te::compute("gather", ctx.out_shape(0), [=](const Indices& o) {
+    Indices ii(o.begin() + axis, o.begin() + axis + q);
+    Indices di(o.begin(), o.begin() + axis);
+    di.push_back(wrap_index(ind(ii), data.shape()[axis]));
+    di.insert(di.end(), o.begin() + axis + q, o.end());
+    return data(di);
+  }));
+}
+
+void lower_gather_elements(OpContext& ctx) {
+  te::Tensor data = ctx.in(0), ind = ctx.in(1);
+  int64_t axis = normalize_axis(ctx, ctx.node().attr_int("axis", 0), (int64_t)data.ndim());
+  ctx.set_output(0, te::compute("gather_elements", ctx.out_shape(0), [=](const Indices& o) {
+    Indices di = o;
+    di[axis] = wrap_index(ind(o), data.shape()[axis]);
+    return data(di);
+  }));
+}
+
+void lower_slice(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0);
+  int64_t rank = (int64_t)x.ndim();
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (ctx.graph.opset < 10) {
+    starts = n.attr_ints("starts", {});
+    ends = n.attr_ints("ends", {});
+    axes = n.attr_ints("axes", {});
+  } else {
+    starts = const_ints(ctx, 1, "Slice starts");
+    ends = const_ints(ctx, 2, "Slice ends");
+    if (ctx.has_input(3)) axes = const_ints(ctx, 3, "Slice axes");
+    if (ctx.has_input(4)) steps = const_ints(ctx, 4, "Slice steps");
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); i++) axes.push_back((int64_t)i);
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  user_assert(ends.size() == starts.size() && axes.size() == starts.size() && steps.size() == starts.size())
+      << n.describe() << ": starts, ends, axes and steps differ in length";
+  std::vector<int64_t> begin(rank, 0), step(rank, 1);
+  for (size_t i = 0; i < axes.size(); i++) {
+    int64_t a = normalize_axis(ctx, axes[i], rank), d = x.shape()[a];
+    user_assert(steps[i] != 0) << n.describe() << ": a step is zero";
+    int64_t s = starts[i] < 0 ? starts[i] + d : starts[i];
+    s = steps[i] > 0 ? std::clamp<int64_t>(s, 0, d) : std::clamp<int64_t>(s, 0, d - 1);
+    begin[a] = s;
+    step[a] = steps[i];
+  }
+  ctx.set_output(0, te::compute("slice", ctx.out_shape(0), [=](const Indices& o) {
+    Indices ii;
+    for (int64_t d = 0; d < rank; d++) ii.push_back(Expr(begin[d]) + o[d] * Expr(step[d]));
+    return x(ii);
+  }));
+}
+
+void lower_expand(OpContext& ctx) {
+  te::Tensor x = ctx.in(0);
+  ctx.set_output(0, te::compute("expand", ctx.out_shape(0), [=](const Indices& o) { return x(broadcast_index(x.shape(), o)); }));
+}
+
+void lower_tile(OpContext& ctx) {
+  te::Tensor x = ctx.in(0);
+  ctx.set_output(0, te::compute("tile", ctx.out_shape(0), [=](const Indices& o) {
+    Indices ii;
+    for (size_t d = 0; d < o.size(); d++) ii.push_back(o[d] % Expr(x.shape()[d]));
+    return x(ii);
+  }));
+}
+
+void lower_pad(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0);
+  int64_t rank = (int64_t)x.ndim();
+  std::string mode = n.attr_string("mode", "constant");
+  std::vector<int64_t> pads = ctx.graph.opset < 11 ? n.attr_ints("pads", {}) : const_ints(ctx, 1, "Pad pads");
+  std::vector<int64_t> begin(rank, 0);
+  if (ctx.graph.opset >= 18 && ctx.has_input(3)) {  // axes
+    std::vector<int64_t> axes = const_ints(ctx, 3, "Pad axes");
+    user_assert(pads.size() == 2 * axes.size()) << n.describe() << ": pads must have 2 entries per axis";
+    for (size_t i = 0; i < axes.size(); i++) begin[normalize_axis(ctx, axes[i], rank)] = pads[i];
+  } else {
+    user_assert((int64_t)pads.size() == 2 * rank) << n.describe() << ": pads must have 2 entries per dimension";
+    for (int64_t d = 0; d < rank; d++) begin[d] = pads[d];
+  }
+  Expr value = tir::make_const(x.dtype(), 0);
+  if (ctx.graph.opset < 11) value = tir::make_const(x.dtype(), n.attr_float("value", 0.0));
+  else if (ctx.has_input(2)) {
+    const graph::Value& v = ctx.value(ctx.input(2));
+    if (v.is_constant()) value = tir::make_const(x.dtype(), v.const_at(0));
+    else {
+      te::Tensor vt = ctx.in(2);
+      value = vt(Indices(vt.ndim(), Expr(0)));
+    }
+  }
+  ctx.set_output(0, te::compute("pad", ctx.out_shape(0), [=](const Indices& o) {
+    Indices ii;
+    for (int64_t d = 0; d < rank; d++) {
+      Expr i = o[d] - Expr(begin[d]);
+      int64_t e = x.shape()[d];
+      if (mode == "edge") i = tir::clamp(i, Expr(0), Expr(e - 1));
+      else if (mode == "reflect" && e > 1) {
+        // Reflect without repeating the edge: period 2(e-1).
+        Expr p = i % Expr(2 * (e - 1));
+        i = tir::select(p < Expr(e), p, Expr(2 * (e - 1)) - p);
+      } else if (mode == "wrap") i = i % Expr(e);
+      ii.push_back(i);
+    }
+    if (mode == "constant") return padded_read(x, ii, value);
+    user_assert(mode == "edge" || mode == "reflect" || mode == "wrap") << n.describe() << ": unknown mode '" << mode << "'";
+    Indices safe;
+    for (int64_t d = 0; d < rank; d++) safe.push_back(tir::clamp(ii[d], Expr(0), Expr(x.shape()[d] - 1)));
+    return x(safe);
+  }));
+}
+
+void lower_split(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0);
+  int64_t axis = normalize_axis(ctx, n.attr_int("axis", 0), (int64_t)x.ndim());
+  int64_t offset = 0;
+  for (size_t i = 0; i < n.outputs.size(); i++) {
+    if (n.outputs[i] < 0) continue;
+    const graph::Shape& os = ctx.out_shape(i);
+    int64_t off = offset;
+    ctx.set_output(i, te::compute("split", os, [=](const Indices& o) {
+      Indices ii = o;
+      ii[axis] = o[axis] + Expr(off);
+      return x(ii);
+    }));
+    offset += os[axis];
+  }
+  user_assert(offset <= x.shape()[axis]) << n.describe() << ": outputs are larger than the input";
+}
+
+// DepthToSpace (DCR or CRD) and SpaceToDepth on NCHW.
+void lower_depth_space(OpContext& ctx, bool to_space) {
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0);
+  user_assert(x.ndim() == 4) << n.describe() << ": input must be 4-D";
+  int64_t b = n.attr_int("blocksize", 0);
+  user_assert(b >= 1) << n.describe() << ": blocksize must be positive";
+  bool crd = n.attr_string("mode", "DCR") == "CRD";
+  const graph::Shape& os = ctx.out_shape(0);
+  ctx.set_output(0, te::compute(n.op, os, [=](const Indices& o) {
+    if (to_space) {  // out[n, c, h, w] = x[n, channel(c, h % b, w % b), h / b, w / b]
+      Expr bh = o[2] % Expr(b), bw = o[3] % Expr(b);
+      Expr c = crd ? (o[1] * Expr(b) + bh) * Expr(b) + bw : (bh * Expr(b) + bw) * Expr(os[1]) + o[1];
+      return x({o[0], c, o[2] / Expr(b), o[3] / Expr(b)});
+    }
+    // SpaceToDepth: out[n, (bh * b + bw) * C + c, h, w] = x[n, c, h * b + bh, w * b + bw]
+    int64_t C = x.shape()[1];
+    Expr c = o[1] % Expr(C), blk = o[1] / Expr(C);
+    return x({o[0], c, o[2] * Expr(b) + blk / Expr(b), o[3] * Expr(b) + blk % Expr(b)});
+  }));
+}
+
+void lower_trilu(OpContext& ctx) {
+  te::Tensor x = ctx.in(0);
+  int64_t kdiag = ctx.has_input(1) ? const_ints(ctx, 1, "Trilu k").at(0) : 0;
+  bool upper = ctx.node().attr_int("upper", 1) != 0;
+  size_t r = x.ndim();
+  ctx.set_output(0, te::compute("trilu", x.shape(), [=](const Indices& o) {
+    Expr d = o[r - 1] - o[r - 2];  // column - row
+    Expr keep = upper ? (d >= Expr(kdiag)) : (d <= Expr(kdiag));
+    return tir::select(keep, x(o), tir::make_const(x.dtype(), 0));
+  }));
+}
+
+void lower_eye_like(OpContext& ctx) {
+  int64_t kdiag = ctx.node().attr_int("k", 0);
+  graph::DType dt = ctx.value(ctx.output(0)).dtype;
+  tir::Type t = dt == graph::DType::Bool ? tir::Bool() : graph::dtype_to_tir(dt);
+  ctx.set_output(0, te::compute("eyelike", ctx.out_shape(0), [=](const Indices& o) {
+    return tir::select(tir::EQ::make(o[1] - o[0], Expr(kdiag)), tir::make_const(t, 1), tir::make_const(t, 0));
+  }));
+}
+
+void lower_constant_of_shape(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  graph::DType dt = ctx.value(ctx.output(0)).dtype;
+  double v = 0;
+  if (n.has_attr("value")) {
+    const graph::Value& c = ctx.value(n.attrs.at("value").tensor);
+    user_assert(c.elements() == 1) << n.describe() << ": value must hold one element";
+    v = c.const_at(0);
+  }
+  tir::Type t = dt == graph::DType::Bool ? tir::Bool() : graph::dtype_to_tir(dt);
+  ctx.set_output(0, te::compute("constant_of_shape", ctx.out_shape(0), [=](const Indices&) { return tir::make_const(t, v); }));
+}
+
+void lower_range(OpContext& ctx) {
+  graph::DType dt = ctx.value(ctx.output(0)).dtype;
+  tir::Type t = graph::dtype_to_tir(dt);
+  auto scalar = [&](size_t i) {
+    const graph::Value& v = ctx.value(ctx.input(i));
+    if (v.is_constant()) return tir::make_const(t, v.const_at(0));
+    te::Tensor s = ctx.in(i);
+    return s(Indices(s.ndim(), Expr(0)));
+  };
+  Expr start = scalar(0), delta = scalar(2);
+  ctx.set_output(0, te::compute("range", ctx.out_shape(0), [=](const Indices& o) {
+    return start + tir::cast(t, o[0]) * delta;
+  }));
+}
+
+void lower_size(OpContext& ctx) {
+  int64_t n = graph::num_elements(ctx.in_shape(0));
+  ctx.set_output(0, te::compute("size", ctx.out_shape(0), [n](const Indices&) { return tir::IntImm::make(tir::Int(64), n); }));
+}
+
+}  // namespace
+
+void register_index_ops(std::map<std::string, OpLowering>& r) {
+  r["Gather"] = lower_gather;
+  r["GatherElements"] = lower_gather_elements;
+  r["Slice"] = lower_slice;
+  r["Expand"] = lower_expand;
+  r["Tile"] = lower_tile;
+  r["Pad"] = lower_pad;
+  r["Split"] = lower_split;
+  r["DepthToSpace"] = [](OpContext& c) { lower_depth_space(c, true); };
+  r["SpaceToDepth"] = [](OpContext& c) { lower_depth_space(c, false); };
+  r["Trilu"] = lower_trilu;
+  r["EyeLike"] = lower_eye_like;
+  r["ConstantOfShape"] = lower_constant_of_shape;
+  r["Range"] = lower_range;
+  r["Size"] = lower_size;
+}
+
+}  // namespace kiln::lower

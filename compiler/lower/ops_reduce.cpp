@@ -1,0 +1,196 @@
+// Reductions: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare},
+// ArgMax/ArgMin, LogSoftmax and Hardmax.
+//
+// Reduced axes come from the `axes` attribute, or (ReduceSum from opset 13,
+// the others from opset 18) from a constant second input.
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "lower/op_lowering.h"
+#include "support/diagnostics.h"
+
+namespace kiln::lower {
+namespace {
+
+using tir::Intrinsic;
+
+Expr call(Intrinsic op, const Expr& x) { return tir::Call::make(op, {x}); }
+Expr k(tir::Type t, double v) { return tir::make_const(t, v); }
+
+struct ReduceAxes {
+  std::vector<bool> reduced;  // per input dim
+  graph::Shape rshape;        // extents of the reduced dims, in order
+  bool keepdims;
+};
+
+ReduceAxes reduce_axes(OpContext& ctx, bool axes_from_input) {
+  const graph::Node& n = ctx.node();
+  int64_t rank = (int64_t)ctx.in_shape(0).size();
+  std::vector<int64_t> axes;
+  bool have_axes = false;
+  if (axes_from_input && ctx.has_input(1)) {
+    const graph::Value& a = ctx.value(ctx.input(1));
+    user_assert(a.is_constant()) << n.describe() << ": the axes input must be a constant";
+    for (int64_t i = 0; i < a.elements(); i++) axes.push_back(a.const_int_at(i));
+    have_axes = true;
+  } else if (n.has_attr("axes")) {
+    axes = n.attr_ints("axes", {});
+    have_axes = true;
+  }
+  ReduceAxes r;
+  r.keepdims = n.attr_int("keepdims", 1) != 0;
+  r.reduced.assign(rank, false);
+  if (!have_axes || axes.empty()) {
+    bool noop = n.attr_int("noop_with_empty_axes", 0) != 0;
+    if (!noop) r.reduced.assign(rank, true);
+  }
+  for (int64_t a : axes) r.reduced[normalize_axis(ctx, a, rank)] = true;
+  for (int64_t i = 0; i < rank; i++)
+    if (r.reduced[i]) r.rshape.push_back(ctx.in_shape(0)[i]);
+  return r;
+}
+
+// The input index for output index o and reduce index r.
+Indices input_index(const ReduceAxes& ax, const Indices& o, const Indices& r) {
+  Indices idx;
+  size_t oi = 0, ri = 0;
+  for (size_t d = 0; d < ax.reduced.size(); d++) {
+    if (ax.reduced[d]) {
+      idx.push_back(r[ri++]);
+      if (ax.keepdims) oi++;
+    } else {
+      idx.push_back(o[oi++]);
+    }
+  }
+  return idx;
+}
+
+void lower_reduce(OpContext& ctx, const std::string& kind) {
+  const graph::Node& n = ctx.node();
+  bool from_input = n.op == "ReduceSum" ? ctx.graph.opset >= 13 : ctx.graph.opset >= 18;
+  ReduceAxes ax = reduce_axes(ctx, from_input);
+  te::Tensor x = ctx.in(0);
+  tir::Type t = x.dtype();
+  user_assert(t.is_float() || kind == "Sum" || kind == "Max" || kind == "Min" || kind == "Prod")
+      << n.describe() << ": " << n.op << " needs a float input";
+  const graph::Shape& os = ctx.out_shape(0);
+  double count = (double)graph::num_elements(ax.rshape);
+  auto body = [=](const std::function<Expr(Expr)>& f) {
+    return [=](const Indices& o, const Indices& r) { return f(x(input_index(ax, o, r))); };
+  };
+  auto id = [](Expr v) { return v; };
+  te::ReduceKind rk = kind == "Max" ? te::ReduceKind::Max
+                      : kind == "Min" ? te::ReduceKind::Min
+                      : kind == "Prod" ? te::ReduceKind::Prod
+                                       : te::ReduceKind::Sum;
+  te::Tensor red;
+  if (kind == "L1") red = te::reduce(n.op, os, ax.rshape, rk, t, body([](Expr v) { return call(Intrinsic::Abs, v); }));
+  else if (kind == "L2" || kind == "SumSquare") red = te::reduce(n.op, os, ax.rshape, rk, t, body([](Expr v) { return v * v; }));
+  else if (kind == "LogSumExp") {
+    te::Tensor m = ctx.materialize(te::reduce("max", os, ax.rshape, te::ReduceKind::Max, t, body(id)));
+    te::Tensor s = te::reduce(n.op, os, ax.rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+      return call(Intrinsic::Exp, x(input_index(ax, o, r)) - m(o));
+    });
+    ctx.set_output(0, te::compute(n.op, os, [=](const Indices& o) {
+      // An all -inf (or empty) slice keeps the max itself.
+      return tir::select(tir::EQ::make(m(o), k(t, -INFINITY)), m(o), m(o) + call(Intrinsic::Log, s(o)));
+    }));
+    return;
+  } else red = te::reduce(n.op, os, ax.rshape, rk, t, body(id));
+  te::Tensor out = red;
+  if (kind == "Mean") out = te::compute(n.op, os, [=](const Indices& o) { return red(o) / k(t, count); });
+  if (kind == "L2") out = te::compute(n.op, os, [=](const Indices& o) { return call(Intrinsic::Sqrt, red(o)); });
+  if (kind == "LogSum") out = te::compute(n.op, os, [=](const Indices& o) { return call(Intrinsic::Log, red(o)); });
+  ctx.set_output(0, out);
+}
+
+void lower_arg(OpContext& ctx, bool is_max) {
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0);
+  int64_t rank = (int64_t)x.ndim();
+  int64_t axis = normalize_axis(ctx, n.attr_int("axis", 0), rank);
+  bool last = n.attr_int("select_last_index", 0) != 0;
+  ReduceAxes ax;
+  ax.keepdims = n.attr_int("keepdims", 1) != 0;
+  ax.reduced.assign(rank, false);
+  ax.reduced[axis] = true;
+  ax.rshape = {x.shape()[axis]};
+  const graph::Shape& os = ctx.out_shape(0);
+  tir::Type t = x.dtype();
+  te::Tensor best = ctx.materialize(te::reduce("best", os, ax.rshape, is_max ? te::ReduceKind::Max : te::ReduceKind::Min, t,
+                                               [=](const Indices& o, const Indices& r) { return x(input_index(ax, o, r)); }));
+  // The first (or last) index holding the best value.
+  int64_t none = last ? -1 : x.shape()[axis];
+  ctx.set_output(0, te::reduce(n.op, os, ax.rshape, last ? te::ReduceKind::Max : te::ReduceKind::Min, tir::Int(64),
+                               [=](const Indices& o, const Indices& r) {
+                                 Expr hit = tir::EQ::make(x(input_index(ax, o, r)), best(o));
+                                 return tir::select(hit, r[0], Expr(none));
+                               },
+                               Expr(none)));
+}
+
+// LogSoftmax (y = x - max - log(sum(exp(x - max)))) and Hardmax over the
+// normalized axis, with the opset < 13 coercion to 2-D.
+void lower_axis_normalize(OpContext& ctx, bool hardmax) {
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0);
+  const graph::Shape& s = x.shape();
+  int64_t rank = (int64_t)s.size();
+  bool new_style = ctx.graph.opset >= 13;
+  int64_t axis = normalize_axis(ctx, n.attr_int("axis", new_style ? -1 : 1), rank);
+  // Reduced dims: {axis} (opset >= 13) or all dims from axis on (coerced 2-D).
+  ReduceAxes ax;
+  ax.keepdims = true;
+  ax.reduced.assign(rank, false);
+  for (int64_t d = axis; d < (new_style ? axis + 1 : rank); d++) {
+    ax.reduced[d] = true;
+    ax.rshape.push_back(s[d]);
+  }
+  graph::Shape ks = s;  // the kept-dims shape of the per-row statistics
+  for (int64_t d = 0; d < rank; d++)
+    if (ax.reduced[d]) ks[d] = 1;
+  auto row = [=](const Indices& i) {
+    Indices o = i;
+    for (int64_t d = 0; d < rank; d++)
+      if (ax.reduced[d]) o[d] = Expr(0);
+    return o;
+  };
+  tir::Type t = x.dtype();
+  te::Tensor m = ctx.materialize(te::reduce("max", ks, ax.rshape, te::ReduceKind::Max, t,
+                                            [=](const Indices& o, const Indices& r) { return x(input_index(ax, o, r)); }));
+  if (!hardmax) {
+    te::Tensor sum = ctx.materialize(te::reduce("sum", ks, ax.rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+      return call(Intrinsic::Exp, x(input_index(ax, o, r)) - m(o));
+    }));
+    ctx.set_output(0, te::compute(n.op, s, [=](const Indices& i) { return x(i) - m(row(i)) - call(Intrinsic::Log, sum(row(i))); }));
+    return;
+  }
+  // Flat position within the reduced block, and the first position of the max.
+  auto pos = [=](const Indices& r) { return te::flat_index(ax.rshape, r); };
+  int64_t block = graph::num_elements(ax.rshape);
+  te::Tensor first = ctx.materialize(te::reduce("first", ks, ax.rshape, te::ReduceKind::Min, tir::Int(64),
+                                                [=](const Indices& o, const Indices& r) {
+                                                  return tir::select(tir::EQ::make(x(input_index(ax, o, r)), m(o)), pos(r), Expr(block));
+                                                },
+                                                Expr(block)));
+  ctx.set_output(0, te::compute(n.op, s, [=](const Indices& i) {
+    Indices r;
+    for (int64_t d = 0; d < rank; d++)
+      if (ax.reduced[d]) r.push_back(i[d]);
+    return tir::select(tir::EQ::make(pos(r), first(row(i))), k(t, 1), k(t, 0));
+  }));
+}
+
+}  // namespace
+
+void register_reduce_ops(std::map<std::string, OpLowering>& r) {
+  for (std::string kind : {"Sum", "Mean", "Max", "Min", "Prod", "L1", "L2", "LogSum", "LogSumExp", "SumSquare"})
+    r["Reduce" + kind] = [kind](OpContext& c) { lower_reduce(c, kind); };
+  r["ArgMax"] = [](OpContext& c) { lower_arg(c, true); };
+  r["ArgMin"] = [](OpContext& c) { lower_arg(c, false); };
+  r["LogSoftmax"] = [](OpContext& c) { lower_axis_normalize(c, false); };
+  r["Hardmax"] = [](OpContext& c) { lower_axis_normalize(c, true); };
+}
+
+}  // namespace kiln::lower

@@ -1,0 +1,618 @@
+#!/usr/bin/python3
+"""Kiln ONNX conformance runner: ONNX's backend test cases through kilnc and `kiln run`.
+
+Run with Debian's /usr/bin/python3 (python3-onnx, python3-numpy). See docs/conformance.md.
+
+  run_conformance.py --kilnc PATH --kiln PATH --data DIR --workdir DIR --report FILE.md
+                     [--expected tests/conformance/expected_pass.txt]
+                     [--suites node,pytorch-converted,pytorch-operator,simple]
+                     [--jobs 2] [--timeout 60] [--filter REGEX] [--update-expected]
+
+For every case folder DATA/<suite>/<case>/ (model.onnx, test_data_set_N/input_K.pb,
+output_K.pb) it converts the inputs to .npy, compiles the model with kilnc, runs the
+bundle with `kiln run` and compares every output with the reference:
+
+  floating point   numpy.allclose(rtol=1e-3, atol=1e-5), NaN == NaN, infinities must match
+  integer, bool    exactly
+  all              dtype and shape exactly (a scalar is not a 1-element tensor)
+
+Each case gets one status:
+
+  pass         every output of every data set matches
+  unsupported  kilnc exit 1 (the first line of its message is the reason), or the
+               case's inputs/outputs cannot be expressed as .npy tensors (sequence,
+               optional, map, string, ... types)
+  fail         an output mismatches (max abs/rel error given), has the wrong dtype or
+               shape, or is missing; or `kiln run` exits 1
+  bug          kilnc exit 3 (internal compiler error) or any other unexpected kilnc exit
+               status, any process killed by a signal, any timeout, or `kiln run`
+               exiting with a status other than 0 and 1
+
+The data folder is --data, unless the environment variable KILN_CONFORMANCE_DIR is set,
+which overrides it. A missing data folder is an error (exit 2), never a skip.
+
+Exit status: 0 when every case of the expected-pass list (restricted to the selected
+suites and --filter) still passes and none of them is a `bug`; 1 on a regression;
+2 on a usage or set-up error. Cases that newly pass are reported but do not fail the run;
+--update-expected rewrites the expected file with the current passing set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+sys.dont_write_bytecode = True
+
+ALL_SUITES = ['node', 'pytorch-converted', 'pytorch-operator', 'simple']
+STATUSES = ['pass', 'unsupported', 'fail', 'bug']
+RTOL = 1e-3
+ATOL = 1e-5
+DEFAULT_TIMEOUT = 60.0  # seconds, for each kilnc and each kiln run
+WORKDIR_MARKER = '.kiln-conformance-workdir'
+ENV_DATA = 'KILN_CONFORMANCE_DIR'
+
+EXPECTED_HEADER = """\
+# ONNX conformance cases that kilnc + `kiln run` currently pass (suite/case, sorted).
+# tests/conformance/run_conformance.py fails when one of these no longer passes.
+# Generated; do not edit by hand. Regenerate after adding operators with:
+#   /usr/bin/python3 tests/conformance/run_conformance.py --kilnc build/compiler/kilnc \\
+#       --kiln build/tools/kiln/kiln --data ../shared/onnx-conformance \\
+#       --workdir build/conformance/work --report build/conformance/report.md \\
+#       --expected tests/conformance/expected_pass.txt --update-expected
+# (see docs/conformance.md)
+"""
+
+# .npy dtypes that `kiln run` reads and writes.
+KILN_NPY_DTYPES = {'float32', 'float16', 'float64', 'int8', 'int16', 'int32', 'int64',
+                   'uint8', 'bool'}
+
+
+class Unsupported(Exception):
+    """The case cannot be expressed with .npy tensors."""
+
+
+class ToolError(Exception):
+    """kilnc or kiln could not be started at all."""
+
+
+# ---------------------------------------------------------------------------
+# Running tools.
+
+def run_proc(cmd: Sequence[str], timeout: float) -> Tuple[Optional[int], str, str, float]:
+    """Runs cmd in its own process group. Returns (returncode or None on timeout,
+    stdout, stderr, seconds). On timeout the whole group is killed."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except OSError as e:
+        raise ToolError('cannot run %s: %s' % (cmd[0], e))
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        rc: Optional[int] = proc.returncode
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        out, err = proc.communicate()
+        rc = None
+    return (rc, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace'),
+            time.monotonic() - start)
+
+
+def first_line(text: str, prefix: str = '') -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            if prefix and line.startswith(prefix):
+                line = line[len(prefix):].strip()
+            return line
+    return ''
+
+
+def _msg(err: str) -> str:
+    line = first_line(err)
+    return ': ' + line if line else ' (no message)'
+
+
+def signal_name(rc: int) -> str:
+    try:
+        return signal.Signals(-rc).name
+    except ValueError:
+        return 'signal %d' % -rc
+
+
+def md_escape(text: str) -> str:
+    text = text.replace('|', '\\|').replace('\n', ' ')
+    return text if len(text) <= 300 else text[:297] + '...'
+
+
+# ---------------------------------------------------------------------------
+# One case (runs in a worker process).
+
+def _value_kind(value_info) -> Tuple[str, int]:
+    """('tensor', elem_type) or (other kind, 0)."""
+    t = value_info.type
+    kind = t.WhichOneof('value')
+    if kind == 'tensor_type':
+        return 'tensor', t.tensor_type.elem_type
+    return kind or 'unknown', 0
+
+
+def _check_dtype(onnx_mod, elem_type: int, what: str) -> None:
+    import numpy as np
+    name = onnx_mod.TensorProto.DataType.Name(elem_type) if elem_type else 'UNDEFINED'
+    np_type = onnx_mod.mapping.TENSOR_TYPE_TO_NP_TYPE.get(elem_type) if elem_type else None
+    if np_type is None or elem_type == onnx_mod.TensorProto.BFLOAT16 \
+            or str(np.dtype(np_type)) not in KILN_NPY_DTYPES:
+        raise Unsupported('%s has element type %s, which kiln run cannot read or write as .npy'
+                          % (what, name))
+
+
+def _load_tensor(onnx_mod, numpy_helper, path: str, what: str):
+    tensor = onnx_mod.TensorProto()
+    with open(path, 'rb') as f:
+        tensor.ParseFromString(f.read())
+    try:
+        return numpy_helper.to_array(tensor)
+    except Exception as e:  # noqa: BLE001 - any conversion problem makes the case unsupported
+        raise Unsupported('%s: cannot convert %s: %s' % (what, os.path.basename(path), e))
+
+
+def compare(name: str, got, ref) -> Optional[str]:
+    """None when got matches ref, else the reason."""
+    import numpy as np
+    if got.dtype != ref.dtype:
+        return "output '%s': dtype %s, expected %s" % (name, got.dtype, ref.dtype)
+    if got.shape != ref.shape:
+        return "output '%s': shape %s, expected %s" % (name, list(got.shape), list(ref.shape))
+    if got.size == 0:
+        return None
+    if np.issubdtype(ref.dtype, np.floating):
+        g = got.astype(np.float64)
+        r = ref.astype(np.float64)
+        ok = np.isclose(g, r, rtol=RTOL, atol=ATOL, equal_nan=True)
+        if ok.all():
+            return None
+        bad = int((~ok).sum())
+        both_finite = np.isfinite(g) & np.isfinite(r)
+        diff = np.where(both_finite, np.abs(g - r), 0.0)
+        nonzero = both_finite & (r != 0)
+        rel = np.where(nonzero, diff / np.where(nonzero, np.abs(r), 1.0), 0.0)
+        nonfinite = int((~ok & ~both_finite).sum())
+        worst = np.unravel_index(int(np.argmax(np.where(ok, -1.0, diff))), ref.shape) \
+            if ref.ndim else ()
+        msg = ("output '%s': %d of %d elements differ; max abs err %.3g, max rel err %.3g"
+               % (name, bad, ref.size, float(diff.max()), float(rel.max())))
+        if nonfinite:
+            msg += ', %d NaN/inf mismatches' % nonfinite
+        if ref.ndim and not nonfinite:
+            msg += ' (at %s: got %.6g, expected %.6g)' % (list(int(i) for i in worst),
+                                                         float(g[worst]), float(r[worst]))
+        return msg
+    if np.array_equal(got, ref):
+        return None
+    bad = int((got != ref).sum())
+    msg = "output '%s': %d of %d elements differ" % (name, bad, ref.size)
+    if ref.dtype != np.bool_:
+        diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
+        msg += '; max abs err %.6g' % float(diff.max())
+    return msg
+
+
+def run_case(args: Tuple[str, str, str, str, str, str, float]) -> Tuple[str, str, str, str, float]:
+    """Returns (suite, case, status, reason, seconds)."""
+    suite, case, case_dir, work, kilnc, kiln, timeout = args
+    start = time.monotonic()
+    try:
+        status, reason = _run_case(case_dir, work, kilnc, kiln, timeout)
+    except Unsupported as e:
+        status, reason = 'unsupported', str(e)
+    except ToolError as e:
+        status, reason = 'fail', str(e)
+    except Exception as e:  # noqa: BLE001 - a harness error must not hide the other cases
+        status, reason = 'fail', 'harness error: %s: %s' % (type(e).__name__, e)
+    return suite, case, status, reason, time.monotonic() - start
+
+
+def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
+              timeout: float) -> Tuple[str, str]:
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    os.makedirs(work, exist_ok=True)
+    model_path = os.path.join(case_dir, 'model.onnx')
+    model = onnx.load(model_path, load_external_data=False)
+    graph = model.graph
+    init_names = {t.name for t in graph.initializer} | \
+        {t.values.name for t in graph.sparse_initializer}
+    inputs = [vi for vi in graph.input if vi.name not in init_names]
+    outputs = list(graph.output)
+
+    for what, vis in (('input', inputs), ('output', outputs)):
+        for vi in vis:
+            kind, elem = _value_kind(vi)
+            if kind != 'tensor':
+                kind = kind.replace('_type', '')
+                raise Unsupported("%s '%s' is %s %s, not a tensor" % (
+                    what, vi.name, 'an' if kind[:1] in 'aeiou' else 'a', kind))
+            _check_dtype(onnx, elem, "%s '%s'" % (what, vi.name))
+
+    data_sets = sorted(d for d in glob.glob(os.path.join(case_dir, 'test_data_set_*'))
+                       if os.path.isdir(d))
+    if not data_sets:
+        return 'fail', 'no test_data_set_* folder'
+
+    # Convert every data set first: a case whose data cannot be converted is
+    # unsupported before kilnc is even asked.
+    converted = []
+    for ds in data_sets:
+        ds_name = os.path.basename(ds)
+        feeds = []
+        for i, vi in enumerate(inputs):
+            pb = os.path.join(ds, 'input_%d.pb' % i)
+            if not os.path.isfile(pb):
+                return 'fail', '%s: missing %s' % (ds_name, os.path.basename(pb))
+            arr = _load_tensor(onnx, numpy_helper, pb, "input '%s'" % vi.name)
+            if str(arr.dtype) not in KILN_NPY_DTYPES:
+                raise Unsupported("input '%s' has dtype %s, which kiln run cannot read"
+                                  % (vi.name, arr.dtype))
+            npy = os.path.join(work, '%s_input_%d.npy' % (ds_name, i))
+            np.save(npy, np.array(arr, order='C', copy=True))  # keeps 0-d arrays 0-d
+            feeds.append('%s=%s' % (vi.name, npy))
+        refs = []
+        for i, vi in enumerate(outputs):
+            pb = os.path.join(ds, 'output_%d.pb' % i)
+            if not os.path.isfile(pb):
+                return 'fail', '%s: missing %s' % (ds_name, os.path.basename(pb))
+            ref = _load_tensor(onnx, numpy_helper, pb, "output '%s'" % vi.name)
+            if str(ref.dtype) not in KILN_NPY_DTYPES:
+                raise Unsupported("output '%s' has dtype %s, which kiln run cannot write"
+                                  % (vi.name, ref.dtype))
+            refs.append((vi.name, ref))
+        converted.append((ds_name, feeds, refs))
+
+    bundle = os.path.join(work, 'model.kiln')
+    rc, _out, err, secs = run_proc([kilnc, model_path, '-o', bundle], timeout)
+    note = ''
+    # kilnc compiles static shapes: inputs that decide a shape or a position
+    # (Reshape's shape, Slice's starts, TopK's k...) must be constants. When
+    # that is the only obstacle, freeze the integer inputs with
+    # --freeze-input (a kilnc feature for exactly this) and test the rest.
+    if rc == 1 and len(converted) == 1 and re.search(
+            r'compile-time constant|must be a constant|static shape|dynamic dimension', err):
+        frozen = [(i, vi.name) for i, vi in enumerate(inputs)
+                  if _value_kind(vi)[1] in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)]
+        if frozen:
+            cmd = [kilnc, model_path, '-o', bundle]
+            for i, name in frozen:
+                cmd += ['--freeze-input', '%s=%s' % (name, os.path.join(data_sets[0], 'input_%d.pb' % i))]
+            rc, _out, err, secs = run_proc(cmd, timeout)
+            names = {name for _, name in frozen}
+            ds_name, feeds, refs = converted[0]
+            converted = [(ds_name, [f for f in feeds if f.split('=', 1)[0] not in names], refs)]
+            note = 'integer inputs frozen (--freeze-input): ' + ', '.join(sorted(names))
+    if rc is None:
+        return 'bug', 'kilnc timed out after %g s' % timeout
+    if rc < 0:
+        return 'bug', 'kilnc killed by %s%s' % (signal_name(rc), _msg(err))
+    if rc == 1:
+        return 'unsupported', first_line(err, 'kilnc: error:') or 'kilnc exit 1 (no message)'
+    if rc == 3:
+        return 'bug', 'kilnc internal error (exit 3): %s' % first_line(err, 'kilnc: error:')
+    if rc != 0:
+        return 'bug', 'kilnc exit %d%s' % (rc, _msg(err))
+
+    for ds_name, feeds, refs in converted:
+        out_dir = os.path.join(work, ds_name + '_out')
+        os.makedirs(out_dir, exist_ok=True)
+        cmd = [kiln, 'run', bundle]
+        for feed in feeds:
+            cmd += ['--input', feed]
+        cmd += ['--output-dir', out_dir]
+        rc, _out, err, secs = run_proc(cmd, timeout)
+        if rc is None:
+            return 'bug', 'kiln run timed out after %g s' % timeout
+        if rc < 0:
+            return 'bug', 'kiln run killed by %s%s' % (signal_name(rc), _msg(err))
+        if rc == 1:
+            return 'fail', 'kiln run: %s' % (first_line(err, 'kiln: error:') or 'exit 1')
+        if rc != 0:
+            return 'bug', 'kiln run exit %d%s' % (rc, _msg(err))
+        prefix = '' if len(converted) == 1 else ds_name + ': '
+        for name, ref in refs:
+            path = os.path.join(out_dir, name.replace('/', '_') + '.npy')
+            if not os.path.isfile(path):
+                return 'fail', "%soutput '%s' missing (%s not written)" % (
+                    prefix, name, os.path.basename(path))
+            try:
+                got = np.load(path, allow_pickle=False)
+            except Exception as e:  # noqa: BLE001
+                return 'fail', "%soutput '%s': unreadable .npy: %s" % (prefix, name, e)
+            problem = compare(name, got, ref)
+            if problem:
+                return 'fail', prefix + problem
+    return 'pass', note
+
+
+# ---------------------------------------------------------------------------
+# Expected list, report.
+
+def read_expected(path: str) -> List[str]:
+    with open(path) as f:
+        return [line.strip() for line in f
+                if line.strip() and not line.lstrip().startswith('#')]
+
+
+def write_expected(path: str, names: Sequence[str]) -> None:
+    tmp = path + '.tmp'
+    with open(tmp, 'w') as f:
+        f.write(EXPECTED_HEADER)
+        for name in sorted(set(names)):
+            f.write(name + '\n')
+    os.replace(tmp, path)
+
+
+_OP_RE = re.compile(r"operator '([^']+)' \(opset (\d+)\) is not supported")
+
+
+def reason_key(reason: str) -> str:
+    """Groups unsupported reasons: the operator for unsupported operators, else the
+    message without node names."""
+    m = _OP_RE.search(reason)
+    if m:
+        return 'operator %s' % m.group(1)
+    m = re.match(r"^(\S+) node '[^']*': (.*)$", reason)
+    op, rest = (m.group(1) + ': ', m.group(2)) if m else ('', reason)
+    return op + re.sub(r"'[^']*'", "'…'", rest)
+
+
+def summarize(results, suites: Sequence[str]) -> List[str]:
+    lines = ['| suite | cases | pass | unsupported | fail | bug | pass % |',
+             '|-------|------:|-----:|------------:|-----:|----:|-------:|']
+    totals = collections.Counter()
+    for suite in suites:
+        c = collections.Counter(r[2] for r in results if r[0] == suite)
+        n = sum(c.values())
+        totals.update(c)
+        lines.append('| %s | %d | %d | %d | %d | %d | %.1f |' % (
+            suite, n, c['pass'], c['unsupported'], c['fail'], c['bug'],
+            100.0 * c['pass'] / n if n else 0.0))
+    n = sum(totals.values())
+    lines.append('| **total** | %d | %d | %d | %d | %d | %.1f |' % (
+        n, totals['pass'], totals['unsupported'], totals['fail'], totals['bug'],
+        100.0 * totals['pass'] / n if n else 0.0))
+    return lines
+
+
+def top_reasons(results, limit: int) -> List[Tuple[str, int]]:
+    c = collections.Counter(reason_key(r[3]) for r in results if r[2] == 'unsupported')
+    return c.most_common(limit)
+
+
+def write_report(path: str, results, suites: Sequence[str], header: Dict[str, str],
+                 regressions, new_passes) -> None:
+    out = ['# Kiln ONNX conformance report', '']
+    for k, v in header.items():
+        out.append('- %s: %s' % (k, v))
+    out += ['', '## Summary', ''] + summarize(results, suites) + ['']
+    if regressions:
+        out += ['## Regressions (expected to pass)', '']
+        out += ['- `%s`: %s — %s' % (n, s, md_escape(r)) for n, s, r in regressions]
+        out.append('')
+    if new_passes:
+        out += ['## New passes (not in the expected list; run with --update-expected)', '']
+        out += ['- `%s`' % n for n in new_passes]
+        out.append('')
+    out += ['## Most frequent unsupported reasons', '',
+            '| reason | cases |', '|--------|------:|']
+    out += ['| %s | %d |' % (md_escape(k), n) for k, n in top_reasons(results, 50)]
+    out.append('')
+    for suite in suites:
+        rows = sorted(r for r in results if r[0] == suite)
+        if not rows:
+            continue
+        out += ['## %s' % suite, '', '| case | status | reason |', '|------|--------|--------|']
+        out += ['| %s/%s | %s | %s |' % (s, c, st, md_escape(reason))
+                for s, c, st, reason, _t in rows]
+        out.append('')
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, 'w') as f:
+        f.write('\n'.join(out))
+
+
+# ---------------------------------------------------------------------------
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--kilnc', required=True)
+    ap.add_argument('--kiln', required=True)
+    ap.add_argument('--data', help='conformance data folder (overridden by $%s)' % ENV_DATA)
+    ap.add_argument('--workdir', required=True,
+                    help='scratch folder, emptied at the start of every run')
+    ap.add_argument('--report', required=True, help='Markdown report to write')
+    ap.add_argument('--expected', help='expected-pass list (suite/case per line)')
+    ap.add_argument('--suites', default=','.join(ALL_SUITES))
+    ap.add_argument('--jobs', type=int, default=2)
+    ap.add_argument('--timeout', type=float, default=DEFAULT_TIMEOUT,
+                    help='seconds for each kilnc and kiln run process (default %(default)g)')
+    ap.add_argument('--filter', help='only cases whose "suite/case" matches this regex (re.search)')
+    ap.add_argument('--update-expected', action='store_true',
+                    help='rewrite --expected with the passing cases (cases outside the '
+                         'selected suites/--filter keep their entries)')
+    args = ap.parse_args(argv)
+
+    data = os.environ.get(ENV_DATA) or args.data
+    source = ('$%s' % ENV_DATA) if os.environ.get(ENV_DATA) else '--data'
+    if not data:
+        print('run_conformance: error: no data folder: pass --data or set $%s' % ENV_DATA,
+              file=sys.stderr)
+        return 2
+    data = os.path.abspath(data)
+    if not os.path.isdir(data):
+        print('run_conformance: error: ONNX conformance data not found at %s (from %s).\n'
+              '  It is expected next to the repository, in ../shared/onnx-conformance;\n'
+              '  set %s=/path/to/onnx-conformance to use another copy.'
+              % (data, source, ENV_DATA), file=sys.stderr)
+        return 2
+    suites = [s.strip() for s in args.suites.split(',') if s.strip()]
+    for s in suites:
+        if not os.path.isdir(os.path.join(data, s)):
+            print('run_conformance: error: suite folder %s missing' % os.path.join(data, s),
+                  file=sys.stderr)
+            return 2
+    for tool in (args.kilnc, args.kiln):
+        if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
+            print('run_conformance: error: %s is not an executable (build first)' % tool,
+                  file=sys.stderr)
+            return 2
+    if args.jobs < 1:
+        print('run_conformance: error: --jobs must be >= 1', file=sys.stderr)
+        return 2
+    rx = re.compile(args.filter) if args.filter else None
+
+    expected: List[str] = []
+    if args.expected and not args.update_expected:
+        if not os.path.isfile(args.expected):
+            print('run_conformance: error: expected-pass list %s not found (create it with '
+                  '--update-expected)' % args.expected, file=sys.stderr)
+            return 2
+        expected = read_expected(args.expected)
+    elif args.expected and os.path.isfile(args.expected):
+        expected = read_expected(args.expected)
+    if args.update_expected and not args.expected:
+        print('run_conformance: error: --update-expected needs --expected', file=sys.stderr)
+        return 2
+
+    # Cases.
+    cases = []
+    for s in suites:
+        for c in sorted(os.listdir(os.path.join(data, s))):
+            d = os.path.join(data, s, c)
+            if not os.path.isfile(os.path.join(d, 'model.onnx')):
+                continue
+            if rx and not rx.search('%s/%s' % (s, c)):
+                continue
+            cases.append((s, c, d))
+    if not cases:
+        print('run_conformance: error: no cases selected', file=sys.stderr)
+        return 2
+
+    # Fresh work folder (nothing is cached across runs).
+    workdir = os.path.abspath(args.workdir)
+    if os.path.isdir(workdir) and os.listdir(workdir) and \
+            not os.path.isfile(os.path.join(workdir, WORKDIR_MARKER)):
+        print('run_conformance: error: %s is not empty and not a conformance work folder; '
+              'refusing to clear it' % workdir, file=sys.stderr)
+        return 2
+    if os.path.isdir(workdir):
+        shutil.rmtree(workdir)
+    os.makedirs(workdir)
+    open(os.path.join(workdir, WORKDIR_MARKER), 'w').close()
+
+    print('kiln conformance: %d cases from %s (%s), %d jobs' % (len(cases), data,
+                                                              ','.join(suites), args.jobs),
+          flush=True)
+    t0 = time.monotonic()
+    tasks = [(s, c, d, os.path.join(workdir, s, c), os.path.abspath(args.kilnc),
+              os.path.abspath(args.kiln), args.timeout) for s, c, d in cases]
+    results = []
+    progress = collections.Counter()
+    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(run_case, t) for t in tasks]
+        for fut in concurrent.futures.as_completed(futures):
+            r = fut.result()
+            results.append(r)
+            progress[r[2]] += 1
+            if len(results) % 100 == 0 or len(results) == len(tasks):
+                print('[%4d/%d] %5.1f s  pass %d, unsupported %d, fail %d, bug %d' % (
+                    len(results), len(tasks), time.monotonic() - t0, progress['pass'],
+                    progress['unsupported'], progress['fail'], progress['bug']), flush=True)
+    elapsed = time.monotonic() - t0
+    results.sort()
+
+    by_name = {'%s/%s' % (r[0], r[1]): r for r in results}
+    selected = set(by_name)
+    passing = sorted(n for n, r in by_name.items() if r[2] == 'pass')
+
+    # Expected cases within the selection (suite selected, --filter matches).
+    def in_scope(name: str) -> bool:
+        suite = name.split('/', 1)[0]
+        return suite in suites and (rx is None or bool(rx.search(name)))
+
+    regressions = []  # (name, status, reason)
+    if not args.update_expected:
+        for name in expected:
+            if not in_scope(name):
+                continue
+            r = by_name.get(name)
+            if r is None:
+                regressions.append((name, 'missing', 'case not found in the conformance data'))
+            elif r[2] != 'pass':
+                regressions.append((name, r[2], r[3] or '(no reason)'))
+    expected_set = set(expected)
+    new_passes = [n for n in passing if n not in expected_set] if args.expected else []
+
+    header = collections.OrderedDict([
+        ('data', data), ('kilnc', os.path.abspath(args.kilnc)),
+        ('kiln', os.path.abspath(args.kiln)), ('suites', ', '.join(suites)),
+        ('filter', args.filter or '(none)'), ('cases', str(len(results))),
+        ('jobs', str(args.jobs)), ('wall time', '%.1f s' % elapsed),
+        ('tolerance', 'floating rtol=%g atol=%g; integers and booleans exact' % (RTOL, ATOL)),
+    ])
+    write_report(args.report, results, suites, header, regressions,
+                 [] if args.update_expected else new_passes)
+
+    print('')
+    print('\n'.join(summarize(results, suites)))
+    print('')
+    print('wall time %.1f s; report: %s' % (elapsed, os.path.abspath(args.report)))
+    bugs = [r for r in results if r[2] == 'bug']
+    if bugs:
+        print('%d bug(s) (kilnc internal error, signal or timeout):' % len(bugs))
+        for s, c, st, reason, _t in bugs:
+            print('  BUG %s/%s: %s' % (s, c, reason))
+
+    if args.update_expected:
+        keep = [n for n in expected if not in_scope(n)]
+        write_expected(args.expected, keep + passing)
+        print('wrote %s: %d passing cases (%d new, %d dropped)' % (
+            args.expected, len(set(keep + passing)),
+            len([n for n in passing if n not in expected_set]),
+            len([n for n in expected if in_scope(n) and n not in set(passing)])))
+        return 0
+
+    if new_passes:
+        print('%d new passes: run with --update-expected' % len(new_passes))
+        for n in new_passes:
+            print('  NEW PASS %s' % n)
+    if regressions:
+        print('')
+        print('=' * 78)
+        print('REGRESSION: %d case(s) in %s no longer pass:' % (len(regressions), args.expected))
+        for name, st, reason in regressions:
+            print('  REGRESSION %s [%s]: %s' % (name, st, reason))
+        print('=' * 78)
+        return 1
+    if args.expected:
+        print('OK: all %d expected cases in scope pass' %
+              len([n for n in expected if in_scope(n)]))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
