@@ -10,6 +10,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "import/fold_shapes.h"
 #include "support/diagnostics.h"
 
 namespace kiln {
@@ -242,12 +243,8 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   // Drop stale value_info so shape inference recomputes it from the new shapes.
   if (!options.input_shapes.empty() || !options.frozen_inputs.empty()) g->clear_value_info();
 
-  try {
-    onnx::ShapeInferenceOptions si(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), si);
-  } catch (const std::exception& e) {
-    user_error << "ONNX shape inference failed: " << e.what();
-  }
+  // Shape inference, with shape computations evaluated at compile time.
+  fold_shape_computations(model);
 
   graph::Graph out;
   out.opset = opset;

@@ -191,6 +191,8 @@ const std::map<std::string, OpLowering>& op_registry() {
     register_norm_ops(r);
     register_scan_ops(r);
     register_loss_ops(r);
+    register_resize_ops(r);
+    register_quant_ops(r);
     return r;
   }();
   return registry;

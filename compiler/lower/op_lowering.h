@@ -82,6 +82,8 @@ void register_index_ops(std::map<std::string, OpLowering>& r);
 void register_norm_ops(std::map<std::string, OpLowering>& r);
 void register_scan_ops(std::map<std::string, OpLowering>& r);
 void register_loss_ops(std::map<std::string, OpLowering>& r);
+void register_resize_ops(std::map<std::string, OpLowering>& r);
+void register_quant_ops(std::map<std::string, OpLowering>& r);
 
 // Helpers shared by the families.
 std::vector<int64_t> spatial_pads(const OpContext& ctx, const graph::Shape& in, const graph::Shape& out,

@@ -1,0 +1,21 @@
+// Compile-time evaluation of shape computations, on the ONNX model itself.
+//
+// Exported models often compute shapes at run time: Shape -> Gather ->
+// Concat -> Reshape, or Shape -> Size -> Range -> ConstantOfShape. ONNX's
+// shape inference propagates only some of these, so values downstream get no
+// static shape and kilnc (which compiles static shapes) could not continue.
+// This step evaluates every node of a small set of integer/shape operators
+// whose inputs are known (constants, or shapes of tensors whose shape is
+// known), replaces it with an initializer holding its result, re-runs shape
+// inference, and repeats until nothing changes. What remains for the graph
+// optimizer's constant folder (issue 4) is computation on real data.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+namespace kiln {
+
+// Returns the number of nodes folded. Throws UserError if shape inference fails.
+int fold_shape_computations(onnx::ModelProto& model);
+
+}  // namespace kiln

@@ -1,0 +1,401 @@
+// Resize (opsets 10-18) and Upsample (opsets 7-9), following ONNX's
+// reference implementation (onnx/backend/test/case/node/resize.py).
+//
+// Every axis d maps an output coordinate x to an input coordinate x_o
+// (computed in float64; s = the axis' scale, in/out = the axis' lengths,
+// ow = s * in, the "output width" as a real number, r0/r1 = the roi):
+//
+//   half_pixel            x_o = (x + 0.5) / s - 0.5
+//   half_pixel_symmetric  x_o = c (1 - out / ow) + (x + 0.5) / s - 0.5,  c = in / 2
+//   pytorch_half_pixel    x_o = ow == 1 ? -0.5 : (x + 0.5) / s - 0.5
+//   align_corners         x_o = ow == 1 ? 0 : x (in - 1) / (ow - 1)
+//   asymmetric            x_o = x / s
+//   tf_crop_and_resize    x_o = (ow == 1 ? (r1 - r0)(in - 1) / 2 : x (r1 - r0)(in - 1) / (ow - 1)) + r0 (in - 1)
+//                         and the output is extrapolation_value where x_o is outside [0, in - 1]
+//
+// With base = ceil(x_o) - 1 and ratio = x_o - base (in (0, 1]):
+//
+//   nearest  one tap: round_prefer_floor ceil(x_o - 0.5), round_prefer_ceil
+//            floor(x_o + 0.5), floor floor(x_o), ceil ceil(x_o)
+//   linear   taps base, base + 1 with weights 1 - ratio, ratio
+//   cubic    taps base - 1 .. base + 2 with Keys' weights (a = cubic_coeff_a)
+//            at distances 1 + ratio, ratio, 1 - ratio, 2 - ratio;
+//            exclude_outside zeroes the weights of taps outside the input and
+//            renormalizes them to sum 1
+//
+// Taps outside the input read the nearest edge element (reads are clamped).
+// N-d interpolation is separable: the output is the sum over the taps of all
+// resized axes of (product of the per-axis weights) * X[taps], written out as
+// an explicit sum (up to 16 tap combinations) or as a reduction over the tap
+// grid (more). The scale is s = scales[d] when given, else out / in (sizes);
+// scales and roi may be run-time tensors (they are read in the formula); the
+// output shape is static. Resize-10 and Upsample use asymmetric coordinates
+// and floor for nearest.
+#include <cmath>
+
+#include "lower/op_lowering.h"
+#include "support/diagnostics.h"
+
+namespace kiln::lower {
+namespace {
+
+using tir::Intrinsic;
+
+const tir::Type F64 = tir::Float(64);
+
+Expr f64(double v) { return tir::make_const(F64, v); }
+Expr call(Intrinsic op, const Expr& x) { return tir::Call::make(op, {x}); }
+
+// Element i of a 1-D input as float64: folded when constant, read otherwise.
+struct VectorInput {
+  int value = -1;
+  te::Tensor t;
+  int64_t size = 0;
+  bool constant = false;
+  Expr at(OpContext& ctx, int64_t i) const {
+    if (constant) return f64(ctx.value(value).const_at(i));
+    return tir::cast(F64, t(Indices(t.ndim() == 0 ? 0 : 1, Expr(i))));
+  }
+};
+
+VectorInput vector_input(OpContext& ctx, size_t i) {
+  VectorInput v;
+  if (!ctx.has_input(i)) return v;
+  v.value = ctx.input(i);
+  const graph::Value& val = ctx.value(v.value);
+  user_assert(val.shape.size() <= 1) << ctx.node().describe() << ": input " << i << " must be 1-D";
+  v.size = val.elements();
+  v.constant = val.is_constant();
+  if (!v.constant && v.size > 0) v.t = ctx.in(i);
+  return v;
+}
+
+struct ResizeAxis {
+  int64_t in = 1, out = 1;
+  Expr scale;        // float64
+  Expr r0, r1;       // roi, float64 (tf_crop_and_resize only)
+  bool resized = false;
+};
+
+struct ResizeSpec {
+  std::string mode = "nearest";
+  std::string coord = "half_pixel";
+  std::string nearest = "round_prefer_floor";
+  double cubic_a = -0.75;
+  bool exclude_outside = false;
+  double extrapolation = 0.0;
+  std::vector<ResizeAxis> axes;
+};
+
+// x_o for output coordinate x (an index) on axis `a`.
+Expr original_coordinate(const ResizeSpec& sp, const ResizeAxis& a, const Expr& x_index) {
+  Expr x = tir::cast(F64, x_index);
+  Expr s = a.scale;
+  Expr ow = s * f64((double)a.in);
+  Expr one = f64(1);
+  const std::string& m = sp.coord;
+  if (m == "half_pixel") return (x + f64(0.5)) / s - f64(0.5);
+  if (m == "half_pixel_symmetric") {
+    Expr adj = f64((double)a.out) / ow;
+    Expr offset = f64((double)a.in / 2) * (one - adj);
+    return offset + (x + f64(0.5)) / s - f64(0.5);
+  }
+  if (m == "pytorch_half_pixel") return tir::select(tir::EQ::make(ow, one), f64(-0.5), (x + f64(0.5)) / s - f64(0.5));
+  if (m == "align_corners") return tir::select(tir::EQ::make(ow, one), f64(0), x * f64((double)(a.in - 1)) / (ow - one));
+  if (m == "asymmetric") return x / s;
+  internal_assert(m == "tf_crop_and_resize") << "coordinate mode " << m;
+  Expr span = (a.r1 - a.r0) * f64((double)(a.in - 1));
+  return tir::select(tir::EQ::make(ow, one), span / f64(2), x * span / (ow - one)) + a.r0 * f64((double)(a.in - 1));
+}
+
+// A float64 coordinate as a (clamped) index into [0, in).
+Expr to_index(const Expr& v, int64_t in) {
+  // Clamp first so that the conversion never sees a huge value.
+  Expr c = tir::clamp(v, f64(-4.0), f64((double)in + 4.0));
+  return tir::clamp(tir::cast(tir::Index(), c), Expr(0), Expr(in - 1));
+}
+
+// The per-axis taps of linear / cubic interpolation at x_o.
+struct Taps {
+  std::vector<Expr> index;   // unclamped tap positions (Index)
+  std::vector<Expr> weight;  // float64
+};
+
+Taps make_taps(const ResizeSpec& sp, const ResizeAxis& a, const Expr& xo) {
+  Expr base_f = call(Intrinsic::Ceil, xo) - f64(1);
+  Expr ratio = xo - base_f;
+  Expr base = tir::cast(tir::Index(), tir::clamp(base_f, f64(-4.0), f64((double)a.in + 4.0)));
+  Taps t;
+  Expr one = f64(1);
+  if (sp.mode == "linear") {
+    t.index = {base, base + Expr(1)};
+    t.weight = {one - ratio, ratio};
+    return t;
+  }
+  double A = sp.cubic_a;
+  auto far = [&](Expr d) {  // |d| in [1, 2): A d^3 - 5A d^2 + 8A d - 4A
+    return ((f64(A) * d - f64(5 * A)) * d + f64(8 * A)) * d - f64(4 * A);
+  };
+  auto near = [&](Expr d) {  // |d| in [0, 1]: (A + 2) d^3 - (A + 3) d^2 + 1
+    return (f64(A + 2) * d - f64(A + 3)) * d * d + one;
+  };
+  t.index = {base - Expr(1), base, base + Expr(1), base + Expr(2)};
+  t.weight = {far(ratio + one), near(ratio), near(one - ratio), far((one - ratio) + one)};
+  if (sp.exclude_outside) {
+    for (size_t k = 0; k < 4; k++) {
+      Expr inside = Expr(0) <= t.index[k] && t.index[k] < Expr(a.in);
+      t.weight[k] = tir::select(inside, t.weight[k], f64(0));
+    }
+    Expr sum = t.weight[0] + t.weight[1] + t.weight[2] + t.weight[3];
+    for (size_t k = 0; k < 4; k++) t.weight[k] = t.weight[k] / sum;
+  }
+  return t;
+}
+
+// Picks element k of `v` where k is a constant, or by a select chain.
+Expr pick(const std::vector<Expr>& v, const Expr& k) {
+  if (const int64_t* c = tir::as_const_int(k)) return v.at(*c);
+  Expr r = v.back();
+  for (size_t i = v.size() - 1; i-- > 0;) r = tir::select(tir::EQ::make(k, Expr((int64_t)i)), v[i], r);
+  return r;
+}
+
+void lower_resize_spec(OpContext& ctx, const ResizeSpec& sp) {
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0);
+  tir::Type t = x.dtype();
+  const graph::Shape os = ctx.out_shape(0);
+  size_t rank = x.ndim();
+  user_assert(os.size() == rank) << n.describe() << ": output rank differs from the input's";
+  bool nearest = sp.mode == "nearest";
+  user_assert(nearest || t.is_float()) << n.describe() << ": " << sp.mode << " interpolation needs a float input";
+  bool crop = sp.coord == "tf_crop_and_resize";
+  std::vector<size_t> raxes;
+  for (size_t d = 0; d < rank; d++)
+    if (sp.axes[d].resized) raxes.push_back(d);
+  // Per output index: the original coordinate of each resized axis.
+  auto coords = [=](const Indices& o) {
+    std::vector<Expr> xo;
+    for (size_t d : raxes) xo.push_back(original_coordinate(sp, sp.axes[d], o[d]));
+    return xo;
+  };
+  auto outside = [=](const std::vector<Expr>& xo) {
+    Expr out;
+    for (size_t k = 0; k < raxes.size(); k++) {
+      Expr c = xo[k] < f64(0) || xo[k] > f64((double)(sp.axes[raxes[k]].in - 1));
+      out = out.defined() ? (out || c) : c;
+    }
+    return out;
+  };
+  Expr extrap = tir::make_const(t, sp.extrapolation);
+
+  if (nearest) {
+    ctx.set_output(0, te::compute("resize", os, [=](const Indices& o) {
+      std::vector<Expr> xo = coords(o);
+      Indices ii = o;
+      for (size_t k = 0; k < raxes.size(); k++) {
+        Expr v = xo[k];
+        if (sp.nearest == "round_prefer_floor") v = call(Intrinsic::Ceil, v - f64(0.5));
+        else if (sp.nearest == "round_prefer_ceil") v = call(Intrinsic::Floor, v + f64(0.5));
+        else if (sp.nearest == "floor") v = call(Intrinsic::Floor, v);
+        else v = call(Intrinsic::Ceil, v);
+        ii[raxes[k]] = to_index(v, sp.axes[raxes[k]].in);
+      }
+      Expr r = x(ii);
+      if (crop && !raxes.empty()) r = tir::select(outside(xo), extrap, r);
+      return r;
+    }));
+    return;
+  }
+
+  int64_t ntaps = sp.mode == "linear" ? 2 : 4;
+  graph::Shape rshape(raxes.size(), ntaps);
+  int64_t combos = graph::num_elements(rshape);
+  // One term of the sum: the product of the axis weights times the clamped read.
+  auto term = [=](const Indices& o, const std::vector<Taps>& taps, const Indices& r) {
+    Indices ii = o;
+    Expr w;
+    for (size_t k = 0; k < raxes.size(); k++) {
+      int64_t in = sp.axes[raxes[k]].in;
+      ii[raxes[k]] = tir::clamp(pick(taps[k].index, r[k]), Expr(0), Expr(in - 1));
+      Expr wk = pick(taps[k].weight, r[k]);
+      w = w.defined() ? w * wk : wk;
+    }
+    Expr v = x(ii);
+    return w.defined() ? tir::cast(t, w) * v : v;
+  };
+  auto all_taps = [=](const Indices& o) {
+    std::vector<Expr> xo = coords(o);
+    std::vector<Taps> taps;
+    for (size_t k = 0; k < raxes.size(); k++) taps.push_back(make_taps(sp, sp.axes[raxes[k]], xo[k]));
+    return std::make_pair(xo, taps);
+  };
+  te::Tensor sum;
+  if (combos <= 16) {
+    sum = te::compute("resize_sum", os, [=](const Indices& o) {
+      auto [xo, taps] = all_taps(o);
+      Expr s;
+      for (int64_t c = 0; c < combos; c++) {
+        Indices r(raxes.size());
+        int64_t rem = c;
+        for (size_t k = raxes.size(); k-- > 0;) {
+          r[k] = Expr(rem % ntaps);
+          rem /= ntaps;
+        }
+        Expr v = term(o, taps, r);
+        s = s.defined() ? s + v : v;
+      }
+      return s;
+    });
+  } else {
+    sum = te::reduce("resize_sum", os, rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+      auto [xo, taps] = all_taps(o);
+      return term(o, taps, r);
+    });
+  }
+  ctx.set_output(0, te::compute("resize", os, [=](const Indices& o) {
+    Expr r = sum(o);
+    if (crop && !raxes.empty()) r = tir::select(outside(coords(o)), extrap, r);
+    return r;
+  }));
+}
+
+// Scales for every axis from a vector input (or attribute values) of `rank`
+// entries; an axis is resized unless its scale is the constant 1 and its
+// length is unchanged.
+void set_scales(OpContext& ctx, ResizeSpec& sp, const std::vector<Expr>& scales) {
+  for (size_t d = 0; d < sp.axes.size(); d++) {
+    ResizeAxis& a = sp.axes[d];
+    a.scale = scales[d];
+    auto imm = a.scale.as<tir::FloatImm>();
+    a.resized = !(imm && imm->value == 1.0 && a.in == a.out);
+  }
+  (void)ctx;
+}
+
+void lower_resize(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  int64_t opset = ctx.graph.opset;
+  ResizeSpec sp;
+  graph::Shape is = ctx.in_shape(0), os = ctx.out_shape(0);
+  size_t rank = is.size();
+  user_assert(os.size() == rank) << n.describe() << ": output rank differs from the input's";
+  sp.axes.resize(rank);
+  for (size_t d = 0; d < rank; d++) {
+    sp.axes[d].in = is[d];
+    sp.axes[d].out = os[d];
+    user_assert(is[d] > 0 || os[d] == 0) << n.describe() << ": cannot resize an empty dimension";
+  }
+  sp.mode = n.attr_string("mode", "nearest");
+  user_assert(sp.mode == "nearest" || sp.mode == "linear" || (sp.mode == "cubic" && opset >= 11))
+      << n.describe() << ": unknown mode '" << sp.mode << "'";
+  VectorInput scales, sizes, roi;
+  if (opset < 11) {
+    sp.coord = "asymmetric";
+    sp.nearest = "floor";
+    scales = vector_input(ctx, 1);
+  } else {
+    sp.coord = n.attr_string("coordinate_transformation_mode", "half_pixel");
+    sp.nearest = n.attr_string("nearest_mode", "round_prefer_floor");
+    sp.cubic_a = n.attr_float("cubic_coeff_a", -0.75);
+    sp.exclude_outside = n.attr_int("exclude_outside", 0) != 0;
+    sp.extrapolation = n.attr_float("extrapolation_value", 0.0);
+    roi = vector_input(ctx, 1);
+    scales = vector_input(ctx, 2);
+    sizes = vector_input(ctx, 3);
+  }
+  user_assert(sp.coord == "half_pixel" || sp.coord == "pytorch_half_pixel" || sp.coord == "align_corners" ||
+              sp.coord == "asymmetric" || sp.coord == "tf_crop_and_resize" ||
+              (sp.coord == "half_pixel_symmetric" && opset >= 18))
+      << n.describe() << ": unknown coordinate_transformation_mode '" << sp.coord << "'";
+  user_assert(sp.nearest == "round_prefer_floor" || sp.nearest == "round_prefer_ceil" || sp.nearest == "floor" ||
+              sp.nearest == "ceil")
+      << n.describe() << ": unknown nearest_mode '" << sp.nearest << "'";
+  user_assert(n.attr_int("antialias", 0) == 0) << n.describe() << ": antialias is not supported by kilnc yet";
+
+  // Opset 18: `axes` selects the axes that scales, sizes and roi describe.
+  std::vector<int64_t> axes;
+  if (opset >= 18 && n.has_attr("axes")) {
+    for (int64_t a : n.attr_ints("axes", {})) axes.push_back(normalize_axis(ctx, a, (int64_t)rank));
+  } else {
+    for (size_t d = 0; d < rank; d++) axes.push_back((int64_t)d);
+  }
+  size_t na = axes.size();
+  std::vector<Expr> s(rank, f64(1));
+  if (scales.size > 0) {
+    user_assert(sizes.size == 0) << n.describe() << ": give scales or sizes, not both";
+    user_assert((size_t)scales.size == na) << n.describe() << ": scales must have " << na << " entries";
+    for (size_t k = 0; k < na; k++) s[axes[k]] = scales.at(ctx, (int64_t)k);
+  } else {
+    user_assert(opset >= 11 && sizes.size > 0) << n.describe() << ": needs scales or sizes";
+    user_assert((size_t)sizes.size == na) << n.describe() << ": sizes must have " << na << " entries";
+    std::string policy = opset >= 18 ? n.attr_string("keep_aspect_ratio_policy", "stretch") : "stretch";
+    if (policy == "stretch") {
+      for (size_t k = 0; k < na; k++) s[axes[k]] = f64((double)os[axes[k]] / (double)is[axes[k]]);
+    } else {
+      user_assert(policy == "not_larger" || policy == "not_smaller")
+          << n.describe() << ": unknown keep_aspect_ratio_policy '" << policy << "'";
+      user_assert(sizes.constant) << n.describe() << ": sizes must be a compile-time constant with keep_aspect_ratio_policy";
+      double sc = policy == "not_larger" ? INFINITY : -INFINITY;
+      for (size_t k = 0; k < na; k++) {
+        double r = ctx.value(sizes.value).const_at((int64_t)k) / (double)is[axes[k]];
+        sc = policy == "not_larger" ? std::min(sc, r) : std::max(sc, r);
+      }
+      for (size_t k = 0; k < na; k++) s[axes[k]] = f64(sc);
+    }
+  }
+  set_scales(ctx, sp, s);
+  if (sp.coord == "tf_crop_and_resize") {
+    user_assert((size_t)roi.size == 2 * na) << n.describe() << ": roi must have " << 2 * na << " entries";
+    for (size_t d = 0; d < rank; d++) {
+      sp.axes[d].r0 = f64(0);
+      sp.axes[d].r1 = f64(1);
+    }
+    for (size_t k = 0; k < na; k++) {
+      ResizeAxis& a = sp.axes[axes[k]];
+      a.r0 = roi.at(ctx, (int64_t)k);
+      a.r1 = roi.at(ctx, (int64_t)(k + na));
+      a.resized = true;
+    }
+  }
+  lower_resize_spec(ctx, sp);
+}
+
+// Upsample: scales as an attribute (opset 7) or an input (opset 9);
+// asymmetric coordinates, nearest = floor.
+void lower_upsample(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  ResizeSpec sp;
+  graph::Shape is = ctx.in_shape(0), os = ctx.out_shape(0);
+  size_t rank = is.size();
+  user_assert(os.size() == rank) << n.describe() << ": output rank differs from the input's";
+  sp.axes.resize(rank);
+  for (size_t d = 0; d < rank; d++) {
+    sp.axes[d].in = is[d];
+    sp.axes[d].out = os[d];
+  }
+  sp.mode = n.attr_string("mode", "nearest");
+  if (sp.mode == "bilinear") sp.mode = "linear";
+  user_assert(sp.mode == "nearest" || sp.mode == "linear") << n.describe() << ": unknown mode '" << sp.mode << "'";
+  sp.coord = "asymmetric";
+  sp.nearest = "floor";
+  std::vector<Expr> s;
+  if (n.has_attr("scales")) {
+    for (double v : n.attrs.at("scales").floats) s.push_back(f64((double)(float)v));
+  } else {
+    VectorInput sc = vector_input(ctx, 1);
+    for (int64_t i = 0; i < sc.size; i++) s.push_back(sc.at(ctx, i));
+  }
+  user_assert(s.size() == rank) << n.describe() << ": scales must have " << rank << " entries";
+  set_scales(ctx, sp, s);
+  lower_resize_spec(ctx, sp);
+}
+
+}  // namespace
+
+void register_resize_ops(std::map<std::string, OpLowering>& r) {
+  r["Resize"] = lower_resize;
+  r["Upsample"] = lower_upsample;
+}
+
+}  // namespace kiln::lower
