@@ -84,6 +84,51 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
   kernels.push_back(std::move(k));
 }
 
+te::Tensor OpContext::scan_state(const std::string& name, const graph::Shape& shape, tir::Type dtype) {
+  graph::Value v;
+  v.name = graph.unique_name(node().name + "." + name);
+  v.dtype = dtype_from_tir(dtype);
+  v.shape = shape;
+  v.producer = node_index;
+  return tensor_of(graph.add_value(std::move(v)));
+}
+
+void OpContext::emit_scan(int64_t steps, const std::vector<ScanState>& states) {
+  KernelDef k;
+  std::string safe;
+  for (char c : node().name) safe += std::isalnum((unsigned char)c) ? c : '_';
+  if (safe.size() > 48) safe = safe.substr(0, 48);
+  k.name = "k" + std::to_string(next_kernel_id_++) + "_scan_" + safe;
+  k.source_nodes = {node_index};
+  std::map<const te::TensorNode*, tir::Buffer> bufs;
+  auto add_param = [&](int v, Access access) {
+    auto b = tir::make_buffer(value(v).name, graph::dtype_to_tir(value(v).dtype), value(v).elements(), (int)k.params.size());
+    k.params.push_back(b);
+    k.param_values.push_back(v);
+    k.access.push_back(access);
+    return b;
+  };
+  for (auto& s : states) bufs[s.tensor.get()] = add_param(bound_.at(s.tensor.get()), Access::ReadWrite);
+  auto buffer_of = [&](const te::TensorNode* n) -> tir::Buffer {
+    auto r = bufs.find(n);
+    if (r != bufs.end()) return r->second;
+    auto b = bound_.find(n);
+    if (b == bound_.end()) return nullptr;
+    return bufs[n] = add_param(b->second, Access::Read);
+  };
+  Expr t = tir::Var::make(tir::Index(), "t");
+  std::vector<tir::Stmt> body;
+  for (auto& s : states) {
+    te::Tensor slice = s.step(t);
+    graph::Shape per_step(s.tensor.shape().begin() + 1, s.tensor.shape().end());
+    internal_assert(slice.shape() == per_step) << node().describe() << ": scan step shape mismatch";
+    te::Stage stage(slice);  // serial loops: workgroups cannot nest in the time loop
+    body.push_back(te::lower_stage(stage, bufs.at(s.tensor.get()), buffer_of, t * Expr(graph::num_elements(per_step))));
+  }
+  k.body = tir::For::make(t, Expr(0), Expr(steps), tir::ForKind::Serial, tir::Block::make(body));
+  kernels.push_back(std::move(k));
+}
+
 void OpContext::set_output(size_t i, const te::Tensor& t, const ScheduleFn& schedule) {
   emit_kernel(t, output(i), schedule);
 }
@@ -191,6 +236,7 @@ const std::map<std::string, OpLowering>& op_registry() {
     register_norm_ops(r);
     register_scan_ops(r);
     register_loss_ops(r);
+    register_rnn_ops(r);
     register_resize_ops(r);
     register_quant_ops(r);
     return r;

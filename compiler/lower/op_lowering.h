@@ -53,6 +53,18 @@ class OpContext {
   // returns a placeholder reading it (for values read many times).
   te::Tensor materialize(const te::Tensor& t, const ScheduleFn& schedule = nullptr);
 
+  // Scans (recurrences): a state is a [steps, ...] intermediate tensor; one
+  // kernel runs `steps` serial iterations, and in iteration t computes, for
+  // each state in order, the slice state[t] = step(t) (a formula over the
+  // per-step shape that may read any state at t - 1, or an earlier state of
+  // the same iteration at t).
+  struct ScanState {
+    te::Tensor tensor;                           // from scan_state(): reads of the whole buffer
+    std::function<te::Tensor(const Expr& t)> step;  // the slice computed in iteration t
+  };
+  te::Tensor scan_state(const std::string& name, const graph::Shape& shape, tir::Type dtype);
+  void emit_scan(int64_t steps, const std::vector<ScanState>& states);
+
   // Requires all float32 inputs/outputs (the only type some ops support so far).
   void require_float32() const;
   void require_float() const;  // float32 or float64
@@ -82,6 +94,7 @@ void register_index_ops(std::map<std::string, OpLowering>& r);
 void register_norm_ops(std::map<std::string, OpLowering>& r);
 void register_scan_ops(std::map<std::string, OpLowering>& r);
 void register_loss_ops(std::map<std::string, OpLowering>& r);
+void register_rnn_ops(std::map<std::string, OpLowering>& r);
 void register_resize_ops(std::map<std::string, OpLowering>& r);
 void register_quant_ops(std::map<std::string, OpLowering>& r);
 
@@ -99,5 +112,7 @@ Expr padded_read(const te::Tensor& t, const Indices& idx, Expr pad);
 graph::DType dtype_from_tir(tir::Type t);
 // Integer division rounding toward zero (ONNX's integer Div).
 Expr trunc_divide(const Expr& a, const Expr& b);
+// Round half to even (ONNX's Round) of a float expression.
+Expr round_half_even(const Expr& v);
 
 }  // namespace kiln::lower

@@ -1,5 +1,5 @@
 // Elementwise operators: unary activations, broadcasting binary arithmetic,
-// Clip and inference-mode BatchNormalization.
+// Clip (float and integer), Shrink and inference-mode BatchNormalization.
 #include <cmath>
 #include <cstring>
 
@@ -37,25 +37,52 @@ void lower_binary(OpContext& ctx, bool ints_ok, Expr (*f)(Expr, Expr)) {
   }));
 }
 
-// A scalar bound of Clip: an attribute (opset < 11), a constant input, or a
-// run-time scalar input.
-Expr clip_bound(OpContext& ctx, size_t input, const char* attr, double dflt) {
+// A scalar bound of Clip, of x's element type: an attribute (opset < 11), a
+// constant input, or a run-time scalar input; undefined when absent.
+Expr clip_bound(OpContext& ctx, size_t input, const char* attr, tir::Type t) {
   const graph::Node& n = ctx.node();
-  if (ctx.graph.opset < 11) return Expr((float)n.attr_float(attr, dflt));
-  if (!ctx.has_input(input)) return Expr((float)dflt);
+  if (ctx.graph.opset < 11) return n.has_attr(attr) ? tir::make_const(t, n.attr_float(attr, 0)) : Expr();
+  if (!ctx.has_input(input)) return Expr();
   const graph::Value& v = ctx.value(ctx.input(input));
   user_assert(v.elements() == 1) << n.describe() << ": Clip bounds must be scalars";
-  if (v.is_constant()) return Expr((float)v.const_at(0));
-  te::Tensor t = ctx.in(input);
-  return t(Indices(t.ndim(), Expr(0)));
+  user_assert(v.dtype == ctx.in_dtype(0)) << n.describe() << ": Clip bounds must have the input's element type";
+  if (v.is_constant()) return tir::make_const(t, v.const_at(0));
+  te::Tensor b = ctx.in(input);
+  return b(Indices(b.ndim(), Expr(0)));
 }
 
+// y = min(max(x, lo), hi), for float and integer types.
 void lower_clip(OpContext& ctx) {
-  ctx.require_float32();
+  graph::DType dt = ctx.in_dtype(0);
+  user_assert(dt != graph::DType::Bool && dt != graph::DType::F16)
+      << ctx.node().describe() << ": element type " << graph::dtype_name(dt) << " is not supported for Clip";
   te::Tensor x = ctx.in(0);
-  Expr lo = clip_bound(ctx, 1, "min", -INFINITY);
-  Expr hi = clip_bound(ctx, 2, "max", INFINITY);
-  ctx.set_output(0, te::compute("clip", x.shape(), [=](const Indices& i) { return tir::min(tir::max(x(i), lo), hi); }));
+  Expr lo = clip_bound(ctx, 1, "min", x.dtype());
+  Expr hi = clip_bound(ctx, 2, "max", x.dtype());
+  ctx.set_output(0, te::compute("clip", x.shape(), [=](const Indices& i) {
+    Expr v = x(i);
+    if (lo.defined()) v = tir::max(v, lo);
+    if (hi.defined()) v = tir::min(v, hi);
+    return v;
+  }));
+}
+
+// Shrink: y = x < -lambd ? x + bias : x > lambd ? x - bias : 0 (integers in float64).
+void lower_shrink(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  graph::DType dt = ctx.in_dtype(0);
+  user_assert(dt != graph::DType::Bool && dt != graph::DType::F16)
+      << n.describe() << ": element type " << graph::dtype_name(dt) << " is not supported for Shrink";
+  te::Tensor x = ctx.in(0);
+  double lambd = n.attr_float("lambd", 0.5), bias = n.attr_float("bias", 0.0);
+  tir::Type t = x.dtype(), ct = t.is_float() ? t : tir::Float(64);
+  ctx.set_output(0, te::compute("shrink", x.shape(), [=](const Indices& i) {
+    Expr v = tir::cast(ct, x(i));
+    Expr zero = tir::make_const(ct, 0);
+    Expr r = tir::select(v < tir::make_const(ct, -lambd), v + tir::make_const(ct, bias),
+                         tir::select(v > tir::make_const(ct, lambd), v - tir::make_const(ct, bias), zero));
+    return tir::cast(t, r);
+  }));
 }
 
 std::vector<uint8_t> float_bytes(const std::vector<float>& v) {
@@ -135,6 +162,7 @@ void register_elementwise_ops(std::map<std::string, OpLowering>& r) {
     else lower_binary(c, true, [](Expr a, Expr b) { return trunc_divide(a, b); });
   };
   r["Clip"] = lower_clip;
+  r["Shrink"] = lower_shrink;
   r["BatchNormalization"] = lower_batchnorm;
 }
 

@@ -77,6 +77,33 @@ Expr trunc_div(const Expr& a, const Expr& b) {
   return tir::select(fix, q + k(a, 1), q);
 }
 
+// x^e for an integer x of type t and an int64 e, by squaring (wrapping like
+// numpy's integer power); a negative e gives the truncated 1 / x^-e.
+Expr int_pow(const Expr& x, const Expr& e_in, tir::Type t) {
+  static int counter = 0;
+  std::string id = std::to_string(counter++);
+  Expr e = tir::Var::make(tir::Int(64), "pow_e" + id);
+  const int bits = 63;
+  std::vector<Expr> b, r;
+  for (int k = 0; k <= bits; k++) {
+    b.push_back(tir::Var::make(t, "pow_b" + id + "_" + std::to_string(k)));
+    r.push_back(tir::Var::make(t, "pow_r" + id + "_" + std::to_string(k)));
+  }
+  Expr body = r[bits];
+  for (int k = bits; k-- > 0;) {
+    Expr bit = tir::EQ::make((e / Expr((int64_t)1 << k)) % Expr(2), Expr(1));
+    body = tir::Let::make(b[k + 1], b[k] * b[k], body);
+    body = tir::Let::make(r[k + 1], tir::select(bit, r[k] * b[k], r[k]), body);
+  }
+  body = tir::Let::make(r[0], tir::make_const(t, 1), tir::Let::make(b[0], x, body));
+  Expr one = tir::make_const(t, 1), zero = tir::make_const(t, 0);
+  Expr minus_one = t.is_int() ? tir::EQ::make(x, tir::make_const(t, -1)) : tir::IntImm::make(tir::Bool(), 0);
+  Expr neg = tir::select(tir::EQ::make(x, one), one,
+                         tir::select(minus_one,
+                                     tir::select(tir::EQ::make(e % Expr(2), Expr(0)), one, tir::make_const(t, -1)), zero));
+  return tir::Let::make(e, e_in, tir::select(e < Expr(0), neg, body));
+}
+
 }  // namespace
 
 void register_math_ops(std::map<std::string, OpLowering>& r) {
@@ -166,10 +193,44 @@ void register_math_ops(std::map<std::string, OpLowering>& r) {
   logic(r, "Xor", [](Expr a, Expr b) { return tir::NE::make(a, b); });
 
   r["Pow"] = [](OpContext& c) {
-    require(c, is_float(c.in_dtype(0)), "float base only");
-    tir::Type t = graph::dtype_to_tir(c.in_dtype(0));
-    lower_nary(c, [t](const std::vector<Expr>& v) {
-      return tir::Call::make(Intrinsic::Pow, {v[0], tir::cast(t, v[1])});
+    // Float base: pow in the base's type. Integer base (numpy's power cast to
+    // the base's type): a constant small non-negative integer exponent is
+    // repeated multiplication, an integer exponent is exact binary
+    // exponentiation (both wrap like numpy); a float exponent is pow in
+    // float64, truncated toward zero.
+    graph::DType bt = c.in_dtype(0);
+    require(c, !is_bool(bt) && bt != graph::DType::F16 && !is_bool(c.in_dtype(1)), "numbers only");
+    tir::Type t = graph::dtype_to_tir(bt);
+    if (is_float(bt)) {
+      lower_nary(c, [t](const std::vector<Expr>& v) { return tir::Call::make(Intrinsic::Pow, {v[0], tir::cast(t, v[1])}); });
+      return;
+    }
+    const graph::Value& e = c.value(c.input(1));
+    if (e.is_constant() && e.elements() == 1) {
+      double p = e.const_at(0);
+      if (p >= 0 && p <= 64 && p == std::floor(p)) {
+        int64_t n = (int64_t)p;
+        lower_nary(c, [t, n](const std::vector<Expr>& v) {
+          Expr r = tir::make_const(t, 1);
+          for (int64_t i = 0; i < n; i++) r = r * v[0];
+          return r;
+        });
+        return;
+      }
+    }
+    if (!is_float(c.in_dtype(1))) {
+      lower_nary(c, [t](const std::vector<Expr>& v) { return int_pow(v[0], tir::cast(tir::Int(64), v[1]), t); });
+      return;
+    }
+    tir::Type f64 = tir::Float(64);
+    double lo = t.is_int() ? -std::ldexp(1.0, t.bits - 1) : 0, hi = std::ldexp(1.0, t.bits - 1) * (t.is_int() ? 1 : 2);
+    lower_nary(c, [t, f64, lo, hi](const std::vector<Expr>& v) {
+      Expr p = tir::Call::make(Intrinsic::Pow, {tir::cast(f64, v[0]), tir::cast(f64, v[1])});
+      // Truncate toward zero; out-of-range (and NaN) results saturate instead of being undefined.
+      p = tir::select(p < tir::make_const(f64, 0), tir::Call::make(Intrinsic::Ceil, {p}), tir::Call::make(Intrinsic::Floor, {p}));
+      p = tir::select(tir::NE::make(p, p), tir::make_const(f64, 0), p);
+      p = tir::clamp(p, tir::make_const(f64, lo), tir::make_const(f64, hi - (t.bits >= 53 ? 1024 : 1)));
+      return tir::cast(t, p);
     });
   };
   r["Mod"] = [](OpContext& c) {

@@ -1,4 +1,16 @@
-// Gemm and MatMul (numpy semantics: 1-D promotion, broadcast batch dims).
+// Gemm and MatMul (numpy semantics: 1-D promotion, broadcast batch dims),
+// and Einsum.
+//
+// Einsum: every letter of the equation is a loop index; the output's letters
+// (given after "->", else the ellipsis dims then the letters used once, in
+// alphabetical order) index the output, the others are summed:
+//   out[o] = sum over the summed letters of prod over inputs of in_k[letters of k].
+// A letter repeated within one term reads a diagonal. "..." stands for the
+// leading broadcast dims (right-aligned across inputs; size-1 dims broadcast).
+#include <algorithm>
+#include <cctype>
+#include <map>
+
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
 
@@ -75,11 +87,119 @@ void lower_matmul(OpContext& ctx) {
   ctx.set_output(0, mm);
 }
 
+void lower_einsum(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  std::string eq;
+  for (char c : n.attr_string("equation", "")) if (c != ' ') eq += c;
+  size_t arrow = eq.find("->");
+  std::string lhs = arrow == std::string::npos ? eq : eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  for (size_t b = 0;;) {
+    size_t e = lhs.find(',', b);
+    terms.push_back(lhs.substr(b, e == std::string::npos ? std::string::npos : e - b));
+    if (e == std::string::npos) break;
+    b = e + 1;
+  }
+  size_t nin = 0;
+  for (size_t i = 0; i < n.inputs.size(); i++) nin += ctx.has_input(i) ? 1 : 0;
+  user_assert(terms.size() == nin && nin == n.inputs.size())
+      << n.describe() << ": the equation has " << terms.size() << " operands for " << n.inputs.size() << " inputs";
+  // Ellipsis dims become the characters '0', '1', ... (right-aligned).
+  auto valid = [](char c) { return std::isalpha((unsigned char)c) != 0; };
+  int64_t ell = 0;
+  std::vector<te::Tensor> ins;
+  std::vector<std::string> labels;  // per input, one char per dim
+  for (size_t k = 0; k < terms.size(); k++) {
+    te::Tensor t = ctx.in(k);
+    const std::string& term = terms[k];
+    size_t dots = term.find("...");
+    int64_t letters = (int64_t)term.size() - (dots == std::string::npos ? 0 : 3);
+    int64_t e = dots == std::string::npos ? 0 : (int64_t)t.ndim() - letters;
+    user_assert(e >= 0 && (dots != std::string::npos || letters == (int64_t)t.ndim()))
+        << n.describe() << ": term '" << term << "' does not match input rank " << t.ndim();
+    ell = std::max(ell, e);
+    ins.push_back(t);
+    labels.push_back(term);
+  }
+  user_assert(ell <= 10) << n.describe() << ": too many ellipsis dims";
+  auto expand = [&](const std::string& term, int64_t e) {
+    std::string r;
+    size_t dots = term.find("...");
+    for (size_t i = 0; i < term.size(); i++) {
+      if (i == dots) {
+        for (int64_t j = ell - e; j < ell; j++) r += (char)('0' + j);
+        i += 2;
+        continue;
+      }
+      user_assert(valid(term[i])) << n.describe() << ": bad character '" << term[i] << "' in the equation";
+      r += term[i];
+    }
+    return r;
+  };
+  std::map<char, int64_t> extent, count;
+  for (size_t k = 0; k < labels.size(); k++) {
+    size_t dots = labels[k].find("...");
+    int64_t letters = (int64_t)labels[k].size() - (dots == std::string::npos ? 0 : 3);
+    labels[k] = expand(labels[k], (int64_t)ins[k].ndim() - letters);
+    for (size_t d = 0; d < labels[k].size(); d++) {
+      char c = labels[k][d];
+      int64_t s = ins[k].shape()[d];
+      auto it = extent.find(c);
+      if (it == extent.end() || it->second == 1) extent[c] = s;
+      else user_assert(s == 1 || s == it->second) << n.describe() << ": label '" << c << "' has sizes " << it->second << " and " << s;
+      count[c]++;
+    }
+  }
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = expand(eq.substr(arrow + 2), ell);
+  } else {
+    for (int64_t j = 0; j < ell; j++) out += (char)('0' + j);
+    for (auto& [c, cnt] : count)
+      if (valid(c) && cnt == 1) out += c;
+  }
+  std::string summed;
+  for (auto& [c, e] : extent) {
+    (void)e;
+    if (out.find(c) == std::string::npos) summed += c;
+  }
+  graph::Shape os, rshape;
+  for (char c : out) {
+    user_assert(extent.count(c)) << n.describe() << ": output label '" << c << "' appears in no input";
+    os.push_back(extent[c]);
+  }
+  for (char c : summed) rshape.push_back(extent[c]);
+  user_assert(os == ctx.out_shape(0)) << n.describe() << ": computed shape " << graph::shape_str(os) << " differs from "
+                                      << graph::shape_str(ctx.out_shape(0));
+  tir::Type t = ins[0].dtype();
+  for (auto& i : ins) user_assert(i.dtype() == t) << n.describe() << ": inputs must share an element type";
+  user_assert(!t.is_bool()) << n.describe() << ": bool inputs are not supported";
+  auto product = [=](const Indices& o, const Indices& r) {
+    std::map<char, Expr> at;
+    for (size_t i = 0; i < out.size(); i++) at[out[i]] = o[i];
+    for (size_t i = 0; i < summed.size(); i++) at[summed[i]] = r[i];
+    Expr p;
+    for (size_t k = 0; k < ins.size(); k++) {
+      Indices ii;
+      for (size_t d = 0; d < labels[k].size(); d++) ii.push_back(ins[k].shape()[d] == 1 ? Expr(0) : at.at(labels[k][d]));
+      Expr v = ins[k](ii);
+      p = p.defined() ? p * v : v;
+    }
+    return p;
+  };
+  if (rshape.empty()) {
+    ctx.set_output(0, te::compute("einsum", os, [=](const Indices& o) { return product(o, {}); }));
+  } else {
+    ctx.set_output(0, te::reduce("einsum", os, rshape, te::ReduceKind::Sum, t, product));
+  }
+}
+
 }  // namespace
 
 void register_matmul_ops(std::map<std::string, OpLowering>& r) {
   r["Gemm"] = lower_gemm;
   r["MatMul"] = lower_matmul;
+  r["Einsum"] = lower_einsum;
 }
 
 }  // namespace kiln::lower

@@ -5,6 +5,12 @@
 //   mean = sum(x) / n; var = sum((x - mean)^2) / n
 //   y = (x - mean) / sqrt(var + eps) * scale + bias
 // The statistics are materialized: each output element reads them.
+//
+// Also, following ONNX's reference implementations:
+//   MeanVarianceNormalization  y = (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes` (default 0, 2, 3)
+//   LpNormalization            y = x / (sum over axis of |x|^p)^(1/p), p = 1 or 2
+//   LRN                        y = x / (bias + alpha / size * sum of x^2 over channels
+//                                   [c - floor((size-1)/2), c + ceil((size-1)/2)])^beta
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
 
@@ -87,9 +93,98 @@ void lower_instance_norm(OpContext& ctx) {
   }));
 }
 
+void lower_mvn(OpContext& ctx) {
+  ctx.require_float();
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0);
+  int64_t rank = (int64_t)x.ndim();
+  std::vector<bool> reduced(rank, false);
+  for (int64_t a : n.attr_ints("axes", {0, 2, 3})) reduced[normalize_axis(ctx, a, rank)] = true;
+  graph::Shape ks = x.shape(), rshape;
+  for (int64_t d = 0; d < rank; d++)
+    if (reduced[d]) {
+      rshape.push_back(ks[d]);
+      ks[d] = 1;
+    }
+  auto at = [reduced](const Indices& o, const Indices& r) {
+    Indices i = o;
+    size_t k = 0;
+    for (size_t d = 0; d < i.size(); d++)
+      if (reduced[d]) i[d] = r[k++];
+    return i;
+  };
+  tir::Type t = x.dtype();
+  Expr cnt = tir::make_const(t, (double)graph::num_elements(rshape));
+  te::Tensor mean = ctx.materialize(te::reduce("mean", ks, rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+    return x(at(o, r)) / cnt;
+  }));
+  te::Tensor sq = te::reduce("sqmean", ks, rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+    Expr v = x(at(o, r));
+    return v * v / cnt;
+  });
+  te::Tensor den = ctx.materialize(te::compute("den", ks, [=](const Indices& o) {
+    Expr var = tir::max(sq(o) - mean(o) * mean(o), tir::make_const(t, 0));
+    return tir::Call::make(tir::Intrinsic::Sqrt, {var}) + tir::make_const(t, 1e-9);
+  }));
+  ctx.set_output(0, te::compute("mvn", x.shape(), [=](const Indices& i) {
+    Indices o = keep(i, reduced);
+    return (x(i) - mean(o)) / den(o);
+  }));
+}
+
+void lower_lp_normalization(OpContext& ctx) {
+  ctx.require_float();
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0);
+  int64_t rank = (int64_t)x.ndim();
+  int64_t axis = normalize_axis(ctx, n.attr_int("axis", -1), rank);
+  int64_t p = n.attr_int("p", 2);
+  user_assert(p == 1 || p == 2) << n.describe() << ": p must be 1 or 2";
+  graph::Shape ks = x.shape();
+  ks[axis] = 1;
+  tir::Type t = x.dtype();
+  te::Tensor norm = ctx.materialize(te::reduce("norm", ks, {x.shape()[axis]}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+    Indices i = o;
+    i[axis] = r[0];
+    Expr v = x(i);
+    return p == 1 ? tir::Call::make(tir::Intrinsic::Abs, {v}) : v * v;
+  }));
+  ctx.set_output(0, te::compute("lpnorm", x.shape(), [=](const Indices& i) {
+    Indices o = i;
+    o[axis] = Expr(0);
+    Expr d = p == 1 ? norm(o) : tir::Call::make(tir::Intrinsic::Sqrt, {norm(o)});
+    return x(i) / d;
+  }));
+}
+
+void lower_lrn(OpContext& ctx) {
+  ctx.require_float();
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0);
+  user_assert(x.ndim() >= 3) << n.describe() << ": input must be at least 3-D";
+  int64_t size = n.attr_int("size", 0);
+  user_assert(size >= 1) << n.describe() << ": size must be positive";
+  double alpha = n.attr_float("alpha", 1e-4), beta = n.attr_float("beta", 0.75), bias = n.attr_float("bias", 1.0);
+  int64_t before = (size - 1) / 2;
+  tir::Type t = x.dtype();
+  te::Tensor sq = te::reduce("square_sum", x.shape(), {size}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+    Indices i = o;
+    i[1] = o[1] - Expr(before) + r[0];
+    Expr v = padded_read(x, i, tir::make_const(t, 0));
+    return v * v;
+  });
+  ctx.set_output(0, te::compute("lrn", x.shape(), [=](const Indices& i) {
+    Expr base = tir::make_const(t, bias) + tir::make_const(t, alpha / (double)size) * sq(i);
+    return x(i) / tir::Call::make(tir::Intrinsic::Pow, {base, tir::make_const(t, beta)});
+  }));
+}
+
 }  // namespace
 
 void register_norm_ops(std::map<std::string, OpLowering>& r) {
+  r["MeanVarianceNormalization"] = lower_mvn;
+  r["LpNormalization"] = lower_lp_normalization;
+  r["LRN"] = lower_lrn;
   r["LayerNormalization"] = lower_layer_norm;
   r["InstanceNormalization"] = lower_instance_norm;
 }

@@ -1,4 +1,5 @@
-// MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (NCHW, 1-D to 3-D).
+// MaxPool, AveragePool, LpPool and their Global forms (NCHW, 1-D to 3-D).
+// LpPool: y = (sum over the window of |x|^p)^(1/p), padding contributing 0.
 //
 // Window positions outside the input (padding, or past the end with
 // ceil_mode) never contribute to a max. For an average, count_include_pad=1
@@ -11,7 +12,27 @@
 namespace kiln::lower {
 namespace {
 
-void lower_pool(OpContext& ctx, bool is_max) {
+// |v|^p and s^(1/p), with p = 1 and 2 spelled out.
+Expr lp_power(const Expr& v, double p) {
+  Expr a = tir::Call::make(tir::Intrinsic::Abs, {v});
+  if (p == 1) return a;
+  if (p == 2) return v * v;
+  return tir::Call::make(tir::Intrinsic::Pow, {a, tir::make_const(v.type(), p)});
+}
+Expr lp_root(const Expr& s, double p) {
+  if (p == 1) return s;
+  if (p == 2) return tir::Call::make(tir::Intrinsic::Sqrt, {s});
+  return tir::Call::make(tir::Intrinsic::Pow, {s, tir::make_const(s.type(), 1.0 / p)});
+}
+
+double lp_order(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  double p = n.has_attr("p") && n.attrs.at("p").kind == graph::Attr::Kind::Float ? n.attr_float("p", 2.0) : (double)n.attr_int("p", 2);
+  user_assert(p > 0) << n.describe() << ": p must be positive";
+  return p;
+}
+
+void lower_pool(OpContext& ctx, bool is_max, bool is_lp = false) {
   ctx.require_float();
   const graph::Node& n = ctx.node();
   user_assert(n.outputs.size() < 2 || n.outputs[1] < 0)
@@ -43,6 +64,14 @@ void lower_pool(OpContext& ctx, bool is_max) {
     xi.insert(xi.end(), p.begin(), p.end());
     return xi;
   };
+  if (is_lp) {
+    double p = lp_order(ctx);
+    te::Tensor sum = te::reduce("lppool_sum", os, kernel, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+      return lp_power(padded_read(x, at(o, r), tir::make_const(t, 0)), p);
+    });
+    ctx.set_output(0, te::compute("lppool", os, [=](const Indices& o) { return lp_root(sum(o), p); }));
+    return;
+  }
   if (is_max) {
     Expr lowest = tir::make_const(t, -INFINITY);
     ctx.set_output(0, te::reduce("maxpool", os, kernel, te::ReduceKind::Max, t, [=](const Indices& o, const Indices& r) {
@@ -64,7 +93,7 @@ void lower_pool(OpContext& ctx, bool is_max) {
   ctx.set_output(0, te::compute("avgpool", os, [=](const Indices& o) { return sum(o) / count(o); }));
 }
 
-void lower_global_pool(OpContext& ctx, bool is_max) {
+void lower_global_pool(OpContext& ctx, bool is_max, bool is_lp = false) {
   ctx.require_float();
   te::Tensor x = ctx.in(0);
   const graph::Shape& xs = x.shape();
@@ -77,6 +106,14 @@ void lower_global_pool(OpContext& ctx, bool is_max) {
     xi.insert(xi.end(), r.begin(), r.end());
     return x(xi);
   };
+  if (is_lp) {
+    double p = lp_order(ctx);
+    te::Tensor sum = te::reduce("globallppool_sum", os, spatial, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+      return lp_power(read(o, r), p);
+    });
+    ctx.set_output(0, te::compute("globallppool", os, [=](const Indices& o) { return lp_root(sum(o), p); }));
+    return;
+  }
   if (is_max) {
     ctx.set_output(0, te::reduce("globalmaxpool", os, spatial, te::ReduceKind::Max, t, read));
     return;
@@ -93,6 +130,8 @@ void register_pool_ops(std::map<std::string, OpLowering>& r) {
   r["AveragePool"] = [](OpContext& c) { lower_pool(c, false); };
   r["GlobalAveragePool"] = [](OpContext& c) { lower_global_pool(c, false); };
   r["GlobalMaxPool"] = [](OpContext& c) { lower_global_pool(c, true); };
+  r["LpPool"] = [](OpContext& c) { lower_pool(c, false, true); };
+  r["GlobalLpPool"] = [](OpContext& c) { lower_global_pool(c, false, true); };
 }
 
 }  // namespace kiln::lower

@@ -1,5 +1,12 @@
 // Reductions: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare},
-// ArgMax/ArgMin, LogSoftmax and Hardmax.
+// ArgMax/ArgMin, LogSoftmax, Hardmax and TopK.
+//
+// TopK (k a constant) ranks every element of a slice along the axis:
+//   rank(i) = #{j : x[j] better than x[i]} + #{j < i : x[j] == x[i]}
+// (better: greater for largest=1, smaller otherwise; ties keep the lower
+// index first), then output position p takes the element whose rank is p:
+//   index[p] = min over i of (rank(i) == p ? i : n), value[p] = x[index[p]].
+// Both steps are reductions over the axis (quadratic in its length).
 //
 // Reduced axes come from the `axes` attribute, or (ReduceSum from opset 13,
 // the others from opset 18) from a constant second input.
@@ -182,6 +189,48 @@ void lower_axis_normalize(OpContext& ctx, bool hardmax) {
   }));
 }
 
+void lower_topk(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0);
+  int64_t rank = (int64_t)x.ndim();
+  int64_t axis = normalize_axis(ctx, n.attr_int("axis", -1), rank);
+  int64_t k;
+  if (ctx.graph.opset < 10) {
+    k = n.attr_int("k", -1);
+  } else {
+    const graph::Value& kv = ctx.value(ctx.input(1));
+    user_assert(kv.is_constant() && kv.elements() == 1) << n.describe() << ": k must be a compile-time constant";
+    k = kv.const_int_at(0);
+  }
+  int64_t len = x.shape()[axis];
+  user_assert(k >= 0 && k <= len) << n.describe() << ": k = " << k << " is out of range for an axis of " << len;
+  bool largest = n.attr_int("largest", 1) != 0;
+  graph::Shape os = x.shape();
+  os[axis] = k;
+  user_assert(os == ctx.out_shape(0)) << n.describe() << ": output shape differs from k";
+  auto along = [axis](const Indices& o, Expr i) {
+    Indices r = o;
+    r[axis] = i;
+    return r;
+  };
+  te::Tensor rk = ctx.materialize(te::reduce("rank", x.shape(), {len}, te::ReduceKind::Sum, tir::Int(64),
+                                             [=](const Indices& o, const Indices& r) {
+                                               Expr xi = x(o), xj = x(along(o, r[0]));
+                                               Expr better = largest ? xj > xi : xj < xi;
+                                               Expr before = tir::EQ::make(xj, xi) && r[0] < o[axis];
+                                               return tir::select(better || before, Expr(1), Expr(0));
+                                             }));
+  te::Tensor idx = ctx.materialize(te::reduce("index", os, {len}, te::ReduceKind::Min, tir::Int(64),
+                                              [=](const Indices& o, const Indices& r) {
+                                                return tir::select(tir::EQ::make(rk(along(o, r[0])), o[axis]), r[0], Expr(len));
+                                              },
+                                              Expr(len)));
+  auto safe = [=](const Indices& o) { return tir::clamp(idx(o), Expr(0), Expr(len - 1)); };
+  ctx.set_output(0, te::compute("values", os, [=](const Indices& o) { return x(along(o, safe(o))); }));
+  if (n.outputs.size() > 1 && n.outputs[1] >= 0)
+    ctx.set_output(1, te::compute("indices", os, [=](const Indices& o) { return safe(o); }));
+}
+
 }  // namespace
 
 void register_reduce_ops(std::map<std::string, OpLowering>& r) {
@@ -191,6 +240,7 @@ void register_reduce_ops(std::map<std::string, OpLowering>& r) {
   r["ArgMin"] = [](OpContext& c) { lower_arg(c, false); };
   r["LogSoftmax"] = [](OpContext& c) { lower_axis_normalize(c, false); };
   r["Hardmax"] = [](OpContext& c) { lower_axis_normalize(c, true); };
+  r["TopK"] = lower_topk;
 }
 
 }  // namespace kiln::lower

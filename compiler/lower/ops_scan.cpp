@@ -159,15 +159,7 @@ void register_scan_ops(std::map<std::string, OpLowering>& r) {
   r["Round"] = [](OpContext& c) {
     c.require_float();
     te::Tensor x = c.in(0);
-    c.set_output(0, te::compute("round", x.shape(), [x](const Indices& i) {
-      // Round half to even: floor(x + 0.5), minus one where that is odd and x was a tie.
-      Expr v = x(i);
-      Expr f = tir::Call::make(tir::Intrinsic::Floor, {v + tir::make_const(v.type(), 0.5)});
-      Expr tie = tir::EQ::make(f - v, tir::make_const(v.type(), 0.5));
-      Expr half = f * tir::make_const(v.type(), 0.5);
-      Expr odd = tir::NE::make(tir::Call::make(tir::Intrinsic::Floor, {half}), half);
-      return tir::select(tie && odd, f - tir::make_const(v.type(), 1), f);
-    }));
+    c.set_output(0, te::compute("round", x.shape(), [x](const Indices& i) { return round_half_even(x(i)); }));
   };
   r["CastLike"] = [](OpContext& c) {
     graph::DType to = c.value(c.output(0)).dtype;

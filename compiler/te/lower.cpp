@@ -81,7 +81,7 @@ class Resolver : public tir::IRMutator {
 
 }  // namespace
 
-Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of) {
+Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of, const Expr& store_offset) {
   const TensorNode* t = stage.tensor.get();
   // Values of every loop: leaves are loop variables; walk the relations
   // backwards to recover the loops they replaced, down to the original axes.
@@ -109,7 +109,7 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
   };
 
   Stmt body;
-  Expr out_index = flat_index(t->shape, axes);
+  Expr out_index = flat_index(t->shape, axes) + store_offset;
   if (t->kind == TensorNode::Kind::Compute) {
     body = Resolver(buffer_of).build({t->fcompute(axes)}, [&](const std::vector<Expr>& v) {
       return tir::Store::make(out, out_index, v[0]);

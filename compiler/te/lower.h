@@ -19,6 +19,9 @@ namespace kiln::te {
 
 using BufferOf = std::function<tir::Buffer(const TensorNode*)>;
 
-tir::Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of);
+// `store_offset` (in elements) is added to every store into `out`: a scan
+// step writes its slice of a [steps, ...] state buffer.
+tir::Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of,
+                      const tir::Expr& store_offset = tir::Expr(0));
 
 }  // namespace kiln::te

@@ -30,6 +30,9 @@ SUPPORTED_OPS: FrozenSet[str] = frozenset({
     'GlobalAveragePool', 'Gemm', 'MatMul', 'Add', 'Sub', 'Mul', 'Div',
     'BatchNormalization', 'Flatten', 'Reshape', 'Concat', 'Softmax',
     'Transpose', 'Constant', 'Identity',
+    # Sequence and transformer models (issue 3's operator library).
+    'LSTM', 'GRU', 'RNN', 'Squeeze', 'Unsqueeze', 'Gather', 'Shape', 'Expand', 'LogSoftmax', 'Tanh',
+    'ReduceMean', 'Pow', 'Sqrt', 'Erf', 'Split',
 })
 
 OPSET = 13
@@ -223,6 +226,65 @@ def build_ops_shape():
     return OpsShape()
 
 
+def build_seq_rnn():
+    """A small speech-style recognizer: 2-layer bidirectional LSTM, GRU, linear, log-softmax."""
+    torch = _torch()
+    nn = torch.nn
+
+    class SeqRNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(16, 24, num_layers=2, bidirectional=True)
+            self.gru = nn.GRU(48, 20)
+            self.rnn = nn.RNN(20, 12, nonlinearity='relu')
+            self.fc = nn.Linear(12, 10)
+
+        def forward(self, x):                      # x: [T, B, 16]
+            y, _ = self.lstm(x)
+            y, h = self.gru(y)
+            y, _ = self.rnn(torch.tanh(y))
+            return torch.log_softmax(self.fc(y), dim=-1), h
+
+    return SeqRNN()
+
+
+def build_transformer():
+    """A 2-layer pre-norm transformer encoder (d=32, 4 heads, GELU feed-forward), batch-first.
+
+    Attention is written out (not nn.MultiheadAttention) so that torch's fused
+    inference fast path, which has no ONNX export, is never taken.
+    """
+    torch = _torch()
+    nn = torch.nn
+
+    class Layer(nn.Module):
+        def __init__(self, d=32, heads=4, ff=64):
+            super().__init__()
+            self.heads, self.dh = heads, d // heads
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.ff1, self.ff2 = nn.Linear(d, ff), nn.Linear(ff, d)
+
+        def forward(self, x):                      # x: [B, S, d]
+            b, s, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+            q, k, v = (t.reshape(b, s, self.heads, self.dh).transpose(1, 2) for t in (q, k, v))
+            att = torch.softmax(q @ k.transpose(-2, -1) / self.dh ** 0.5, dim=-1)
+            x = x + self.proj((att @ v).transpose(1, 2).reshape(b, s, d))
+            return x + self.ff2(torch.nn.functional.gelu(self.ff1(self.ln2(x))))
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.Sequential(Layer(), Layer())
+            self.head = nn.Linear(32, 8)
+
+        def forward(self, x):
+            return torch.softmax(self.head(self.layers(x)), dim=-1)
+
+    return Encoder()
+
+
 def build_unsupported():
     """A tiny model with an operator kilnc does not support (Det), between supported ones."""
     torch = _torch()
@@ -395,6 +457,13 @@ MODELS: Dict[str, ModelSpec] = {
 }
 
 # The model of the `unsupported` test and the operator it must be rejected for.
+MODELS['seq_rnn'] = ModelSpec(build_seq_rnn, (12, 2, 16), frozenset({'LSTM', 'GRU', 'RNN', 'LogSoftmax', 'MatMul', 'Squeeze', 'Unsqueeze',
+                                                                    'Gather', 'Shape', 'Expand', 'Tanh'}),
+                              num_outputs=2, description='bidirectional 2-layer LSTM, GRU, RNN, LogSoftmax')
+MODELS['transformer'] = ModelSpec(build_transformer, (2, 10, 32), frozenset({'MatMul', 'Softmax', 'Erf', 'ReduceMean', 'Pow', 'Sqrt',
+                                                                               'Split'}),
+                                  description='2-layer transformer encoder (d=32, 4 heads, GELU)')
+
 UNSUPPORTED_MODEL = ModelSpec(build_unsupported, (1, 3, 8, 8), frozenset({'Conv', 'Relu', 'Det', 'Add'}))
 UNSUPPORTED_OP = 'Det'
 
