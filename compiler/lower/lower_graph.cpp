@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "lower/fuse.h"
 #include "lower/op_lowering.h"
 #include "te/lower.h"
 #include "support/diagnostics.h"
@@ -57,6 +58,8 @@ LoweredProgram lower_graph(graph::Graph& g) {
   p.storage_root.resize(g.values.size());
   for (size_t i = 0; i < g.values.size(); i++) p.storage_root[i] = (int)i;
   const auto& registry = lower::op_registry();
+  lower::LoweringState state;
+  state.fused = choose_fused_values(g);
 
   for (size_t ni = 0; ni < g.nodes.size(); ni++) {
     const graph::Node& n = g.nodes[ni];
@@ -73,7 +76,7 @@ LoweredProgram lower_graph(graph::Graph& g) {
       user_error << n.describe() << ": operator '" << n.op << "' (opset " << g.opset
                  << ") is not supported by kilnc yet";
     }
-    lower::OpContext ctx(g, (int)ni, (int)p.kernels.size());
+    lower::OpContext ctx(g, (int)ni, (int)p.kernels.size(), &state);
     it->second(ctx);
     for (size_t i = p.storage_root.size(); i < g.values.size(); i++) p.storage_root.push_back((int)i);  // new constants
     for (auto& [out, in] : ctx.aliases) p.storage_root[out] = p.storage_root[in];

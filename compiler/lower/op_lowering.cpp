@@ -18,12 +18,19 @@ int OpContext::output(size_t i) const {
 }
 
 te::Tensor OpContext::tensor_of(int value_index) {
-  auto it = placeholders_.find(value_index);
-  if (it != placeholders_.end()) return it->second;
+  {  // a fused producer: read its formula
+    auto p = state_->pending.find(value_index);
+    if (p != state_->pending.end()) {
+      fused_sources_.insert(fused_sources_.end(), p->second.sources.begin(), p->second.sources.end());
+      return p->second.tensor;
+    }
+  }
+  auto it = state_->placeholders.find(value_index);
+  if (it != state_->placeholders.end()) return it->second;
   const graph::Value& v = value(value_index);
   te::Tensor t = te::placeholder(v.name, v.shape, graph::dtype_to_tir(v.dtype));
-  placeholders_[value_index] = t;
-  bound_[t.get()] = value_index;
+  state_->placeholders[value_index] = t;
+  state_->bound[t.get()] = value_index;
   return t;
 }
 
@@ -60,7 +67,8 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
   std::string op;
   for (char c : node().op) op += (char)std::tolower((unsigned char)c);
   k.name = "k" + std::to_string(next_kernel_id_++) + "_" + op + "_" + safe;
-  k.source_nodes = {node_index};
+  k.source_nodes = fused_sources_;
+  k.source_nodes.push_back(node_index);
   auto add_param = [&](int v, Access access) {
     auto b = tir::make_buffer(value(v).name, graph::dtype_to_tir(value(v).dtype), value(v).elements(), (int)k.params.size());
     k.params.push_back(b);
@@ -74,8 +82,8 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
   if (schedule) schedule(stage);
   else te::default_cpu_schedule(stage);
   k.body = te::lower_stage(stage, out, [&](const te::TensorNode* n) -> tir::Buffer {
-    auto b = bound_.find(n);
-    if (b == bound_.end()) return nullptr;
+    auto b = state_->bound.find(n);
+    if (b == state_->bound.end()) return nullptr;
     auto r = reads.find(n);
     if (r != reads.end()) return r->second;
     internal_assert(b->second != out_value) << node().describe() << ": a kernel reads its own output";
@@ -108,12 +116,12 @@ void OpContext::emit_scan(int64_t steps, const std::vector<ScanState>& states) {
     k.access.push_back(access);
     return b;
   };
-  for (auto& s : states) bufs[s.tensor.get()] = add_param(bound_.at(s.tensor.get()), Access::ReadWrite);
+  for (auto& s : states) bufs[s.tensor.get()] = add_param(state_->bound.at(s.tensor.get()), Access::ReadWrite);
   auto buffer_of = [&](const te::TensorNode* n) -> tir::Buffer {
     auto r = bufs.find(n);
     if (r != bufs.end()) return r->second;
-    auto b = bound_.find(n);
-    if (b == bound_.end()) return nullptr;
+    auto b = state_->bound.find(n);
+    if (b == state_->bound.end()) return nullptr;
     return bufs[n] = add_param(b->second, Access::Read);
   };
   Expr t = tir::Var::make(tir::Index(), "t");
@@ -130,6 +138,12 @@ void OpContext::emit_scan(int64_t steps, const std::vector<ScanState>& states) {
 }
 
 void OpContext::set_output(size_t i, const te::Tensor& t, const ScheduleFn& schedule) {
+  if (state_->fused.count(output(i)) && t.dtype() == graph::dtype_to_tir(value(output(i)).dtype)) {
+    PendingTensor p{t, fused_sources_};
+    p.sources.push_back(node_index);
+    state_->pending[output(i)] = p;
+    return;
+  }
   emit_kernel(t, output(i), schedule);
 }
 

@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,27 @@ using te::Expr;
 using te::Indices;
 using ScheduleFn = std::function<void(te::Stage&)>;
 
+// A node output that is not materialized: fused into its consumer, which
+// reads the formula instead of a buffer (see lower/fuse.h).
+struct PendingTensor {
+  te::Tensor tensor;          // the producer's formula
+  std::vector<int> sources;   // graph nodes whose work it carries
+};
+
+// What lowering shares across nodes: fusion decisions, fused formulas and
+// the placeholders standing for graph values (a fused formula may read the
+// producer's inputs, so bindings outlive the node that made them).
+struct LoweringState {
+  std::set<int> fused;                               // values fused into their consumer
+  std::map<int, PendingTensor> pending;              // their formulas, once lowered
+  std::map<const te::TensorNode*, int> bound;        // placeholder -> graph value
+  std::map<int, te::Tensor> placeholders;            // graph value -> placeholder
+};
+
 class OpContext {
  public:
-  OpContext(graph::Graph& g, int node_index, int first_kernel_id)
-      : graph(g), node_index(node_index), next_kernel_id_(first_kernel_id) {}
+  OpContext(graph::Graph& g, int node_index, int first_kernel_id, LoweringState* state = nullptr)
+      : graph(g), node_index(node_index), next_kernel_id_(first_kernel_id), state_(state ? state : &own_state_) {}
 
   graph::Graph& graph;                       // may gain constants and intermediates
   int node_index;                            // the node being lowered
@@ -71,8 +89,9 @@ class OpContext {
 
  private:
   int next_kernel_id_;
-  std::map<const te::TensorNode*, int> bound_;  // placeholder -> graph value
-  std::map<int, te::Tensor> placeholders_;      // graph value -> placeholder
+  LoweringState own_state_;                     // used when lowering a node on its own
+  LoweringState* state_;                        // shared across the nodes of a graph
+  std::vector<int> fused_sources_;              // nodes whose pending outputs this node read
   void emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn& schedule);
 };
 

@@ -32,7 +32,7 @@ void lower_conv(OpContext& ctx) {
 
   graph::Shape rshape = {Cg};
   rshape.insert(rshape.end(), kernel.begin(), kernel.end());
-  te::Tensor conv = te::reduce("conv", os, rshape, te::ReduceKind::Sum, t, [&, x, w](const Indices& o, const Indices& r) {
+  te::Tensor conv = te::reduce("conv", os, rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
     Indices xi = {o[0], (o[1] / Expr(Mg)) * Expr(Cg) + r[0]};
     Indices wi = {o[1], r[0]};
     for (size_t i = 0; i < k; i++) {

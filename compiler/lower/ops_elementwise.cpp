@@ -18,7 +18,7 @@ void lower_unary(OpContext& ctx, const UnaryFn& f) {
   ctx.require_float32();
   te::Tensor x = ctx.in(0);
   const graph::Node& n = ctx.node();
-  ctx.set_output(0, te::compute(n.op, x.shape(), [x, f, &n](const Indices& i) { return f(n, x(i)); }));
+  ctx.set_output(0, te::compute(n.op, x.shape(), [x, f, n](const Indices& i) { return f(n, x(i)); }));
 }
 
 void lower_binary(OpContext& ctx, bool ints_ok, Expr (*f)(Expr, Expr)) {

@@ -51,7 +51,7 @@ void unary_float(std::map<std::string, OpLowering>& r, const char* op, std::func
   r[op] = [f](OpContext& c) {
     require(c, is_float(c.in_dtype(0)), "float types only");
     const graph::Node& n = c.node();
-    lower_nary(c, [f, &n](const std::vector<Expr>& v) { return f(n, v[0]); });
+    lower_nary(c, [f, n](const std::vector<Expr>& v) { return f(n, v[0]); });
   };
 }
 

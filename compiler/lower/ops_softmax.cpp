@@ -43,11 +43,12 @@ void lower_softmax(OpContext& ctx) {
   te::Tensor sum = ctx.materialize(te::reduce("sum", {outer, inner}, {len}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
     return exp(xv(o[0], r[0], o[1]) - mx({o[0], o[1]}));
   }));
-  ctx.set_output(0, te::compute("softmax", s, [=, &ctx](const Indices& idx) {
+  bool new_style = ctx.graph.opset >= 13;
+  ctx.set_output(0, te::compute("softmax", s, [=](const Indices& idx) {
     // o: the dimensions before axis; i: those after it (opset >= 13 only).
     graph::Shape before(s.begin(), s.begin() + axis), after;
     Indices ob(idx.begin(), idx.begin() + axis), ia;
-    if (ctx.graph.opset >= 13) {
+    if (new_style) {
       after.assign(s.begin() + axis + 1, s.end());
       ia.assign(idx.begin() + axis + 1, idx.end());
     }

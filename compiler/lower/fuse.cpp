@@ -1,0 +1,48 @@
+#include "lower/fuse.h"
+
+#include <map>
+
+namespace kiln {
+
+namespace {
+
+bool is_elementwise(const std::string& op) {
+  static const std::set<std::string> ops = {
+      "Relu", "Clip", "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Add", "Sub", "Mul", "Div", "Tanh",
+      "Exp", "Neg", "Abs", "Sqrt", "Erf", "Elu", "Selu", "Celu", "Softplus", "Softsign", "Mish", "PRelu",
+      "BatchNormalization", "Reciprocal", "Floor", "Ceil", "ThresholdedRelu", "Pow", "Max", "Min", "Sum", "Mean"};
+  return ops.count(op) != 0;
+}
+
+// Operators that only reinterpret (alias) their input: they emit no kernel.
+bool is_alias(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
+         op == "Dropout" || op == "Shape";
+}
+
+}  // namespace
+
+std::set<int> choose_fused_values(const graph::Graph& g) {
+  std::map<int, int> uses;
+  std::map<int, int> consumer;
+  for (size_t ni = 0; ni < g.nodes.size(); ni++)
+    for (int v : g.nodes[ni].inputs)
+      if (v >= 0) {
+        uses[v]++;
+        consumer[v] = (int)ni;
+      }
+  for (int v : g.outputs) uses[v] += 2;  // never fuse a model output
+  std::set<int> fused;
+  for (const graph::Node& n : g.nodes) {
+    if (is_alias(n.op) || n.outputs.size() != 1 || n.outputs[0] < 0) continue;
+    int v = n.outputs[0];
+    if (uses[v] != 1 || g.values[v].is_constant()) continue;
+    const graph::Node& c = g.nodes[consumer[v]];
+    if (!is_elementwise(c.op) || c.outputs.empty() || c.outputs[0] < 0) continue;
+    if (g.values[c.outputs[0]].shape != g.values[v].shape) continue;
+    fused.insert(v);
+  }
+  return fused;
+}
+
+}  // namespace kiln
