@@ -9,6 +9,12 @@
 namespace kiln::te {
 namespace {
 
+int64_t graph_elements(const Shape& s) {
+  int64_t n = 1;
+  for (auto d : s) n *= d;
+  return n;
+}
+
 using tir::Stmt;
 
 Expr combine(ReduceKind kind, const Expr& acc, const Expr& v) {
@@ -108,6 +114,30 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
     return s;
   };
 
+  // tensorize: the loops from the tensorized leaf inward become the intrinsic.
+  if (stage.tensorized) {
+    size_t pos = stage.leaf_index(stage.tensorized);
+    TensorizeContext ctx;
+    ctx.stage = &stage;
+    std::vector<std::pair<Expr, Expr>> zero;
+    for (size_t i = pos; i < stage.leaves.size(); i++) {
+      ctx.tile_vars.push_back(stage.leaves[i]->var);
+      ctx.tile_extents.push_back(stage.leaves[i]->extent);
+      zero.push_back({stage.leaves[i]->var, Expr(0)});
+    }
+    ctx.axis_value = axes;
+    for (auto& a : axes) ctx.axis_base.push_back(tir::substitute(a, zero));
+    ctx.out = out;
+    ctx.store_offset = store_offset;
+    ctx.buffer_of = buffer_of;
+    Stmt body = stage.intrin.emit(ctx);
+    for (size_t i = pos; i-- > 0;) {
+      auto& l = stage.leaves[i];
+      body = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, body);
+    }
+    return body;
+  }
+
   Stmt body;
   Expr out_index = flat_index(t->shape, axes) + store_offset;
   if (t->kind == TensorNode::Kind::Compute) {
@@ -116,23 +146,48 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
     });
   } else {
     internal_assert(t->kind == TensorNode::Kind::Reduce) << "cannot lower placeholder " << t->name;
-    tir::Buffer acc = tir::make_buffer(t->name + "_acc", t->dtype, 1, -1);
-    Stmt update = Resolver(buffer_of).build({t->fbody(axes, raxes)}, [&](const std::vector<Expr>& v) {
-      return tir::Store::make(acc, Expr(0), combine(t->reduce_kind, tir::Load::make(acc, Expr(0)), v[0]));
-    });
-    update = guard(reduce_guards, update);
+    // Reductions accumulate into a local tile (TVM's cache_write): one
+    // accumulator per iteration of the spatial loops that sit inside the
+    // first reduction loop (just one when every spatial loop is outside).
     size_t first_reduce = stage.leaves.size();
     for (size_t i = 0; i < stage.leaves.size(); i++)
       if (stage.leaves[i]->reduce) {
         first_reduce = i;
         break;
       }
+    std::vector<IterVar> tile;  // spatial loops inside the reductions, in order
+    for (size_t i = first_reduce; i < stage.leaves.size(); i++)
+      if (!stage.leaves[i]->reduce) tile.push_back(stage.leaves[i]);
+    Shape tile_shape;
+    Indices tile_idx;
+    for (auto& l : tile) {
+      tile_shape.push_back(l->extent);
+      tile_idx.push_back(l->var);
+    }
+    tir::Buffer acc = tir::make_buffer(t->name + "_acc", t->dtype, std::max<int64_t>(graph_elements(tile_shape), 1), -1);
+    Expr acc_index = flat_index(tile_shape, tile_idx);
+    auto over_tile = [&](Stmt s) {
+      for (size_t i = tile.size(); i-- > 0;) s = tir::For::make(tile[i]->var, Expr(0), Expr(tile[i]->extent), tile[i]->kind, s);
+      return s;
+    };
+    Stmt init = over_tile(tir::Store::make(acc, acc_index, t->init));
+    Stmt update = Resolver(buffer_of).build({t->fbody(axes, raxes)}, [&](const std::vector<Expr>& v) {
+      return tir::Store::make(acc, acc_index, combine(t->reduce_kind, tir::Load::make(acc, acc_index), v[0]));
+    });
+    update = guard(reduce_guards, guard(tile.empty() ? std::vector<Expr>() : spatial_guards, update));
     for (size_t i = stage.leaves.size(); i-- > first_reduce;) {
       auto& l = stage.leaves[i];
       update = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, update);
     }
-    body = tir::Allocate::make(acc, tir::Block::make({tir::Store::make(acc, Expr(0), t->init), update,
-                                                      tir::Store::make(out, out_index, tir::Load::make(acc, Expr(0)))}));
+    Stmt write = tir::Store::make(out, out_index, tir::Load::make(acc, acc_index));
+    if (!tile.empty()) write = over_tile(guard(spatial_guards, write));
+    body = tir::Allocate::make(acc, tir::Block::make({init, update, write}));
+    if (tile.empty()) body = guard(spatial_guards, body);  // else already inside the tile loops
+    for (size_t i = first_reduce; i-- > 0;) {
+      auto& l = stage.leaves[i];
+      body = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, body);
+    }
+    return body;
   }
   body = guard(spatial_guards, body);
   for (size_t i = stage.leaves.size(); i-- > 0;) {

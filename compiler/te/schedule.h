@@ -6,8 +6,9 @@
 // rewrite that loop list: split, fuse, reorder, tile, and the loop-kind
 // annotations vectorize, unroll and bind (to a workgroup axis). Lowering
 // (te/lower.h) turns the final list into TIR loops and recovers each
-// original axis from the split/fuse relations. Reduction loops must stay
-// inside all spatial loops.
+// original axis from the split/fuse relations. Spatial loops placed inside
+// the first reduction loop form a tile of accumulators (TVM's cache_write to
+// local scope): the register-tiling pattern of GEMM and convolution.
 #pragma once
 
 #include <memory>
@@ -42,6 +43,29 @@ struct Relation {
   int64_t factor;  // Split: extent of inner
 };
 
+struct Stage;
+
+// What a tensor intrinsic sees when it replaces a loop nest (tensorize).
+struct TensorizeContext {
+  const Stage* stage;                 // the stage being lowered
+  std::vector<Expr> axis_base;        // each original axis at the tile's origin (replaced loops at 0)
+  std::vector<int64_t> tile_extents;  // extents of the replaced loops, outermost first
+  std::vector<Expr> tile_vars;        // their loop variables (free in axis_value)
+  std::vector<Expr> axis_value;       // each original axis as a function of tile_vars
+  tir::Buffer out;                    // where the stage's values go
+  Expr store_offset;                  // added to every store into `out`
+  std::function<tir::Buffer(const TensorNode*)> buffer_of;  // buffers of materialized inputs
+};
+
+// A hand-written micro-kernel expressed in loop IR: given the tile, emits
+// the statement that computes it (it must compute exactly what the replaced
+// loops would). The hook through which schedules plug in register-tiled
+// GEMM or dot-product kernels.
+struct TensorIntrin {
+  std::string name;                                            // for printing
+  std::function<tir::Stmt(const TensorizeContext&)> emit;      // builds the replacement
+};
+
 struct Stage {
   Tensor tensor;                     // what this stage computes
   std::vector<IterVar> axes;         // original spatial axes
@@ -60,6 +84,13 @@ struct Stage {
   void vectorize(const IterVar& iv);
   void unroll(const IterVar& iv);
   void bind(const IterVar& iv, tir::ForKind workgroup_axis);
+  // Runs iv's iterations in parallel: binds it to the next free workgroup axis.
+  void parallel(const IterVar& iv);
+  // Replaces the loops from iv inward (and the body) with `intrin`.
+  void tensorize(const IterVar& iv, const TensorIntrin& intrin);
+
+  IterVar tensorized;                // the outermost replaced loop, if any
+  TensorIntrin intrin;               // its replacement
 
   // The position of iv among the leaves (InternalError if absent).
   size_t leaf_index(const IterVar& iv) const;

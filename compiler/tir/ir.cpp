@@ -54,6 +54,9 @@ const char* for_kind_name(ForKind k) {
     case ForKind::WorkgroupX: return "workgroup.x";
     case ForKind::WorkgroupY: return "workgroup.y";
     case ForKind::WorkgroupZ: return "workgroup.z";
+    case ForKind::LocalX: return "local.x";
+    case ForKind::LocalY: return "local.y";
+    case ForKind::LocalZ: return "local.z";
   }
   return "?";
 }

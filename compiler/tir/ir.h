@@ -287,6 +287,9 @@ enum class ForKind : uint8_t {
   WorkgroupX,  // not a loop: var = workgroup_id[0], extent = workgroup_count[0]
   WorkgroupY,  // likewise for y
   WorkgroupZ,  // likewise for z
+  LocalX,      // an invocation index within a workgroup (GPU); a serial loop on CPU
+  LocalY,      // likewise for y
+  LocalZ,      // likewise for z
 };
 const char* for_kind_name(ForKind k);
 

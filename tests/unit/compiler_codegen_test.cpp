@@ -20,64 +20,10 @@
 using namespace kiln;
 using tir::Expr;
 
-namespace {
+#include "compiler_test_util.h"
 
-// Compiles, links and dlopens the kernels; returns the library table.
-struct Library {
-  void* handle = nullptr;
-  const kiln_kernel_library_t* table = nullptr;
-  std::string so;
-  explicit Library(std::vector<KernelDef> kernels) {
-    for (auto& k : kernels) {
-      k.body = tir::simplify(k.body);
-      k.workgroup_count = workgroup_count_of(k.body);
-    }
-    TargetSpec host = TargetSpec::host();
-    so = link_shared_object(compile_kernels(kernels, host), host);
-    char path[] = "/tmp/kiln-codegen-test-XXXXXX";
-    int fd = mkstemp(path);
-    REQUIRE(fd >= 0);
-    REQUIRE(write(fd, so.data(), so.size()) == (ssize_t)so.size());
-    close(fd);
-    handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    unlink(path);
-    REQUIRE(handle);
-    auto query = (kiln_kernel_library_query_fn_t)dlsym(handle, KILN_KERNEL_LIBRARY_QUERY_SYMBOL);
-    REQUIRE(bool(query));
-    CHECK(query(KILN_KERNEL_ABI_VERSION + 1) == nullptr);
-    table = query(KILN_KERNEL_ABI_VERSION);
-    REQUIRE(table);
-  }
-  ~Library() {
-    if (handle) dlclose(handle);
-  }
-  void run(uint32_t kernel, std::vector<void*> bindings, uint32_t workgroups) {
-    kiln_kernel_dispatch_state_t d = {};
-    d.workgroup_count[0] = workgroups;
-    d.workgroup_count[1] = d.workgroup_count[2] = 1;
-    d.binding_count = (uint32_t)bindings.size();
-    d.bindings = bindings.data();
-    for (uint32_t x = 0; x < workgroups; x++) {
-      kiln_kernel_workgroup_state_t w = {{x, 0, 0}, 0};
-      REQUIRE(table->kernels[kernel](&d, &w) == 0);
-    }
-  }
-};
-
-KernelDef unary_kernel(const std::string& name, int64_t n, const std::function<Expr(Expr)>& f) {
-  KernelDef k;
-  k.name = name;
-  auto in = tir::make_buffer("in", tir::Float(32), n, 0);
-  auto out = tir::make_buffer("out", tir::Float(32), n, 1);
-  k.params = {in, out};
-  te::Tensor x = te::placeholder("in", {n}, tir::Float(32));
-  te::Stage stage(te::compute("out", {n}, [&](const te::Indices& i) { return f(x(i)); }));
-  te::default_cpu_schedule(stage);
-  k.body = te::lower_stage(stage, out, [&](const te::TensorNode* t) { return t == x.get() ? in : nullptr; });
-  return k;
-}
-
-}  // namespace
+using kiln::test::Library;
+using kiln::test::unary_kernel;
 
 TEST_CASE("the ABI structs the code generator builds match the header") {
   static_assert(offsetof(kiln_kernel_dispatch_state_t, bindings) == 16, "layout assumed by codegen_llvm.cpp");

@@ -16,9 +16,13 @@ void Stage::unroll(const IterVar& iv) {
 
 void Stage::bind(const IterVar& iv, tir::ForKind axis) {
   size_t pos = leaf_index(iv);
-  internal_assert(axis == tir::ForKind::WorkgroupX || axis == tir::ForKind::WorkgroupY || axis == tir::ForKind::WorkgroupZ)
-      << "bind takes a workgroup axis";
   internal_assert(!iv->reduce) << "cannot bind reduction loop " << iv->name;
+  if (axis == tir::ForKind::LocalX || axis == tir::ForKind::LocalY || axis == tir::ForKind::LocalZ) {
+    iv->kind = axis;  // invocations of a workgroup: GPU targets; serial on CPU
+    return;
+  }
+  internal_assert(axis == tir::ForKind::WorkgroupX || axis == tir::ForKind::WorkgroupY || axis == tir::ForKind::WorkgroupZ)
+      << "bind takes a workgroup or local axis";
   for (size_t i = 0; i < pos; i++) {
     auto k = leaves[i]->kind;
     internal_assert(k == tir::ForKind::WorkgroupX || k == tir::ForKind::WorkgroupY || k == tir::ForKind::WorkgroupZ ||
@@ -26,6 +30,19 @@ void Stage::bind(const IterVar& iv, tir::ForKind axis) {
         << "bound loop " << iv->name << " must be outside every serial loop";
   }
   iv->kind = axis;
+}
+
+}  // namespace kiln::te
+
+namespace kiln::te {
+
+void Stage::parallel(const IterVar& iv) {
+  for (tir::ForKind axis : {tir::ForKind::WorkgroupX, tir::ForKind::WorkgroupY, tir::ForKind::WorkgroupZ}) {
+    bool used = false;
+    for (auto& l : leaves) used |= l->kind == axis;
+    if (!used) return bind(iv, axis);
+  }
+  internal_error << "parallel: all three workgroup axes of " << tensor.name() << " are bound";
 }
 
 }  // namespace kiln::te

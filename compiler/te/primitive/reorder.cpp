@@ -11,14 +11,20 @@ void Stage::reorder(const std::vector<IterVar>& order) {
   for (auto& iv : order) positions.push_back(leaf_index(iv));
   std::sort(positions.begin(), positions.end());
   internal_assert(std::adjacent_find(positions.begin(), positions.end()) == positions.end()) << "reorder names a loop twice";
-  for (size_t i = 0; i < order.size(); i++) leaves[positions[i]] = order[i];
-  // Reduction loops must stay inside every spatial loop.
+  std::vector<IterVar> next = leaves;
+  for (size_t i = 0; i < order.size(); i++) next[positions[i]] = order[i];
+  // Spatial loops may move inside reduction loops (the reduction then
+  // accumulates a tile: see te/lower.cpp), but bound loops stay outermost.
+  // Checked before the stage changes, so a rejected reorder leaves it as it was.
   bool seen_reduce = false;
-  for (auto& l : leaves) {
-    internal_assert(!(seen_reduce && !l->reduce)) << "reorder would put spatial loop " << l->name
-                                                  << " inside a reduction loop of " << tensor.name();
+  for (auto& l : next) {
+    bool bound = l->kind == tir::ForKind::WorkgroupX || l->kind == tir::ForKind::WorkgroupY ||
+                 l->kind == tir::ForKind::WorkgroupZ;
+    internal_assert(!(seen_reduce && bound)) << "reorder would put workgroup loop " << l->name
+                                             << " inside a reduction loop of " << tensor.name();
     seen_reduce |= l->reduce;
   }
+  leaves = next;
 }
 
 }  // namespace kiln::te

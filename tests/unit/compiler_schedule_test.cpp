@@ -1,0 +1,173 @@
+// Units for tensor expressions and schedule primitives: each schedule must
+// change the loop structure as intended and leave the computed values
+// unchanged (checked by compiling and running the kernels).
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+#include "compiler_test_util.h"
+#include "support/diagnostics.h"
+#include "te/schedule.h"
+#include "te/tensor.h"
+#include "tir/ir_printer.h"
+#include "tir/verify.h"
+
+using namespace kiln;
+using kiln::test::Library;
+using tir::Expr;
+
+namespace {
+
+// out[i, j] = a[i, j] * 2 + a[i, (j + 1) % N] over a 6x10 input, scheduled by `sched`.
+KernelDef scheduled_kernel(const std::string& name, const std::function<void(te::Stage&)>& sched) {
+  te::Tensor a = te::placeholder("a", {6, 10}, tir::Float(32));
+  te::Tensor mid = te::compute("mid", {6, 10}, [a](const te::Indices& i) { return a(i) * Expr(2.0f); });
+  te::Tensor out = te::compute("out", {6, 10}, [a, mid](const te::Indices& i) {
+    return mid(i) + a({i[0], (i[1] + Expr(1)) % Expr(10)});
+  });
+  KernelDef k;
+  k.name = name;
+  auto in_buf = tir::make_buffer("a", tir::Float(32), 60, 0);
+  auto out_buf = tir::make_buffer("out", tir::Float(32), 60, 1);
+  k.params = {in_buf, out_buf};
+  te::Stage s(out);
+  sched(s);
+  k.body = te::lower_stage(s, out_buf, [&](const te::TensorNode* n) { return n == a.get() ? in_buf : tir::Buffer(); });
+  return k;
+}
+
+std::vector<float> run(Library& lib, uint32_t kernel, uint32_t workgroups) {
+  std::vector<float> in(60), out(60, -1.0f);
+  std::iota(in.begin(), in.end(), 0.0f);
+  lib.run(kernel, {in.data(), out.data()}, workgroups);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("schedules change loops, not values") {
+  std::vector<KernelDef> kernels = {
+      scheduled_kernel("plain", [](te::Stage&) {}),
+      scheduled_kernel("split_guarded", [](te::Stage& s) { s.split(s.axes[1], 4); }),  // 10 = 3 * 4 - 2: guarded
+      scheduled_kernel("fused", [](te::Stage& s) { s.fuse(s.axes[0], s.axes[1]); }),
+      scheduled_kernel("reordered", [](te::Stage& s) { s.reorder({s.axes[1], s.axes[0]}); }),
+      scheduled_kernel("tiled", [](te::Stage& s) { s.tile(s.axes[0], s.axes[1], 4, 3); }),
+      scheduled_kernel("annotated", [](te::Stage& s) {
+        auto [o, i] = s.split(s.axes[1], 5);
+        s.parallel(s.axes[0]);
+        s.vectorize(i);
+        s.unroll(o);
+      }),
+  };
+  std::string split_ir = tir::to_string(tir::simplify(kernels[1].body));
+  CHECK(split_ir.find("if (") != std::string::npos);  // the non-dividing split keeps its guard
+  std::string tiled_ir = tir::to_string(kernels[4].body);
+  CHECK(tiled_ir.find("i0.o") < tiled_ir.find("i1.o"));
+  CHECK(tiled_ir.find("i1.o") < tiled_ir.find("i0.i"));
+  std::string annotated_ir = tir::to_string(kernels[5].body);
+  CHECK(annotated_ir.find("workgroup.x (i0") != std::string::npos);
+  CHECK(annotated_ir.find("vectorized (i1.i") != std::string::npos);
+  CHECK(annotated_ir.find("unrolled (i1.o") != std::string::npos);
+  for (auto& k : kernels) CHECK_NOTHROW(tir::verify_kernel(k.name, tir::simplify(k.body), k.params));
+
+  Library lib(kernels);
+  std::vector<float> want = run(lib, 0, 1);
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 10; j++) CHECK(want[i * 10 + j] == (float)(i * 10 + j) * 2 + (float)(i * 10 + (j + 1) % 10));
+  for (uint32_t k = 1; k < kernels.size(); k++) {
+    INFO("kernel " << kernels[k].name);
+    CHECK(run(lib, k, k == 5 ? 6 : 1) == want);
+  }
+}
+
+TEST_CASE("a reduction's loops can be split and reordered") {
+  te::Tensor a = te::placeholder("a", {4, 12}, tir::Float(32));
+  te::Tensor sum = te::reduce("rowsum", {4}, {12}, te::ReduceKind::Sum, tir::Float(32),
+                              [a](const te::Indices& o, const te::Indices& r) { return a({o[0], r[0]}); });
+  te::Stage s(sum);
+  auto [ro, ri] = s.split(s.reduce_axes[0], 5);  // 12 = 3 * 5 - 3: guarded
+  s.reorder({ri, ro});
+  s.bind(s.axes[0], tir::ForKind::WorkgroupX);
+  CHECK_THROWS_AS(s.reorder({ri, s.axes[0]}), InternalError);  // a workgroup loop inside a reduction: rejected
+  KernelDef k;
+  k.name = "rowsum";
+  auto in = tir::make_buffer("a", tir::Float(32), 48, 0), out = tir::make_buffer("sum", tir::Float(32), 4, 1);
+  k.params = {in, out};
+  k.body = te::lower_stage(s, out, [&](const te::TensorNode* n) { return n == a.get() ? in : tir::Buffer(); });
+  Library lib({k});
+  std::vector<float> x(48), y(4);
+  std::iota(x.begin(), x.end(), 1.0f);
+  lib.run(0, {x.data(), y.data()}, 4);
+  for (int i = 0; i < 4; i++) {
+    float want = 0;
+    for (int j = 0; j < 12; j++) want += x[i * 12 + j];
+    CHECK(y[i] == want);
+  }
+}
+
+TEST_CASE("tensorize replaces the inner loops with a micro-kernel") {
+  // out[i] = a[i] + 1 over 16 elements; the inner 4 are computed by an
+  // intrinsic that writes the tile with explicit, unrolled stores.
+  te::Tensor a = te::placeholder("a", {16}, tir::Float(32));
+  te::Tensor out = te::compute("out", {16}, [a](const te::Indices& i) { return a(i) + Expr(1.0f); });
+  te::Stage s(out);
+  auto [o, i] = s.split(s.axes[0], 4);
+  int calls = 0;
+  te::TensorIntrin add4{"add4", [&](const te::TensorizeContext& ctx) {
+                          calls++;
+                          CHECK(ctx.tile_extents == std::vector<int64_t>{4});
+                          tir::Buffer src = ctx.buffer_of(a.get());
+                          std::vector<tir::Stmt> stores;
+                          for (int lane = 0; lane < 4; lane++) {
+                            Expr idx = ctx.axis_base[0] + Expr(lane);
+                            stores.push_back(tir::Store::make(ctx.out, idx, tir::Load::make(src, idx) + Expr(1.0f)));
+                          }
+                          return tir::Block::make(stores);
+                        }};
+  s.tensorize(i, add4);
+  KernelDef k;
+  k.name = "add4";
+  auto in = tir::make_buffer("a", tir::Float(32), 16, 0), ob = tir::make_buffer("out", tir::Float(32), 16, 1);
+  k.params = {in, ob};
+  k.body = te::lower_stage(s, ob, [&](const te::TensorNode* n) { return n == a.get() ? in : tir::Buffer(); });
+  CHECK(calls == 1);
+  CHECK(tir::to_string(k.body).find("for (i0.i") == std::string::npos);  // the inner loop is gone
+  Library lib({k});
+  std::vector<float> x(16), y(16);
+  std::iota(x.begin(), x.end(), 0.0f);
+  lib.run(0, {x.data(), y.data()}, 1);
+  for (int j = 0; j < 16; j++) CHECK(y[j] == x[j] + 1.0f);
+}
+
+TEST_CASE("spatial loops inside a reduction accumulate a register tile") {
+  // C[i, j] = sum_k A[i, k] * B[k, j], 6x10 by 10x7, scheduled GEMM-style:
+  // io, jo, k, ii, ji with a 3x4 tile (7 = 2 * 4 - 1: the tile is guarded).
+  te::Tensor A = te::placeholder("A", {6, 10}, tir::Float(32)), B = te::placeholder("B", {10, 7}, tir::Float(32));
+  te::Tensor C = te::reduce("C", {6, 7}, {10}, te::ReduceKind::Sum, tir::Float(32), [=](const te::Indices& o, const te::Indices& r) {
+    return A({o[0], r[0]}) * B({r[0], o[1]});
+  });
+  te::Stage s(C);
+  auto tiles = s.tile(s.axes[0], s.axes[1], 3, 4);
+  s.reorder({tiles[0], tiles[1], s.reduce_axes[0], tiles[2], tiles[3]});
+  s.unroll(tiles[3]);
+  KernelDef k;
+  k.name = "gemm_tiled";
+  auto a = tir::make_buffer("A", tir::Float(32), 60, 0), b = tir::make_buffer("B", tir::Float(32), 70, 1);
+  auto c = tir::make_buffer("C", tir::Float(32), 42, 2);
+  k.params = {a, b, c};
+  k.body = te::lower_stage(s, c, [&](const te::TensorNode* n) { return n == A.get() ? a : n == B.get() ? b : tir::Buffer(); });
+  std::string ir = tir::to_string(k.body);
+  CHECK(ir.find("allocate C_acc[f32 * 12]") != std::string::npos);
+  CHECK_NOTHROW(tir::verify_kernel(k.name, tir::simplify(k.body), k.params));
+  Library lib({k});
+  std::vector<float> av(60), bv(70), cv(42, -1.0f);
+  for (int i = 0; i < 60; i++) av[i] = (float)(i % 7) - 3.0f;
+  for (int i = 0; i < 70; i++) bv[i] = (float)(i % 5) * 0.5f;
+  lib.run(0, {av.data(), bv.data(), cv.data()}, 1);
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 7; j++) {
+      float want = 0;
+      for (int r = 0; r < 10; r++) want += av[i * 10 + r] * bv[r * 7 + j];
+      CHECK(cv[i * 7 + j] == want);
+    }
+}
