@@ -36,6 +36,10 @@ packages=(
   flatbuffers-compiler libflatbuffers-dev doctest-dev
   zlib1g-dev libzstd-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
   python3-numpy python3-onnx python3-torch python3-torchvision
+  # AArch64 cross build and emulation (tests/aarch64, docs/aarch64.md):
+  # aarch64-linux-gnu-gcc/g++ with the arm64 cross glibc/libstdc++ in
+  # /usr/aarch64-linux-gnu, and qemu-aarch64 (user-mode emulation).
+  g++-aarch64-linux-gnu qemu-user
 )
 # Node.js may come from elsewhere (e.g. NodeSource); only use Debian's if there is none.
 if ! command -v node >/dev/null 2>&1; then

@@ -535,7 +535,12 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
+  // Like clang at -O3: the loop and SLP vectorizers are off unless asked for.
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  pto.LoopInterleaving = true;
+  llvm::PassBuilder pb(&tm, pto);
   // No library functions exist for kernels: LLVM must not turn loops into
   // memset/memcpy calls or math into libm calls.
   llvm::TargetLibraryInfoImpl tlii(llvm::Triple(m.getTargetTriple()));

@@ -8,17 +8,25 @@
 #include "bundle/bundle_writer.h"
 #include "codegen/codegen_llvm.h"
 #include "codegen/link_elf.h"
+#include "graph/passes.h"
 #include "lower/lower_graph.h"
 #include "plan/memory_plan.h"
 #include "support/diagnostics.h"
 #include "tir/ir_printer.h"
+#include "tir/loop_partition.h"
 #include "tir/simplify.h"
 #include "tir/verify.h"
 
 namespace kiln {
 
 const std::vector<std::string>& pipeline_pass_names() {
-  static const std::vector<std::string> names = {"import", "lower", "simplify", "verify", "plan-memory", "llvm"};
+  static const std::vector<std::string> names = {"import", "graph-passes", "lower", "simplify", "partition-loops", "verify", "plan-memory", "llvm"};
+  return names;
+}
+
+std::vector<std::string> graph_pass_names() {
+  std::vector<std::string> names;
+  for (auto& p : graph::graph_passes()) names.push_back(p.name);
   return names;
 }
 
@@ -57,24 +65,43 @@ class Pipeline {
     step_done("import", std::to_string(g.nodes.size()) + " nodes, " + std::to_string(g.values.size()) + " values");
     if (options_.dump_graph || dumping("import")) out_ << "// -- graph after import\n" << g.str();
 
-    // 2. Lower: every node → kernels (TIR) through the operator library.
+    // 2. Graph passes (graph/passes.h): constant folding, dead code, CSE,
+    //    algebraic simplification; one list, in order.
+    graph::PassOptions po;
+    po.dump_after = options_.dump_graph_after;
+    po.dump_stream = &out_;
+    po.disabled = options_.disabled_graph_passes;
+    std::vector<graph::PassStats> pass_stats = graph::run_graph_passes(g, po);
+    if (options_.report)
+      for (auto& s : pass_stats)
+        out_ << "[kilnc] pass " << s.name << ": " << s.nodes_before << " -> " << s.nodes_after << " nodes (" << s.ms
+             << " ms)" << (s.detail.empty() ? "" : "; " + s.detail) << "\n";
+    step_done("graph-passes", std::to_string(g.nodes.size()) + " nodes");
+    if (dumping("graph-passes")) out_ << "// -- graph after graph-passes\n" << g.str();
+
+    // 3. Lower: every node → kernels (TIR) through the operator library.
     LoweredProgram program = lower_graph(g);
     step_done("lower", std::to_string(program.kernels.size()) + " kernels");
     dump_kernels("lower", program.kernels, nullptr);
 
-    // 3. TIR passes on every kernel.
+    // 4. TIR passes on every kernel.
     std::vector<std::string> before;
     if (dumping("simplify"))
       for (auto& k : program.kernels) before.push_back(tir::to_string(k.body));
     for (auto& k : program.kernels) k.body = tir::simplify(k.body);
     dump_kernels("simplify", program.kernels, dumping("simplify") ? &before : nullptr);
+    before.clear();
+    if (dumping("partition-loops"))
+      for (auto& k : program.kernels) before.push_back(tir::to_string(k.body));
+    for (auto& k : program.kernels) k.body = tir::simplify(tir::partition_loops(k.body));
+    dump_kernels("partition-loops", program.kernels, dumping("partition-loops") ? &before : nullptr);
     for (auto& k : program.kernels) {
       tir::verify_kernel(k.name, k.body, k.params);
       k.workgroup_count = workgroup_count_of(k.body);
     }
     step_done("simplify+verify", "ok");
 
-    // 4. Static memory plan: one arena.
+    // 5. Static memory plan: one arena.
     MemoryPlan plan = plan_memory(g, program, KILN_ALIGN);
     step_done("plan-memory", "arena " + std::to_string(plan.arena_bytes) + " bytes (sum of tensors " +
                                  std::to_string(plan.total_bytes) + ", lower bound " +
@@ -83,7 +110,7 @@ class Pipeline {
       for (size_t v = 0; v < g.values.size(); v++)
         if (plan.offset[v] >= 0) out_ << "  " << g.values[v].name << " @ " << plan.offset[v] << " (" << g.values[v].byte_size() << " bytes)\n";
 
-    // 5. Code generation: TIR → LLVM → object → ELF shared object.
+    // 6. Code generation: TIR → LLVM → object → ELF shared object.
     std::string llvm_ir;
     CodegenOptions cg;
     if (dumping("llvm")) cg.llvm_ir_out = &llvm_ir;
@@ -92,7 +119,7 @@ class Pipeline {
     std::string library = link_shared_object(object, options_.target);
     step_done("codegen", options_.target.str() + ", library " + std::to_string(library.size()) + " bytes");
 
-    // 6. The bundle.
+    // 7. The bundle.
     BundleStats stats;
     std::string bundle = write_bundle(g, program, plan, library, options_.target, &stats);
     step_done("bundle", std::to_string(stats.total_bytes) + " bytes (constants " + std::to_string(stats.constant_bytes) +
@@ -114,6 +141,16 @@ std::string compile_onnx_file(const std::string& path, const CompileOptions& opt
     bool known = p == "all";
     for (auto& n : pipeline_pass_names()) known |= n == p;
     user_assert(known) << "--dump-after: unknown pass '" << p << "'";
+  }
+  for (auto& p : options.dump_graph_after) {
+    bool known = p == "all";
+    for (auto& n : graph_pass_names()) known |= n == p;
+    user_assert(known) << "--dump-graph-after: unknown graph pass '" << p << "'";
+  }
+  for (auto& p : options.disabled_graph_passes) {
+    bool known = false;
+    for (auto& n : graph_pass_names()) known |= n == p;
+    user_assert(known) << "--disable-graph-pass: unknown graph pass '" << p << "'";
   }
   return Pipeline(options).run(path);
 }

@@ -16,6 +16,8 @@ struct CompileOptions {
   ImportOptions import;              // input shape overrides
   TargetSpec target;                 // where the kernels run
   std::set<std::string> dump_after;  // pass names (see pipeline.cpp); "all" for every pass
+  std::set<std::string> dump_graph_after;  // graph pass names (graph/passes.h); "all" for every graph pass
+  std::set<std::string> disabled_graph_passes;  // graph passes to skip (debugging)
   bool dump_graph = false;           // print the graph after import and after lowering
   bool report = false;               // print per-step statistics
   std::ostream* dump_stream = nullptr;  // where dumps and the report go (stderr if null)
@@ -23,6 +25,8 @@ struct CompileOptions {
 
 // Names of the passes --dump-after accepts, in order.
 const std::vector<std::string>& pipeline_pass_names();
+// Names of the graph passes --dump-graph-after accepts, in order.
+std::vector<std::string> graph_pass_names();
 
 // Compiles the ONNX model at `path`; throws UserError / InternalError.
 std::string compile_onnx_file(const std::string& path, const CompileOptions& options);

@@ -1,7 +1,8 @@
 // kilnc: compiles an ONNX model into a Kiln bundle.
 //
 //   kilnc MODEL.onnx -o MODEL.kiln [--target=host|"llvm -mtriple=.. -mcpu=.. -mattr=.."]
-//         [--input-shape NAME=1,3,224,224]... [--dump-after=PASS]... [--dump-graph] [--report]
+//         [--input-shape NAME=1,3,224,224]... [--dump-after=PASS]... [--dump-graph-after=PASS]...
+//         [--disable-graph-pass=PASS]... [--dump-graph] [--report]
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -28,8 +29,17 @@ void usage(FILE* f) {
   }
   fprintf(f,
           ", all)\n"
+          "  --dump-graph-after=P   print the graph after graph pass P when it changed it (");
+  first = true;
+  for (auto& p : kiln::graph_pass_names()) {
+    fprintf(f, "%s%s", first ? "" : ", ", p.c_str());
+    first = false;
+  }
+  fprintf(f,
+          ", all)\n"
+          "  --disable-graph-pass=P skip graph pass P (debugging)\n"
           "  --dump-graph           print the graph after import\n"
-          "  --report               print per-step statistics\n");
+          "  --report               print per-step and per-graph-pass statistics\n");
 }
 
 std::vector<int64_t> parse_dims(const std::string& text, const std::string& arg) {
@@ -81,6 +91,10 @@ int main(int argc, char** argv) {
         std::stringstream ss;
         ss << f.rdbuf();
         options.import.frozen_inputs[v.substr(0, eq)] = ss.str();
+      } else if (a.rfind("--dump-graph-after", 0) == 0) {
+        options.dump_graph_after.insert(value("--dump-graph-after"));
+      } else if (a.rfind("--disable-graph-pass", 0) == 0) {
+        options.disabled_graph_passes.insert(value("--disable-graph-pass"));
       } else if (a.rfind("--dump-after", 0) == 0) {
         options.dump_after.insert(value("--dump-after"));
       } else if (a == "--dump-graph") {

@@ -78,18 +78,35 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
   };
   tir::Buffer out = add_param(out_value, Access::Write);
   std::map<const te::TensorNode*, tir::Buffer> reads;
-  te::Stage stage(src);
-  if (schedule) schedule(stage);
-  else te::default_cpu_schedule(stage);
-  k.body = te::lower_stage(stage, out, [&](const te::TensorNode* n) -> tir::Buffer {
+  auto buffer_of = [&](const te::TensorNode* n) -> tir::Buffer {
     auto b = state_->bound.find(n);
     if (b == state_->bound.end()) return nullptr;
     auto r = reads.find(n);
     if (r != reads.end()) return r->second;
     internal_assert(b->second != out_value) << node().describe() << ": a kernel reads its own output";
     return reads[n] = add_param(b->second, Access::Read);
-  });
+  };
+  // A scheduled reduction under an elementwise epilogue lowers with its own
+  // schedule; anything else with the given (or default) schedule.
+  te::Epilogue epilogue;
+  te::Tensor anchor = src->kind == te::TensorNode::Kind::Reduce ? src : te::find_epilogue_anchor(src, &epilogue);
+  auto rs = anchor.defined() ? state_->reduction_schedules.find(anchor.get()) : state_->reduction_schedules.end();
+  if (!schedule && rs != state_->reduction_schedules.end()) {
+    te::Stage stage(anchor);
+    rs->second(stage);
+    k.body = te::lower_stage(stage, out, buffer_of, Expr(0), epilogue);
+  } else {
+    te::Stage stage(src);
+    if (schedule) schedule(stage);
+    else te::default_cpu_schedule(stage);
+    k.body = te::lower_stage(stage, out, buffer_of);
+  }
   kernels.push_back(std::move(k));
+}
+
+void OpContext::schedule_reduction(const te::Tensor& r, const ScheduleFn& schedule) {
+  internal_assert(r->kind == te::TensorNode::Kind::Reduce) << "schedule_reduction of a non-reduction";
+  state_->reduction_schedules[r.get()] = schedule;
 }
 
 te::Tensor OpContext::scan_state(const std::string& name, const graph::Shape& shape, tir::Type dtype) {

@@ -39,6 +39,7 @@ struct LoweringState {
   std::map<int, PendingTensor> pending;              // their formulas, once lowered
   std::map<const te::TensorNode*, int> bound;        // placeholder -> graph value
   std::map<int, te::Tensor> placeholders;            // graph value -> placeholder
+  std::map<const te::TensorNode*, ScheduleFn> reduction_schedules;  // per anchor reduction
 };
 
 class OpContext {
@@ -70,6 +71,10 @@ class OpContext {
   // Computes `t` in a kernel of its own into a new intermediate tensor and
   // returns a placeholder reading it (for values read many times).
   te::Tensor materialize(const te::Tensor& t, const ScheduleFn& schedule = nullptr);
+  // The schedule of reduction `r` wherever it anchors a kernel: as the output
+  // itself, or under an elementwise epilogue (bias, activation, a fused
+  // consumer), which then runs at write-back inside this schedule.
+  void schedule_reduction(const te::Tensor& r, const ScheduleFn& schedule);
 
   // Scans (recurrences): a state is a [steps, ...] intermediate tensor; one
   // kernel runs `steps` serial iterations, and in iteration t computes, for

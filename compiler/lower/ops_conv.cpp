@@ -3,6 +3,7 @@
 //   out[n, m, o...] = bias[m] + sum_{c, k...} x[n, g*Cg + c, o*s - pad + k*d] * w[m, c, k...]
 //   with g = m / (M / group) and Cg = C / group.
 #include "lower/op_lowering.h"
+#include "lower/schedules_cpu.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
@@ -41,6 +42,7 @@ void lower_conv(OpContext& ctx) {
     }
     return padded_read(x, xi, tir::make_const(t, 0)) * w(wi);
   });
+  if (k == 2) ctx.schedule_reduction(conv, schedule_conv2d_cpu);
   if (ctx.has_input(2)) {
     te::Tensor b = ctx.in(2), acc = conv;
     conv = te::compute("conv_bias", os, [acc, b](const Indices& o) { return acc(o) + b({o[1]}); });

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "lower/op_lowering.h"
+#include "lower/schedules_cpu.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
@@ -32,6 +33,7 @@ void lower_gemm(OpContext& ctx) {
   te::Tensor ab = te::reduce("gemm", ys, {K}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
     return a(ta ? Indices{r[0], o[0]} : Indices{o[0], r[0]}) * b(tb ? Indices{o[1], r[0]} : Indices{r[0], o[1]});
   });
+  ctx.schedule_reduction(ab, schedule_matmul_cpu);
   te::Tensor c = ctx.has_input(2) ? ctx.in(2) : te::Tensor();
   user_assert(!c.defined() || c.ndim() <= 2) << n.describe() << ": C must be at most 2-D";
   ctx.set_output(0, te::compute("gemm_out", ys, [=](const Indices& o) {
@@ -75,6 +77,7 @@ void lower_matmul(OpContext& ctx) {
     if (b_vec) bi = Indices(bi.begin(), bi.end() - 1);
     return a(ai) * b(bi);
   });
+  ctx.schedule_reduction(mm, schedule_matmul_cpu);
   if (full != ys) {  // a 1-D operand: drop the promoted unit dimension
     te::Tensor src = mm;
     mm = te::compute("matmul_view", ys, [=](const Indices& o) {

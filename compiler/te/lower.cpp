@@ -87,7 +87,8 @@ class Resolver : public tir::IRMutator {
 
 }  // namespace
 
-Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of, const Expr& store_offset) {
+Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of, const Expr& store_offset,
+                 const Epilogue& epilogue) {
   const TensorNode* t = stage.tensor.get();
   // Values of every loop: leaves are loop variables; walk the relations
   // backwards to recover the loops they replaced, down to the original axes.
@@ -179,7 +180,14 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
       auto& l = stage.leaves[i];
       update = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, update);
     }
-    Stmt write = tir::Store::make(out, out_index, tir::Load::make(acc, acc_index));
+    Stmt write;
+    if (epilogue) {
+      write = Resolver(buffer_of).build({epilogue(tir::Load::make(acc, acc_index), axes)}, [&](const std::vector<Expr>& v) {
+        return tir::Store::make(out, out_index, v[0]);
+      });
+    } else {
+      write = tir::Store::make(out, out_index, tir::Load::make(acc, acc_index));
+    }
     if (!tile.empty()) write = over_tile(guard(spatial_guards, write));
     body = tir::Allocate::make(acc, tir::Block::make({init, update, write}));
     if (tile.empty()) body = guard(spatial_guards, body);  // else already inside the tile loops
@@ -196,6 +204,83 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
     body = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, body);
   }
   return body;
+}
+
+}  // namespace kiln::te
+
+namespace kiln::te {
+namespace {
+
+// Inlines compute producers, leaving reads of reductions and placeholders.
+class InlineComputes : public tir::IRMutator {
+ protected:
+  using tir::IRMutator::visit;
+  Expr visit(const tir::ProducerLoad* op, const Expr& self) override {
+    auto* t = static_cast<const TensorNode*>(op->producer.get());
+    if (t->kind != TensorNode::Kind::Compute) return tir::IRMutator::visit(op, self);
+    std::vector<Expr> idx;
+    for (auto& i : op->indices) idx.push_back(mutate(i));
+    return mutate(t->fcompute(idx));
+  }
+};
+
+// Collects reads of reductions.
+class ReduceReads : public tir::IRVisitor {
+ public:
+  std::vector<const tir::ProducerLoad*> reads;
+
+ protected:
+  using tir::IRVisitor::visit;
+  void visit(const tir::ProducerLoad* op) override {
+    if (static_cast<const TensorNode*>(op->producer.get())->kind == TensorNode::Kind::Reduce) reads.push_back(op);
+    tir::IRVisitor::visit(op);
+  }
+};
+
+// Replaces reads of one tensor with a value.
+class ReplaceReads : public tir::IRMutator {
+ public:
+  ReplaceReads(const tir::Producer* p, Expr v) : p_(p), v_(std::move(v)) {}
+
+ protected:
+  using tir::IRMutator::visit;
+  Expr visit(const tir::ProducerLoad* op, const Expr& self) override {
+    if (op->producer.get() == p_) return v_;
+    return tir::IRMutator::visit(op, self);
+  }
+
+ private:
+  const tir::Producer* p_;
+  Expr v_;
+};
+
+}  // namespace
+
+Tensor find_epilogue_anchor(const Tensor& t, Epilogue* out_epilogue) {
+  if (t->kind == TensorNode::Kind::Reduce) return Tensor();
+  if (t->kind != TensorNode::Kind::Compute) return Tensor();
+  Indices axes;
+  for (size_t i = 0; i < t.ndim(); i++) axes.push_back(tir::Var::make(tir::Index(), "e" + std::to_string(i)));
+  Expr body = InlineComputes().mutate(t->fcompute(axes));
+  ReduceReads rr;
+  rr.visit_expr(body);
+  if (rr.reads.empty()) return Tensor();
+  const tir::ProducerLoad* first = rr.reads[0];
+  for (auto* r : rr.reads) {
+    if (r->producer != first->producer) return Tensor();  // two different reductions
+    for (size_t i = 0; i < axes.size() && i < r->indices.size(); i++)
+      if (!r->indices[i].same_as(axes[i])) return Tensor();  // read elsewhere than t's own index
+  }
+  auto anchor = std::static_pointer_cast<const TensorNode>(first->producer);
+  if (anchor->shape != t.shape() || first->indices.size() != axes.size()) return Tensor();
+  Tensor keep = t;
+  *out_epilogue = [keep](const Expr& acc, const Indices& idx) {
+    Expr e = InlineComputes().mutate(keep->fcompute(idx));
+    ReduceReads found;
+    found.visit_expr(e);
+    return ReplaceReads(found.reads.at(0)->producer.get(), acc).mutate(e);
+  };
+  return Tensor(anchor);
 }
 
 }  // namespace kiln::te

@@ -21,7 +21,17 @@ using BufferOf = std::function<tir::Buffer(const TensorNode*)>;
 
 // `store_offset` (in elements) is added to every store into `out`: a scan
 // step writes its slice of a [steps, ...] state buffer.
+// `epilogue` (reductions only) maps the accumulated value at an output index
+// to the value stored: how an elementwise consumer fused into a reduction
+// (bias, activation, residual add) runs at write-back, inside the
+// reduction's own schedule.
+using Epilogue = std::function<tir::Expr(const tir::Expr& acc, const Indices& axes)>;
 tir::Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of,
-                      const tir::Expr& store_offset = tir::Expr(0));
+                      const tir::Expr& store_offset = tir::Expr(0), const Epilogue& epilogue = nullptr);
+
+// If `t`'s formula (with computes inlined) reads exactly one reduction, of
+// t's shape, only at t's own index, returns that reduction and the epilogue
+// that turns its value into t's; else returns an undefined tensor.
+Tensor find_epilogue_anchor(const Tensor& t, Epilogue* out_epilogue);
 
 }  // namespace kiln::te

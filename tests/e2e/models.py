@@ -33,6 +33,8 @@ SUPPORTED_OPS: FrozenSet[str] = frozenset({
     # Sequence and transformer models (issue 3's operator library).
     'LSTM', 'GRU', 'RNN', 'Squeeze', 'Unsqueeze', 'Gather', 'Shape', 'Expand', 'LogSoftmax', 'Tanh',
     'ReduceMean', 'Pow', 'Sqrt', 'Erf', 'Split',
+    # Weights built at run time (const_weights; folded by the constant folder).
+    'ConstantOfShape', 'Sin', 'Cos', 'Tile', 'Range',
 })
 
 OPSET = 13
@@ -52,6 +54,12 @@ class ModelSpec:
     check_graph: Optional[Callable[['object'], None]] = None
     # Names of the outputs; default: output, output_1, output_2, ...
     output_names: Optional[List[str]] = None
+    # A hand-built ONNX model instead of a torch export: fn() -> onnx.ModelProto
+    # (then `build` is unused and there is no PyTorch reference).
+    build_onnx: Optional[Callable[[], 'object']] = None
+    # Extra assertions on the compiled bundle: fn(inspect_json: dict, report: str) -> None,
+    # with `kiln inspect --json` parsed and kilnc's --report text.
+    check_bundle: Optional[Callable[[dict, str], None]] = None
 
     def names_of_outputs(self) -> List[str]:
         if self.output_names is not None:
@@ -285,6 +293,153 @@ def build_transformer():
     return Encoder()
 
 
+def build_transformer_encoder(d=256, heads=4, layers=4, ff=None):
+    """A pre-norm transformer encoder like build_transformer, sized for the memory-planning budget
+    (issue 4: 4 layers, d=256, 4 heads, sequence 128)."""
+    torch = _torch()
+    nn = torch.nn
+    ff = ff or 4 * d
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.heads, self.dh = heads, d // heads
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.ff1, self.ff2 = nn.Linear(d, ff), nn.Linear(ff, d)
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+            q, k, v = (t.reshape(b, s, self.heads, self.dh).transpose(1, 2) for t in (q, k, v))
+            att = torch.softmax(q @ k.transpose(-2, -1) / self.dh ** 0.5, dim=-1)
+            x = x + self.proj((att @ v).transpose(1, 2).reshape(b, s, d))
+            return x + self.ff2(torch.nn.functional.gelu(self.ff1(self.ln2(x))))
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.Sequential(*[Layer() for _ in range(layers)])
+
+        def forward(self, x):
+            return self.layers(x)
+
+    return Encoder()
+
+
+# ---------------------------------------------------------------------------
+# const_weights: every weight is computed at run time from ConstantOfShape
+# (issue 4's constant-folding acceptance model), built as ONNX by hand since
+# torch.onnx would fold it on export.
+
+CONST_WEIGHTS_PREFIX = 'wgen_'  # name prefix of every node that builds a weight
+
+
+def build_const_weights_onnx():
+    """input [1,3,12,10] -> Conv(w1,b1) -> BatchNormalization -> Relu -> Conv(w2, stride 2) -> Mul(per channel)
+    -> Add(per channel) -> GlobalAveragePool -> Flatten -> Gemm(w3, transB) -> output [1,10].
+
+    Every weight, bias and BN parameter is built at run time from ConstantOfShape: times a
+    Range ramp (0, 1, 2, ...), through Sin/Cos (which the import-time shape folder does not evaluate), Expand,
+    Tile and Transpose. kilnc must fold all of it into constants."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = []
+    inits = []
+    counter = [0]
+
+    def name(what):
+        counter[0] += 1
+        return '%s%s_%d' % (CONST_WEIGHTS_PREFIX, what, counter[0])
+
+    def node(op, ins, attrs=None, what=None):
+        out = name((what or op).lower())
+        nodes.append(helper.make_node(op, ins, [out], name=out, **(attrs or {})))
+        return out
+
+    def i64(vals):
+        n = name('i64')
+        inits.append(numpy_helper.from_array(np.asarray(vals, dtype=np.int64), n))
+        return n
+
+    def f32(vals):
+        n = name('f32')
+        inits.append(numpy_helper.from_array(np.asarray(vals, dtype=np.float32), n))
+        return n
+
+    def const_of_shape(shape, value):
+        return node('ConstantOfShape', [i64(shape)],
+                    {'value': numpy_helper.from_array(np.array([value], dtype=np.float32))})
+
+    def ramp_weight(shape, freq, scale, phase=0.0, trig='Sin'):
+        """scale * trig(freq * ramp + phase) with ramp = 0, 1, 2, ... over `shape`, all at run time."""
+        n = int(np.prod(shape))
+        ramp = node('Range', [f32(0.0), f32(float(n)), f32(1.0)])
+        x = node('Mul', [ramp, const_of_shape([n], freq)])
+        x = node('Add', [x, const_of_shape([1], phase)])
+        x = node(trig, [x])
+        x = node('Mul', [x, const_of_shape([1], scale)])
+        return node('Reshape', [x, i64(shape)])
+
+    w1 = ramp_weight([6, 3, 3, 3], 0.37, 0.4)
+    b1 = node('Expand', [const_of_shape([1], 0.05), i64([6])])
+    bn_scale = node('Add', [ramp_weight([6], 0.9, 0.5, trig='Cos'), const_of_shape([6], 1.0)])
+    bn_bias = ramp_weight([6], 1.3, 0.2)
+    bn_mean = node('Tile', [const_of_shape([2], 0.1), i64([3])])
+    bn_var = node('Add', [node('Mul', [ramp_weight([6], 0.5, 0.5, trig='Cos'), ramp_weight([6], 0.5, 0.5, trig='Cos')]),
+                          const_of_shape([6], 0.5)])
+    w2 = ramp_weight([8, 6, 3, 3], 0.11, 0.3, phase=0.5)
+    k2 = node('Reshape', [ramp_weight([8], 0.7, 0.5, phase=1.0, trig='Cos'), i64([8, 1, 1])])
+    c2 = node('Expand', [ramp_weight([8, 1, 1], 0.3, 0.1), i64([1, 8, 1, 1])])
+    w3t = ramp_weight([8, 10], 0.23, 0.6, phase=0.2)
+    w3 = node('Transpose', [w3t], {'perm': [1, 0]})
+    b3 = node('Expand', [const_of_shape([1], -0.1), i64([10])])
+
+    # The model proper (these nodes keep plain names).
+    nodes += [
+        helper.make_node('Conv', ['input', w1, b1], ['c1'], name='conv1', pads=[1, 1, 1, 1]),
+        helper.make_node('BatchNormalization', ['c1', bn_scale, bn_bias, bn_mean, bn_var], ['bn1'], name='bn1',
+                         epsilon=1e-5),
+        helper.make_node('Relu', ['bn1'], ['r1'], name='relu1'),
+        helper.make_node('Conv', ['r1', w2], ['c2'], name='conv2', strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node('Mul', ['c2', k2], ['m2'], name='scale2'),
+        helper.make_node('Add', ['m2', c2], ['a2'], name='shift2'),
+        helper.make_node('GlobalAveragePool', ['a2'], ['gap'], name='gap'),
+        helper.make_node('Flatten', ['gap'], ['flat'], name='flatten'),
+        helper.make_node('Gemm', ['flat', w3, b3], ['output'], name='fc', transB=1),
+    ]
+    graph = helper.make_graph(nodes, 'const_weights',
+                              [helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, 12, 10])],
+                              [helper.make_tensor_value_info('output', TensorProto.FLOAT, [1, 10])],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', OPSET)], producer_name='kiln-e2e')
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def _check_const_weights_bundle(info, report):
+    """No dispatch computes a weight; the weights are constants in the bundle; kilnc's constant folder did it."""
+    bad = [d['kernel'] for d in info['dispatches']
+           if any(s.startswith(CONST_WEIGHTS_PREFIX) for s in d.get('source_nodes', []))]
+    if bad:
+        raise AssertionError('dispatches compute weights at run time: %s' % bad)
+    sources = {s for d in info['dispatches'] for s in d.get('source_nodes', [])}
+    if any('constantofshape' in s.lower() for s in sources):
+        raise AssertionError('a dispatch comes from a ConstantOfShape node: %s' % sorted(sources))
+    weight_bytes = 4 * (6 * 3 * 3 * 3 + 8 * 6 * 3 * 3 + 8 * 10)
+    if info['constant_bytes'] < weight_bytes:
+        raise AssertionError('constant_bytes %d < %d bytes of weights' % (info['constant_bytes'], weight_bytes))
+    if len(info['dispatches']) > 4:
+        raise AssertionError('expected at most 4 dispatches (conv1+bn+relu, conv2+mul+add, pool, fc), got %d: %s'
+                             % (len(info['dispatches']), [d['kernel'] for d in info['dispatches']]))
+    import re
+    m = re.search(r'pass constant-fold: (\d+) -> (\d+) nodes', report)
+    if not m or int(m.group(2)) >= int(m.group(1)):
+        raise AssertionError('the constant-fold pass did not fold anything: %r' % (m.group(0) if m else report))
+
+
 def build_unsupported():
     """A tiny model with an operator kilnc does not support (Det), between supported ones."""
     torch = _torch()
@@ -464,6 +619,12 @@ MODELS['transformer'] = ModelSpec(build_transformer, (2, 10, 32), frozenset({'Ma
                                                                                'Split'}),
                                   description='2-layer transformer encoder (d=32, 4 heads, GELU)')
 
+MODELS['const_weights'] = ModelSpec(lambda: None, (1, 3, 12, 10),
+                                    frozenset({'ConstantOfShape', 'Sin', 'Cos', 'Expand', 'Tile', 'Range',
+                                               'Conv', 'BatchNormalization', 'Gemm'}),
+                                    build_onnx=build_const_weights_onnx, check_bundle=_check_const_weights_bundle,
+                                    description='every weight built at run time from ConstantOfShape (folded)')
+
 UNSUPPORTED_MODEL = ModelSpec(build_unsupported, (1, 3, 8, 8), frozenset({'Conv', 'Relu', 'Det', 'Add'}))
 UNSUPPORTED_OP = 'Det'
 
@@ -544,6 +705,10 @@ def export_model(spec: ModelSpec, path: str, seed: int = 0):
     torch = _torch()
     import onnx
 
+    if spec.build_onnx is not None:
+        model = spec.build_onnx()
+        onnx.save(model, path)
+        return model, None
     torch.manual_seed(seed)
     np.random.seed(seed)
     module = spec.build().eval()

@@ -73,7 +73,7 @@ TEST_CASE("exec: load from file, run two dispatches, read the output") {
   unlink(path.c_str());  // the mapping stays valid
   REQUIRE_MESSAGE(status.ok(), status.message());
   kiln::Session session;
-  kiln_session_options_t options = {4};  // accepted; runs serially for now
+  kiln_session_options_t options = {4, NULL, NULL};  // four threads
   status = kiln::Session::Create(model, &options, &session);
   REQUIRE_MESSAGE(status.ok(), status.message());
 

@@ -81,6 +81,26 @@ def main():
     proc = run([kiln, 'bench', bundle, '--iterations', '5', '--warmup', '1', '--threads', '2'])
     last = proc.stdout.strip().split('\n')[-1]
     assert last.startswith('median_ms=') and last.endswith('iterations=5'), last
+    assert 'threads=2 ' in proc.stdout and 'profile:' not in proc.stdout, proc.stdout
+
+    # --profile: a row per dispatch (slowest first) with kernel and source nodes.
+    proc = run([kiln, 'bench', bundle, '--iterations', '3', '--threads', '3', '--profile'])
+    lines = proc.stdout.strip().split('\n')
+    assert lines[-1].startswith('median_ms=') and lines[-1].endswith('iterations=3'), lines[-1]
+    assert any(l.startswith('profile: 2 dispatches') for l in lines), proc.stdout
+    rows = [l.split() for l in lines if l.startswith('  ') and 'median_ms' not in l]
+    assert sorted((r[3], r[4], r[5]) for r in rows) == [('0', 'vector_add', 'add'),
+                                                        ('1', 'scale', 'mul')], rows
+    assert float(rows[0][0]) >= float(rows[1][0]) > 0, rows
+
+    # --threads gives the same outputs.
+    for threads in ('2', '4'):
+        threaded_dir = os.path.join(work, 'out_threads' + threads)
+        run([kiln, 'run', bundle, '--input', 'a=' + os.path.join(work, 'a.npy'),
+             '--output-dir', threaded_dir, '--threads', threads])
+        assert (open(os.path.join(threaded_dir, 'out_final.npy'), 'rb').read() ==
+                open(os.path.join(out_dir, 'out_final.npy'), 'rb').read())
+    run([kiln, 'bench', bundle, '--threads', '1025'], 2)
 
     # Errors: exit 1 with a message; usage errors exit 2.
     write_npy(os.path.join(work, 'wrong.npy'), '<f4', (2, n), b'\0' * (8 * n))

@@ -1,12 +1,16 @@
-// kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W]
+// kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile]
 // Inputs are filled deterministically (fixed seed); the last line is
 // "median_ms=X min_ms=Y mean_ms=Z iterations=K".
+// --profile times every dispatch (kiln_session_set_profiling) and prints the
+// 20 slowest by median time, with their kernel and source node names.
 #include <stdio.h>
 #include <string.h>
 
 #include <algorithm>
 #include <numeric>
+#include <string>
 
+#include "bundle_generated.h"
 #include "common.h"
 
 namespace kiln_tool {
@@ -54,16 +58,60 @@ void Fill(kiln_dtype_t dtype, std::vector<uint8_t>* bytes, Random* random) {
   }
 }
 
+constexpr size_t kProfileTop = 20;
+
+// Prints the slowest dispatches by median time. `times[d]` holds dispatch d's
+// time (ms) in every timed iteration. Names come from the bundle, which the
+// runtime verified at load.
+void PrintProfile(const kiln::Model& model, const std::vector<std::vector<double>>& times) {
+  const void* data = nullptr;
+  size_t size = 0;
+  const kiln::fb::Bundle* bundle = nullptr;
+  if (kiln_model_bundle_data(model.get(), &data, &size) == nullptr) {
+    bundle = kiln::fb::GetSizePrefixedBundle(data);
+  }
+  size_t count = times.size();
+  std::vector<double> medians(count);
+  for (size_t d = 0; d < count; ++d) medians[d] = Median(times[d]);
+  double sum = std::accumulate(medians.begin(), medians.end(), 0.0);
+  std::vector<size_t> order(count);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return medians[a] > medians[b]; });
+  size_t shown = std::min(count, kProfileTop);
+  printf("profile: %zu dispatches, sum of medians %.4f ms; slowest %zu:\n", count, sum, shown);
+  printf("  %10s %6s %9s  %-40s %s\n", "median_ms", "share", "dispatch", "kernel", "nodes");
+  for (size_t rank = 0; rank < shown; ++rank) {
+    size_t d = order[rank];
+    std::string kernel = "?", nodes;
+    if (bundle && bundle->dispatches() && d < bundle->dispatches()->size()) {
+      const kiln::fb::Dispatch* dispatch = bundle->dispatches()->Get((uint32_t)d);
+      kernel = bundle->kernels()->Get(dispatch->kernel())->name()->str();
+      const flatbuffers::Vector<uint32_t>* sources = dispatch->source_nodes();
+      for (uint32_t i = 0; sources && i < sources->size(); ++i) {
+        const flatbuffers::String* name = bundle->nodes()->Get(sources->Get(i))->name();
+        if (i) nodes += ',';
+        nodes += name ? name->str() : "?";
+      }
+    }
+    printf("  %10.4f %5.1f%% %9zu  %-40s %s\n", medians[d], sum > 0 ? 100.0 * medians[d] / sum : 0.0,
+           d, kernel.c_str(), nodes.c_str());
+  }
+}
+
 }  // namespace
 
 int CmdBench(int argc, char** argv) {
   const char* model_path = nullptr;
   uint64_t threads = 1, iterations = 10, warmup = 2;
+  bool profile = false;
   for (int i = 0; i < argc; ++i) {
     const char* arg = argv[i];
     const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
     if (!strcmp(arg, "--threads")) {
-      if (!ParseCount(next, 1024, &threads)) return UsageError("--threads needs a count");
+      if (!ParseCount(next, KILN_SESSION_MAX_THREADS, &threads)) {
+        return UsageError("--threads needs a count (at most %u)", KILN_SESSION_MAX_THREADS);
+      }
       ++i;
     } else if (!strcmp(arg, "--iterations")) {
       if (!ParseCount(next, 1u << 30, &iterations) || iterations == 0) {
@@ -73,6 +121,8 @@ int CmdBench(int argc, char** argv) {
     } else if (!strcmp(arg, "--warmup")) {
       if (!ParseCount(next, 1u << 30, &warmup)) return UsageError("--warmup needs a count");
       ++i;
+    } else if (!strcmp(arg, "--profile")) {
+      profile = true;
     } else if (arg[0] == '-' && arg[1]) {
       return UsageError("bench: unknown option '%s'", arg);
     } else if (!model_path) {
@@ -87,7 +137,8 @@ int CmdBench(int argc, char** argv) {
   kiln::Status status = kiln::Model::LoadFile(model_path, &model);
   if (!status.ok()) return FailStatus(status);
   kiln::Session session;
-  kiln_session_options_t options = {(uint32_t)threads};
+  kiln_session_options_t options = {};  // zero: defaults
+  options.thread_count = (uint32_t)threads;
   status = kiln::Session::Create(model, &options, &session);
   if (!status.ok()) return FailStatus(status);
 
@@ -109,14 +160,20 @@ int CmdBench(int argc, char** argv) {
     }
     return kiln::Status();
   };
-  printf("threads=%llu (the runtime runs serially for now) warmup=%llu iterations=%llu\n",
-         (unsigned long long)threads, (unsigned long long)warmup, (unsigned long long)iterations);
+  printf("threads=%llu warmup=%llu iterations=%llu%s\n", (unsigned long long)threads, (unsigned long long)warmup, (unsigned long long)iterations, profile ? " profile" : "");
   for (uint64_t i = 0; i < warmup; ++i) {
     status = set_inputs();
     if (!status.ok()) return FailStatus(status);
     status = session.run();
     if (!status.ok()) return FailStatus(status);
   }
+  // Profiling is on for the timed iterations only (its cost is two clock
+  // reads per dispatch).
+  if (profile) {
+    status = session.set_profiling(true);
+    if (!status.ok()) return FailStatus(status);
+  }
+  std::vector<std::vector<double>> dispatch_times(profile ? session.dispatch_count() : 0);
   std::vector<double> times;
   for (uint64_t i = 0; i < iterations; ++i) {
     status = set_inputs();
@@ -126,7 +183,14 @@ int CmdBench(int argc, char** argv) {
     double elapsed = NowMs() - start;
     if (!status.ok()) return FailStatus(status);
     times.push_back(elapsed);
+    for (size_t d = 0; d < dispatch_times.size(); ++d) {
+      uint64_t nanoseconds = 0;
+      status = session.dispatch_profile(d, &nanoseconds);
+      if (!status.ok()) return FailStatus(status);
+      dispatch_times[d].push_back((double)nanoseconds / 1e6);
+    }
   }
+  if (profile) PrintProfile(model, dispatch_times);
   double min = *std::min_element(times.begin(), times.end());
   double mean = std::accumulate(times.begin(), times.end(), 0.0) / (double)times.size();
   printf("median_ms=%.4f min_ms=%.4f mean_ms=%.4f iterations=%llu\n", Median(times), min, mean,

@@ -108,7 +108,9 @@ int CmdRun(int argc, char** argv) {
         return UsageError("--iterations needs a positive count");
       }
     } else if (!strcmp(arg, "--threads")) {
-      if (!ParseCount(value(arg), 1024, &threads)) return UsageError("--threads needs a count");
+      if (!ParseCount(value(arg), KILN_SESSION_MAX_THREADS, &threads)) {
+        return UsageError("--threads needs a count (at most %u)", KILN_SESSION_MAX_THREADS);
+      }
     } else if (arg[0] == '-' && arg[1]) {
       return UsageError("run: unknown option '%s'", arg);
     } else if (!model_path) {
@@ -167,7 +169,8 @@ int CmdRun(int argc, char** argv) {
   }
 
   kiln::Session session;
-  kiln_session_options_t options = {(uint32_t)threads};
+  kiln_session_options_t options = {};  // zero: defaults
+  options.thread_count = (uint32_t)threads;
   status = kiln::Session::Create(model, &options, &session);
   if (!status.ok()) return FailStatus(status);
   std::vector<double> times;

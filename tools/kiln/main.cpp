@@ -1,8 +1,9 @@
 // kiln: run, inspect and benchmark Kiln bundles.
 //
 //   kiln run MODEL.kiln --input NAME=FILE.npy ... [--output-dir DIR] [--top K] [--iterations N]
+//            [--threads N]
 //   kiln inspect MODEL.kiln [--json]
-//   kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W]
+//   kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile]
 //
 // Errors: "kiln: error: ..." on stderr, exit 1; usage errors exit 2.
 #include <stdarg.h>
@@ -22,7 +23,8 @@ static const char kUsage[] =
     "  kiln run MODEL.kiln --input NAME=FILE.npy ... [--output-dir DIR] [--top K]\n"
     "           [--iterations N] [--threads N]\n"
     "  kiln inspect MODEL.kiln [--json]\n"
-    "  kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W]\n";
+    "  kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile]\n"
+    "  --threads N: threads running each dispatch, the calling one included (default 1)\n";
 
 int Fail(const char* fmt, ...) {
   fputs("kiln: error: ", stderr);

@@ -5,7 +5,9 @@
 //                   Immutable after load; may be shared by many sessions.
 //   kiln_session_t  the state of one execution: the arena, the inputs and
 //                   outputs, and the dispatch list bound to them at creation.
-//                   One thread at a time per session.
+//                   One thread at a time per session (calls on it are not
+//                   synchronized); a session may own worker threads that
+//                   run each dispatch in parallel (thread_count).
 //
 // Every fallible call returns kiln_status_t: NULL means success, anything
 // else is an error the caller owns and frees with kiln_status_free.
@@ -132,10 +134,33 @@ KILN_API kiln_status_t kiln_model_find_output(const kiln_model_t* model, const c
 // Session
 //===----------------------------------------------------------------------===//
 
+// Most threads a session may use (kiln_session_options_t.thread_count).
+#define KILN_SESSION_MAX_THREADS 1024u
+
+// Called once at the start of each pool thread a session creates, on that
+// thread, with its worker index (1..thread_count-1; the caller of
+// kiln_session_run is worker 0). Use it to set CPU affinity (e.g. to the big
+// cores), priority or a name. It must not call back into the session.
+typedef void (*kiln_thread_init_fn_t)(uint32_t worker_index, void* user_data);
+
+// Session options. Compatibility rule: every field's zero value is its
+// default, and fields are only ever added at the end. Zero-initialize the
+// whole struct (`kiln_session_options_t options = {0};` in C, `= {}` in C++,
+// or memset) and set the fields you need; code written against an older
+// kiln.h then keeps its meaning when recompiled. Passing NULL means all
+// defaults. (The struct has no size field: libkiln is 0.x, and a binary
+// built against an older kiln.h must be recompiled, not just relinked.)
 typedef struct kiln_session_options_t {
-  uint32_t thread_count;  // 0 or 1: run on the calling thread. Other values
-                          // are accepted but not used yet: every dispatch
-                          // still runs serially on the calling thread.
+  // Threads that run each dispatch, the calling thread included: 0 or 1 runs
+  // everything on the calling thread (no threads, no locks); N > 1 starts
+  // N - 1 pool threads at kiln_session_create (joined by kiln_session_free)
+  // and splits each dispatch's workgroups into N contiguous ranges.
+  // At most KILN_SESSION_MAX_THREADS.
+  uint32_t thread_count;
+  // Optional (NULL: none): run first on every pool thread; see
+  // kiln_thread_init_fn_t. kiln_session_create returns after all have returned.
+  kiln_thread_init_fn_t thread_init;
+  void* thread_init_user_data;  // passed to `thread_init`
 } kiln_session_options_t;
 
 typedef struct kiln_session_t kiln_session_t;
@@ -149,8 +174,27 @@ KILN_API void kiln_session_free(kiln_session_t* session);
 // Copies `byte_size` bytes (must equal the input's byte_size) into the input.
 KILN_API kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index,
                                      const void* data, size_t byte_size);
-// Runs the dispatch list once.
+// Runs the dispatch list once: dispatches in order, each one's workgroups
+// spread over the session's threads, with a barrier after each dispatch. A
+// kernel failing stops the run with KILN_INTERNAL naming the dispatch, the
+// kernel and the workgroup (with several threads: the first failure seen).
 KILN_API kiln_status_t kiln_session_run(kiln_session_t* session);
+// Profiling. When enabled, kiln_session_run times every dispatch
+// (CLOCK_MONOTONIC, around the whole dispatch: all its workgroups on all
+// threads, barrier included). Disabled (the default) it costs nothing but a
+// predictable branch per dispatch.
+KILN_API kiln_status_t kiln_session_set_profiling(kiln_session_t* session, int enabled);
+// Number of dispatches a run executes, in order (same as the bundle's
+// dispatch list). 0 for NULL.
+KILN_API size_t kiln_session_dispatch_count(const kiln_session_t* session);
+// Time dispatch `dispatch` took in the last run, in nanoseconds (at least 1
+// for a dispatch that ran; 0 for one the run did not reach because an earlier
+// dispatch failed). KILN_INVALID_ARGUMENT if the index is out of range or the
+// last run was made with profiling disabled (or there was no run yet).
+KILN_API kiln_status_t kiln_session_dispatch_profile(const kiln_session_t* session,
+                                                     size_t dispatch,
+                                                     uint64_t* out_nanoseconds);
+
 // Copies the output into `data` (`byte_size` must equal its byte_size).
 KILN_API kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index,
                                       void* data, size_t byte_size);

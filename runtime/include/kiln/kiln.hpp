@@ -128,6 +128,13 @@ class Session {
     return Status(kiln_session_set_input(session_, index, data, byte_size));
   }
   Status run() { return Status(kiln_session_run(session_)); }
+  Status set_profiling(bool enabled) {
+    return Status(kiln_session_set_profiling(session_, enabled ? 1 : 0));
+  }
+  size_t dispatch_count() const { return kiln_session_dispatch_count(session_); }
+  Status dispatch_profile(size_t dispatch, uint64_t* out_nanoseconds) const {
+    return Status(kiln_session_dispatch_profile(session_, dispatch, out_nanoseconds));
+  }
   Status get_output(size_t index, void* data, size_t byte_size) {
     return Status(kiln_session_get_output(session_, index, data, byte_size));
   }

@@ -1,11 +1,19 @@
 // Sessions and the executor. Everything is bound at creation: the arena is
-// allocated once and each dispatch gets its kiln_kernel_dispatch_state_t with
-// final buffer pointers, so kiln_session_run is a flat loop over kernels.
+// allocated once, each dispatch gets its kiln_kernel_dispatch_state_t with
+// final buffer pointers, and the worker threads (if any) are started, so
+// kiln_session_run is a loop over kernels that neither allocates nor locks.
+//
+// With one thread the run is a flat loop on the calling thread. With N > 1
+// each dispatch's workgroups (linearized with x fastest, as the serial loop
+// visits them) are split into N contiguous ranges, worker w taking
+// [total * w / N, total * (w + 1) / N); the pool's barrier ends the dispatch.
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/allocator.h"
 #include "exec/model.h"
+#include "exec/thread_pool.h"
 #include "kiln_bundle_version.h"
 
 namespace fb = kiln::fb;
@@ -24,8 +32,24 @@ struct kiln_session_t {
   kiln_bound_dispatch_t* dispatches;    // in execution order
   uint32_t dispatch_count;              // entries in `dispatches`
   void** bindings;                      // storage for all dispatches' binding pointers
-  uint32_t thread_count;                // requested threads (not used yet: runs serially)
+  uint32_t thread_count;                // threads running each dispatch (1: flat loop, no pool)
+  kiln_thread_pool_t* pool;             // workers 1..thread_count-1; NULL when thread_count == 1
+  int profiling;                        // nonzero: kiln_session_run times every dispatch
+  int profile_valid;                    // nonzero: the last run was made with profiling on
+  uint64_t* dispatch_nanoseconds;       // dispatch_count entries: times of the last profiled run
 };
+
+// One dispatch being run by the pool: the task's context, on the stack of
+// the thread calling kiln_session_run.
+typedef struct kiln_parallel_dispatch_t {
+  const kiln_bound_dispatch_t* dispatch;  // what to run
+  uint64_t workgroup_total;               // x * y * z (< 2^32, verified)
+  uint32_t worker_count;                  // ranges the workgroups are split into
+  uint32_t failed;                        // 0; set to 1 (atomically) by the first failure
+  int32_t failed_result;                  // the failing kernel's return value
+  uint32_t failed_workgroup[3];           // the failing workgroup's id
+  uint32_t failed_worker;                 // the worker that ran it
+} kiln_parallel_dispatch_t;
 
 // Base pointer of tensor `index`: in the arena or in the data segment.
 static void* kiln_session_tensor_pointer(const kiln_session_t* session, uint32_t index) {
@@ -70,6 +94,18 @@ static kiln_status_t kiln_session_bind(kiln_session_t* session) {
   return NULL;
 }
 
+// Starts the worker threads for options->thread_count > 1.
+static kiln_status_t kiln_session_start_threads(kiln_session_t* session,
+                                                const kiln_session_options_t* options) {
+  if (session->thread_count <= 1) return NULL;
+  kiln_thread_pool_options_t pool_options;
+  memset(&pool_options, 0, sizeof(pool_options));
+  pool_options.thread_count = session->thread_count;
+  pool_options.thread_init = options->thread_init;
+  pool_options.thread_init_user_data = options->thread_init_user_data;
+  return kiln_thread_pool_create(&pool_options, &session->pool);
+}
+
 kiln_status_t kiln_session_create(const kiln_model_t* model,
                                   const kiln_session_options_t* options,
                                   kiln_session_t** out_session) {
@@ -81,19 +117,30 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
                             "session: the model was loaded with KILN_MODEL_LOAD_VERIFY_ONLY "
                             "and has no kernels");
   }
+  uint32_t thread_count = options && options->thread_count > 1 ? options->thread_count : 1;
+  if (thread_count > KILN_SESSION_MAX_THREADS) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "session: thread_count %u exceeds %u",
+                            thread_count, KILN_SESSION_MAX_THREADS);
+  }
   kiln_session_t* session = NULL;
   KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session));
   session->model = model;
-  session->thread_count = options ? options->thread_count : 0;
+  session->thread_count = thread_count;
   session->arena_size = (size_t)model->view.arena_bytes;  // verified to fit
   void* arena = NULL;
   kiln_status_t status = kiln_pages_alloc(session->arena_size, &arena);
   session->arena = (uint8_t*)arena;
   if (!status) status = kiln_session_bind(session);
+  if (!status) status = kiln_calloc_array(session->dispatch_count, &session->dispatch_nanoseconds);
   if (status) {
     kiln_session_free(session);
     return kiln_status_annotate(status, "session: creating (arena of %zu bytes)",
                                 (size_t)model->view.arena_bytes);
+  }
+  status = kiln_session_start_threads(session, options);
+  if (status) {
+    kiln_session_free(session);
+    return kiln_status_annotate(status, "session: starting %u threads", thread_count);
   }
   *out_session = session;
   return NULL;
@@ -101,7 +148,9 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
 
 void kiln_session_free(kiln_session_t* session) {
   if (!session) return;
+  kiln_thread_pool_free(session->pool);  // joins the worker threads
   kiln_pages_free(session->arena, session->arena_size);
+  free(session->dispatch_nanoseconds);
   free(session->dispatches);
   free(session->bindings);
   free(session);
@@ -127,33 +176,155 @@ kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index, cons
   return NULL;
 }
 
-// The executor: dispatches in order, workgroups serially in (z, y, x) order.
-kiln_status_t kiln_session_run(kiln_session_t* session) {
-  if (!session) return kiln_make_status(KILN_INVALID_ARGUMENT, "run: NULL session");
-  for (uint32_t i = 0; i < session->dispatch_count; ++i) {
-    const kiln_bound_dispatch_t* dispatch = &session->dispatches[i];
-    const uint32_t* count = dispatch->state.workgroup_count;
-    kiln_kernel_workgroup_state_t workgroup;
-    workgroup.worker_index = 0;
-    for (uint32_t z = 0; z < count[2]; ++z) {
-      for (uint32_t y = 0; y < count[1]; ++y) {
-        for (uint32_t x = 0; x < count[0]; ++x) {
-          workgroup.workgroup_id[0] = x;
-          workgroup.workgroup_id[1] = y;
-          workgroup.workgroup_id[2] = z;
-          int32_t result = dispatch->kernel(&dispatch->state, &workgroup);
-          if (result != 0) {
-            const fb::Kernel* kernel =
-                session->model->view.bundle->kernels()->Get(dispatch->kernel_index);
-            return kiln_make_status(KILN_INTERNAL,
-                                    "run: dispatch %u (kernel '%.64s') failed with code %d "
-                                    "at workgroup (%u, %u, %u)",
-                                    i, kernel->name()->c_str(), result, x, y, z);
-          }
+// The status for a kernel that returned `result` at workgroup `id` on `worker`.
+static kiln_status_t kiln_session_kernel_error(const kiln_session_t* session,
+                                               uint32_t dispatch_index, int32_t result,
+                                               const uint32_t id[3], uint32_t worker) {
+  const kiln_bound_dispatch_t* dispatch = &session->dispatches[dispatch_index];
+  const fb::Kernel* kernel = session->model->view.bundle->kernels()->Get(dispatch->kernel_index);
+  return kiln_make_status(KILN_INTERNAL,
+                          "run: dispatch %u (kernel '%.64s') failed with code %d "
+                          "at workgroup (%u, %u, %u) on worker %u",
+                          dispatch_index, kernel->name()->c_str(), result, id[0], id[1], id[2],
+                          worker);
+}
+
+// One dispatch on the calling thread: workgroups serially in (z, y, x) order.
+static kiln_status_t kiln_session_run_serial(const kiln_session_t* session,
+                                             uint32_t dispatch_index) {
+  const kiln_bound_dispatch_t* dispatch = &session->dispatches[dispatch_index];
+  const uint32_t* count = dispatch->state.workgroup_count;
+  kiln_kernel_workgroup_state_t workgroup;
+  workgroup.worker_index = 0;
+  for (uint32_t z = 0; z < count[2]; ++z) {
+    for (uint32_t y = 0; y < count[1]; ++y) {
+      for (uint32_t x = 0; x < count[0]; ++x) {
+        workgroup.workgroup_id[0] = x;
+        workgroup.workgroup_id[1] = y;
+        workgroup.workgroup_id[2] = z;
+        int32_t result = dispatch->kernel(&dispatch->state, &workgroup);
+        if (result != 0) {
+          return kiln_session_kernel_error(session, dispatch_index, result,
+                                           workgroup.workgroup_id, 0);
         }
       }
     }
   }
+  return NULL;
+}
+
+// The pool task: worker `worker_index` runs its contiguous range of
+// workgroups. Stops early once any worker has failed.
+static void kiln_parallel_dispatch_task(void* context, uint32_t worker_index) {
+  kiln_parallel_dispatch_t* parallel = (kiln_parallel_dispatch_t*)context;
+  const kiln_bound_dispatch_t* dispatch = parallel->dispatch;
+  uint64_t total = parallel->workgroup_total;
+  uint64_t begin = total * worker_index / parallel->worker_count;
+  uint64_t end = total * (worker_index + 1) / parallel->worker_count;
+  if (begin >= end) return;
+  const uint32_t* count = dispatch->state.workgroup_count;
+  kiln_kernel_workgroup_state_t workgroup;
+  workgroup.worker_index = worker_index;
+  workgroup.workgroup_id[0] = (uint32_t)(begin % count[0]);
+  workgroup.workgroup_id[1] = (uint32_t)(begin / count[0] % count[1]);
+  workgroup.workgroup_id[2] = (uint32_t)(begin / count[0] / count[1]);
+  for (uint64_t i = begin; i < end; ++i) {
+    if (__atomic_load_n(&parallel->failed, __ATOMIC_RELAXED)) return;
+    int32_t result = dispatch->kernel(&dispatch->state, &workgroup);
+    if (result != 0) {
+      uint32_t expected = 0;
+      if (__atomic_compare_exchange_n(&parallel->failed, &expected, 1, false,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        // Read by the caller after the pool's barrier (release/acquire).
+        parallel->failed_result = result;
+        memcpy(parallel->failed_workgroup, workgroup.workgroup_id, sizeof(workgroup.workgroup_id));
+        parallel->failed_worker = worker_index;
+      }
+      return;
+    }
+    if (++workgroup.workgroup_id[0] == count[0]) {
+      workgroup.workgroup_id[0] = 0;
+      if (++workgroup.workgroup_id[1] == count[1]) {
+        workgroup.workgroup_id[1] = 0;
+        ++workgroup.workgroup_id[2];
+      }
+    }
+  }
+}
+
+// One dispatch on all the session's threads. A single workgroup runs on the
+// calling thread without waking the pool.
+static kiln_status_t kiln_session_run_parallel(kiln_session_t* session, uint32_t dispatch_index) {
+  const kiln_bound_dispatch_t* dispatch = &session->dispatches[dispatch_index];
+  const uint32_t* count = dispatch->state.workgroup_count;
+  uint64_t total = (uint64_t)count[0] * count[1] * count[2];
+  if (total <= 1) return kiln_session_run_serial(session, dispatch_index);
+  kiln_parallel_dispatch_t parallel;
+  memset(&parallel, 0, sizeof(parallel));
+  parallel.dispatch = dispatch;
+  parallel.workgroup_total = total;
+  parallel.worker_count = session->thread_count;
+  kiln_thread_pool_run(session->pool, kiln_parallel_dispatch_task, &parallel);
+  if (!parallel.failed) return NULL;
+  return kiln_session_kernel_error(session, dispatch_index, parallel.failed_result,
+                                   parallel.failed_workgroup, parallel.failed_worker);
+}
+
+static uint64_t kiln_now_nanoseconds(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+}
+
+// The executor: dispatches in order; see the top of the file.
+kiln_status_t kiln_session_run(kiln_session_t* session) {
+  if (!session) return kiln_make_status(KILN_INVALID_ARGUMENT, "run: NULL session");
+  const int profiling = session->profiling;
+  session->profile_valid = profiling;
+  if (profiling) {
+    memset(session->dispatch_nanoseconds, 0,
+           session->dispatch_count * sizeof(*session->dispatch_nanoseconds));
+  }
+  for (uint32_t i = 0; i < session->dispatch_count; ++i) {
+    uint64_t start = profiling ? kiln_now_nanoseconds() : 0;
+    kiln_status_t status = session->pool ? kiln_session_run_parallel(session, i)
+                                         : kiln_session_run_serial(session, i);
+    if (profiling) {
+      uint64_t elapsed = kiln_now_nanoseconds() - start;
+      session->dispatch_nanoseconds[i] = elapsed ? elapsed : 1;  // 0 means "not reached"
+    }
+    if (status) return status;
+  }
+  return NULL;
+}
+
+kiln_status_t kiln_session_set_profiling(kiln_session_t* session, int enabled) {
+  if (!session) return kiln_make_status(KILN_INVALID_ARGUMENT, "set_profiling: NULL session");
+  session->profiling = enabled != 0;
+  return NULL;
+}
+
+size_t kiln_session_dispatch_count(const kiln_session_t* session) {
+  return session ? session->dispatch_count : 0;
+}
+
+kiln_status_t kiln_session_dispatch_profile(const kiln_session_t* session, size_t dispatch,
+                                            uint64_t* out_nanoseconds) {
+  if (!session || !out_nanoseconds) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT,
+                            "dispatch_profile: NULL session or out_nanoseconds");
+  }
+  if (dispatch >= session->dispatch_count) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT,
+                            "dispatch_profile: dispatch %zu out of range (%u dispatches)",
+                            dispatch, session->dispatch_count);
+  }
+  if (!session->profile_valid) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT,
+                            "dispatch_profile: the last run was not profiled "
+                            "(kiln_session_set_profiling)");
+  }
+  *out_nanoseconds = session->dispatch_nanoseconds[dispatch];
   return NULL;
 }
 

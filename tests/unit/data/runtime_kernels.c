@@ -40,9 +40,63 @@ static int32_t always_fail(const kiln_kernel_dispatch_state_t* dispatch,
   return 7;
 }
 
-static const char* const kernel_names[] = {"vector_add", "scale", "always_fail"};
-static const kiln_kernel_fn_t kernels[] = {vector_add, scale, always_fail};
-static const kiln_kernel_library_t library = {KILN_KERNEL_ABI_VERSION, 3, kernel_names, kernels};
+// Linear index of the workgroup (x fastest) and the total count.
+static uint32_t linear_id(const kiln_kernel_dispatch_state_t* dispatch,
+                          const kiln_kernel_workgroup_state_t* workgroup) {
+  const uint32_t* count = dispatch->workgroup_count;
+  const uint32_t* id = workgroup->workgroup_id;
+  return (id[2] * count[1] + id[1]) * count[0] + id[0];
+}
+
+static uint32_t total_count(const kiln_kernel_dispatch_state_t* dispatch) {
+  return dispatch->workgroup_count[0] * dispatch->workgroup_count[1] *
+         dispatch->workgroup_count[2];
+}
+
+// Records each workgroup (one uint32 element per workgroup, at its linear
+// index): ids = (x + 1) | (y + 1) << 10 | (z + 1) << 20, counts += 1 (how
+// many times it ran, across runs), workers = worker_index.
+// Bindings: 0 = ids, 1 = counts (read-write), 2 = workers.
+static int32_t workgroup_ids(const kiln_kernel_dispatch_state_t* dispatch,
+                             const kiln_kernel_workgroup_state_t* workgroup) {
+  if (dispatch->binding_count != 3) return 1;
+  const uint32_t* id = workgroup->workgroup_id;
+  const uint32_t* count = dispatch->workgroup_count;
+  if (id[0] >= count[0] || id[1] >= count[1] || id[2] >= count[2]) return 2;
+  uint32_t i = linear_id(dispatch, workgroup);
+  ((uint32_t*)dispatch->bindings[0])[i] = (id[0] + 1) | (id[1] + 1) << 10 | (id[2] + 1) << 20;
+  ((uint32_t*)dispatch->bindings[1])[i] += 1;
+  ((uint32_t*)dispatch->bindings[2])[i] = workgroup->worker_index;
+  return 0;
+}
+
+// out[i] = in[total - 1 - i] + 1: reads what other workgroups of the previous
+// dispatch wrote (a missing barrier shows). Bindings: 0 = in, 1 = out (uint32).
+static int32_t reverse_plus_one(const kiln_kernel_dispatch_state_t* dispatch,
+                                const kiln_kernel_workgroup_state_t* workgroup) {
+  if (dispatch->binding_count != 2) return 1;
+  uint32_t i = linear_id(dispatch, workgroup);
+  const uint32_t* in = (const uint32_t*)dispatch->bindings[0];
+  ((uint32_t*)dispatch->bindings[1])[i] = in[total_count(dispatch) - 1 - i] + 1;
+  return 0;
+}
+
+// Fails with 9 in the workgroup whose linear index is control[0]; others
+// write out[i] = 1. Bindings: 0 = control (uint32[1]), 1 = out (uint32).
+static int32_t fail_at(const kiln_kernel_dispatch_state_t* dispatch,
+                       const kiln_kernel_workgroup_state_t* workgroup) {
+  if (dispatch->binding_count != 2) return 1;
+  uint32_t i = linear_id(dispatch, workgroup);
+  if (i == ((const uint32_t*)dispatch->bindings[0])[0]) return 9;
+  ((uint32_t*)dispatch->bindings[1])[i] = 1;
+  return 0;
+}
+
+static const char* const kernel_names[] = {"vector_add",    "scale",            "always_fail",
+                                           "workgroup_ids", "reverse_plus_one", "fail_at"};
+static const kiln_kernel_fn_t kernels[] = {vector_add,    scale,            always_fail,
+                                           workgroup_ids, reverse_plus_one, fail_at};
+static const kiln_kernel_library_t library = {KILN_KERNEL_ABI_VERSION, 6, kernel_names, kernels};
 
 __attribute__((visibility("default"))) const kiln_kernel_library_t* kiln_kernel_library_query(
     uint32_t abi_version) {

@@ -1,0 +1,50 @@
+// The graph pass list and its runner (see passes.h, docs/graph-passes.md).
+#include "graph/passes.h"
+
+#include <chrono>
+#include <iostream>
+
+#include "support/diagnostics.h"
+
+namespace kiln::graph {
+
+const std::vector<GraphPass>& graph_passes() {
+  // Order matters: Identity/Dropout go first so that later patterns see
+  // producer -> consumer directly; constant folding then turns every
+  // compile-time computation (run-time-built weights included) into
+  // constants, which the BatchNormalization and affine folds need; CSE and
+  // dead-code elimination clean up what the rewrites left behind.
+  static const std::vector<GraphPass> passes = {
+      {"identity", pass_identity},
+      {"constant-fold", pass_constant_fold},
+      {"reshape-chain", pass_reshape_chain},
+      {"fold-batchnorm", pass_fold_batchnorm},
+      {"fold-affine", pass_fold_affine},
+      {"cse", pass_cse},
+      {"dead-code", pass_dead_code},
+  };
+  return passes;
+}
+
+std::vector<PassStats> run_graph_passes(Graph& g, const PassOptions& options) {
+  std::ostream& out = options.dump_stream ? *options.dump_stream : std::cerr;
+  std::vector<PassStats> stats;
+  for (const GraphPass& p : graph_passes()) {
+    if (options.disabled.count(p.name)) continue;
+    PassStats s;
+    s.name = p.name;
+    s.nodes_before = g.nodes.size();
+    PassContext ctx;
+    auto t0 = std::chrono::steady_clock::now();
+    s.changed = p.run(g, ctx);
+    s.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    s.nodes_after = g.nodes.size();
+    s.detail = ctx.detail;
+    if (s.changed && (options.dump_after.count(p.name) || options.dump_after.count("all")))
+      out << "// -- graph after " << p.name << "\n" << g.str();
+    stats.push_back(std::move(s));
+  }
+  return stats;
+}
+
+}  // namespace kiln::graph

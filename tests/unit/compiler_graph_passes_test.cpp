@@ -1,0 +1,397 @@
+// Units for the graph optimizer (compiler/graph/passes.h): one test per pass
+// on a small hand-built graph, checking the graph after the pass and, where
+// values change, that the graph computes the same outputs before and after
+// (both run through the real compiler: lower_graph, LLVM, dlopen; see
+// graph/evaluate.h).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "graph/evaluate.h"
+#include "graph/passes.h"
+
+namespace {
+
+using namespace kiln::graph;
+
+// A small graph builder.
+struct Builder {
+  Graph g;
+  int input(const std::string& name, Shape shape, DType dt = DType::F32) {
+    Value v;
+    v.name = name;
+    v.dtype = dt;
+    v.shape = std::move(shape);
+    int i = g.add_value(std::move(v));
+    g.inputs.push_back(i);
+    return i;
+  }
+  int constant(const std::string& name, Shape shape, const std::vector<float>& x) {
+    std::vector<uint8_t> b(x.size() * 4);
+    memcpy(b.data(), x.data(), b.size());
+    return g.add_constant(name, DType::F32, std::move(shape), std::move(b));
+  }
+  int constant_i64(const std::string& name, const std::vector<int64_t>& x) {
+    std::vector<uint8_t> b(x.size() * 8);
+    memcpy(b.data(), x.data(), b.size());
+    return g.add_constant(name, DType::I64, {(int64_t)x.size()}, std::move(b));
+  }
+  // Adds node `op` with one output of `shape`; returns the output value.
+  int node(const std::string& op, std::vector<int> ins, Shape shape, std::map<std::string, Attr> attrs = {},
+           DType dt = DType::F32) {
+    Value v;
+    v.name = g.unique_name(op + "_out");
+    v.dtype = dt;
+    v.shape = std::move(shape);
+    v.producer = (int)g.nodes.size();
+    int o = g.add_value(std::move(v));
+    Node n;
+    n.op = op;
+    n.name = op + "_" + std::to_string(g.nodes.size());
+    n.inputs = std::move(ins);
+    n.outputs = {o};
+    n.attrs = std::move(attrs);
+    g.nodes.push_back(std::move(n));
+    return o;
+  }
+  void output(int v) { g.outputs.push_back(v); }
+};
+
+Attr ints(std::vector<int64_t> v) {
+  Attr a;
+  a.kind = Attr::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+Attr integer(int64_t v) {
+  Attr a;
+  a.kind = Attr::Kind::Int;
+  a.i = v;
+  return a;
+}
+Attr real(double v) {
+  Attr a;
+  a.kind = Attr::Kind::Float;
+  a.f = v;
+  return a;
+}
+Attr tensor(int v) {
+  Attr a;
+  a.kind = Attr::Kind::Tensor;
+  a.tensor = v;
+  return a;
+}
+
+std::vector<float> pattern(int64_t n, float scale, float offset = 0) {
+  std::vector<float> x((size_t)n);
+  for (int64_t i = 0; i < n; i++) x[(size_t)i] = std::sin(0.7f * (float)i + offset) * scale;
+  return x;
+}
+
+std::vector<uint8_t> bytes_of(const std::vector<float>& x) {
+  std::vector<uint8_t> b(x.size() * 4);
+  memcpy(b.data(), x.data(), b.size());
+  return b;
+}
+
+std::vector<float> floats_of(const std::vector<uint8_t>& b) {
+  std::vector<float> x(b.size() / 4);
+  memcpy(x.data(), b.data(), b.size());
+  return x;
+}
+
+std::vector<std::string> ops_of(const Graph& g) {
+  std::vector<std::string> ops;
+  for (auto& n : g.nodes) ops.push_back(n.op);
+  return ops;
+}
+
+// Every model input filled with a deterministic pattern.
+std::vector<std::vector<uint8_t>> inputs_for(const Graph& g) {
+  std::vector<std::vector<uint8_t>> in;
+  for (size_t k = 0; k < g.inputs.size(); k++) {
+    const Value& v = g.values[g.inputs[k]];
+    in.push_back(bytes_of(pattern(v.elements(), 1.0f, (float)k)));
+  }
+  return in;
+}
+
+// Runs before and after through the compiler and compares every output.
+void check_same_outputs(const Graph& before, const Graph& after, double tol = 1e-5) {
+  auto in = inputs_for(before);
+  auto a = evaluate_graph(before, in);
+  auto b = evaluate_graph(after, in);
+  REQUIRE(a.size() == b.size());
+  for (size_t k = 0; k < a.size(); k++) {
+    auto x = floats_of(a[k]), y = floats_of(b[k]);
+    REQUIRE(x.size() == y.size());
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); i++) worst = std::max(worst, std::fabs((double)x[i] - y[i]) / (1.0 + std::fabs(x[i])));
+    CHECK(worst <= tol);
+  }
+}
+
+bool all_consumers_valid(const Graph& g) {
+  for (size_t i = 0; i < g.nodes.size(); i++)
+    for (int v : g.nodes[i].inputs)
+      if (v >= 0 && !g.values[v].is_constant() && !is_model_input(g, v)) {
+        int p = g.values[v].producer;
+        if (p < 0 || p >= (int)i) return false;  // produced earlier, in topological order
+      }
+  for (int o : g.outputs)
+    if (!g.values[o].is_constant() && !is_model_input(g, o) && g.values[o].producer < 0) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("graph pass identity: Identity and inference Dropout are removed, output names kept") {
+  Builder b;
+  int x = b.input("x", {2, 5});
+  int i1 = b.node("Identity", {x}, {2, 5});
+  int r = b.node("Relu", {i1}, {2, 5});
+  int d = b.node("Dropout", {r}, {2, 5});
+  b.output(d);
+  Graph before = b.g;
+  PassContext ctx;
+  CHECK(pass_identity(b.g, ctx));
+  CHECK(ops_of(b.g) == std::vector<std::string>{"Relu"});
+  CHECK(b.g.nodes[0].inputs == std::vector<int>{x});
+  CHECK(b.g.values[b.g.outputs[0]].name == before.values[d].name);
+  CHECK(all_consumers_valid(b.g));
+  check_same_outputs(before, b.g);
+  PassContext ctx2;
+  CHECK_FALSE(pass_identity(b.g, ctx2));
+}
+
+TEST_CASE("graph pass identity: an Identity from a model input to an output stays") {
+  Builder b;
+  int x = b.input("x", {3});
+  int i1 = b.node("Identity", {x}, {3});
+  b.output(i1);
+  PassContext ctx;
+  CHECK_FALSE(pass_identity(b.g, ctx));
+  CHECK(b.g.nodes.size() == 1);
+}
+
+TEST_CASE("graph pass dead-code: unreachable nodes and unused constants go") {
+  Builder b;
+  int x = b.input("x", {4});
+  int c = b.constant("unused_c", {4}, {1, 2, 3, 4});
+  int s = b.node("Sigmoid", {x}, {4});
+  b.node("Add", {s, c}, {4});  // dead
+  int r = b.node("Relu", {x}, {4});
+  b.output(r);
+  PassContext ctx;
+  CHECK(pass_dead_code(b.g, ctx));
+  CHECK(ops_of(b.g) == std::vector<std::string>{"Relu"});
+  CHECK_FALSE(b.g.values[c].is_constant());
+  CHECK(all_consumers_valid(b.g));
+  PassContext ctx2;
+  CHECK_FALSE(pass_dead_code(b.g, ctx2));
+}
+
+TEST_CASE("graph pass cse: identical op, attributes and inputs become one node") {
+  Builder b;
+  int x = b.input("x", {2, 6});
+  int e1 = b.node("LeakyRelu", {x}, {2, 6}, {{"alpha", real(0.1)}});
+  int e2 = b.node("LeakyRelu", {x}, {2, 6}, {{"alpha", real(0.1)}});
+  int e3 = b.node("LeakyRelu", {x}, {2, 6}, {{"alpha", real(0.2)}});  // different attribute: kept
+  int s1 = b.node("Sigmoid", {e1}, {2, 6});
+  int s2 = b.node("Sigmoid", {e2}, {2, 6});  // a duplicate once e2 is e1
+  int a = b.node("Add", {s1, s2}, {2, 6});
+  int out = b.node("Add", {a, e3}, {2, 6});
+  b.output(out);
+  Graph before = b.g;
+  PassContext ctx;
+  CHECK(pass_cse(b.g, ctx));
+  CHECK(ops_of(b.g) == std::vector<std::string>{"LeakyRelu", "LeakyRelu", "Sigmoid", "Add", "Add"});
+  CHECK(b.g.nodes[3].inputs[0] == b.g.nodes[3].inputs[1]);
+  CHECK(all_consumers_valid(b.g));
+  check_same_outputs(before, b.g);
+}
+
+TEST_CASE("graph pass fold-batchnorm: Conv -> BatchNormalization folds into the conv") {
+  Builder b;
+  int x = b.input("x", {1, 3, 7, 6});
+  int w = b.constant("w", {4, 3, 3, 3}, pattern(108, 0.4f));
+  int bias = b.constant("bias", {4}, {0.1f, -0.2f, 0.3f, 0.05f});
+  int conv = b.node("Conv", {x, w, bias}, {1, 4, 7, 6}, {{"pads", ints({1, 1, 1, 1})}});
+  int scale = b.constant("scale", {4}, {1.5f, 0.5f, -0.75f, 2.0f});
+  int shift = b.constant("shift", {4}, {0.2f, -0.3f, 0.0f, 1.0f});
+  int mean = b.constant("mean", {4}, {0.1f, 0.4f, -0.2f, 0.0f});
+  int var = b.constant("var", {4}, {0.5f, 2.0f, 1.0f, 0.1f});
+  int y = b.node("BatchNormalization", {conv, scale, shift, mean, var}, {1, 4, 7, 6}, {{"epsilon", real(1e-3)}});
+  int r = b.node("Relu", {y}, {1, 4, 7, 6});
+  b.output(r);
+  Graph before = b.g;
+  PassContext ctx;
+  CHECK(pass_fold_batchnorm(b.g, ctx));
+  CHECK(ops_of(b.g) == std::vector<std::string>{"Conv", "Relu"});
+  CHECK(b.g.nodes[0].outputs[0] == y);  // the conv writes the BN's output value
+  CHECK(b.g.values[b.g.nodes[0].inputs[1]].is_constant());
+  CHECK(b.g.values[w].const_at(0) == doctest::Approx(before.values[w].const_at(0)));  // original untouched
+  CHECK(all_consumers_valid(b.g));
+  check_same_outputs(before, b.g, 1e-5);
+}
+
+TEST_CASE("graph pass fold-batchnorm: Gemm -> BatchNormalization, and a shared conv output is left alone") {
+  Builder b;
+  int x = b.input("x", {3, 5});
+  int B = b.constant("B", {4, 5}, pattern(20, 0.5f));
+  int C = b.constant("C", {4}, {0.1f, 0.2f, 0.3f, 0.4f});
+  int gm = b.node("Gemm", {x, B, C}, {3, 4}, {{"transB", integer(1)}, {"beta", real(0.5)}, {"alpha", real(1.25)}});
+  int y = b.node("BatchNormalization",
+                 {gm, b.constant("s", {4}, {1, 2, 3, 4}), b.constant("t", {4}, {0, 1, 0, 1}),
+                  b.constant("m", {4}, {0.5f, 0, -0.5f, 0}), b.constant("v", {4}, {1, 2, 0.5f, 4})},
+                 {3, 4});
+  b.output(y);
+  Graph before = b.g;
+  PassContext ctx;
+  CHECK(pass_fold_batchnorm(b.g, ctx));
+  CHECK(ops_of(b.g) == std::vector<std::string>{"Gemm"});
+  check_same_outputs(before, b.g, 1e-5);
+
+  Builder s;  // conv output also read elsewhere: no fold
+  int xi = s.input("x", {1, 2, 4, 4});
+  int c = s.node("Conv", {xi, s.constant("w", {2, 2, 1, 1}, {1, 2, 3, 4})}, {1, 2, 4, 4});
+  int bn = s.node("BatchNormalization",
+                  {c, s.constant("s", {2}, {1, 2}), s.constant("t", {2}, {0, 1}), s.constant("m", {2}, {0, 0}),
+                   s.constant("v", {2}, {1, 1})},
+                  {1, 2, 4, 4});
+  s.output(bn);
+  s.output(c);
+  PassContext ctx2;
+  CHECK_FALSE(pass_fold_batchnorm(s.g, ctx2));
+}
+
+TEST_CASE("graph pass fold-affine: per-channel Mul and Add after a Conv fold into weights and bias") {
+  Builder b;
+  int x = b.input("x", {1, 2, 6, 5});
+  int w = b.constant("w", {3, 2, 3, 3}, pattern(54, 0.3f));
+  int conv = b.node("Conv", {x, w}, {1, 3, 4, 3});  // no bias: one is added
+  int m = b.node("Mul", {b.constant("k", {3, 1, 1}, {2.0f, -0.5f, 0.25f}), conv}, {1, 3, 4, 3});
+  int a = b.node("Add", {m, b.constant("c", {1, 3, 1, 1}, {0.5f, 1.0f, -1.0f})}, {1, 3, 4, 3});
+  int s = b.node("Sub", {a, b.constant("one", {}, {0.125f})}, {1, 3, 4, 3});
+  // Not per channel: varies along W, stays.
+  int n = b.node("Mul", {s, b.constant("row", {3}, {1, 2, 3})}, {1, 3, 4, 3});
+  b.output(n);
+  Graph before = b.g;
+  PassContext ctx;
+  CHECK(pass_fold_affine(b.g, ctx));
+  CHECK(ops_of(b.g) == std::vector<std::string>{"Conv", "Mul"});
+  CHECK(b.g.nodes[0].inputs.size() == 3);
+  CHECK(b.g.nodes[0].outputs[0] == s);
+  CHECK(all_consumers_valid(b.g));
+  check_same_outputs(before, b.g, 1e-5);
+}
+
+TEST_CASE("graph pass reshape-chain: Reshape chains and Transpose pairs collapse") {
+  Builder b;
+  int x = b.input("x", {2, 3, 4});
+  int r1 = b.node("Reshape", {x, b.constant_i64("s1", {6, 4})}, {6, 4});
+  int r2 = b.node("Reshape", {r1, b.constant_i64("s2", {0, 2, 2})}, {6, 2, 2});
+  int r3 = b.node("Reshape", {r2, b.constant_i64("s3", {4, -1})}, {4, 6});
+  int t1 = b.node("Transpose", {r3}, {6, 4}, {{"perm", ints({1, 0})}});
+  int e = b.node("Exp", {t1}, {6, 4});
+  // Two transposes composing to a non-identity, two composing to the identity.
+  int u1 = b.node("Transpose", {x}, {4, 2, 3}, {{"perm", ints({2, 0, 1})}});
+  int u2 = b.node("Transpose", {u1}, {3, 4, 2}, {{"perm", ints({2, 0, 1})}});
+  int f = b.node("Neg", {u2}, {3, 4, 2});
+  int v1 = b.node("Transpose", {x}, {3, 2, 4}, {{"perm", ints({1, 0, 2})}});
+  int v2 = b.node("Transpose", {v1}, {2, 3, 4}, {{"perm", ints({1, 0, 2})}});
+  int h = b.node("Sigmoid", {v2}, {2, 3, 4});
+  b.output(e);
+  b.output(f);
+  b.output(h);
+  Graph before = b.g;
+  PassContext ctx;
+  CHECK(pass_reshape_chain(b.g, ctx));
+  CHECK(ops_of(b.g) == std::vector<std::string>{"Reshape", "Transpose", "Exp", "Transpose", "Neg", "Sigmoid"});
+  CHECK(b.g.nodes[0].inputs[0] == x);
+  CHECK(b.g.nodes[0].outputs[0] == r3);
+  CHECK(b.g.nodes[3].inputs[0] == x);
+  CHECK(b.g.nodes[3].attr_ints("perm", {}) == std::vector<int64_t>{1, 2, 0});
+  CHECK(b.g.nodes[4].inputs[0] == b.g.nodes[3].outputs[0]);
+  CHECK(b.g.nodes[5].inputs[0] == x);
+  CHECK(all_consumers_valid(b.g));
+  check_same_outputs(before, b.g, 0);
+}
+
+TEST_CASE("graph pass constant-fold: weights built at run time from ConstantOfShape become constants") {
+  Builder b;
+  int x = b.input("x", {1, 2, 5, 5});
+  // w = Sin(ConstantOfShape([3,2,3,3], 0.5) * Range-like constant) : a run-time weight.
+  int shape = b.constant_i64("wshape", {3, 2, 3, 3});
+  int half = b.constant("half", {1}, {0.5f});
+  int w0 = b.node("ConstantOfShape", {shape}, {3, 2, 3, 3}, {{"value", tensor(half)}});
+  std::vector<float> ramp(54);
+  for (int i = 0; i < 54; i++) ramp[(size_t)i] = (float)i;
+  int w1 = b.node("Mul", {w0, b.constant("ramp", {3, 2, 3, 3}, ramp)}, {3, 2, 3, 3});
+  int w = b.node("Sin", {w1}, {3, 2, 3, 3});
+  // Bias: Shape(x) -> Gather(1) -> ... -> Expand of a scalar to [3].
+  int sx = b.node("Shape", {x}, {4}, {}, DType::I64);
+  int idx = b.constant_i64("one", {1});
+  int ch = b.node("Gather", {sx, idx}, {1}, {{"axis", integer(0)}}, DType::I64);
+  int three = b.node("Add", {ch, b.constant_i64("plus1", {1})}, {1}, {}, DType::I64);
+  int bias = b.node("Expand", {b.constant("bval", {1}, {0.25f}), three}, {3});
+  int conv = b.node("Conv", {x, w, bias}, {1, 3, 3, 3});
+  b.output(conv);
+  Graph before = b.g;
+  PassContext ctx;
+  CHECK(pass_constant_fold(b.g, ctx));
+  CHECK(ops_of(b.g) == std::vector<std::string>{"Conv"});
+  const Value& wv = b.g.values[b.g.nodes[0].inputs[1]];
+  REQUIRE(wv.is_constant());
+  for (int i = 0; i < 54; i++) CHECK(wv.const_at(i) == doctest::Approx(std::sin(0.5 * i)).epsilon(1e-5));
+  const Value& bv = b.g.values[b.g.nodes[0].inputs[2]];
+  REQUIRE(bv.is_constant());
+  CHECK(bv.const_at(2) == 0.25);
+  CHECK(all_consumers_valid(b.g));
+  check_same_outputs(before, b.g, 1e-6);
+  PassContext ctx2;
+  CHECK_FALSE(pass_constant_fold(b.g, ctx2));
+}
+
+TEST_CASE("graph pass constant-fold: the size rule keeps a large broadcast at run time") {
+  Builder b;
+  int x = b.input("x", {512, 1024});
+  int small = b.constant("row", {1024}, pattern(1024, 1.0f));
+  int big = b.node("Expand", {small, b.constant_i64("shape", {512, 1024})}, {512, 1024});  // 2 MiB from 4 KiB
+  int y = b.node("Add", {x, big}, {512, 1024});
+  int w = b.node("Neg", {b.constant("wsmall", {4}, {1, 2, 3, 4})}, {4});  // small: folded
+  int z = b.node("Mul", {y, b.node("ReduceSum", {w}, {}, {{"keepdims", integer(0)}})}, {512, 1024});
+  b.output(z);
+  PassContext ctx;
+  CHECK(pass_constant_fold(b.g, ctx));
+  CHECK(ops_of(b.g) == std::vector<std::string>{"Expand", "Add", "Mul"});
+  CHECK(b.g.values[b.g.nodes[2].inputs[1]].is_constant());
+  CHECK(b.g.values[b.g.nodes[2].inputs[1]].const_at(0) == -10.0);
+}
+
+TEST_CASE("run_graph_passes: the list, statistics and --dump-graph-after") {
+  std::vector<std::string> names;
+  for (auto& p : graph_passes()) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"identity", "constant-fold", "reshape-chain", "fold-batchnorm", "fold-affine",
+                                          "cse", "dead-code"});
+  Builder b;
+  int x = b.input("x", {4});
+  int i = b.node("Identity", {x}, {4});
+  int r = b.node("Relu", {i}, {4});
+  b.output(r);
+  std::ostringstream dump;
+  PassOptions o;
+  o.dump_after = {"identity", "cse"};
+  o.dump_stream = &dump;
+  auto stats = run_graph_passes(b.g, o);
+  REQUIRE(stats.size() == names.size());
+  CHECK(stats[0].name == "identity");
+  CHECK(stats[0].nodes_before == 2);
+  CHECK(stats[0].nodes_after == 1);
+  CHECK(stats[0].changed);
+  CHECK_FALSE(stats[5].changed);
+  CHECK(dump.str().find("graph after identity") != std::string::npos);
+  CHECK(dump.str().find("graph after cse") == std::string::npos);  // unchanged: not printed
+}
