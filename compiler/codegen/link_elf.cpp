@@ -43,8 +43,11 @@ std::string link_shared_object(const std::string& object, const TargetSpec& targ
     case llvm::Triple::arm: emulation = "armelf_linux_eabi"; break;
     default: user_error << "linking kernels for '" << target.triple << "' is not supported yet";
   }
+  // Segments of different permissions must not share a page at run time:
+  // AArch64 systems may use 16 or 64 KiB pages, so align to 64 KiB there.
+  const char* page = triple.getArch() == llvm::Triple::x86_64 ? "max-page-size=4096" : "max-page-size=65536";
   std::vector<const char*> args = {"ld.lld", "-m", emulation.c_str(), "-shared", "-z", "defs", "-z", "now", "-z", "relro",
-                                   "-z", "noexecstack", "-z", "max-page-size=4096", "--hash-style=both",
+                                   "-z", "noexecstack", "-z", page, "--hash-style=both",
                                    "--build-id=none", "--strip-all", "--no-undefined", "-o", so.path.c_str(),
                                    obj.path.c_str()};
   std::string out, err;

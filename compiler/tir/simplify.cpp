@@ -130,9 +130,29 @@ class Simplifier : public IRMutator {
     if (cb && *cb == 0 && a.type().is_int()) return b;
     return a.same_as(op->a) && b.same_as(op->b) ? self : Mul::make(a, b);
   }
+  // (x * c + y) / c -> x + y / c and (x * c + y) % c -> y % c: exact for
+  // floor division, and they undo a split's recombination.
+  static bool split_multiple(const Expr& a, int64_t c, Expr* x, Expr* y) {
+    auto add = a.as<Add>();
+    if (!add) return false;
+    for (int side = 0; side < 2; side++) {
+      const Expr& m = side ? add->b : add->a;
+      const Expr& rest = side ? add->a : add->b;
+      auto mul = m.as<Mul>();
+      if (mul && as_const_int(mul->b) && *as_const_int(mul->b) == c) {
+        *x = mul->a;
+        *y = rest;
+        return true;
+      }
+    }
+    return false;
+  }
+
   Expr visit(const Div* op, const Expr& self) override {
     Expr a = mutate(op->a), b = mutate(op->b);
     auto ca = as_const_int(a), cb = as_const_int(b);
+    Expr sx, sy;
+    if (a.type().is_int() && cb && *cb > 0 && split_multiple(a, *cb, &sx, &sy)) return mutate(sx + sy / b);
     if (a.type().is_int() && cb && *cb != 0) {
       if (ca && !(*ca == kNegInf && *cb == -1)) return IntImm::make(a.type(), floor_div(*ca, *cb));
       if (*cb == 1) return a;
@@ -144,6 +164,8 @@ class Simplifier : public IRMutator {
   Expr visit(const Mod* op, const Expr& self) override {
     Expr a = mutate(op->a), b = mutate(op->b);
     auto ca = as_const_int(a), cb = as_const_int(b);
+    Expr sx, sy;
+    if (a.type().is_int() && cb && *cb > 0 && split_multiple(a, *cb, &sx, &sy)) return mutate(sy % b);
     if (a.type().is_int() && cb && *cb != 0) {
       if (ca && !(*ca == kNegInf && *cb == -1)) return IntImm::make(a.type(), floor_mod(*ca, *cb));
       if (*cb == 1) return IntImm::make(a.type(), 0);

@@ -110,3 +110,17 @@ TEST_CASE("printer shows loops, kinds and allocations") {
         "  out[i] = acc[0]\n"
         "}\n");
 }
+
+TEST_CASE("a split's recombination divides back exactly") {
+  Expr o = Var::make(Index(), "o"), i = Var::make(Index(), "i");
+  Buffer out = make_buffer("out", Index(), 64, 0);
+  // for o in [0, 8), i in [0, 8): (o * 8 + i) / 8 == o and (o * 8 + i) % 8 == i
+  Stmt s = For::make(o, Expr(0), Expr(8), ForKind::Serial,
+                     For::make(i, Expr(0), Expr(8), ForKind::Serial,
+                               Store::make(out, o * Expr(8) + i, (o * Expr(8) + i) / Expr(8) + (o * Expr(8) + i) % Expr(8))));
+  CHECK(to_string(simplify(s)).find("] = (o + i)") != std::string::npos);
+  // Not when the remainder can reach the divisor.
+  Expr j = Var::make(Index(), "j");
+  Stmt t = For::make(j, Expr(0), Expr(9), ForKind::Serial, Store::make(out, j, (o * Expr(8) + j) / Expr(8)));
+  CHECK(to_string(simplify(t)).find("/ 8") != std::string::npos);
+}

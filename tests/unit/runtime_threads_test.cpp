@@ -386,7 +386,8 @@ TEST_CASE("profiling: per-dispatch times when enabled, an error otherwise") {
     CHECK(std::string(status.message()).find("not profiled") != std::string::npos);
   }
   CHECK(kiln_session_dispatch_count(NULL) == 0);
-  CHECK(kiln_status_code(kiln_session_set_profiling(NULL, 1)) == KILN_INVALID_ARGUMENT);
+  kiln::Status null_session(kiln_session_set_profiling(NULL, 1));
+  CHECK(null_session.code() == KILN_INVALID_ARGUMENT);
 }
 
 TEST_CASE("profiling: dispatches after a failing one read 0") {

@@ -89,7 +89,7 @@ def main():
     assert lines[-1].startswith('median_ms=') and lines[-1].endswith('iterations=3'), lines[-1]
     assert any(l.startswith('profile: 2 dispatches') for l in lines), proc.stdout
     rows = [l.split() for l in lines if l.startswith('  ') and 'median_ms' not in l]
-    assert sorted((r[3], r[4], r[5]) for r in rows) == [('0', 'vector_add', 'add'),
+    assert sorted((r[2], r[3], r[4]) for r in rows) == [('0', 'vector_add', 'add'),
                                                         ('1', 'scale', 'mul')], rows
     assert float(rows[0][0]) >= float(rows[1][0]) > 0, rows
 
