@@ -13,6 +13,7 @@
 #include "plan/memory_plan.h"
 #include "support/diagnostics.h"
 #include "tir/ir_printer.h"
+#include "tir/inplace.h"
 #include "tir/loop_partition.h"
 #include "tir/simplify.h"
 #include "tir/verify.h"
@@ -98,6 +99,7 @@ class Pipeline {
     for (auto& k : program.kernels) {
       tir::verify_kernel(k.name, k.body, k.params);
       k.workgroup_count = workgroup_count_of(k.body);
+      k.inplace = tir::inplace_pairs(k.body, k.params);
     }
     step_done("simplify+verify", "ok");
 

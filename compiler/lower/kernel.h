@@ -21,6 +21,7 @@ struct KernelDef {
   std::vector<Access> access;             // how the kernel uses each param
   std::array<uint32_t, 3> workgroup_count{1, 1, 1};  // filled from the body's workgroup loops
   std::vector<int> source_nodes;          // graph nodes this kernel implements
+  std::vector<std::pair<int, int>> inplace;  // (input param, output param) that may share storage
 };
 
 // Reads the extents of the workgroup loops of a verified body.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "support/diagnostics.h"
 
@@ -24,6 +25,33 @@ MemoryPlan plan_memory(const graph::Graph& g, const LoweredProgram& p, uint64_t 
   for (int s = 0; s < n_steps; s++)
     for (int v : p.kernels[s].param_values) touch(v, s);
   for (int out : g.outputs) touch(out, n_steps);
+
+  // In-place reuse: an elementwise kernel whose input's life ends in it may
+  // write its output over that input (tir/inplace.h decides which pairs are
+  // safe). The two roots then form one group with one offset.
+  std::set<int> pinned(g.inputs.begin(), g.inputs.end());
+  for (int out : g.outputs) pinned.insert(p.storage_root[out]);
+  std::map<int, int> group_of;  // root -> the group's first root
+  auto group = [&](int root) {
+    auto it = group_of.find(root);
+    return it == group_of.end() ? root : it->second;
+  };
+  for (int s = 0; s < n_steps; s++) {
+    const KernelDef& k = p.kernels[s];
+    int writes = 0;
+    for (auto a : k.access) writes += a != Access::Read;
+    if (writes != 1) continue;
+    for (auto [in, out] : k.inplace) {
+      int x = group(p.storage_root[k.param_values[in]]), o = p.storage_root[k.param_values[out]];
+      if (x == o || pinned.count(x) || pinned.count(o) || !live.count(x) || !live.count(o) || group_of.count(o)) continue;
+      if (live[x].end != s || live[o].start != s) continue;
+      if (g.values[x].byte_size() != g.values[o].byte_size()) continue;
+      live[x].end = std::max(live[x].end, live[o].end);  // the group's interval
+      live.erase(o);
+      group_of[o] = x;
+      break;
+    }
+  }
 
   auto align = [&](uint64_t x) { return (x + alignment - 1) / alignment * alignment; };
   struct Item {
@@ -69,6 +97,7 @@ MemoryPlan plan_memory(const graph::Graph& g, const LoweredProgram& p, uint64_t 
 
   std::map<int, uint64_t> root_offset;
   for (auto& it : items) root_offset[it.root] = it.offset;
+  for (auto& [member, first] : group_of) root_offset[member] = root_offset.at(first);
   plan.offset.assign(g.values.size(), -1);
   for (size_t v = 0; v < g.values.size(); v++) {
     auto f = root_offset.find(p.storage_root[v]);

@@ -6,7 +6,9 @@
 // any alias of it (model outputs: past the last). Roots are placed largest
 // first at the lowest aligned offset that overlaps no placed root with an
 // intersecting interval (greedy by size, as in TVM's planner), so tensors
-// with disjoint lifetimes share bytes.
+// with disjoint lifetimes share bytes. An elementwise kernel writes its
+// output over an input whose life ends in it (in-place reuse), when the
+// kernel reads that input only at the index it stores to.
 #pragma once
 
 #include <cstdint>

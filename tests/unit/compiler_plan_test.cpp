@@ -7,6 +7,7 @@
 #include "graph/graph.h"
 #include "lower/lower_graph.h"
 #include "plan/memory_plan.h"
+#include "tir/inplace.h"
 
 using namespace kiln;
 
@@ -122,4 +123,36 @@ TEST_CASE("aliases share their root's storage and extend its life") {
   // a must stay live until the third kernel reads its view: a and b differ.
   CHECK(plan.offset[a] != plan.offset[b]);
   CHECK(plan.offset[c] != plan.offset[b]);
+}
+
+TEST_CASE("elementwise kernels may write over an input whose life ends there") {
+  graph::Graph g;
+  int x = add_value(g, "x", 1000);
+  int a = add_value(g, "a", 1000), b = add_value(g, "b", 1000), c = add_value(g, "c", 1000);
+  g.inputs = {x};
+  g.outputs = {c};
+  LoweredProgram p;
+  p.kernels = {kernel({x}, a), kernel({a}, b), kernel({b}, c)};
+  p.kernels[1].inplace = {{0, 1}};  // b may overwrite a
+  p.kernels[2].inplace = {{0, 1}};  // but c is a model output: it keeps its own storage
+  p.storage_root = {x, a, b, c};
+  MemoryPlan plan = plan_memory(g, p, 64);
+  CHECK(plan.offset[a] == plan.offset[b]);
+  CHECK(plan.offset[c] != plan.offset[b]);
+  CHECK(plan.offset[x] != plan.offset[a]);  // model inputs are never overwritten
+  // Without the in-place permission, a and b are live together in kernel 1.
+  p.kernels[1].inplace.clear();
+  MemoryPlan plain = plan_memory(g, p, 64);
+  CHECK(plain.offset[a] != plain.offset[b]);
+}
+
+TEST_CASE("in-place pairs come only from same-index elementwise reads") {
+  using namespace kiln::tir;
+  Expr i = Var::make(Index(), "i");
+  Buffer in = make_buffer("in", Float(32), 8, 0), out = make_buffer("out", Float(32), 8, 1);
+  Stmt same = For::make(i, Expr(0), Expr(8), ForKind::Serial, Store::make(out, i, max(Load::make(in, i), Expr(0.0f))));
+  CHECK(inplace_pairs(same, {in, out}) == std::vector<std::pair<int, int>>{{0, 1}});
+  // A neighbour read (out[i] = in[7 - i]) is not safe.
+  Stmt flipped = For::make(i, Expr(0), Expr(8), ForKind::Serial, Store::make(out, i, Load::make(in, Expr(7) - i)));
+  CHECK(inplace_pairs(flipped, {in, out}).empty());
 }
