@@ -14,6 +14,12 @@ bool is_elementwise(const std::string& op) {
   return ops.count(op) != 0;
 }
 
+// Operators whose kernels are reductions with a schedule of their own.
+bool is_heavy(const std::string& op) {
+  return op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul" || op == "Einsum" ||
+         op == "MaxPool" || op == "AveragePool" || op == "LpPool";
+}
+
 // Operators that only reinterpret (alias) their input: they emit no kernel.
 bool is_alias(const std::string& op) {
   return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
@@ -41,6 +47,16 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
     if (!is_elementwise(c.op) || c.outputs.empty() || c.outputs[0] < 0) continue;
     if (g.values[c.outputs[0]].shape != g.values[v].shape) continue;
     fused.insert(v);
+  }
+  // A kernel has one anchor: when a consumer would receive several heavy
+  // producers (e.g. the two convolutions of a ResNet downsampling block
+  // meeting in an Add), only the last one fuses; the others get their own
+  // kernels (their reductions would otherwise run untiled at every element).
+  for (const graph::Node& c : g.nodes) {
+    std::vector<int> heavy;
+    for (int v : c.inputs)
+      if (v >= 0 && fused.count(v) && is_heavy(g.nodes[g.values[v].producer].op)) heavy.push_back(v);
+    for (size_t i = 0; i + 1 < heavy.size(); i++) fused.erase(heavy[i]);
   }
   return fused;
 }

@@ -268,8 +268,10 @@ Tensor find_epilogue_anchor(const Tensor& t, Epilogue* out_epilogue) {
   const tir::ProducerLoad* first = rr.reads[0];
   for (auto* r : rr.reads) {
     if (r->producer != first->producer) return Tensor();  // two different reductions
-    for (size_t i = 0; i < axes.size() && i < r->indices.size(); i++)
-      if (!r->indices[i].same_as(axes[i])) return Tensor();  // read elsewhere than t's own index
+    for (size_t i = 0; i < axes.size() && i < r->indices.size(); i++) {
+      bool unit_dim = t.shape()[i] == 1 && as_const_int(r->indices[i]) && *as_const_int(r->indices[i]) == 0;
+      if (!r->indices[i].same_as(axes[i]) && !unit_dim) return Tensor();  // read elsewhere than t's own index
+    }
   }
   auto anchor = std::static_pointer_cast<const TensorNode>(first->producer);
   if (anchor->shape != t.shape() || first->indices.size() != axes.size()) return Tensor();
