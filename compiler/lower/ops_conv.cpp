@@ -42,7 +42,9 @@ void lower_conv(OpContext& ctx) {
     }
     return padded_read(x, xi, tir::make_const(t, 0)) * w(wi);
   });
-  if (k == 2) ctx.schedule_reduction(conv, schedule_conv2d_cpu);
+  bool pointwise = k == 2 && kernel[0] == 1 && kernel[1] == 1 && strides == std::vector<int64_t>{1, 1} &&
+                   pads == std::vector<int64_t>{0, 0, 0, 0};
+  if (k == 2) ctx.schedule_reduction(conv, pointwise ? schedule_conv1x1_cpu : schedule_conv2d_cpu);
   if (ctx.has_input(2)) {
     te::Tensor b = ctx.in(2), acc = conv;
     conv = te::compute("conv_bias", os, [acc, b](const Indices& o) { return acc(o) + b({o[1]}); });

@@ -1,5 +1,7 @@
 #include "lower/schedules_cpu.h"
 
+#include <algorithm>
+
 namespace kiln::lower {
 namespace {
 
@@ -23,14 +25,31 @@ void schedule_conv2d_cpu(te::Stage& s) {
   if (s.axes.size() != 4 || s.reduce_axes.size() != 3) return te::default_cpu_schedule(s);
   auto n = s.axes[0], m = s.axes[1], oh = s.axes[2], ow = s.axes[3];
   auto c = s.reduce_axes[0], kh = s.reduce_axes[1], kw = s.reduce_axes[2];
-  int64_t tm = tile_for(m->extent, {4, 2});
-  int64_t tw = tile_for(ow->extent, {8, 7, 6, 5, 4});
+  int64_t tw = tile_for(ow->extent, {16, 14, 8, 7, 6, 5, 4});
+  int64_t tm = tile_for(m->extent, {std::max<int64_t>(32 / tw, 1), 2});  // <= 32 accumulators (see below)
   auto [mo, mi] = s.split(m, tm);
   auto [wo, wi] = s.split(ow, tw);
   s.reorder({n, mo, oh, wo, c, kh, kw, mi, wi});
   bind_outer(s, mo);
   s.unroll(mi);
   s.unroll(wi);
+}
+
+void schedule_conv1x1_cpu(te::Stage& s) {
+  if (s.axes.size() != 4 || s.reduce_axes.size() != 3) return te::default_cpu_schedule(s);
+  auto n = s.axes[0], m = s.axes[1];
+  auto c = s.reduce_axes[0], kh = s.reduce_axes[1], kw = s.reduce_axes[2];
+  auto f = s.fuse(s.axes[2], s.axes[3]);
+  // At most 32 accumulators: LLVM's SLP vectorizer keeps that many in vector
+  // registers (with 64 it gave up and left scalar code).
+  int64_t tf = tile_for(f->extent, {16, 8, 7, 4});
+  int64_t tm = tile_for(m->extent, {std::max<int64_t>(32 / tf, 1), 2});
+  auto [mo, mi] = s.split(m, tm);
+  auto [fo, fi] = s.split(f, tf);
+  s.reorder({n, mo, fo, c, kh, kw, mi, fi});
+  bind_outer(s, mo);
+  s.unroll(mi);
+  s.unroll(fi);
 }
 
 void schedule_matmul_cpu(te::Stage& s) {

@@ -3,6 +3,7 @@
 #include <limits>
 #include <map>
 
+#include "tir/inplace.h"
 #include "tir/ir_visitor.h"
 
 namespace kiln::tir {
@@ -94,6 +95,22 @@ class Simplifier : public IRMutator {
     return c && *c == v;
   }
 
+  // (x / c) * c + x % c (either order) -> x, else undefined.
+  static Expr recombine(const Expr& a, const Expr& b) {
+    for (int side = 0; side < 2; side++) {
+      const Expr& p = side ? b : a;
+      const Expr& q = side ? a : b;
+      auto mul = p.as<Mul>();
+      auto mod = q.as<Mod>();
+      if (mul && mod && mul->a.as<Div>()) {
+        auto div = mul->a.as<Div>();
+        auto c1 = as_const_int(mul->b), c2 = as_const_int(div->b), c3 = as_const_int(mod->b);
+        if (c1 && c2 && c3 && *c1 == *c2 && *c2 == *c3 && *c1 > 0 && tir::equal(div->a, mod->a)) return div->a;
+      }
+    }
+    return Expr();
+  }
+
   Expr visit(const Add* op, const Expr& self) override {
     Expr a = mutate(op->a), b = mutate(op->b);
     auto ca = as_const_int(a), cb = as_const_int(b);
@@ -102,6 +119,29 @@ class Simplifier : public IRMutator {
     if (auto fa = a.as<FloatImm>(), fb = b.as<FloatImm>(); fa && fb) return FloatImm::make(a.type(), fa->value + fb->value);
     if (ca && !cb) std::swap(a, b), std::swap(ca, cb);  // constant to the right
     if (cb && *cb == 0 && !a.type().is_float()) return a;
+    // (x / c) * c + x % c -> x (floor semantics: exact), in either order;
+    // it undoes a fuse's decomposition of a fused index. Also inside a sum:
+    // (w + (x / c) * c) + x % c -> w + x.
+    if (a.type().is_int())
+      if (auto inner = a.as<Add>()) {
+        Expr merged = recombine(inner->b, b);
+        if (merged.defined()) return mutate(inner->a + merged);
+      }
+    if (a.type().is_int()) {
+      Expr merged = recombine(a, b);
+      if (merged.defined()) return merged;
+    }
+    for (int side = 0; side < 0; side++) {
+      const Expr& p = side ? b : a;
+      const Expr& q = side ? a : b;
+      auto mul = p.as<Mul>();
+      auto mod = q.as<Mod>();
+      if (mul && mod && mul->a.as<Div>()) {
+        auto div = mul->a.as<Div>();
+        auto c1 = as_const_int(mul->b), c2 = as_const_int(div->b), c3 = as_const_int(mod->b);
+        if (c1 && c2 && c3 && *c1 == *c2 && *c2 == *c3 && *c1 > 0 && tir::equal(div->a, mod->a)) return div->a;
+      }
+    }
     // (x + c1) + c2 -> x + (c1 + c2)
     if (auto inner = a.as<Add>(); inner && cb && a.type().is_int()) {
       if (auto c1 = as_const_int(inner->b); c1 && add_ok(*c1, *cb, &r)) return mutate(inner->a + IntImm::make(a.type(), r));
@@ -128,6 +168,12 @@ class Simplifier : public IRMutator {
     if (ca && !cb) std::swap(a, b), std::swap(ca, cb);
     if (cb && *cb == 1 && !a.type().is_float()) return a;
     if (cb && *cb == 0 && a.type().is_int()) return b;
+    // (x + y) * c -> x * c + y * c: index expressions become linear sums.
+    if (auto sum = a.as<Add>(); sum && cb && a.type().is_int()) return mutate(sum->a * b + sum->b * b);
+    // (x * c1) * c2 -> x * (c1 * c2)
+    int64_t prod;
+    if (auto m = a.as<Mul>(); m && cb && a.type().is_int())
+      if (auto c1 = as_const_int(m->b); c1 && !__builtin_mul_overflow(*c1, *cb, &prod)) return mutate(m->a * IntImm::make(a.type(), prod));
     return a.same_as(op->a) && b.same_as(op->b) ? self : Mul::make(a, b);
   }
   // (x * c + y) / c -> x + y / c and (x * c + y) % c -> y % c: exact for
