@@ -25,7 +25,7 @@ void schedule_conv2d_cpu(te::Stage& s) {
   if (s.axes.size() != 4 || s.reduce_axes.size() != 3) return te::default_cpu_schedule(s);
   auto n = s.axes[0], m = s.axes[1], oh = s.axes[2], ow = s.axes[3];
   auto c = s.reduce_axes[0], kh = s.reduce_axes[1], kw = s.reduce_axes[2];
-  int64_t tw = tile_for(ow->extent, {16, 14, 8, 7, 6, 5, 4});
+  int64_t tw = tile_for(ow->extent, {8, 7, 6, 5, 4});
   int64_t tm = tile_for(m->extent, {std::max<int64_t>(32 / tw, 1), 2});  // <= 32 accumulators (see below)
   auto [mo, mi] = s.split(m, tm);
   auto [wo, wi] = s.split(ow, tw);

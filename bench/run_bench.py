@@ -1,0 +1,1066 @@
+#!/usr/bin/python3
+"""Kiln's benchmark: kiln vs. ONNX Runtime on nine models, in one command.
+
+  /usr/bin/python3 bench/run_bench.py [--build build] [--out BUILD/bench]
+      [--models a,b,...] [--rounds R] [--iterations K] [--warmup W]
+      [--threads 1,2] [--quick] [--reexport] [--ort-dir tests/ort]
+
+Steps (docs/performance.md explains them):
+ 1. measures the float32 FMA peak of this machine (bench/fma_peak.c, built
+    with `cc -O2 -march=native`) at every thread count, again after every
+    round; the best measurement counts;
+ 2. exports the models with PyTorch (seeded, weights=None, eval, opset 13,
+    input `input`), caching the .onnx files in OUT/models/;
+ 3. counts each model's FLOPs from the ONNX graph (2 x MACs of Conv,
+    ConvTranspose, Gemm and MatMul, shapes from onnx.shape_inference);
+ 4. compiles each model with kilnc (timed);
+ 5. for every thread count, runs R rounds; in each round every model is timed
+    by `kiln bench` and by ONNX Runtime (bench/ort_bench.js) one after the
+    other on the same ONNX file, the order swapping every round;
+ 6. profiles ResNet-18 at 1 thread with `kiln bench --profile` (when this
+    kiln has it) and reports the five heaviest dispatches;
+ 7. writes OUT/results.md, OUT/results.json and OUT/chart.png and prints the
+    Markdown.
+
+Exit status 0 on success; 1 with "run_bench: error: ..." when a tool fails or
+a model cannot be exported; 2 on a usage error. Run it with Debian's
+/usr/bin/python3 (python3-torch, -torchvision, -onnx, -numpy). Do not build
+while it runs: the machine's noise is the enemy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import io
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import time
+import zlib
+from typing import Dict, List, Optional, Sequence, Tuple
+
+sys.dont_write_bytecode = True
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH_DIR = os.path.join(REPO, 'bench')
+
+OPSET = 13
+INPUT_NAME = 'input'
+SEED = 0
+EXPORT_VERSION = 1  # bump when the export below changes (invalidates cached .onnx files)
+PROFILE_MODEL = 'resnet18'
+PROFILE_TOP = 5
+
+# name -> (display name, input shape, builder description)
+MODELS: Dict[str, Tuple[str, Tuple[int, ...]]] = {
+    'resnet18': ('ResNet-18', (1, 3, 224, 224)),
+    'resnet50': ('ResNet-50', (1, 3, 224, 224)),
+    'mobilenet_v2': ('MobileNetV2', (1, 3, 224, 224)),
+    'mobilenet_v3_small': ('MobileNetV3-S', (1, 3, 224, 224)),
+    'squeezenet1_1': ('SqueezeNet1.1', (1, 3, 224, 224)),
+    'shufflenet_v2_x1_0': ('ShuffleNetV2', (1, 3, 224, 224)),
+    'efficientnet_b0': ('EfficientNet-B0', (1, 3, 224, 224)),
+    'googlenet': ('GoogLeNet', (1, 3, 224, 224)),
+    'transformer': ('Transformer', (1, 128, 256)),
+}
+TRANSFORMER = dict(d=256, heads=4, ff=1024, layers=4, seq=128)
+
+
+class BenchError(Exception):
+    pass
+
+
+def log(msg: str = '') -> None:
+    """Progress goes to stderr; stdout gets only the final Markdown."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------
+# Running tools: every failure is fatal and says what failed.
+
+def run_tool(cmd: Sequence[str], what: str, timeout: float = 900, cwd: Optional[str] = None) -> str:
+    try:
+        proc = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        raise BenchError('%s: timed out after %.0f s: %s' % (what, timeout, ' '.join(cmd)))
+    except OSError as e:
+        raise BenchError('%s: cannot run %s: %s' % (what, cmd[0], e))
+    out = proc.stdout.decode('utf-8', 'replace')
+    if proc.returncode != 0:
+        err = proc.stderr.decode('utf-8', 'replace').strip()
+        status = ('killed by signal %d' % -proc.returncode) if proc.returncode < 0 else 'exit status %d' % proc.returncode
+        tail = '\n'.join((out.strip() + '\n' + err).strip().splitlines()[-15:])
+        raise BenchError('%s failed (%s): %s\n%s' % (what, status, ' '.join(cmd), tail))
+    return out
+
+
+TIMING_RE = re.compile(r'median_ms=([0-9.eE+-]+)\s+min_ms=([0-9.eE+-]+)\s+mean_ms=([0-9.eE+-]+)')
+
+
+def parse_timing(out: str, what: str) -> Dict[str, float]:
+    matches = TIMING_RE.findall(out)
+    if not matches:
+        raise BenchError('%s: no "median_ms=.. min_ms=.." line in its output:\n%s' % (what, out[-2000:]))
+    med, mn, mean = (float(x) for x in matches[-1])
+    return {'median_ms': med, 'min_ms': mn, 'mean_ms': mean}
+
+
+# ---------------------------------------------------------------------------
+# Machine and versions.
+
+def cpu_model() -> str:
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or 'unknown'
+
+
+def cpu_flags() -> List[str]:
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('flags'):
+                    flags = line.split(':', 1)[1].split()
+                    return [x for x in flags if x in ('avx', 'avx2', 'fma', 'avx512f', 'avx512_vnni', 'avx512_bf16',
+                                                      'amx_tile', 'avx_vnni')]
+    except OSError:
+        pass
+    return []
+
+
+def tool_version(cmd: Sequence[str]) -> str:
+    try:
+        p = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+        return p.stdout.decode('utf-8', 'replace').strip().splitlines()[0]
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        return 'unknown'
+
+
+def git_revision() -> str:
+    try:
+        rev = subprocess.run(['git', '-C', REPO, 'rev-parse', '--short', 'HEAD'], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, timeout=30).stdout.decode().strip()
+        dirty = subprocess.run(['git', '-C', REPO, 'status', '--porcelain', '-uno'], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, timeout=30).stdout.decode().strip()
+        return rev + (' (with uncommitted changes)' if dirty else '') if rev else 'unknown'
+    except (OSError, subprocess.TimeoutExpired):
+        return 'unknown'
+
+
+def binary_stamp(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 'missing'
+    return '%s, built %s' % (path, datetime.datetime.fromtimestamp(st.st_mtime, datetime.timezone.utc)
+                             .strftime('%Y-%m-%d %H:%M:%S UTC'))
+
+
+def machine_info(ort_dir: str) -> Dict[str, object]:
+    import numpy
+    import onnx
+    import torch
+    import torchvision
+    ort_version = 'unknown'
+    try:
+        with open(os.path.join(ort_dir, 'node_modules', 'onnxruntime-node', 'package.json')) as f:
+            ort_version = json.load(f)['version']
+    except (OSError, ValueError, KeyError):
+        pass
+    return {
+        'cpu': cpu_model(),
+        'cpu_flags': cpu_flags(),
+        'logical_cpus': os.cpu_count(),
+        'usable_cpus': len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count(),
+        'kernel': platform.release(),
+        'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC'),
+        'kiln_git': git_revision(),
+        'onnxruntime_node': ort_version,
+        'node': tool_version(['node', '--version']),
+        'torch': torch.__version__,
+        'torchvision': torchvision.__version__,
+        'onnx': onnx.__version__,
+        'numpy': numpy.__version__,
+        'python': platform.python_version(),
+        'cc': tool_version(['cc', '--version']),
+        'loadavg_start': list(os.getloadavg()),
+    }
+
+
+# ---------------------------------------------------------------------------
+# FMA peak.
+
+class PeakMeter:
+    """The measured FMA peak per thread count. bench/fma_peak.c is built once and run at the
+    start, after every round and at the end; the peak is the best of all those measurements
+    (each the best of 15 short runs), since a busy spell of the machine can only lower it."""
+
+    def __init__(self, out_dir: str, threads: Sequence[int]):
+        self.exe = os.path.join(out_dir, 'fma_peak')
+        self.threads = list(threads)
+        self.samples: Dict[int, List[Dict[str, object]]] = {t: [] for t in self.threads}
+        run_tool(['cc', '-O2', '-march=native', '-pthread', os.path.join(BENCH_DIR, 'fma_peak.c'), '-o', self.exe,
+                  '-lm'], 'compiling bench/fma_peak.c')
+
+    def measure(self, threads: Optional[Sequence[int]] = None) -> None:
+        threads = list(threads or self.threads)
+        out = run_tool([self.exe, '--threads', ','.join(str(t) for t in threads)], 'fma_peak', timeout=300)
+        seen = set()
+        for line in out.splitlines():
+            if not line.startswith('fma_peak '):
+                continue
+            fields = dict(kv.split('=', 1) for kv in line.split()[1:])
+            t = int(fields['threads'])
+            self.samples.setdefault(t, []).append({
+                'gflops': float(fields['gflops']), 'median_gflops': float(fields['median_gflops']),
+                'gflops_256': float(fields['gflops_256']), 'isa': fields['isa']})
+            seen.add(t)
+        for t in threads:
+            if t not in seen:
+                raise BenchError('fma_peak printed no result for %d thread(s):\n%s' % (t, out))
+
+    def peak(self, t: int) -> Dict[str, object]:
+        if not self.samples.get(t):
+            self.measure([t])
+        s = self.samples[t]
+        best = max(s, key=lambda x: x['gflops'])
+        return dict(best, measurements=len(s), median_of_measurements=statistics.median(x['gflops'] for x in s),
+                    all_gflops=[x['gflops'] for x in s])
+
+    def peaks(self) -> Dict[int, Dict[str, object]]:
+        return {t: self.peak(t) for t in self.threads}
+
+
+# ---------------------------------------------------------------------------
+# Export (seeded) with an on-disk cache.
+
+def calibrate_batchnorm(torch, module, input_shape, batches: int = 2, batch_size: int = 4):
+    """Sets BatchNorm running statistics from seeded random batches.
+
+    Untrained torchvision models have running_mean=0/var=1, so activations shrink
+    layer by layer and can end up denormal, which would time the FPU's slow path
+    rather than the kernels. With estimated statistics every layer works at unit
+    scale (as in tests/e2e/models.py)."""
+    bns = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return module
+    for bn in bns:
+        bn.reset_running_stats()
+        bn.momentum = None
+    module.train()
+    gen = torch.Generator().manual_seed(4321)
+    with torch.no_grad():
+        for _ in range(batches):
+            module(torch.randn((batch_size,) + tuple(input_shape[1:]), generator=gen))
+    return module.eval()
+
+
+def build_transformer(torch):
+    """A 4-layer pre-norm transformer encoder (d=256, 4 heads, GELU feed-forward 1024), batch-first.
+    Attention is written out (not nn.MultiheadAttention), so torch's fused inference
+    fast path, which has no ONNX export, is never taken."""
+    nn = torch.nn
+    d, heads, ff, layers = TRANSFORMER['d'], TRANSFORMER['heads'], TRANSFORMER['ff'], TRANSFORMER['layers']
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.heads, self.dh = heads, d // heads
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.ff1, self.ff2 = nn.Linear(d, ff), nn.Linear(ff, d)
+
+        def forward(self, x):                      # x: [B, S, d]
+            b, s, _ = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+            q, k, v = (t.reshape(b, s, self.heads, self.dh).transpose(1, 2) for t in (q, k, v))
+            att = torch.softmax(q @ k.transpose(-2, -1) / self.dh ** 0.5, dim=-1)
+            x = x + self.proj((att @ v).transpose(1, 2).reshape(b, s, d))
+            return x + self.ff2(torch.nn.functional.gelu(self.ff1(self.ln2(x))))
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.Sequential(*[Layer() for _ in range(layers)])
+
+        def forward(self, x):
+            return self.layers(x)
+
+    return Encoder()
+
+
+def build_model(torch, name: str):
+    if name == 'transformer':
+        return build_transformer(torch)
+    import torchvision
+    ctor = getattr(torchvision.models, name)
+    kwargs = {'weights': None}
+    if name == 'googlenet':
+        kwargs.update(aux_logits=False, init_weights=True)
+    return calibrate_batchnorm(torch, ctor(**kwargs), MODELS[name][1])
+
+
+def export_key(name: str, torch_version: str) -> Dict[str, object]:
+    return {'name': name, 'shape': list(MODELS[name][1]), 'opset': OPSET, 'seed': SEED, 'torch': torch_version,
+            'export_version': EXPORT_VERSION, 'transformer': TRANSFORMER if name == 'transformer' else None}
+
+
+def export_models(names: Sequence[str], model_dir: str, force: bool) -> Dict[str, Dict[str, object]]:
+    """Exports each model to MODEL_DIR/<name>.onnx unless a cached export with the same key exists."""
+    import onnx
+    import torch
+    torch.set_num_threads(max(1, len(os.sched_getaffinity(0))))
+    info = {}
+    for name in names:
+        path = os.path.join(model_dir, name + '.onnx')
+        stamp = path + '.json'
+        key = export_key(name, torch.__version__)
+        cached = False
+        if not force and os.path.exists(path) and os.path.exists(stamp):
+            try:
+                with open(stamp) as f:
+                    cached = json.load(f) == key
+            except (OSError, ValueError):
+                cached = False
+        if cached:
+            log('export %-20s cached (%s)' % (name, os.path.relpath(path)))
+        else:
+            start = time.monotonic()
+            torch.manual_seed(SEED)
+            try:
+                import numpy as np
+                np.random.seed(SEED)
+                module = build_model(torch, name).eval()
+                dummy = torch.zeros(MODELS[name][1], dtype=torch.float32)
+                buf = io.BytesIO()
+                with torch.no_grad():
+                    torch.onnx.export(module, dummy, buf, opset_version=OPSET, input_names=[INPUT_NAME],
+                                      output_names=['output'], do_constant_folding=True)
+                model = onnx.load_from_string(buf.getvalue())
+                onnx.checker.check_model(model)
+            except Exception as e:  # noqa: BLE001 - any export failure is fatal, with its cause
+                raise BenchError('exporting %s failed: %s: %s' % (name, type(e).__name__, e))
+            onnx.save(model, path)
+            with open(stamp, 'w') as f:
+                json.dump(key, f)
+            log('export %-20s %.1f s -> %s' % (name, time.monotonic() - start, os.path.relpath(path)))
+        info[name] = {'onnx': path}
+    return info
+
+
+# ---------------------------------------------------------------------------
+# FLOPs from the ONNX graph.
+
+def _attr(node, name, default=None):
+    from onnx import helper
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+def _prod(xs) -> int:
+    p = 1
+    for x in xs:
+        p *= int(x)
+    return p
+
+
+def _static_shapes(model) -> Dict[str, List[int]]:
+    """Names -> static shapes of the model's values (inputs, outputs, value_info after inference)."""
+    shapes: Dict[str, List[int]] = {}
+    g = model.graph
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        t = vi.type.tensor_type
+        if t.HasField('shape'):
+            dims = [d.dim_value if d.HasField('dim_value') else None for d in t.shape.dim]
+            if all(d is not None for d in dims):
+                shapes[vi.name] = dims
+    for init in g.initializer:
+        shapes[init.name] = list(init.dims)
+    return shapes
+
+
+def _eval_small(node, vals, shapes):
+    """Evaluates one shape-computation node with numpy, or returns None."""
+    import numpy as np
+    from onnx import numpy_helper
+    op = node.op_type
+    if op == 'Constant':
+        t = _attr(node, 'value')
+        return numpy_helper.to_array(t) if t is not None else None
+    if op == 'Shape':
+        s = shapes.get(node.input[0])
+        return None if s is None else np.array(s, dtype=np.int64)
+    ins = [vals.get(i) if i else None for i in node.input]
+    if any(x is None for x, name in zip(ins, node.input) if name):
+        return None
+    if op == 'Gather':
+        return np.take(ins[0], ins[1], axis=_attr(node, 'axis', 0))
+    if op == 'Unsqueeze':
+        axes = ins[1] if len(ins) > 1 else _attr(node, 'axes')
+        out = ins[0]
+        for a in sorted(int(a) % (out.ndim + len(axes)) for a in axes):
+            out = np.expand_dims(out, a)
+        return out
+    if op == 'Squeeze':
+        axes = ins[1] if len(ins) > 1 and ins[1] is not None else _attr(node, 'axes')
+        return np.squeeze(ins[0], axis=tuple(int(a) for a in axes) if axes is not None else None)
+    if op == 'Concat':
+        return np.concatenate([np.atleast_1d(x) for x in ins], axis=_attr(node, 'axis', 0))
+    if op in ('Add', 'Sub', 'Mul'):
+        return {'Add': np.add, 'Sub': np.subtract, 'Mul': np.multiply}[op](ins[0], ins[1])
+    if op == 'Div':
+        a, b = ins
+        if np.issubdtype(a.dtype, np.integer):
+            return (np.abs(a) // np.abs(b)) * np.sign(a) * np.sign(b)
+        return a / b
+    if op == 'Cast':
+        from onnx import mapping
+        return ins[0].astype(mapping.TENSOR_TYPE_TO_NP_TYPE[_attr(node, 'to')])
+    if op == 'Slice':
+        data, starts, ends = ins[0], ins[1], ins[2]
+        axes = ins[3] if len(ins) > 3 and node.input[3] else range(len(starts))
+        steps = ins[4] if len(ins) > 4 and node.input[4] else [1] * len(starts)
+        sl = [slice(None)] * data.ndim
+        for s, e, a, st in zip(starts, ends, axes, steps):
+            sl[int(a)] = slice(int(s), int(e), int(st))
+        return data[tuple(sl)]
+    return None
+
+
+def _fold_shape_computations(model):
+    """Makes shapes static where the exporter computed them at run time (e.g. ShuffleNet's
+    channel split: Shape -> Gather -> Div -> Slice): repeatedly infers shapes, evaluates
+    small constant subgraphs with numpy and turns their results into initializers."""
+    import onnx
+    from onnx import numpy_helper
+    for _ in range(20):
+        model = onnx.shape_inference.infer_shapes(model)
+        shapes = _static_shapes(model)
+        g = model.graph
+        vals = {i.name: numpy_helper.to_array(i) for i in g.initializer if _prod(i.dims) <= 4096}
+        folded = []
+        for n in g.node:
+            if len(n.output) != 1 or n.op_type not in ('Constant', 'Shape', 'Gather', 'Unsqueeze', 'Squeeze',
+                                                         'Concat', 'Add', 'Sub', 'Mul', 'Div', 'Cast', 'Slice'):
+                continue
+            try:
+                v = _eval_small(n, vals, shapes)
+            except Exception:  # noqa: BLE001 - leave the node alone
+                v = None
+            if v is not None and v.size <= 4096:
+                vals[n.output[0]] = v
+                folded.append((n, v))
+        if not folded:
+            return model
+        for n, v in folded:
+            g.node.remove(n)
+            g.initializer.append(numpy_helper.from_array(v, n.output[0]))
+        del g.value_info[:]
+    return onnx.shape_inference.infer_shapes(model)
+
+
+def count_flops(onnx_path: str) -> Dict[str, object]:
+    """2 x MACs of every Conv, ConvTranspose, Gemm and MatMul; per node name and in total."""
+    import onnx
+    model = onnx.load(onnx_path)
+    model = _fold_shape_computations(model)
+    g = model.graph
+    shapes = _static_shapes(model)
+
+    per_node: Dict[str, int] = {}
+    unknown: List[str] = []
+    ops: Dict[str, int] = {}
+    for i, n in enumerate(g.node):
+        if n.op_type not in ('Conv', 'ConvTranspose', 'Gemm', 'MatMul'):
+            continue
+        name = n.name or '%s_%d' % (n.op_type, i)
+        try:
+            if n.op_type == 'Conv':
+                w, y = shapes[n.input[1]], shapes[n.output[0]]
+                macs = y[0] * y[1] * _prod(y[2:]) * _prod(w[1:])            # N*M*OHW * (C/g)*KHW
+            elif n.op_type == 'ConvTranspose':
+                x, w = shapes[n.input[0]], shapes[n.input[1]]
+                macs = x[0] * x[1] * _prod(x[2:]) * _prod(w[1:])            # N*C*IHW * (M/g)*KHW
+            elif n.op_type == 'Gemm':
+                a, y = shapes[n.input[0]], shapes[n.output[0]]
+                k = a[0] if _attr(n, 'transA', 0) else a[1]
+                macs = _prod(y) * k
+            else:  # MatMul
+                a, y = shapes[n.input[0]], shapes[n.output[0]]
+                macs = _prod(y) * a[-1]
+        except (KeyError, IndexError):
+            unknown.append(name)
+            continue
+        per_node[name] = 2 * macs
+        ops[n.op_type] = ops.get(n.op_type, 0) + 2 * macs
+    return {'total': sum(per_node.values()), 'per_node': per_node, 'by_op': ops, 'unknown_nodes': unknown}
+
+
+# ---------------------------------------------------------------------------
+# Compile and time.
+
+def compile_models(names, info, kilnc: str):
+    for name in names:
+        onnx_path = info[name]['onnx']
+        kiln_path = os.path.splitext(onnx_path)[0] + '.kiln'
+        start = time.monotonic()
+        run_tool([kilnc, onnx_path, '-o', kiln_path], 'kilnc %s' % name, timeout=1800)
+        info[name]['kiln'] = kiln_path
+        info[name]['compile_s'] = time.monotonic() - start
+        info[name]['bundle_bytes'] = os.path.getsize(kiln_path)
+        log('compile %-20s %6.1f s  %.1f MB' % (name, info[name]['compile_s'], info[name]['bundle_bytes'] / 1e6))
+
+
+def time_kiln(kiln: str, path: str, threads: int, iterations: int, warmup: int, name: str):
+    out = run_tool([kiln, 'bench', path, '--threads', str(threads), '--iterations', str(iterations),
+                    '--warmup', str(warmup)], 'kiln bench %s (%d threads)' % (name, threads))
+    return parse_timing(out, 'kiln bench %s' % name)
+
+
+def time_ort(node: str, ort_dir: str, path: str, threads: int, iterations: int, warmup: int, name: str):
+    out = run_tool([node, os.path.join(BENCH_DIR, 'ort_bench.js'), path, '--threads', str(threads),
+                    '--iterations', str(iterations), '--warmup', str(warmup), '--ort-dir', ort_dir],
+                   'ort_bench.js %s (%d threads)' % (name, threads))
+    return parse_timing(out, 'ort_bench.js %s' % name)
+
+
+def run_rounds(names, info, args, threads_list, kiln, node, meter):
+    """runs[name][threads][engine] = list of per-round timings. In every round, each model is
+    timed by both engines back to back; the first engine alternates from round to round,
+    so a slow spell of the machine hits both alike."""
+    runs = {n: {t: {'kiln': [], 'ort': []} for t in threads_list} for n in names}
+    for t in threads_list:
+        for r in range(args.rounds):
+            order = ('kiln', 'ort') if r % 2 == 0 else ('ort', 'kiln')
+            for name in names:
+                line = []
+                for engine in order:
+                    if engine == 'kiln':
+                        res = time_kiln(kiln, info[name]['kiln'], t, args.iterations, args.warmup, name)
+                    else:
+                        res = time_ort(node, args.ort_dir, info[name]['onnx'], t, args.iterations, args.warmup, name)
+                    runs[name][t][engine].append(res)
+                    line.append('%s %.2f/%.2f' % (engine, res['median_ms'], res['min_ms']))
+                log('threads %d round %d/%d %-20s %s  (median/min ms)' % (t, r + 1, args.rounds, name, '  '.join(line)))
+            meter.measure()
+    return runs
+
+
+def summarize(names, info, runs, threads_list, peaks):
+    rows = []
+    for t in threads_list:
+        for name in names:
+            k, o = runs[name][t]['kiln'], runs[name][t]['ort']
+            km = statistics.median(x['median_ms'] for x in k)
+            kmin = min(x['min_ms'] for x in k)
+            om = statistics.median(x['median_ms'] for x in o)
+            omin = min(x['min_ms'] for x in o)
+            flops = info[name]['flops']['total']
+            peak = peaks[t]['gflops']
+            kg = flops / (km * 1e6)
+            og = flops / (om * 1e6)
+            rows.append({'model': name, 'threads': t, 'kiln_median_ms': km, 'kiln_min_ms': kmin,
+                         'ort_median_ms': om, 'ort_min_ms': omin, 'ratio_median': km / om, 'ratio_min': kmin / omin,
+                         'gflop': flops / 1e9, 'kiln_gflops': kg, 'ort_gflops': og,
+                         'kiln_pct_peak': 100 * kg / peak, 'ort_pct_peak': 100 * og / peak})
+    geo = {}
+    for t in threads_list:
+        sel = [r for r in rows if r['threads'] == t]
+        geo[t] = {'ratio_median': math.exp(sum(math.log(r['ratio_median']) for r in sel) / len(sel)),
+                  'ratio_min': math.exp(sum(math.log(r['ratio_min']) for r in sel) / len(sel))}
+    return rows, geo
+
+
+# ---------------------------------------------------------------------------
+# Per-layer profile of ResNet-18.
+
+PROFILE_ROW_RE = re.compile(r'^\s+([0-9.]+)\s+([0-9.]+)%\s+(\d+)\s+(\S+)\s*(.*)$')
+
+
+def profile_layers(kiln: str, info, iterations: int, warmup: int, peak1: float, out_dir: str):
+    name = PROFILE_MODEL
+    path = info[name]['kiln']
+    cmd = [kiln, 'bench', path, '--threads', '1', '--iterations', str(iterations), '--warmup', str(warmup),
+           '--profile']
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
+    out = proc.stdout.decode('utf-8', 'replace')
+    err = proc.stderr.decode('utf-8', 'replace')
+    if proc.returncode != 0:
+        if "unknown option '--profile'" in err:
+            return {'available': False,
+                    'message': 'per-layer profile skipped: this kiln (%s) has no `bench --profile` yet; '
+                               'rebuild kiln from a tree that has it and rerun' % kiln}
+        raise BenchError('kiln bench --profile failed (exit status %d): %s\n%s' % (proc.returncode, ' '.join(cmd),
+                                                                                err.strip()[-2000:]))
+    total = parse_timing(out, 'kiln bench --profile')
+    rows = []
+    in_table = False
+    for line in out.splitlines():
+        if line.startswith('profile:'):
+            in_table = True
+            continue
+        if in_table:
+            m = PROFILE_ROW_RE.match(line)
+            if m:
+                rows.append({'median_ms': float(m.group(1)), 'share_pct': float(m.group(2)),
+                             'dispatch': int(m.group(3)), 'kernel': m.group(4)})
+    if not rows:
+        raise BenchError('kiln bench --profile printed no profile table:\n%s' % out[-2000:])
+    summary = re.search(r'profile:\s*(\d+) dispatches, sum of medians ([0-9.]+) ms', out)
+    # Source nodes per dispatch from `kiln inspect --json` (names are not split on commas).
+    ins = json.loads(run_tool([kiln, 'inspect', path, '--json'], 'kiln inspect --json %s' % name))
+    dispatches = ins.get('dispatches', [])
+    per_node = info[name]['flops']['per_node']
+    with open(os.path.join(out_dir, 'profile_%s.txt' % name), 'w') as f:
+        f.write('$ %s\n%s' % (' '.join(cmd), out))
+    rows.sort(key=lambda r: -r['median_ms'])
+    listed = []
+    for r in rows:
+        d = dispatches[r['dispatch']] if r['dispatch'] < len(dispatches) else {}
+        sources = d.get('source_nodes', [])
+        flops = sum(per_node.get(s, 0) for s in sources)
+        gflops = flops / (r['median_ms'] * 1e6) if r['median_ms'] > 0 else 0.0
+        listed.append(dict(r, source_nodes=sources, kernel=d.get('kernel', r['kernel']), flops=flops, gflops=gflops,
+                           pct_peak=100 * gflops / peak1))
+    top = listed[:PROFILE_TOP]
+    return {'available': True, 'model': name, 'threads': 1, 'iterations': iterations, 'peak_gflops': peak1,
+            'dispatch_count': int(summary.group(1)) if summary else len(dispatches),
+            'sum_of_medians_ms': float(summary.group(2)) if summary else None,
+            'run_median_ms': total['median_ms'], 'top': top, 'listed': listed}
+
+
+# ---------------------------------------------------------------------------
+# Report: Markdown.
+
+def fmt_ms(x: float) -> str:
+    return '%.2f' % x if x < 100 else '%.1f' % x
+
+
+def render_markdown(machine, peaks, names, info, rows, geo, profile, args, threads_list, elapsed_s) -> str:
+    L = []
+    L.append('# Kiln benchmark results')
+    L.append('')
+    L.append('- Date: %s; wall time of the run: %.0f s' % (machine['date'], elapsed_s))
+    L.append('- Kiln: source tree at %s; measured binaries: `%s`; `%s`' % (
+        machine['kiln_git'], machine['kilnc_binary'], machine['kiln_binary']))
+    L.append('- Machine: %s, %s logical CPUs (%s usable), Linux %s; %s' % (
+        machine['cpu'], machine['logical_cpus'], machine['usable_cpus'], machine['kernel'],
+        ', '.join(machine['cpu_flags'])))
+    L.append('- Load average at start / end: %s / %s' % (
+        ' '.join('%.2f' % x for x in machine['loadavg_start']), ' '.join('%.2f' % x for x in machine['loadavg_end'])))
+    L.append('- Measured float32 FMA peak (bench/fma_peak.c; measured at the start, after every round and at '
+             'the end, each time the best of 15 short runs; the best measurement is the peak): ' + '; '.join(
+                 '%d thread%s **%.1f GFLOP/s** (%s; median of the %d measurements %.1f; 256-bit vectors %.1f)' % (
+                     t, '' if t == 1 else 's', p['gflops'], p['isa'], p['measurements'],
+                     p['median_of_measurements'], p['gflops_256']) for t, p in sorted(peaks.items())))
+    L.append('- Versions: onnxruntime-node %s (node %s), torch %s, torchvision %s, onnx %s, numpy %s, %s' % (
+        machine['onnxruntime_node'], machine['node'], machine['torch'], machine['torchvision'], machine['onnx'],
+        machine['numpy'], machine['cc']))
+    L.append('- Settings: %d round(s) per thread count, %d timed iterations (after %d warm-up) per engine per round; '
+             'engines alternate, the first one swapping every round' % (args.rounds, args.iterations, args.warmup))
+    L.append('')
+    L.append('## Models')
+    L.append('')
+    L.append('| Model | Input | GFLOP | Conv/Gemm/MatMul nodes | kilnc time (s) | Bundle (MB) |')
+    L.append('|---|---|---:|---:|---:|---:|')
+    for n in names:
+        fl = info[n]['flops']
+        L.append('| %s | %s | %.3f | %d | %.1f | %.1f |' % (
+            MODELS[n][0], 'x'.join(str(d) for d in MODELS[n][1]), fl['total'] / 1e9, len(fl['per_node']),
+            info[n]['compile_s'], info[n]['bundle_bytes'] / 1e6))
+    L.append('')
+    for t in threads_list:
+        L.append('## %d thread%s' % (t, '' if t == 1 else 's'))
+        L.append('')
+        L.append('Times in ms: median = median of the rounds\' medians, min = best single run. '
+                 'Ratio = kiln / ORT (below 1: kiln is faster). GFLOP/s from the medians; '
+                 '%% of the %d-thread FMA peak (%.1f GFLOP/s).' % (t, peaks[t]['gflops']))
+        L.append('')
+        L.append('| Model | kiln median | kiln min | ORT median | ORT min | ratio (median) | ratio (min) '
+                 '| kiln GFLOP/s | ORT GFLOP/s | kiln % peak | ORT % peak |')
+        L.append('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+        for r in rows:
+            if r['threads'] != t:
+                continue
+            L.append('| %s | %s | %s | %s | %s | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f |' % (
+                MODELS[r['model']][0], fmt_ms(r['kiln_median_ms']), fmt_ms(r['kiln_min_ms']),
+                fmt_ms(r['ort_median_ms']), fmt_ms(r['ort_min_ms']), r['ratio_median'], r['ratio_min'],
+                r['kiln_gflops'], r['ort_gflops'], r['kiln_pct_peak'], r['ort_pct_peak']))
+        L.append('| **geometric mean** | | | | | **%.2f** | **%.2f** | | | | |' % (
+            geo[t]['ratio_median'], geo[t]['ratio_min']))
+        L.append('')
+    if len(threads_list) > 1:
+        L.append('## Thread scaling (median at %d threads / median at %d thread)' % (threads_list[-1], threads_list[0]))
+        L.append('')
+        L.append('| Model | kiln speed-up | ORT speed-up |')
+        L.append('|---|---:|---:|')
+        for n in names:
+            a = next(r for r in rows if r['model'] == n and r['threads'] == threads_list[0])
+            b = next(r for r in rows if r['model'] == n and r['threads'] == threads_list[-1])
+            L.append('| %s | %.2fx | %.2fx |' % (MODELS[n][0], a['kiln_median_ms'] / b['kiln_median_ms'],
+                                                a['ort_median_ms'] / b['ort_median_ms']))
+        L.append('')
+    L.append('## Per-layer: the %d heaviest dispatches of ResNet-18 (1 thread)' % PROFILE_TOP)
+    L.append('')
+    if profile is None:
+        L.append('Not run (ResNet-18 was not among the benchmarked models).')
+    elif not profile['available']:
+        L.append(profile['message'] + '.')
+    else:
+        L.append('`kiln bench --profile`, %d iterations; %d dispatches, sum of their medians %.2f ms '
+                 '(whole-run median %.2f ms). FLOPs: the Conv/Gemm FLOPs of each dispatch\'s source '
+                 'nodes (`kiln inspect --json`); %% of the 1-thread FMA peak (%.1f GFLOP/s). The %d slowest '
+                 'dispatches (all that `kiln bench --profile` lists): `results.json` (`profile.listed`) and '
+                 '`profile_%s.txt`.' % (
+                     profile['iterations'], profile['dispatch_count'], profile['sum_of_medians_ms'] or 0.0,
+                     profile['run_median_ms'], profile['peak_gflops'], len(profile['listed']), profile['model']))
+        L.append('')
+        L.append('| # | Dispatch | Kernel | Source nodes | median ms | share | MFLOP | GFLOP/s | % peak |')
+        L.append('|---:|---:|---|---|---:|---:|---:|---:|---:|')
+        for i, r in enumerate(profile['top'], 1):
+            L.append('| %d | %d | `%s` | %s | %.3f | %.1f%% | %.1f | %.1f | %.1f |' % (
+                i, r['dispatch'], r['kernel'], ', '.join('`%s`' % s for s in r['source_nodes']), r['median_ms'],
+                r['share_pct'], r['flops'] / 1e6, r['gflops'], r['pct_peak']))
+    L.append('')
+    return '\n'.join(L)
+
+
+# ---------------------------------------------------------------------------
+# Report: PNG bar chart (no plotting library: a tiny rasterizer, a 5x7 font, zlib).
+# Glyphs are rows of 5 pixels, top to bottom; 7 rows sit on the baseline, and
+# lowercase letters with descenders (g j p q y) have 2 more rows below it.
+
+FONT_5X7 = {
+    ' ': '.....|.....|.....|.....|.....|.....|.....',
+    '0': '.###.|#...#|#..##|#.#.#|##..#|#...#|.###.',
+    '1': '..#..|.##..|..#..|..#..|..#..|..#..|.###.',
+    '2': '.###.|#...#|....#|...#.|..#..|.#...|#####',
+    '3': '####.|....#|....#|.###.|....#|....#|####.',
+    '4': '...#.|..##.|.#.#.|#..#.|#####|...#.|...#.',
+    '5': '#####|#....|####.|....#|....#|#...#|.###.',
+    '6': '..##.|.#...|#....|####.|#...#|#...#|.###.',
+    '7': '#####|....#|...#.|..#..|.#...|.#...|.#...',
+    '8': '.###.|#...#|#...#|.###.|#...#|#...#|.###.',
+    '9': '.###.|#...#|#...#|.####|....#|...#.|.##..',
+    'a': '.....|.....|.###.|....#|.####|#...#|.####',
+    'b': '#....|#....|#.##.|##..#|#...#|#...#|####.',
+    'c': '.....|.....|.###.|#....|#....|#...#|.###.',
+    'd': '....#|....#|.##.#|#..##|#...#|#...#|.####',
+    'e': '.....|.....|.###.|#...#|#####|#....|.###.',
+    'f': '..##.|.#..#|.#...|###..|.#...|.#...|.#...',
+    'g': '.....|.....|.####|#...#|#...#|#...#|.####|....#|.###.',
+    'h': '#....|#....|#.##.|##..#|#...#|#...#|#...#',
+    'i': '..#..|.....|.##..|..#..|..#..|..#..|.###.',
+    'j': '...#.|.....|..##.|...#.|...#.|...#.|...#.|#..#.|.##..',
+    'k': '#....|#....|#..#.|#.#..|##...|#.#..|#..#.',
+    'l': '.##..|..#..|..#..|..#..|..#..|..#..|.###.',
+    'm': '.....|.....|##.#.|#.#.#|#.#.#|#...#|#...#',
+    'n': '.....|.....|#.##.|##..#|#...#|#...#|#...#',
+    'o': '.....|.....|.###.|#...#|#...#|#...#|.###.',
+    'p': '.....|.....|####.|#...#|#...#|#...#|####.|#....|#....',
+    'q': '.....|.....|.####|#...#|#...#|#...#|.####|....#|....#',
+    'r': '.....|.....|#.##.|##..#|#....|#....|#....',
+    's': '.....|.....|.###.|#....|.###.|....#|####.',
+    't': '.#...|.#...|###..|.#...|.#...|.#..#|..##.',
+    'u': '.....|.....|#...#|#...#|#...#|#..##|.##.#',
+    'v': '.....|.....|#...#|#...#|#...#|.#.#.|..#..',
+    'w': '.....|.....|#...#|#...#|#.#.#|#.#.#|.#.#.',
+    'x': '.....|.....|#...#|.#.#.|..#..|.#.#.|#...#',
+    'y': '.....|.....|#...#|#...#|#...#|#...#|.####|....#|.###.',
+    'z': '.....|.....|#####|...#.|..#..|.#...|#####',
+    'A': '.###.|#...#|#...#|#####|#...#|#...#|#...#',
+    'B': '####.|#...#|#...#|####.|#...#|#...#|####.',
+    'C': '.###.|#...#|#....|#....|#....|#...#|.###.',
+    'D': '###..|#..#.|#...#|#...#|#...#|#..#.|###..',
+    'E': '#####|#....|#....|####.|#....|#....|#####',
+    'F': '#####|#....|#....|####.|#....|#....|#....',
+    'G': '.###.|#...#|#....|#.###|#...#|#...#|.####',
+    'H': '#...#|#...#|#...#|#####|#...#|#...#|#...#',
+    'I': '.###.|..#..|..#..|..#..|..#..|..#..|.###.',
+    'J': '..###|...#.|...#.|...#.|...#.|#..#.|.##..',
+    'K': '#...#|#..#.|#.#..|##...|#.#..|#..#.|#...#',
+    'L': '#....|#....|#....|#....|#....|#....|#####',
+    'M': '#...#|##.##|#.#.#|#.#.#|#...#|#...#|#...#',
+    'N': '#...#|#...#|##..#|#.#.#|#..##|#...#|#...#',
+    'O': '.###.|#...#|#...#|#...#|#...#|#...#|.###.',
+    'P': '####.|#...#|#...#|####.|#....|#....|#....',
+    'Q': '.###.|#...#|#...#|#...#|#.#.#|#..#.|.##.#',
+    'R': '####.|#...#|#...#|####.|#.#..|#..#.|#...#',
+    'S': '.####|#....|#....|.###.|....#|....#|####.',
+    'T': '#####|..#..|..#..|..#..|..#..|..#..|..#..',
+    'U': '#...#|#...#|#...#|#...#|#...#|#...#|.###.',
+    'V': '#...#|#...#|#...#|#...#|#...#|.#.#.|..#..',
+    'W': '#...#|#...#|#...#|#.#.#|#.#.#|#.#.#|.#.#.',
+    'X': '#...#|#...#|.#.#.|..#..|.#.#.|#...#|#...#',
+    'Y': '#...#|#...#|.#.#.|..#..|..#..|..#..|..#..',
+    'Z': '#####|....#|...#.|..#..|.#...|#....|#####',
+    '.': '.....|.....|.....|.....|.....|.##..|.##..',
+    ',': '.....|.....|.....|.....|.##..|..#..|.#...',
+    ':': '.....|.##..|.##..|.....|.##..|.##..|.....',
+    '-': '.....|.....|.....|#####|.....|.....|.....',
+    '_': '.....|.....|.....|.....|.....|.....|#####',
+    '/': '.....|....#|...#.|..#..|.#...|#....|.....',
+    '(': '...#.|..#..|..#..|..#..|..#..|..#..|...#.',
+    ')': '.#...|..#..|..#..|..#..|..#..|..#..|.#...',
+    '%': '##...|##..#|...#.|..#..|.#...|#..##|...##',
+    '=': '.....|.....|#####|.....|#####|.....|.....',
+    '>': '.#...|..#..|...#.|....#|...#.|..#..|.#...',
+    '<': '...#.|..#..|.#...|#....|.#...|..#..|...#.',
+    '+': '.....|..#..|..#..|#####|..#..|..#..|.....',
+    ';': '.....|.##..|.##..|.....|.##..|.##..|.#...',
+    '*': '.....|..#..|#.#.#|.###.|#.#.#|..#..|.....',
+}
+
+
+class Canvas:
+    def __init__(self, width: int, height: int, bg=(255, 255, 255)):
+        self.w, self.h = width, height
+        self.px = bytearray(bytes(bg) * (width * height))
+
+    def rect(self, x0, y0, x1, y1, color):
+        x0, x1 = max(0, int(min(x0, x1))), min(self.w, int(max(x0, x1)))
+        y0, y1 = max(0, int(min(y0, y1))), min(self.h, int(max(y0, y1)))
+        if x1 <= x0 or y1 <= y0:
+            return
+        row = bytes(color) * (x1 - x0)
+        for y in range(y0, y1):
+            o = (y * self.w + x0) * 3
+            self.px[o:o + len(row)] = row
+
+    def text_width(self, s: str, scale: int = 1) -> int:
+        return len(s) * 6 * scale - scale if s else 0
+
+    def text(self, x, y, s: str, color=(0, 0, 0), scale: int = 1, anchor: str = 'left'):
+        """Draws `s` with its top at y; anchor left/center/right at x."""
+        if anchor == 'center':
+            x -= self.text_width(s, scale) // 2
+        elif anchor == 'right':
+            x -= self.text_width(s, scale)
+        for ch in s:
+            glyph = FONT_5X7.get(ch) or FONT_5X7.get(ch.lower()) or FONT_5X7['*']
+            for gy, row in enumerate(glyph.split('|')):
+                for gx, c in enumerate(row):
+                    if c == '#':
+                        self.rect(x + gx * scale, y + gy * scale, x + (gx + 1) * scale, y + (gy + 1) * scale, color)
+            x += 6 * scale
+
+    def png(self) -> bytes:
+        raw = bytearray()
+        stride = self.w * 3
+        for y in range(self.h):
+            raw.append(0)
+            raw += self.px[y * stride:(y + 1) * stride]
+
+        def chunk(tag: bytes, data: bytes) -> bytes:
+            return struct.pack('>I', len(data)) + tag + data + struct.pack('>I', zlib.crc32(tag + data) & 0xffffffff)
+        return (b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', self.w, self.h, 8, 2, 0, 0, 0)) +
+                chunk(b'IDAT', zlib.compress(bytes(raw), 9)) + chunk(b'IEND', b''))
+
+
+THREAD_COLORS = [(76, 114, 176), (221, 132, 82), (85, 168, 104), (196, 78, 82)]
+
+
+def render_chart(path: str, names, rows, geo, threads_list, peaks) -> None:
+    """Grouped bars: kiln/ORT median-time ratio per model (one bar per thread count), on a log
+    axis with bars growing from 1.0 (up: kiln slower, down: kiln faster), plus the geometric mean."""
+    groups = [(MODELS[n][0], {r['threads']: r['ratio_median'] for r in rows if r['model'] == n}) for n in names]
+    groups.append(('geo. mean', {t: geo[t]['ratio_median'] for t in threads_list}))
+    values = [v for _, d in groups for v in d.values()] + [1.0]
+    lo = min(values) / 1.25
+    hi = max(values) * 1.25
+    lo_exp, hi_exp = math.floor(math.log2(lo)), math.ceil(math.log2(hi))
+    if hi_exp - lo_exp < 2:
+        hi_exp = lo_exp + 2
+    s = 2                                    # text scale
+    bar_w = 34
+    group_w = max(len(threads_list) * bar_w + 30, max(len(g[0]) for g in groups) * 6 * s + 16)
+    left, right, top, bottom = 110, 30, 90, 80
+    plot_h = 460
+    title = 'kiln / ONNX Runtime, median time ratio (log scale; above 1: kiln is slower)'
+    W = max(left + right + group_w * len(groups), len(title) * 6 * s + 40)
+    group_w = (W - left - right) // len(groups)
+    H = top + plot_h + bottom
+    c = Canvas(W, H)
+
+    def ypos(v: float) -> float:
+        return top + plot_h * (hi_exp - math.log2(v)) / (hi_exp - lo_exp)
+
+    c.text(W // 2, 14, title, scale=s, anchor='center')
+    # legend
+    lx = left
+    for i, t in enumerate(threads_list):
+        col = THREAD_COLORS[i % len(THREAD_COLORS)]
+        c.rect(lx, 48, lx + 20, 62, col)
+        label = '%d thread%s' % (t, '' if t == 1 else 's')
+        c.text(lx + 28, 49, label, scale=s)
+        lx += 28 + c.text_width(label, s) + 30
+    # grid and y labels at powers of two
+    for e in range(lo_exp, hi_exp + 1):
+        y = int(ypos(2.0 ** e))
+        c.rect(left, y, W - right, y + 1, (210, 210, 210) if e else (60, 60, 60))
+        label = ('%g' % (2.0 ** e)) + 'x'
+        c.text(left - 10, y - 7, label, scale=s, anchor='right')
+    c.rect(left, top, left + 1, top + plot_h, (60, 60, 60))
+    y1 = ypos(1.0)
+    for gi, (label, d) in enumerate(groups):
+        gx = left + gi * group_w
+        x = gx + (group_w - len(threads_list) * bar_w) // 2
+        for i, t in enumerate(threads_list):
+            if t not in d:
+                continue
+            v = d[t]
+            yv = ypos(v)
+            c.rect(x + 3, min(y1, yv), x + bar_w - 3, max(y1, yv) + 1, THREAD_COLORS[i % len(THREAD_COLORS)])
+            txt = '%.2f' % v if v < 10 else '%.1f' % v
+            ty = yv - 12 if v >= 1 else yv + 4
+            c.text(x + bar_w // 2, int(ty), txt, scale=1, anchor='center')
+            x += bar_w
+        c.text(gx + group_w // 2, top + plot_h + 14, label, scale=s, anchor='center')
+    foot = 'FMA peak: ' + ', '.join('%d thr %.0f GFLOP/s' % (t, peaks[t]['gflops']) for t in threads_list)
+    c.text(left, H - 26, foot, scale=s)
+    with open(path, 'wb') as f:
+        f.write(c.png())
+
+
+# ---------------------------------------------------------------------------
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description='Benchmark kiln against ONNX Runtime (see docs/performance.md).')
+    p.add_argument('--build', default='build', help='the Meson build folder with compiler/kilnc and tools/kiln/kiln')
+    p.add_argument('--out', default=None, help='output folder (default: BUILD/bench)')
+    p.add_argument('--models', default=','.join(MODELS), help='comma-separated subset of: ' + ', '.join(MODELS))
+    p.add_argument('--rounds', type=int, default=None, help='rounds per thread count (default 4; --quick: 1)')
+    p.add_argument('--iterations', type=int, default=None, help='timed runs per engine per round (default 10; --quick: 3)')
+    p.add_argument('--warmup', type=int, default=None, help='untimed runs before them (default 2; --quick: 1)')
+    p.add_argument('--threads', default='1,2', help='comma-separated thread counts (default 1,2)')
+    p.add_argument('--quick', action='store_true', help='a smoke run: 1 round, 3 iterations, 1 warm-up')
+    p.add_argument('--reexport', action='store_true', help='export the models again even when cached')
+    p.add_argument('--ort-dir', default=os.path.join(REPO, 'tests', 'ort'),
+                   help='folder with node_modules/onnxruntime-node (default tests/ort)')
+    p.add_argument('--node', default='node', help='the Node.js executable')
+    args = p.parse_args(argv)
+    args.rounds = args.rounds if args.rounds is not None else (1 if args.quick else 4)
+    args.iterations = args.iterations if args.iterations is not None else (3 if args.quick else 10)
+    args.warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
+    if args.rounds < 1 or args.iterations < 1 or args.warmup < 0:
+        p.error('--rounds and --iterations must be at least 1, --warmup at least 0')
+    try:
+        args.threads_list = sorted({int(x) for x in args.threads.split(',') if x.strip()})
+    except ValueError:
+        p.error('--threads needs comma-separated integers')
+    if not args.threads_list or args.threads_list[0] < 1:
+        p.error('--threads needs positive integers')
+    args.model_list = [m.strip() for m in args.models.split(',') if m.strip()]
+    bad = [m for m in args.model_list if m not in MODELS]
+    if bad or not args.model_list:
+        p.error('unknown model(s) %s; choose from %s' % (', '.join(bad) or '(none)', ', '.join(MODELS)))
+    args.build = os.path.abspath(args.build)
+    args.out = os.path.abspath(args.out or os.path.join(args.build, 'bench'))
+    args.ort_dir = os.path.abspath(args.ort_dir)
+    return args
+
+
+def check_setup(args) -> Tuple[str, str, str]:
+    kilnc = os.path.join(args.build, 'compiler', 'kilnc')
+    kiln = os.path.join(args.build, 'tools', 'kiln', 'kiln')
+    for exe, what in ((kilnc, 'kilnc'), (kiln, 'kiln')):
+        if not os.access(exe, os.X_OK):
+            raise BenchError('%s not found at %s; build first (meson setup %s && ninja -C %s -j2) or pass --build' % (
+                what, exe, args.build, args.build))
+    node = shutil.which(args.node)
+    if not node:
+        raise BenchError('Node.js (%s) not found; run tools/setup.sh --with-tests' % args.node)
+    if not os.path.isdir(os.path.join(args.ort_dir, 'node_modules', 'onnxruntime-node')):
+        raise BenchError('onnxruntime-node is not installed in %s; run tools/setup.sh --with-tests '
+                         '(or npm ci --ignore-scripts there)' % args.ort_dir)
+    if not shutil.which('cc'):
+        raise BenchError('no C compiler (cc) for bench/fma_peak.c')
+    return kilnc, kiln, node
+
+
+def main(argv) -> int:
+    args = parse_args(argv)
+    started = time.monotonic()
+    try:
+        kilnc, kiln, node = check_setup(args)
+        os.makedirs(os.path.join(args.out, 'models'), exist_ok=True)
+        machine = machine_info(args.ort_dir)
+        machine['kilnc_binary'] = binary_stamp(kilnc)
+        machine['kiln_binary'] = binary_stamp(kiln)
+        log('machine: %s, %s CPUs; kiln %s; onnxruntime-node %s' % (machine['cpu'], machine['logical_cpus'],
+                                                                    machine['kiln_git'], machine['onnxruntime_node']))
+        meter = PeakMeter(args.out, args.threads_list)
+        meter.measure()
+        for t, pk in sorted(meter.peaks().items()):
+            log('FMA peak, %d thread(s): %.1f GFLOP/s (%s)' % (t, pk['gflops'], pk['isa']))
+        names = args.model_list
+        info = export_models(names, os.path.join(args.out, 'models'), args.reexport)
+        for n in names:
+            info[n]['flops'] = count_flops(info[n]['onnx'])
+            if info[n]['flops']['unknown_nodes']:
+                log('warning: %s: no static shapes for %d node(s), their FLOPs are not counted: %s' % (
+                    n, len(info[n]['flops']['unknown_nodes']), ', '.join(info[n]['flops']['unknown_nodes'][:5])))
+            log('flops   %-20s %.3f GFLOP' % (n, info[n]['flops']['total'] / 1e9))
+        compile_models(names, info, kilnc)
+        runs = run_rounds(names, info, args, args.threads_list, kiln, node, meter)
+        peaks = meter.peaks()
+        for t, pk in sorted(peaks.items()):
+            log('FMA peak, %d thread(s): %.1f GFLOP/s, the best of %d measurements (their median %.1f)' % (
+                t, pk['gflops'], pk['measurements'], pk['median_of_measurements']))
+        rows, geo = summarize(names, info, runs, args.threads_list, peaks)
+        profile = None
+        if PROFILE_MODEL in names:
+            peak1 = meter.peak(1)['gflops']
+            profile = profile_layers(kiln, info, max(args.iterations, 5), args.warmup, peak1, args.out)
+            if not profile['available']:
+                log('warning: ' + profile['message'])
+        machine['loadavg_end'] = list(os.getloadavg())
+        elapsed = time.monotonic() - started
+        md = render_markdown(machine, peaks, names, info, rows, geo, profile, args, args.threads_list, elapsed)
+        chart = os.path.join(args.out, 'chart.png')
+        render_chart(chart, names, rows, geo, args.threads_list, peaks)
+        with open(os.path.join(args.out, 'results.md'), 'w') as f:
+            f.write(md)
+        results = {
+            'machine': machine,
+            'settings': {'rounds': args.rounds, 'iterations': args.iterations, 'warmup': args.warmup,
+                         'threads': args.threads_list, 'models': names},
+            'fma_peak': {str(t): p for t, p in peaks.items()},
+            'models': {n: {'display_name': MODELS[n][0], 'input_shape': list(MODELS[n][1]),
+                           'onnx': os.path.relpath(info[n]['onnx'], args.out),
+                           'kiln': os.path.relpath(info[n]['kiln'], args.out),
+                           'compile_s': info[n]['compile_s'], 'bundle_bytes': info[n]['bundle_bytes'],
+                           'flops': info[n]['flops']['total'], 'flops_by_op': info[n]['flops']['by_op'],
+                           'rounds': {str(t): runs[n][t] for t in args.threads_list}} for n in names},
+            'summary': rows,
+            'geomean': {str(t): g for t, g in geo.items()},
+            'profile': profile,
+            'wall_s': elapsed,
+        }
+        with open(os.path.join(args.out, 'results.json'), 'w') as f:
+            json.dump(results, f, indent=1)
+    except BenchError as e:
+        print('run_bench: error: %s' % e, file=sys.stderr, flush=True)
+        return 1
+    print(md)
+    log('wrote %s, %s and %s (%.0f s)' % (os.path.join(args.out, 'results.md'), os.path.join(args.out, 'results.json'),
+                                         chart, elapsed))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
