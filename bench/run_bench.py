@@ -268,37 +268,11 @@ def calibrate_batchnorm(torch, module, input_shape, batches: int = 2, batch_size
 
 
 def build_transformer(torch):
-    """A 4-layer pre-norm transformer encoder (d=256, 4 heads, GELU feed-forward 1024), batch-first.
-    Attention is written out (not nn.MultiheadAttention), so torch's fused inference
-    fast path, which has no ONNX export, is never taken."""
-    nn = torch.nn
-    d, heads, ff, layers = TRANSFORMER['d'], TRANSFORMER['heads'], TRANSFORMER['ff'], TRANSFORMER['layers']
-
-    class Layer(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.heads, self.dh = heads, d // heads
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.ff1, self.ff2 = nn.Linear(d, ff), nn.Linear(ff, d)
-
-        def forward(self, x):                      # x: [B, S, d]
-            b, s, _ = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-            q, k, v = (t.reshape(b, s, self.heads, self.dh).transpose(1, 2) for t in (q, k, v))
-            att = torch.softmax(q @ k.transpose(-2, -1) / self.dh ** 0.5, dim=-1)
-            x = x + self.proj((att @ v).transpose(1, 2).reshape(b, s, d))
-            return x + self.ff2(torch.nn.functional.gelu(self.ff1(self.ln2(x))))
-
-    class Encoder(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.layers = nn.Sequential(*[Layer() for _ in range(layers)])
-
-        def forward(self, x):
-            return self.layers(x)
-
-    return Encoder()
+    """The 4-layer transformer encoder (d=256, 4 heads, ff 1024), from tests/e2e/models.py."""
+    sys.path.insert(0, os.path.join(REPO, 'tests', 'e2e'))
+    import models  # noqa: E402  (the e2e test models)
+    t = TRANSFORMER
+    return models.build_transformer_encoder(d=t['d'], heads=t['heads'], layers=t['layers'], ff=t['ff'])
 
 
 def build_model(torch, name: str):

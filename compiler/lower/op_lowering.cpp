@@ -17,6 +17,14 @@ int OpContext::output(size_t i) const {
   return node().outputs[i];
 }
 
+// "k<N>_<what>_<node name>", with the name made symbol-safe.
+std::string OpContext::kernel_name(const std::string& what) {
+  std::string safe;
+  for (char c : node().name) safe += std::isalnum((unsigned char)c) ? c : '_';
+  if (safe.size() > 48) safe = safe.substr(0, 48);
+  return "k" + std::to_string(next_kernel_id_++) + "_" + what + "_" + safe;
+}
+
 te::Tensor OpContext::tensor_of(int value_index) {
   {  // a fused producer: read its formula
     auto p = state_->pending.find(value_index);
@@ -61,12 +69,9 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
                                            << " differs from output " << graph::shape_str(ov.shape);
   if (ov.elements() == 0) return;  // an empty tensor: nothing to compute
   KernelDef k;
-  std::string safe;
-  for (char c : node().name) safe += std::isalnum((unsigned char)c) ? c : '_';
-  if (safe.size() > 48) safe = safe.substr(0, 48);
   std::string op;
   for (char c : node().op) op += (char)std::tolower((unsigned char)c);
-  k.name = "k" + std::to_string(next_kernel_id_++) + "_" + op + "_" + safe;
+  k.name = kernel_name(op);
   k.source_nodes = fused_sources_;
   k.source_nodes.push_back(node_index);
   auto add_param = [&](int v, Access access) {
@@ -120,10 +125,7 @@ te::Tensor OpContext::scan_state(const std::string& name, const graph::Shape& sh
 
 void OpContext::emit_scan(int64_t steps, const std::vector<ScanState>& states) {
   KernelDef k;
-  std::string safe;
-  for (char c : node().name) safe += std::isalnum((unsigned char)c) ? c : '_';
-  if (safe.size() > 48) safe = safe.substr(0, 48);
-  k.name = "k" + std::to_string(next_kernel_id_++) + "_scan_" + safe;
+  k.name = kernel_name("scan");
   k.source_nodes = {node_index};
   std::map<const te::TensorNode*, tir::Buffer> bufs;
   auto add_param = [&](int v, Access access) {

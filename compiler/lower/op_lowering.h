@@ -98,6 +98,7 @@ class OpContext {
   LoweringState* state_;                        // shared across the nodes of a graph
   std::vector<int> fused_sources_;              // nodes whose pending outputs this node read
   void emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn& schedule);
+  std::string kernel_name(const std::string& what);
 };
 
 using OpLowering = std::function<void(OpContext&)>;

@@ -131,17 +131,6 @@ class Simplifier : public IRMutator {
       Expr merged = recombine(a, b);
       if (merged.defined()) return merged;
     }
-    for (int side = 0; side < 0; side++) {
-      const Expr& p = side ? b : a;
-      const Expr& q = side ? a : b;
-      auto mul = p.as<Mul>();
-      auto mod = q.as<Mod>();
-      if (mul && mod && mul->a.as<Div>()) {
-        auto div = mul->a.as<Div>();
-        auto c1 = as_const_int(mul->b), c2 = as_const_int(div->b), c3 = as_const_int(mod->b);
-        if (c1 && c2 && c3 && *c1 == *c2 && *c2 == *c3 && *c1 > 0 && tir::equal(div->a, mod->a)) return div->a;
-      }
-    }
     // (x + c1) + c2 -> x + (c1 + c2)
     if (auto inner = a.as<Add>(); inner && cb && a.type().is_int()) {
       if (auto c1 = as_const_int(inner->b); c1 && add_ok(*c1, *cb, &r)) return mutate(inner->a + IntImm::make(a.type(), r));

@@ -256,8 +256,8 @@ def build_seq_rnn():
     return SeqRNN()
 
 
-def build_transformer():
-    """A 2-layer pre-norm transformer encoder (d=32, 4 heads, GELU feed-forward), batch-first.
+def _transformer_layer(d, heads, ff):
+    """One pre-norm transformer encoder layer, batch-first, GELU feed-forward.
 
     Attention is written out (not nn.MultiheadAttention) so that torch's fused
     inference fast path, which has no ONNX export, is never taken.
@@ -266,7 +266,7 @@ def build_transformer():
     nn = torch.nn
 
     class Layer(nn.Module):
-        def __init__(self, d=32, heads=4, ff=64):
+        def __init__(self):
             super().__init__()
             self.heads, self.dh = heads, d // heads
             self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
@@ -274,41 +274,6 @@ def build_transformer():
             self.ff1, self.ff2 = nn.Linear(d, ff), nn.Linear(ff, d)
 
         def forward(self, x):                      # x: [B, S, d]
-            b, s, d = x.shape
-            q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-            q, k, v = (t.reshape(b, s, self.heads, self.dh).transpose(1, 2) for t in (q, k, v))
-            att = torch.softmax(q @ k.transpose(-2, -1) / self.dh ** 0.5, dim=-1)
-            x = x + self.proj((att @ v).transpose(1, 2).reshape(b, s, d))
-            return x + self.ff2(torch.nn.functional.gelu(self.ff1(self.ln2(x))))
-
-    class Encoder(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.layers = nn.Sequential(Layer(), Layer())
-            self.head = nn.Linear(32, 8)
-
-        def forward(self, x):
-            return torch.softmax(self.head(self.layers(x)), dim=-1)
-
-    return Encoder()
-
-
-def build_transformer_encoder(d=256, heads=4, layers=4, ff=None):
-    """A pre-norm transformer encoder like build_transformer, sized for the memory-planning budget
-    (issue 4: 4 layers, d=256, 4 heads, sequence 128)."""
-    torch = _torch()
-    nn = torch.nn
-    ff = ff or 4 * d
-
-    class Layer(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.heads, self.dh = heads, d // heads
-            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-            self.ff1, self.ff2 = nn.Linear(d, ff), nn.Linear(ff, d)
-
-        def forward(self, x):
             b, s, _ = x.shape
             q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
             q, k, v = (t.reshape(b, s, self.heads, self.dh).transpose(1, 2) for t in (q, k, v))
@@ -316,15 +281,33 @@ def build_transformer_encoder(d=256, heads=4, layers=4, ff=None):
             x = x + self.proj((att @ v).transpose(1, 2).reshape(b, s, d))
             return x + self.ff2(torch.nn.functional.gelu(self.ff1(self.ln2(x))))
 
+    return Layer()
+
+
+def build_transformer_encoder(d=256, heads=4, layers=4, ff=None, classes=None):
+    """A pre-norm transformer encoder: `layers` layers of width d; with `classes`, a linear
+    head and a softmax. Issue 4's memory budget and the benchmark use 4 layers, d=256,
+    4 heads, sequence 128."""
+    torch = _torch()
+    nn = torch.nn
+    ff = ff or 4 * d
+
     class Encoder(nn.Module):
         def __init__(self):
             super().__init__()
-            self.layers = nn.Sequential(*[Layer() for _ in range(layers)])
+            self.layers = nn.Sequential(*[_transformer_layer(d, heads, ff) for _ in range(layers)])
+            self.head = nn.Linear(d, classes) if classes else None
 
         def forward(self, x):
-            return self.layers(x)
+            y = self.layers(x)
+            return torch.softmax(self.head(y), dim=-1) if self.head is not None else y
 
     return Encoder()
+
+
+def build_transformer():
+    """The e2e transformer: 2 layers, d=32, 4 heads, feed-forward 64, an 8-class head."""
+    return build_transformer_encoder(d=32, heads=4, layers=2, ff=64, classes=8)
 
 
 # ---------------------------------------------------------------------------
