@@ -42,7 +42,9 @@ void schedule_conv1x1_cpu(te::Stage& s) {
   auto f = s.fuse(s.axes[2], s.axes[3]);
   // At most 32 accumulators: LLVM's SLP vectorizer keeps that many in vector
   // registers (with 64 it gave up and left scalar code).
-  int64_t tf = tile_for(f->extent, {16, 8, 7, 4});
+  // 16 pixels per tile even when 16 does not divide the pixel count: the
+  // last tile's guard is split off by loop partitioning.
+  int64_t tf = f->extent >= 16 ? 16 : tile_for(f->extent, {8, 7, 4});
   int64_t tm = tile_for(m->extent, {std::max<int64_t>(32 / tf, 1), 2});
   auto [mo, mi] = s.split(m, tm);
   auto [fo, fi] = s.split(f, tf);
