@@ -58,8 +58,10 @@ void schedule_matmul_cpu(te::Stage& s) {
   if (s.axes.size() < 2 || s.reduce_axes.size() != 1) return te::default_cpu_schedule(s);
   size_t r = s.axes.size();
   auto i = s.axes[r - 2], j = s.axes[r - 1], k = s.reduce_axes[0];
-  int64_t ti = tile_for(i->extent, {4, 2});
-  int64_t tj = tile_for(j->extent, {8, 4, 2});
+  // 16 output columns per tile (guarded tail, split off by loop partitioning)
+  // and as many rows as keep the tile at 32 accumulators.
+  int64_t tj = j->extent >= 16 ? 16 : tile_for(j->extent, {8, 4, 2});
+  int64_t ti = tile_for(i->extent, {std::max<int64_t>(32 / tj, 1), 2});
   auto [io, ii] = s.split(i, ti);
   auto [jo, ji] = s.split(j, tj);
   std::vector<te::IterVar> order(s.axes.begin(), s.axes.end() - 2);
