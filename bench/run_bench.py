@@ -246,33 +246,17 @@ class PeakMeter:
 # ---------------------------------------------------------------------------
 # Export (seeded) with an on-disk cache.
 
-def calibrate_batchnorm(torch, module, input_shape, batches: int = 2, batch_size: int = 4):
-    """Sets BatchNorm running statistics from seeded random batches.
-
-    Untrained torchvision models have running_mean=0/var=1, so activations shrink
-    layer by layer and can end up denormal, which would time the FPU's slow path
-    rather than the kernels. With estimated statistics every layer works at unit
-    scale (as in tests/e2e/models.py)."""
-    bns = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
-    if not bns:
-        return module
-    for bn in bns:
-        bn.reset_running_stats()
-        bn.momentum = None
-    module.train()
-    gen = torch.Generator().manual_seed(4321)
-    with torch.no_grad():
-        for _ in range(batches):
-            module(torch.randn((batch_size,) + tuple(input_shape[1:]), generator=gen))
-    return module.eval()
+def e2e_models():
+    """tests/e2e/models.py: the test models' builders and BatchNorm calibration."""
+    sys.path.insert(0, os.path.join(REPO, 'tests', 'e2e'))
+    import models  # noqa: E402
+    return models
 
 
 def build_transformer(torch):
     """The 4-layer transformer encoder (d=256, 4 heads, ff 1024), from tests/e2e/models.py."""
-    sys.path.insert(0, os.path.join(REPO, 'tests', 'e2e'))
-    import models  # noqa: E402  (the e2e test models)
     t = TRANSFORMER
-    return models.build_transformer_encoder(d=t['d'], heads=t['heads'], layers=t['layers'], ff=t['ff'])
+    return e2e_models().build_transformer_encoder(d=t['d'], heads=t['heads'], layers=t['layers'], ff=t['ff'])
 
 
 def build_model(torch, name: str):
@@ -283,7 +267,8 @@ def build_model(torch, name: str):
     kwargs = {'weights': None}
     if name == 'googlenet':
         kwargs.update(aux_logits=False, init_weights=True)
-    return calibrate_batchnorm(torch, ctor(**kwargs), MODELS[name][1])
+    # Seeded BatchNorm statistics, so outputs are O(1) (as the e2e tests do).
+    return e2e_models().calibrate_batchnorm(ctor(**kwargs), MODELS[name][1])
 
 
 def export_key(name: str, torch_version: str) -> Dict[str, object]:

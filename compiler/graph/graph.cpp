@@ -8,6 +8,11 @@
 
 namespace kiln::graph {
 
+bool is_shape_only_op(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
+         op == "Dropout";
+}
+
 size_t dtype_size(DType t) {
   switch (t) {
     case DType::F32: return 4;

@@ -20,6 +20,11 @@ namespace kiln::graph {
 enum class DType : uint8_t { F32 = 0, F16 = 1, F64 = 2, I8 = 3, I16 = 4, I32 = 5, I64 = 6, U8 = 7, Bool = 8 };
 
 size_t dtype_size(DType t);
+
+// Operators that only reinterpret their input's shape (Reshape, Flatten,
+// Squeeze, Unsqueeze, Identity, inference Dropout): their output holds the
+// input's bytes unchanged, so lowering aliases it and folding copies it.
+bool is_shape_only_op(const std::string& op);
 const char* dtype_name(DType t);
 tir::Type dtype_to_tir(DType t);
 

@@ -47,11 +47,6 @@ namespace {
 
 constexpr uint64_t kSmallBytes = 1 << 20;
 
-bool is_alias_op(const std::string& op) {
-  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
-         op == "Dropout";
-}
-
 bool never_fold(const Node& n) {
   if (n.op.rfind("Random", 0) == 0 || n.op == "Multinomial" || n.op == "Bernoulli") return true;
   for (auto& [k, a] : n.attrs)
@@ -95,7 +90,7 @@ int fold_direct(Graph& g, std::vector<bool>& remove) {
       set_i64(out, dims);
     } else if (n.op == "Size" && out.dtype == DType::I64 && out.elements() == 1) {
       set_i64(out, {in.elements()});
-    } else if (is_alias_op(n.op) && in.is_constant() && in.dtype == out.dtype && in.byte_size() == out.byte_size()) {
+    } else if (is_shape_only_op(n.op) && in.is_constant() && in.dtype == out.dtype && in.byte_size() == out.byte_size()) {
       if (n.op == "Dropout" && n.inputs.size() > 2 && n.inputs[2] >= 0) {
         const Value& t = g.values[n.inputs[2]];
         if (!t.is_constant() || t.const_at(0) != 0) continue;

@@ -64,38 +64,15 @@ bool pass_fold_affine(Graph& g, PassContext& ctx) {
     std::vector<double> c = per_channel(cv, xv.shape);
     if (c.empty()) continue;
     int p = xv.producer;
-    Node& conv = g.nodes[p];
-    if (conv.inputs.size() < 2 || conv.inputs[1] < 0 || !g.values[conv.inputs[1]].is_constant()) continue;
-    bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] >= 0;
-    if (has_bias && !g.values[conv.inputs[2]].is_constant()) continue;
-    const Value& w = g.values[conv.inputs[1]];
-    int64_t C = (int64_t)c.size();
-    if (w.shape.empty() || w.shape[0] != C || w.dtype != xv.dtype) continue;
-    DType dt = w.dtype;
-    Shape wshape = w.shape;
-    std::string wname = w.name;
-    std::vector<double> b(C, 0.0);
-    if (has_bias) b = constant_as_doubles(g.values[conv.inputs[2]]);
-    int new_w = conv.inputs[1];
-    if (n.op == "Mul") {
-      std::vector<double> wd = constant_as_doubles(w);
-      int64_t per = (int64_t)wd.size() / C;
-      for (int64_t oc = 0; oc < C; oc++) {
-        for (int64_t j = 0; j < per; j++) wd[(size_t)(oc * per + j)] *= c[(size_t)oc];
-        b[(size_t)oc] *= c[(size_t)oc];
-      }
-      new_w = g.add_constant(wname + ".scaled", dt, wshape, doubles_to_bytes(wd, dt));
-    } else {
-      for (int64_t oc = 0; oc < C; oc++) b[(size_t)oc] += n.op == "Add" ? c[(size_t)oc] : -c[(size_t)oc];
-    }
-    int new_b = g.add_constant(wname + (n.op == "Mul" ? ".scaled_bias" : ".shifted_bias"), dt, {C}, doubles_to_bytes(b, dt));
-    conv.inputs.resize(3);
-    conv.inputs[1] = new_w;
-    conv.inputs[2] = new_b;
-    conv.outputs[0] = y;
-    g.values[y].producer = p;
-    g.values[x].producer = -1;
-    remove[i] = true;
+    // Mul: out * c; Add: out + c; Sub: out - c.
+    std::vector<double> scale, shift(c.size(), 0.0);
+    if (n.op == "Mul") scale = c;
+    else
+      for (size_t oc = 0; oc < c.size(); oc++) shift[oc] = n.op == "Add" ? c[oc] : -c[oc];
+    const Node& conv = g.nodes[p];
+    if (conv.inputs.size() < 2 || conv.inputs[1] < 0 || g.values[conv.inputs[1]].dtype != xv.dtype) continue;
+    if (!fold_channel_affine_into_conv(g, g.nodes[p], scale, shift, n.op == "Mul" ? "scaled" : "shifted")) continue;
+    absorb_consumer(g, p, (int)i, remove);
     folded++;
   }
   if (!folded) return false;

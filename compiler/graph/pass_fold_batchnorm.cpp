@@ -30,32 +30,6 @@ bool extra_outputs_unused(const Graph& g, const Node& n, const std::vector<int>&
   return true;
 }
 
-bool fold_into_conv(Graph& g, Node& conv, const std::vector<double>& f, const std::vector<double>& shift,
-                    const std::vector<double>& mean) {
-  if (conv.inputs.size() < 2 || conv.inputs[1] < 0) return false;
-  const Value& w = g.values[conv.inputs[1]];
-  int64_t C = (int64_t)f.size();
-  if (!w.is_constant() || !is_float(w.dtype) || w.shape.empty() || w.shape[0] != C) return false;
-  bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] >= 0;
-  if (has_bias && (!g.values[conv.inputs[2]].is_constant() || g.values[conv.inputs[2]].elements() != C)) return false;
-  std::vector<double> wd = constant_as_doubles(w);
-  int64_t per = w.elements() / C;
-  for (int64_t oc = 0; oc < C; oc++)
-    for (int64_t j = 0; j < per; j++) wd[(size_t)(oc * per + j)] *= f[(size_t)oc];
-  std::vector<double> b(C, 0.0);
-  if (has_bias) b = constant_as_doubles(g.values[conv.inputs[2]]);
-  for (int64_t oc = 0; oc < C; oc++) b[(size_t)oc] = (b[(size_t)oc] - mean[(size_t)oc]) * f[(size_t)oc] + shift[(size_t)oc];
-  DType dt = w.dtype;
-  Shape wshape = w.shape;
-  std::string wname = w.name;
-  int nw = g.add_constant(wname + ".bn", dt, wshape, doubles_to_bytes(wd, dt));
-  int nb = g.add_constant(wname + ".bn_bias", dt, {C}, doubles_to_bytes(b, dt));
-  conv.inputs.resize(3);
-  conv.inputs[1] = nw;
-  conv.inputs[2] = nb;
-  return true;
-}
-
 bool fold_into_gemm(Graph& g, Node& gemm, const std::vector<double>& f, const std::vector<double>& shift,
                     const std::vector<double>& mean) {
   if (gemm.inputs.size() < 2 || gemm.inputs[1] < 0) return false;
@@ -130,14 +104,17 @@ bool pass_fold_batchnorm(Graph& g, PassContext& ctx) {
     double eps = bn.attr_float("epsilon", 1e-5);
     std::vector<double> f(C);
     for (int64_t c = 0; c < C; c++) f[(size_t)c] = scale[(size_t)c] / std::sqrt(var[(size_t)c] + eps);
-    bool ok = prod.op == "Conv" ? fold_into_conv(g, g.nodes[p], f, shift, mean) : fold_into_gemm(g, g.nodes[p], f, shift, mean);
+    bool ok;
+    if (prod.op == "Conv") {
+      // (y - mean) * f + beta = y * f + (beta - mean * f)
+      std::vector<double> beta(C);
+      for (int64_t c = 0; c < C; c++) beta[(size_t)c] = shift[(size_t)c] - mean[(size_t)c] * f[(size_t)c];
+      ok = fold_channel_affine_into_conv(g, g.nodes[p], f, beta, "bn");
+    } else {
+      ok = fold_into_gemm(g, g.nodes[p], f, shift, mean);
+    }
     if (!ok) continue;
-    // The producer now writes the BN's output value (keeping its name).
-    int y = g.nodes[i].outputs[0];
-    g.nodes[p].outputs[0] = y;
-    g.values[y].producer = p;
-    g.values[x].producer = -1;
-    remove[i] = true;
+    absorb_consumer(g, p, (int)i, remove);
     folded++;
   }
   if (!folded) return false;

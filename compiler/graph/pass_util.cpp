@@ -62,4 +62,42 @@ std::vector<uint8_t> doubles_to_bytes(const std::vector<double>& x, DType dtype)
   return b;
 }
 
+bool fold_channel_affine_into_conv(Graph& g, Node& conv, const std::vector<double>& scale,
+                                   const std::vector<double>& shift, const std::string& suffix) {
+  if (conv.inputs.size() < 2 || conv.inputs[1] < 0) return false;
+  const Value& w = g.values[conv.inputs[1]];
+  int64_t C = (int64_t)shift.size();
+  bool is_float = w.dtype == DType::F32 || w.dtype == DType::F64;
+  if (!w.is_constant() || !is_float || w.shape.empty() || w.shape[0] != C) return false;
+  if (!scale.empty() && (int64_t)scale.size() != C) return false;
+  bool has_bias = conv.inputs.size() > 2 && conv.inputs[2] >= 0;
+  if (has_bias && (!g.values[conv.inputs[2]].is_constant() || g.values[conv.inputs[2]].elements() != C)) return false;
+  DType dt = w.dtype;
+  Shape wshape = w.shape;
+  std::string wname = w.name;
+  std::vector<double> b = has_bias ? constant_as_doubles(g.values[conv.inputs[2]]) : std::vector<double>(C, 0.0);
+  int new_w = conv.inputs[1];
+  if (!scale.empty()) {
+    std::vector<double> wd = constant_as_doubles(w);
+    int64_t per = (int64_t)wd.size() / C;
+    for (int64_t oc = 0; oc < C; oc++)
+      for (int64_t j = 0; j < per; j++) wd[(size_t)(oc * per + j)] *= scale[(size_t)oc];
+    new_w = g.add_constant(wname + "." + suffix, dt, wshape, doubles_to_bytes(wd, dt));
+  }
+  for (int64_t oc = 0; oc < C; oc++) b[(size_t)oc] = b[(size_t)oc] * (scale.empty() ? 1.0 : scale[(size_t)oc]) + shift[(size_t)oc];
+  int new_b = g.add_constant(wname + "." + suffix + "_bias", dt, {C}, doubles_to_bytes(b, dt));
+  conv.inputs.resize(3);
+  conv.inputs[1] = new_w;
+  conv.inputs[2] = new_b;
+  return true;
+}
+
+void absorb_consumer(Graph& g, int producer, int consumer, std::vector<bool>& remove) {
+  int x = g.nodes[producer].outputs[0], y = g.nodes[consumer].outputs[0];
+  g.nodes[producer].outputs[0] = y;  // keeps the consumer's output name
+  g.values[y].producer = producer;
+  g.values[x].producer = -1;
+  remove[consumer] = true;
+}
+
 }  // namespace kiln::graph

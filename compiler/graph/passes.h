@@ -73,5 +73,15 @@ void recompute_producers(Graph& g);
 std::vector<double> constant_as_doubles(const Value& v);
 // Bytes of a float32 or float64 tensor holding `x`.
 std::vector<uint8_t> doubles_to_bytes(const std::vector<double>& x, DType dtype);
+// Rewrites Conv `conv` (constant float weights, optional constant bias) so
+// that its output becomes out[c] * scale[c] + shift[c] per output channel:
+// W' = W * scale[oc], b' = b * scale + shift, computed in double and stored
+// as new constants (`suffix` names them). An empty `scale` means 1 (the
+// weights are kept). Returns false, changing nothing, if the Conv does not fit.
+bool fold_channel_affine_into_conv(Graph& g, Node& conv, const std::vector<double>& scale,
+                                   const std::vector<double>& shift, const std::string& suffix);
+// Node `producer` takes over node `consumer`'s (first) output, whose work it
+// now does; `consumer` is flagged for removal.
+void absorb_consumer(Graph& g, int producer, int consumer, std::vector<bool>& remove);
 
 }  // namespace kiln::graph

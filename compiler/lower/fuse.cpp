@@ -20,12 +20,6 @@ bool is_heavy(const std::string& op) {
          op == "MaxPool" || op == "AveragePool" || op == "LpPool";
 }
 
-// Operators that only reinterpret (alias) their input: they emit no kernel.
-bool is_alias(const std::string& op) {
-  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
-         op == "Dropout" || op == "Shape";
-}
-
 }  // namespace
 
 std::set<int> choose_fused_values(const graph::Graph& g) {
@@ -40,7 +34,7 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
   for (int v : g.outputs) uses[v] += 2;  // never fuse a model output
   std::set<int> fused;
   for (const graph::Node& n : g.nodes) {
-    if (is_alias(n.op) || n.outputs.size() != 1 || n.outputs[0] < 0) continue;
+    if (graph::is_shape_only_op(n.op) || n.outputs.size() != 1 || n.outputs[0] < 0) continue;
     int v = n.outputs[0];
     if (uses[v] != 1 || g.values[v].is_constant()) continue;
     const graph::Node& c = g.nodes[consumer[v]];

@@ -1,7 +1,6 @@
 #include "lower/lower_graph.h"
 
 #include <algorithm>
-#include <cstring>
 #include <set>
 
 #include "lower/fuse.h"
@@ -11,28 +10,6 @@
 
 namespace kiln {
 namespace {
-
-bool is_alias_op(const std::string& op) {
-  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
-         op == "Dropout";
-}
-
-// Shape → a constant int64 vector (opset 15 adds start/end).
-void fold_shape(graph::Graph& g, const graph::Node& n) {
-  const graph::Shape& s = g.values[n.inputs.at(0)].shape;
-  int64_t rank = (int64_t)s.size();
-  int64_t start = n.attr_int("start", 0), end = n.attr_int("end", rank);
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
-  start = std::clamp<int64_t>(start, 0, rank);
-  end = std::clamp<int64_t>(end, start, rank);
-  std::vector<int64_t> dims(s.begin() + start, s.begin() + end);
-  graph::Value& out = g.values[n.outputs.at(0)];
-  user_assert(out.dtype == graph::DType::I64 && (int64_t)out.elements() == (int64_t)dims.size())
-      << n.describe() << ": unexpected output type";
-  out.data = std::make_shared<std::vector<uint8_t>>(dims.size() * 8);
-  memcpy(out.data->data(), dims.data(), dims.size() * 8);
-}
 
 KernelDef copy_kernel(graph::Graph& g, int from, int to, int kernel_id) {
   KernelDef k;
@@ -63,11 +40,7 @@ LoweredProgram lower_graph(graph::Graph& g) {
 
   for (size_t ni = 0; ni < g.nodes.size(); ni++) {
     const graph::Node& n = g.nodes[ni];
-    if (n.op == "Shape") {
-      fold_shape(g, n);
-      continue;
-    }
-    if (is_alias_op(n.op) && !n.inputs.empty() && n.inputs[0] >= 0 && g.values[n.inputs[0]].is_constant()) {
+    if (graph::is_shape_only_op(n.op) && !n.inputs.empty() && n.inputs[0] >= 0 && g.values[n.inputs[0]].is_constant()) {
       g.values[n.outputs.at(0)].data = g.values[n.inputs[0]].data;  // a constant reshaped is a constant
       continue;
     }

@@ -2,9 +2,9 @@
 //
 // The result is the list of kernels in execution order (one dispatch each)
 // and, for every value, the root value whose storage it uses: operators that
-// only reinterpret a shape alias their input. Shape nodes and shape-only
-// operators on constants are folded to constants here (the full constant
-// folder is a graph pass, issue 4). Model outputs always get storage of their
+// only reinterpret a shape alias their input; on a constant input their
+// output is that constant (the constant-fold graph pass normally did this
+// already). Model outputs always get storage of their
 // own: a copy kernel is added where an output would alias a constant, a model
 // input or another output.
 #pragma once

@@ -180,15 +180,17 @@ te::Tensor OpContext::materialize(const te::Tensor& t, const ScheduleFn& schedul
 
 void OpContext::require_float32() const {
   for (int v : node().inputs)
-    if (v >= 0)
+    if (v >= 0) {
       user_assert(value(v).dtype == graph::DType::F32)
           << node().describe() << ": input '" << value(v).name << "' is " << graph::dtype_name(value(v).dtype)
           << "; kilnc supports this operator on float32 only so far";
+    }
   for (int v : node().outputs)
-    if (v >= 0)
+    if (v >= 0) {
       user_assert(value(v).dtype == graph::DType::F32)
           << node().describe() << ": output '" << value(v).name << "' is " << graph::dtype_name(value(v).dtype)
           << "; kilnc supports this operator on float32 only so far";
+    }
 }
 
 std::vector<int64_t> spatial_pads(const OpContext& ctx, const graph::Shape& in, const graph::Shape& out,
@@ -217,10 +219,11 @@ std::vector<int64_t> spatial_pads(const OpContext& ctx, const graph::Shape& in, 
 
 void OpContext::require_float() const {
   for (int v : node().inputs)
-    if (v >= 0)
+    if (v >= 0) {
       user_assert(value(v).dtype == graph::DType::F32 || value(v).dtype == graph::DType::F64)
           << node().describe() << ": input '" << value(v).name << "' is " << graph::dtype_name(value(v).dtype)
           << "; kilnc supports this operator on float32 and float64 only so far";
+    }
 }
 
 Indices broadcast_index(const graph::Shape& in_shape, const Indices& out_idx) {
@@ -238,6 +241,12 @@ Expr in_range(const Indices& idx, const std::vector<int64_t>& lo, const std::vec
     cond = cond.defined() ? (cond && c) : c;
   }
   return cond.defined() ? cond : tir::IntImm::make(tir::Bool(), 1);
+}
+
+Expr wrap_index(Expr i, int64_t extent) {
+  i = tir::cast(tir::Index(), i);
+  i = tir::select(i < Expr(0), i + Expr(extent), i);
+  return tir::clamp(i, Expr(0), Expr(extent - 1));
 }
 
 Expr padded_read(const te::Tensor& t, const Indices& idx, Expr pad) {

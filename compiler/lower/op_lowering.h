@@ -132,6 +132,10 @@ int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank);
 Indices broadcast_index(const graph::Shape& in_shape, const Indices& out_idx);
 // All of idx[i] inside [lo[i], hi[i]).
 Expr in_range(const Indices& idx, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi);
+// A run-time index into a dimension of `extent`: negative values count from
+// the end (ONNX's convention), and the result is clamped into range so a bad
+// index read from data never reads outside the tensor.
+Expr wrap_index(Expr i, int64_t extent);
 // t at idx, or `pad` where idx is outside t (indices clamped, so always safe to evaluate).
 Expr padded_read(const te::Tensor& t, const Indices& idx, Expr pad);
 graph::DType dtype_from_tir(tir::Type t);

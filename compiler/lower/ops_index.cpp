@@ -7,6 +7,7 @@
 // positions (Slice's starts and steps, Pad's pads) must be constants.
 // Indices read at run time (Gather) are wrapped for negatives and clamped
 // into range, so a bad index never reads outside the tensor.
+#include <algorithm>
 #include <cstring>
 
 #include "lower/op_lowering.h"
@@ -22,13 +23,6 @@ std::vector<int64_t> const_ints(OpContext& ctx, size_t input, const char* what) 
   std::vector<int64_t> r;
   for (int64_t i = 0; i < v.elements(); i++) r.push_back(v.const_int_at(i));
   return r;
-}
-
-// A run-time index into a dimension of `extent`: negative counts from the end; clamped.
-Expr wrap_index(Expr i, int64_t extent) {
-  i = tir::cast(tir::Index(), i);
-  i = tir::select(i < Expr(0), i + Expr(extent), i);
-  return tir::clamp(i, Expr(0), Expr(extent - 1));
 }
 
 void lower_gather(OpContext& ctx) {
@@ -240,6 +234,25 @@ void lower_range(OpContext& ctx) {
   }));
 }
 
+// Shape (opset 15 adds start/end). Shapes are static, so import folds every
+// Shape node to a constant; this lowering is what runs if one remains.
+void lower_shape(OpContext& ctx) {
+  graph::Shape s = ctx.in_shape(0);
+  int64_t rank = (int64_t)s.size();
+  int64_t start = ctx.node().attr_int("start", 0), end = ctx.node().attr_int("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  graph::Shape dims(s.begin() + start, s.begin() + end);
+  ctx.set_output(0, te::compute("shape", ctx.out_shape(0), [dims](const Indices& o) {
+    Expr v = tir::IntImm::make(tir::Int(64), 0);
+    for (size_t i = 0; i < dims.size(); i++)
+      v = tir::select(tir::EQ::make(o[0], Expr((int64_t)i)), tir::IntImm::make(tir::Int(64), dims[i]), v);
+    return v;
+  }));
+}
+
 void lower_size(OpContext& ctx) {
   int64_t n = graph::num_elements(ctx.in_shape(0));
   ctx.set_output(0, te::compute("size", ctx.out_shape(0), [n](const Indices&) { return tir::IntImm::make(tir::Int(64), n); }));
@@ -262,6 +275,7 @@ void register_index_ops(std::map<std::string, OpLowering>& r) {
   r["ConstantOfShape"] = lower_constant_of_shape;
   r["Range"] = lower_range;
   r["Size"] = lower_size;
+  r["Shape"] = lower_shape;
 }
 
 }  // namespace kiln::lower

@@ -11,6 +11,8 @@
 //   LpNormalization            y = x / (sum over axis of |x|^p)^(1/p), p = 1 or 2
 //   LRN                        y = x / (bias + alpha / size * sum of x^2 over channels
 //                                   [c - floor((size-1)/2), c + ceil((size-1)/2)])^beta
+#include <functional>
+
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
 
@@ -21,8 +23,10 @@ struct Stats {
   te::Tensor mean, inv_std;  // shape: the input's, with the normalized dims set to 1
 };
 
-// Statistics over the dims where `reduced` is true.
-Stats normalize_stats(OpContext& ctx, const te::Tensor& x, const std::vector<bool>& reduced, double eps) {
+// Mean and a per-row factor `inv(variance)` over the dims where `reduced` is
+// true (two-pass variance). Both are materialized: every output element reads them.
+Stats normalize_stats(OpContext& ctx, const te::Tensor& x, const std::vector<bool>& reduced,
+                      const std::function<Expr(const Expr& variance)>& inv) {
   graph::Shape ks = x.shape(), rshape;
   for (size_t d = 0; d < ks.size(); d++)
     if (reduced[d]) {
@@ -44,10 +48,15 @@ Stats normalize_stats(OpContext& ctx, const te::Tensor& x, const std::vector<boo
     Expr dv = x(at(o, r)) - mean(o);
     return dv * dv;
   });
-  te::Tensor inv = ctx.materialize(te::compute("inv_std", ks, [=](const Indices& o) {
-    return tir::make_const(t, 1) / tir::Call::make(tir::Intrinsic::Sqrt, {sq(o) / n + tir::make_const(t, eps)});
-  }));
-  return {mean, inv};
+  te::Tensor factor = ctx.materialize(te::compute("inv_std", ks, [=](const Indices& o) { return inv(sq(o) / n); }));
+  return {mean, factor};
+}
+
+// 1 / sqrt(variance + eps): LayerNormalization, InstanceNormalization.
+std::function<Expr(const Expr&)> inv_sqrt_plus(double eps) {
+  return [eps](const Expr& var) {
+    return tir::make_const(var.type(), 1) / tir::Call::make(tir::Intrinsic::Sqrt, {var + tir::make_const(var.type(), eps)});
+  };
 }
 
 Indices keep(const Indices& i, const std::vector<bool>& reduced) {
@@ -66,7 +75,7 @@ void lower_layer_norm(OpContext& ctx) {
   int64_t axis = normalize_axis(ctx, n.attr_int("axis", -1), rank);
   std::vector<bool> reduced(rank, false);
   for (int64_t d = axis; d < rank; d++) reduced[d] = true;
-  Stats s = normalize_stats(ctx, x, reduced, n.attr_float("epsilon", 1e-5));
+  Stats s = normalize_stats(ctx, x, reduced, inv_sqrt_plus(n.attr_float("epsilon", 1e-5)));
   ctx.set_output(0, te::compute("layernorm", x.shape(), [=](const Indices& i) {
     Indices o = keep(i, reduced);
     Expr y = (x(i) - s.mean(o)) * s.inv_std(o) * scale(broadcast_index(scale.shape(), i));
@@ -86,7 +95,7 @@ void lower_instance_norm(OpContext& ctx) {
   user_assert(x.ndim() >= 3) << n.describe() << ": input must be at least 3-D";
   std::vector<bool> reduced(x.ndim(), true);
   reduced[0] = reduced[1] = false;
-  Stats s = normalize_stats(ctx, x, reduced, n.attr_float("epsilon", 1e-5));
+  Stats s = normalize_stats(ctx, x, reduced, inv_sqrt_plus(n.attr_float("epsilon", 1e-5)));
   ctx.set_output(0, te::compute("instancenorm", x.shape(), [=](const Indices& i) {
     Indices o = keep(i, reduced);
     return (x(i) - s.mean(o)) * s.inv_std(o) * scale({i[1]}) + bias({i[1]});
@@ -100,35 +109,13 @@ void lower_mvn(OpContext& ctx) {
   int64_t rank = (int64_t)x.ndim();
   std::vector<bool> reduced(rank, false);
   for (int64_t a : n.attr_ints("axes", {0, 2, 3})) reduced[normalize_axis(ctx, a, rank)] = true;
-  graph::Shape ks = x.shape(), rshape;
-  for (int64_t d = 0; d < rank; d++)
-    if (reduced[d]) {
-      rshape.push_back(ks[d]);
-      ks[d] = 1;
-    }
-  auto at = [reduced](const Indices& o, const Indices& r) {
-    Indices i = o;
-    size_t k = 0;
-    for (size_t d = 0; d < i.size(); d++)
-      if (reduced[d]) i[d] = r[k++];
-    return i;
-  };
-  tir::Type t = x.dtype();
-  Expr cnt = tir::make_const(t, (double)graph::num_elements(rshape));
-  te::Tensor mean = ctx.materialize(te::reduce("mean", ks, rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
-    return x(at(o, r)) / cnt;
-  }));
-  te::Tensor sq = te::reduce("sqmean", ks, rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
-    Expr v = x(at(o, r));
-    return v * v / cnt;
+  // ONNX's definition: (x - mean) / (sqrt(variance) + 1e-9).
+  Stats s = normalize_stats(ctx, x, reduced, [](const Expr& var) {
+    return tir::make_const(var.type(), 1) / (tir::Call::make(tir::Intrinsic::Sqrt, {var}) + tir::make_const(var.type(), 1e-9));
   });
-  te::Tensor den = ctx.materialize(te::compute("den", ks, [=](const Indices& o) {
-    Expr var = tir::max(sq(o) - mean(o) * mean(o), tir::make_const(t, 0));
-    return tir::Call::make(tir::Intrinsic::Sqrt, {var}) + tir::make_const(t, 1e-9);
-  }));
   ctx.set_output(0, te::compute("mvn", x.shape(), [=](const Indices& i) {
     Indices o = keep(i, reduced);
-    return (x(i) - mean(o)) / den(o);
+    return (x(i) - s.mean(o)) * s.inv_std(o);
   }));
 }
 

@@ -14,11 +14,6 @@
 namespace kiln::lower {
 namespace {
 
-Expr wrap(Expr i, int64_t extent) {
-  i = tir::cast(tir::Index(), i);
-  i = tir::select(i < Expr(0), i + Expr(extent), i);
-  return tir::clamp(i, Expr(0), Expr(extent - 1));
-}
 
 void lower_cumsum(OpContext& ctx) {
   const graph::Node& n = ctx.node();
@@ -64,7 +59,7 @@ void lower_gather_nd(OpContext& ctx) {
     for (int64_t k = 0; k < m; k++) {
       Indices ii = prefix;
       ii.push_back(Expr(k));
-      di.push_back(wrap(ind(ii), data.shape()[b + k]));
+      di.push_back(wrap_index(ind(ii), data.shape()[b + k]));
     }
     di.insert(di.end(), o.begin() + (q - 1), o.end());
     return data(di);
@@ -111,7 +106,7 @@ void lower_scatter_elements(OpContext& ctx) {
   graph::Shape us = upd.shape();
   ctx.set_output(0, te::compute("scatter_elements", data.shape(), [=](const Indices& o) {
     auto hit = [=](const Indices& oo, const Indices& u) {
-      Expr same = tir::EQ::make(wrap(ind(u), data.shape()[axis]), oo[axis]);
+      Expr same = tir::EQ::make(wrap_index(ind(u), data.shape()[axis]), oo[axis]);
       for (size_t d = 0; d < u.size(); d++)
         if ((int64_t)d != axis) same = same && tir::EQ::make(u[d], oo[d]);
       return same;
@@ -134,7 +129,7 @@ void lower_scatter_nd(OpContext& ctx) {
       for (int64_t j = 0; j < k; j++) {
         Indices ii = u;
         ii.push_back(Expr(j));
-        same = same && tir::EQ::make(wrap(ind(ii), data.shape()[j]), oo[j]);
+        same = same && tir::EQ::make(wrap_index(ind(ii), data.shape()[j]), oo[j]);
       }
       return same;
     };

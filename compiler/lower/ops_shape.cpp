@@ -83,7 +83,10 @@ void lower_transpose(OpContext& ctx) {
 }  // namespace
 
 void register_shape_ops(std::map<std::string, OpLowering>& r) {
-  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"}) r[op] = lower_alias;
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"}) {
+    internal_assert(graph::is_shape_only_op(op)) << op << " registered as an alias but not shape-only";
+    r[op] = lower_alias;
+  }
   r["Concat"] = lower_concat;
   r["Transpose"] = lower_transpose;
 }
