@@ -29,12 +29,6 @@ size_t Stage::leaf_index(const IterVar& iv) const {
   internal_error << "loop " << (iv ? iv->name : "<null>") << " is not a current loop of stage " << tensor.name();
 }
 
-std::string Stage::str() const {
-  std::string s = tensor.name() + ":";
-  for (auto& l : leaves) s += " " + l->name + "[" + std::to_string(l->extent) + "]" + (l->reduce ? "r" : "");
-  return s;
-}
-
 void default_cpu_schedule(Stage& s) {
   for (auto& iv : s.axes)
     if (iv->extent > 1) {

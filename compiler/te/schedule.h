@@ -94,7 +94,6 @@ struct Stage {
 
   // The position of iv among the leaves (InternalError if absent).
   size_t leaf_index(const IterVar& iv) const;
-  std::string str() const;  // the loop list, for debugging
 };
 
 IterVar make_iter_var(const std::string& name, int64_t extent, bool reduce);
