@@ -10,9 +10,11 @@
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 
-#include <cmath>
 #include <map>
+#include <optional>
+#include <set>
 
+#include "codegen/math_llvm.h"
 #include "kiln_kernel_abi.h"
 #include "support/diagnostics.h"
 #include "tir/ir_printer.h"
@@ -27,7 +29,14 @@ using namespace tir;
 class KernelEmitter {
  public:
   KernelEmitter(llvm::Module& m, llvm::StructType* dispatch_ty, llvm::StructType* workgroup_ty)
-      : m_(m), ctx_(m.getContext()), b_(ctx_), dispatch_ty_(dispatch_ty), workgroup_ty_(workgroup_ty) {}
+      : m_(m), ctx_(m.getContext()), b_(ctx_), dispatch_ty_(dispatch_ty), workgroup_ty_(workgroup_ty) {
+    // a * b + c may become one fused multiply-add (one rounding instead of
+    // two, like C compilers' default -ffp-contract): without it every
+    // multiply-accumulate costs two instructions.
+    llvm::FastMathFlags fmf;
+    fmf.setAllowContract(true);
+    b_.setFastMathFlags(fmf);
+  }
 
   llvm::Function* emit(const KernelDef& k) {
     auto* ptr = llvm::PointerType::get(ctx_, 0);
@@ -61,6 +70,28 @@ class KernelEmitter {
   llvm::Value* workgroup_ = nullptr;
   std::map<const ExprNode*, llvm::Value*> vars_;
   std::map<const BufferNode*, llvm::Value*> buffers_;
+  // Vector lanes: a `vectorized` loop of constant extent is emitted as one
+  // iteration over all lanes (Halide-style). Its variable is a <lanes x i64>
+  // ramp; every value that depends on it is a vector, the rest stay scalars
+  // and are broadcast where they meet a vector. Loads and stores whose index
+  // moves by one element per lane become vector loads and stores, others
+  // gathers and scatters.
+  int lanes_ = 0;                                             // 0 outside vector loops
+  const ExprNode* lane_var_ = nullptr;                        // the vectorized loop's variable
+  std::map<const ExprNode*, std::optional<int64_t>> lane_lets_;  // vector Let vars: elements per lane (nullopt: not affine)
+
+  llvm::Value* splat(llvm::Value* v) {
+    if (!lanes_ || v->getType()->isVectorTy()) return v;
+    return b_.CreateVectorSplat(lanes_, v);
+  }
+  // Broadcasts whichever of x, y is a scalar when the other is a vector.
+  void match(llvm::Value*& x, llvm::Value*& y) {
+    if (x->getType()->isVectorTy() != y->getType()->isVectorTy()) x = splat(x), y = splat(y);
+  }
+  llvm::Type* like(llvm::Type* t, llvm::Value* shape) {
+    if (auto* v = llvm::dyn_cast<llvm::VectorType>(shape->getType())) return llvm::VectorType::get(t, v->getElementCount());
+    return t;
+  }
 
   llvm::Type* llvm_type(Type t) {
     switch (t.code) {
@@ -98,25 +129,44 @@ class KernelEmitter {
       case NodeType::NE: return compare(e.as<NE>()->a, e.as<NE>()->b, llvm::CmpInst::ICMP_NE, llvm::CmpInst::ICMP_NE, llvm::CmpInst::FCMP_UNE);
       case NodeType::LT: return compare(e.as<LT>()->a, e.as<LT>()->b, llvm::CmpInst::ICMP_SLT, llvm::CmpInst::ICMP_ULT, llvm::CmpInst::FCMP_OLT);
       case NodeType::LE: return compare(e.as<LE>()->a, e.as<LE>()->b, llvm::CmpInst::ICMP_SLE, llvm::CmpInst::ICMP_ULE, llvm::CmpInst::FCMP_OLE);
-      case NodeType::And: return b_.CreateAnd(emit_expr(e.as<And>()->a), emit_expr(e.as<And>()->b));
-      case NodeType::Or: return b_.CreateOr(emit_expr(e.as<Or>()->a), emit_expr(e.as<Or>()->b));
+      case NodeType::And:
+      case NodeType::Or: {
+        bool is_and = e->node_type == NodeType::And;
+        llvm::Value* x = emit_expr(is_and ? e.as<And>()->a : e.as<Or>()->a);
+        llvm::Value* y = emit_expr(is_and ? e.as<And>()->b : e.as<Or>()->b);
+        match(x, y);
+        return is_and ? b_.CreateAnd(x, y) : b_.CreateOr(x, y);
+      }
       case NodeType::Not: return b_.CreateNot(emit_expr(e.as<Not>()->a));
       case NodeType::Select: {
         auto* s = e.as<Select>();
-        return b_.CreateSelect(emit_expr(s->cond), emit_expr(s->true_value), emit_expr(s->false_value));
+        if (llvm::Value* v = emit_load_or_constant(s)) return v;
+        llvm::Value* c = emit_expr(s->cond);
+        llvm::Value* x = emit_expr(s->true_value);
+        llvm::Value* y = emit_expr(s->false_value);
+        match(x, y);
+        if (c->getType()->isVectorTy()) x = splat(x), y = splat(y);
+        return b_.CreateSelect(c, x, y);
       }
       case NodeType::Load: {
         auto* l = e.as<Load>();
         llvm::Type* ty = llvm_type(l->type);
-        auto* load = b_.CreateAlignedLoad(ty, address(l->buffer, l->index), llvm::Align(l->type.bits / 8 ? l->type.bits / 8 : 1));
-        return load;
+        llvm::Align align(l->type.bits / 8 ? l->type.bits / 8 : 1);
+        llvm::Value* index = emit_expr(l->index);
+        if (index->getType()->isVectorTy()) {
+          auto* vty = llvm::VectorType::get(ty, llvm::ElementCount::getFixed(lanes_));
+          if (lane_stride(l->index) == std::optional<int64_t>(1))
+            return b_.CreateAlignedLoad(vty, address(l->buffer, b_.CreateExtractElement(index, (uint64_t)0)), align);
+          return b_.CreateMaskedGather(vty, address(l->buffer, index), align);
+        }
+        return b_.CreateAlignedLoad(ty, address(l->buffer, index), align);
       }
       case NodeType::Call: return emit_call(e.as<Call>());
       case NodeType::Let: {
         auto* l = e.as<Let>();
-        vars_[l->var.get()] = emit_expr(l->value);
+        bind_let(l->var, l->value);
         llvm::Value* v = emit_expr(l->body);
-        vars_.erase(l->var.get());
+        unbind_let(l->var);
         return v;
       }
       default: internal_error << "cannot emit " << node_type_name(e->node_type) << " as an expression";
@@ -132,6 +182,7 @@ class KernelEmitter {
     else { auto m = e.as<Mul>(); a = &m->a, b = &m->b; }
     llvm::Value* x = emit_expr(*a);
     llvm::Value* y = emit_expr(*b);
+    match(x, y);
     if (e.type().is_float()) return (b_.*fop)(x, y, "", nullptr);
     // Index arithmetic never wraps (shapes are checked to fit in int64).
     bool nsw = e.type() == Index();
@@ -141,6 +192,7 @@ class KernelEmitter {
   llvm::Value* emit_div_mod(const Expr& ea, const Expr& eb, bool is_div) {
     llvm::Value* a = emit_expr(ea);
     llvm::Value* b = emit_expr(eb);
+    match(a, b);
     Type t = ea.type();
     if (t.is_float()) {
       internal_assert(is_div) << "float Mod is not supported";
@@ -159,6 +211,7 @@ class KernelEmitter {
   llvm::Value* emit_min_max(const Expr& ea, const Expr& eb, bool is_min) {
     llvm::Value* a = emit_expr(ea);
     llvm::Value* b = emit_expr(eb);
+    match(a, b);
     Type t = ea.type();
     llvm::Value* take_a;
     if (t.is_float()) take_a = is_min ? b_.CreateFCmpOLT(a, b) : b_.CreateFCmpOGT(a, b);
@@ -171,6 +224,7 @@ class KernelEmitter {
                        llvm::CmpInst::Predicate f) {
     llvm::Value* a = emit_expr(ea);
     llvm::Value* b = emit_expr(eb);
+    match(a, b);
     Type t = ea.type();
     if (t.is_float()) return b_.CreateFCmp(f, a, b);
     return b_.CreateICmp(t.is_int() ? s : u, a, b);
@@ -179,14 +233,14 @@ class KernelEmitter {
   llvm::Value* emit_cast(const Cast* c) {
     llvm::Value* v = emit_expr(c->value);
     Type from = c->value.type(), to = c->type;
-    llvm::Type* ty = llvm_type(to);
+    llvm::Type* ty = like(llvm_type(to), v);
     if (to.is_bool()) {
       return from.is_float() ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0))
                              : b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
     }
     if (from.is_float() && to.is_float()) {
       // f64 -> f16 has no instruction (LLVM would call __truncdfhf2): go through f32.
-      if ((from.bits == 64 && to.bits == 16) || (from.bits == 16 && to.bits == 64)) v = b_.CreateFPCast(v, b_.getFloatTy());
+      if ((from.bits == 64 && to.bits == 16) || (from.bits == 16 && to.bits == 64)) v = b_.CreateFPCast(v, like(b_.getFloatTy(), v));
       return b_.CreateFPCast(v, ty);
     }
     if (from.is_float()) return to.is_int() ? b_.CreateFPToSI(v, ty) : b_.CreateFPToUI(v, ty);
@@ -194,212 +248,109 @@ class KernelEmitter {
     return b_.CreateIntCast(v, ty, from.is_int());
   }
 
-  // floor(x) without a libm call: truncate, then step down where truncation
-  // rounded up. |x| >= 2^23 is already integral.
-  llvm::Value* emit_floor(llvm::Value* x, bool ceil) {
-    llvm::Type* ft = x->getType();
-    llvm::Type* it = ft->isDoubleTy() ? b_.getInt64Ty() : b_.getInt32Ty();
-    double big = ft->isDoubleTy() ? 4503599627370496.0 : 8388608.0;
-    llvm::Value* t = b_.CreateSIToFP(b_.CreateFPToSI(x, it), ft);
-    llvm::Value* one = llvm::ConstantFP::get(ft, 1.0);
-    llvm::Value* r = ceil ? b_.CreateSelect(b_.CreateFCmpOLT(t, x), b_.CreateFAdd(t, one), t)
-                          : b_.CreateSelect(b_.CreateFCmpOGT(t, x), b_.CreateFSub(t, one), t);
-    llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    return b_.CreateSelect(b_.CreateFCmpOLT(ax, llvm::ConstantFP::get(ft, big)), r, x);
-  }
-
-  // exp(x) for float32, Cephes-style: 2^n * p(r) with n = round(x / ln 2).
-  llvm::Value* emit_exp_f32(llvm::Value* x) {
-    auto* f = b_.getFloatTy();
-    auto c = [&](double v) { return llvm::ConstantFP::get(f, v); };
-    x = b_.CreateSelect(b_.CreateFCmpOGT(x, c(88.3762626647949)), c(88.3762626647949), x);
-    x = b_.CreateSelect(b_.CreateFCmpOLT(x, c(-87.3365447504)), c(-87.3365447504), x);
-    llvm::Value* fx = emit_floor(b_.CreateFAdd(b_.CreateFMul(x, c(1.44269504088896341)), c(0.5)), false);
-    x = b_.CreateFSub(x, b_.CreateFMul(fx, c(0.693359375)));
-    x = b_.CreateFSub(x, b_.CreateFMul(fx, c(-2.12194440e-4)));
-    llvm::Value* z = b_.CreateFMul(x, x);
-    llvm::Value* y = c(1.9875691500E-4);
-    for (double k : {1.3981999507E-3, 8.3334519073E-3, 4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1})
-      y = b_.CreateFAdd(b_.CreateFMul(y, x), c(k));
-    y = b_.CreateFAdd(b_.CreateFAdd(b_.CreateFMul(y, z), x), c(1.0));
-    llvm::Value* n = b_.CreateFPToSI(fx, b_.getInt32Ty());
-    llvm::Value* bits = b_.CreateShl(b_.CreateAdd(n, b_.getInt32(127)), 23);
-    return b_.CreateFMul(y, b_.CreateBitCast(bits, f));
-  }
-
-  llvm::Value* fconst(double v) { return llvm::ConstantFP::get(b_.getFloatTy(), v); }
-  llvm::Value* poly(llvm::Value* x, std::initializer_list<double> coeffs) {  // Horner, highest degree first
-    llvm::Value* y = nullptr;
-    for (double c : coeffs) y = y ? b_.CreateFAdd(b_.CreateFMul(y, x), fconst(c)) : fconst(c);
-    return y;
-  }
-
-  // log(x) for float32, Cephes-style: x = m * 2^e with m in [sqrt(1/2), sqrt(2)).
-  llvm::Value* emit_log_f32(llvm::Value* x) {
-    // Subnormals are scaled by 2^23 first (and 23 ln 2 subtracted at the end).
-    llvm::Value* subnormal = b_.CreateFCmpOLT(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x), fconst(1.17549435e-38));
-    llvm::Value* xs = b_.CreateSelect(subnormal, b_.CreateFMul(x, fconst(8388608.0)), x);
-    llvm::Value* bits = b_.CreateBitCast(xs, b_.getInt32Ty());
-    llvm::Value* e = b_.CreateSub(b_.CreateAnd(b_.CreateLShr(bits, 23), b_.getInt32(0xff)), b_.getInt32(126));
-    llvm::Value* m = b_.CreateBitCast(b_.CreateOr(b_.CreateAnd(bits, b_.getInt32(0x807fffff)), b_.getInt32(0x3f000000)),
-                                      b_.getFloatTy());  // in [0.5, 1)
-    llvm::Value* small = b_.CreateFCmpOLT(m, fconst(0.707106781186547524));
-    e = b_.CreateSub(e, b_.CreateZExt(small, b_.getInt32Ty()));
-    m = b_.CreateSelect(small, b_.CreateFSub(b_.CreateFAdd(m, m), fconst(1.0)), b_.CreateFSub(m, fconst(1.0)));
-    llvm::Value* fe = b_.CreateSIToFP(e, b_.getFloatTy());
-    llvm::Value* z = b_.CreateFMul(m, m);
-    llvm::Value* y = poly(m, {7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1, 1.4249322787E-1,
-                              -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1, 3.3333331174E-1});
-    y = b_.CreateFMul(b_.CreateFMul(y, m), z);
-    y = b_.CreateFAdd(y, b_.CreateFMul(fe, fconst(-2.12194440e-4)));
-    y = b_.CreateFSub(y, b_.CreateFMul(z, fconst(0.5)));
-    llvm::Value* r = b_.CreateFAdd(b_.CreateFAdd(m, y), b_.CreateFMul(fe, fconst(0.693359375)));
-    r = b_.CreateSelect(subnormal, b_.CreateFSub(r, fconst(23.0 * 0.693147180559945309)), r);
-    // Special values: log(0) = -inf, log(x < 0) = nan, log(inf) = inf, log(nan) = nan.
-    r = b_.CreateSelect(b_.CreateFCmpOEQ(x, fconst(0.0)), fconst(-INFINITY), r);
-    r = b_.CreateSelect(b_.CreateFCmpOEQ(x, fconst(INFINITY)), x, r);
-    r = b_.CreateSelect(b_.CreateFCmpULT(x, fconst(0.0)), fconst(NAN), r);
-    return r;
-  }
-
-  // tanh(x) for float32: a polynomial near zero, 1 - 2 / (exp(2|x|) + 1) beyond.
-  llvm::Value* emit_tanh_f32(llvm::Value* x) {
-    llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    llvm::Value* z = b_.CreateFMul(x, x);
-    llvm::Value* p = poly(z, {-5.70498872745E-3, 2.06390887954E-2, -5.37397155531E-2, 1.33314422036E-1, -3.33332819422E-1});
-    llvm::Value* near = b_.CreateFAdd(b_.CreateFMul(b_.CreateFMul(p, z), x), x);
-    llvm::Value* t = emit_exp_f32(b_.CreateFMul(ax, fconst(2.0)));
-    llvm::Value* far = b_.CreateFSub(fconst(1.0), b_.CreateFDiv(fconst(2.0), b_.CreateFAdd(t, fconst(1.0))));
-    far = b_.CreateSelect(b_.CreateFCmpOGT(ax, fconst(9.0)), fconst(1.0), far);
-    far = b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(0.0)), b_.CreateFNeg(far), far);
-    return b_.CreateSelect(b_.CreateFCmpOLT(ax, fconst(0.625)), near, far);
-  }
-
-  // erf(x) for float32: Cephes' polynomial below 1, Abramowitz-Stegun 7.1.26 above.
-  llvm::Value* emit_erf_f32(llvm::Value* x) {
-    llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    llvm::Value* z = b_.CreateFMul(x, x);
-    llvm::Value* near = b_.CreateFMul(x, poly(z, {7.853861353153693E-5, -8.010193625184903E-4, 5.188327685732524E-3,
-                                                 -2.685381193529856E-2, 1.128358514861418E-1, -3.761262582423300E-1,
-                                                 1.128379165726710E0}));
-    llvm::Value* t = b_.CreateFDiv(fconst(1.0), b_.CreateFAdd(fconst(1.0), b_.CreateFMul(ax, fconst(0.3275911))));
-    llvm::Value* q = b_.CreateFMul(poly(t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}), t);
-    llvm::Value* far = b_.CreateFSub(fconst(1.0), b_.CreateFMul(q, emit_exp_f32(b_.CreateFNeg(z))));
-    far = b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(0.0)), b_.CreateFNeg(far), far);
-    return b_.CreateSelect(b_.CreateFCmpOLT(ax, fconst(1.0)), near, far);
-  }
-
-  // pow(x, y) = exp(y log|x|), with the sign and zero cases of C's pow.
-  llvm::Value* emit_pow_f32(llvm::Value* x, llvm::Value* y) {
-    llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    llvm::Value* r = emit_exp_f32(b_.CreateFMul(y, emit_log_f32(ax)));
-    llvm::Value* y_int = b_.CreateFCmpOEQ(emit_floor(y, false), y);
-    llvm::Value* half = b_.CreateFMul(y, fconst(0.5));
-    llvm::Value* y_odd = b_.CreateAnd(y_int, b_.CreateFCmpUNE(emit_floor(half, false), half));
-    llvm::Value* neg = b_.CreateFCmpOLT(x, fconst(0.0));
-    r = b_.CreateSelect(b_.CreateAnd(neg, y_odd), b_.CreateFNeg(r), r);
-    r = b_.CreateSelect(b_.CreateAnd(neg, b_.CreateNot(y_int)), fconst(NAN), r);
-    llvm::Value* zero = b_.CreateFCmpOEQ(x, fconst(0.0));
-    llvm::Value* at_zero = b_.CreateSelect(b_.CreateFCmpOLT(y, fconst(0.0)), fconst(INFINITY), fconst(0.0));
-    r = b_.CreateSelect(zero, at_zero, r);
-    return b_.CreateSelect(b_.CreateFCmpOEQ(y, fconst(0.0)), fconst(1.0), r);
-  }
-
-  // sin or cos (cosine: shift the octant by 2) for float32, Cephes-style:
-  // reduce by multiples of pi/4 (3-part Cody-Waite), then a polynomial.
-  llvm::Value* emit_sincos_f32(llvm::Value* x, bool cosine) {
-    llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    llvm::Value* j = b_.CreateFPToSI(b_.CreateFMul(ax, fconst(1.27323954473516)), b_.getInt32Ty());
-    j = b_.CreateAnd(b_.CreateAdd(j, b_.getInt32(1)), b_.getInt32(~1));  // round up to even
-    llvm::Value* y = b_.CreateSIToFP(j, b_.getFloatTy());
-    if (cosine) j = b_.CreateAdd(j, b_.getInt32(2));
-    j = b_.CreateAnd(j, b_.getInt32(7));
-    llvm::Value* flip = b_.CreateICmpUGT(j, b_.getInt32(3));
-    j = b_.CreateSelect(flip, b_.CreateSub(j, b_.getInt32(4)), j);
-    llvm::Value* r = b_.CreateFSub(ax, b_.CreateFMul(y, fconst(0.78515625)));
-    r = b_.CreateFSub(r, b_.CreateFMul(y, fconst(2.4187564849853515625e-4)));
-    r = b_.CreateFSub(r, b_.CreateFMul(y, fconst(3.77489497744594108e-8)));
-    llvm::Value* z = b_.CreateFMul(r, r);
-    llvm::Value* c = b_.CreateFAdd(b_.CreateFSub(b_.CreateFMul(b_.CreateFMul(poly(z, {2.443315711809948E-005, -1.388731625493765E-003,
-                                                                                         4.166664568298827E-002}), z), z),
-                                                 b_.CreateFMul(z, fconst(0.5))), fconst(1.0));
-    llvm::Value* sn = b_.CreateFAdd(b_.CreateFMul(b_.CreateFMul(poly(z, {-1.9515295891E-4, 8.3321608736E-3, -1.6666654611E-1}), z), r), r);
-    llvm::Value* use_cos = b_.CreateOr(b_.CreateICmpEQ(j, b_.getInt32(1)), b_.CreateICmpEQ(j, b_.getInt32(2)));
-    llvm::Value* v = b_.CreateSelect(use_cos, c, sn);
-    // Sign: the octant flip, and for sine the sign of x.
-    llvm::Value* neg = flip;
-    if (!cosine) neg = b_.CreateXor(neg, b_.CreateFCmpOLT(x, fconst(0.0)));
-    return b_.CreateSelect(neg, b_.CreateFNeg(v), v);
-  }
-
-  // asin (or acos = pi/2 - asin) for float32, Cephes-style.
-  llvm::Value* emit_asin_f32(llvm::Value* x) {
-    llvm::Value* a = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    llvm::Value* big = b_.CreateFCmpOGT(a, fconst(0.5));
-    llvm::Value* zb = b_.CreateFMul(fconst(0.5), b_.CreateFSub(fconst(1.0), a));
-    llvm::Value* z = b_.CreateSelect(big, zb, b_.CreateFMul(a, a));
-    llvm::Value* x2 = b_.CreateSelect(big, b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, zb), a);
-    llvm::Value* p = b_.CreateFAdd(b_.CreateFMul(b_.CreateFMul(poly(z, {4.2163199048E-2, 2.4181311049E-2, 4.5470025998E-2,
-                                                                           7.4953002686E-2, 1.6666752422E-1}), z), x2), x2);
-    p = b_.CreateSelect(big, b_.CreateFSub(fconst(1.5707963267948966), b_.CreateFAdd(p, p)), p);
-    p = b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(0.0)), b_.CreateFNeg(p), p);
-    return b_.CreateSelect(b_.CreateFCmpUGT(a, fconst(1.0)), fconst(NAN), p);
-  }
-
-  // atan for float32, Cephes-style: reduce to |x| <= tan(pi/8).
-  llvm::Value* emit_atan_f32(llvm::Value* x) {
-    llvm::Value* a = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    llvm::Value* far = b_.CreateFCmpOGT(a, fconst(2.414213562373095));
-    llvm::Value* mid = b_.CreateFCmpOGT(a, fconst(0.4142135623730950));
-    llvm::Value* base = b_.CreateSelect(far, fconst(1.5707963267948966), b_.CreateSelect(mid, fconst(0.7853981633974483), fconst(0.0)));
-    llvm::Value* r = b_.CreateSelect(far, b_.CreateFDiv(fconst(-1.0), a),
-                                     b_.CreateSelect(mid, b_.CreateFDiv(b_.CreateFSub(a, fconst(1.0)), b_.CreateFAdd(a, fconst(1.0))), a));
-    llvm::Value* z = b_.CreateFMul(r, r);
-    llvm::Value* p = b_.CreateFAdd(b_.CreateFMul(b_.CreateFMul(poly(z, {8.05374449538e-2, -1.38776856032E-1, 1.99777106478E-1,
-                                                                           -3.33329491539E-1}), z), r), r);
-    p = b_.CreateFAdd(base, p);
-    return b_.CreateSelect(b_.CreateFCmpOLT(x, fconst(0.0)), b_.CreateFNeg(p), p);
-  }
-
   // Transcendentals are generated for float32; float64 arguments are
   // computed in float32 precision (see docs/compiler.md).
   llvm::Value* emit_call(const Call* c) {
     std::vector<llvm::Value*> args;
-    for (auto& a : c->args) args.push_back(emit_expr(a));
-    llvm::Value* x = args[0];
-    switch (c->op) {
-      case Intrinsic::Sqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
-      case Intrinsic::Abs: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-      case Intrinsic::Floor: return emit_floor(x, false);
-      case Intrinsic::Ceil: return emit_floor(x, true);
-      default: break;
+    bool vector = false;
+    for (auto& a : c->args) {
+      args.push_back(emit_expr(a));
+      vector |= args.back()->getType()->isVectorTy();
     }
-    llvm::Type* ty = x->getType();
-    bool narrow = !ty->isFloatTy();
-    if (narrow)
-      for (auto& a : args) a = b_.CreateFPCast(a, b_.getFloatTy());
-    llvm::Value* r;
-    switch (c->op) {
-      case Intrinsic::Exp: r = emit_exp_f32(args[0]); break;
-      case Intrinsic::Log: r = emit_log_f32(args[0]); break;
-      case Intrinsic::Tanh: r = emit_tanh_f32(args[0]); break;
-      case Intrinsic::Erf: r = emit_erf_f32(args[0]); break;
-      case Intrinsic::Pow: r = emit_pow_f32(args[0], args[1]); break;
-      case Intrinsic::Sin: r = emit_sincos_f32(args[0], false); break;
-      case Intrinsic::Cos: r = emit_sincos_f32(args[0], true); break;
-      case Intrinsic::Tan: r = b_.CreateFDiv(emit_sincos_f32(args[0], false), emit_sincos_f32(args[0], true)); break;
-      case Intrinsic::Asin: r = emit_asin_f32(args[0]); break;
-      case Intrinsic::Acos: r = b_.CreateFSub(fconst(1.5707963267948966), emit_asin_f32(args[0])); break;
-      case Intrinsic::Atan: r = emit_atan_f32(args[0]); break;
-      default: internal_error << "intrinsic " << intrinsic_name(c->op) << " has no code generator yet";
-    }
-    return narrow ? b_.CreateFPCast(r, ty) : r;
+    if (vector)
+      for (auto& a : args) a = splat(a);
+    return emit_math_intrinsic(b_, c->op, args);
   }
 
-  llvm::Value* address(const Buffer& buf, const Expr& index) {
+  // The address of element `index` (a vector of addresses for a vector index).
+  llvm::Value* address(const Buffer& buf, llvm::Value* index) {
     auto it = buffers_.find(buf.get());
     internal_assert(it != buffers_.end()) << "buffer " << buf->name << " not bound";
-    return b_.CreateInBoundsGEP(llvm_type(buf->dtype), it->second, emit_expr(index));
+    return b_.CreateInBoundsGEP(llvm_type(buf->dtype), it->second, index);
+  }
+
+  // select(c, buf[i], k) with a constant k, as padded reads are written:
+  // one load from a selected address (buf + i, or a constant holding k).
+  // Unlike a select of values, the load no longer depends on c, so it can
+  // fold into its user (e.g. a broadcast operand of a vector FMA), and
+  // choosing the address is integer work off the floating-point pipes.
+  // Only for scalar conditions and indices; returns null otherwise.
+  llvm::Value* emit_load_or_constant(const Select* s) {
+    auto* l = s->true_value.as<Load>();
+    auto* k = s->false_value.as<FloatImm>();
+    if (!l || !k || varies(s->cond) || varies(l->index)) return nullptr;
+    llvm::Type* ty = llvm_type(l->type);
+    llvm::Value* c = emit_expr(s->cond);
+    llvm::Value* p = address(l->buffer, emit_expr(l->index));
+    llvm::Value* kp = constant_slot(ty, k->value);
+    llvm::Align align(l->type.bits / 8 ? l->type.bits / 8 : 1);
+    return b_.CreateAlignedLoad(ty, b_.CreateSelect(c, p, kp), align);
+  }
+  // A read-only global holding one value of type `ty` (shared by the module).
+  llvm::Value* constant_slot(llvm::Type* ty, double value) {
+    llvm::Constant* init = llvm::ConstantFP::get(ty, value);
+    std::string name;
+    llvm::raw_string_ostream os(name);
+    os << "kiln.constant.";
+    init->printAsOperand(os, true);
+    if (auto* g = m_.getNamedGlobal(os.str())) return g;
+    auto* g = new llvm::GlobalVariable(m_, ty, true, llvm::GlobalValue::PrivateLinkage, init, os.str());
+    g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+    return g;
+  }
+
+  // Binds a Let variable; a vector value records how it moves per lane.
+  void bind_let(const Expr& var, const Expr& value) {
+    llvm::Value* v = emit_expr(value);
+    vars_[var.get()] = v;
+    if (v->getType()->isVectorTy()) lane_lets_[var.get()] = lane_stride(value);
+  }
+  void unbind_let(const Expr& var) {
+    vars_.erase(var.get());
+    lane_lets_.erase(var.get());
+  }
+
+  // Whether `e` depends on the vector lane.
+  bool varies(const Expr& e) {
+    struct Finder : IRVisitor {
+      KernelEmitter* self;
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const Var* op) override { found |= op == self->lane_var_ || self->lane_lets_.count(op); }
+    } f;
+    f.self = this;
+    f.visit_expr(e);
+    return f.found;
+  }
+
+  // How many elements an index moves from one lane to the next, if it is
+  // affine in the lane (0: the same for every lane).
+  std::optional<int64_t> lane_stride(const Expr& e) {
+    switch (e->node_type) {
+      case NodeType::IntImm: return 0;
+      case NodeType::Var: {
+        if (e.get() == lane_var_) return 1;
+        auto it = lane_lets_.find(e.get());
+        return it == lane_lets_.end() ? std::optional<int64_t>(0) : it->second;
+      }
+      case NodeType::Add:
+      case NodeType::Sub: {
+        bool add = e->node_type == NodeType::Add;
+        auto a = lane_stride(add ? e.as<Add>()->a : e.as<Sub>()->a), b = lane_stride(add ? e.as<Add>()->b : e.as<Sub>()->b);
+        if (!a || !b) return std::nullopt;
+        return add ? *a + *b : *a - *b;
+      }
+      case NodeType::Mul: {
+        auto* m = e.as<Mul>();
+        auto a = lane_stride(m->a), b = lane_stride(m->b);
+        if (!a || !b) return std::nullopt;
+        if (*a == 0 && *b == 0) return 0;
+        if (*a == 0 && as_const_int(m->a)) return *as_const_int(m->a) * *b;
+        if (*b == 0 && as_const_int(m->b)) return *a * *as_const_int(m->b);
+        return std::nullopt;
+      }
+      default: return varies(e) ? std::nullopt : std::optional<int64_t>(0);
+    }
   }
 
   // ----------------------------------------------------------- statements
@@ -413,15 +364,25 @@ class KernelEmitter {
       case NodeType::Store: {
         auto* st = s.as<Store>();
         llvm::Value* v = emit_expr(st->value);
-        int align = st->buffer->dtype.bits / 8 ? st->buffer->dtype.bits / 8 : 1;
-        b_.CreateAlignedStore(v, address(st->buffer, st->index), llvm::Align(align));
+        llvm::Align align(st->buffer->dtype.bits / 8 ? st->buffer->dtype.bits / 8 : 1);
+        llvm::Value* index = emit_expr(st->index);
+        if (index->getType()->isVectorTy()) {
+          v = splat(v);
+          if (lane_stride(st->index) == std::optional<int64_t>(1))
+            b_.CreateAlignedStore(v, address(st->buffer, b_.CreateExtractElement(index, (uint64_t)0)), align);
+          else
+            b_.CreateMaskedScatter(v, address(st->buffer, index), align);
+          return;
+        }
+        if (v->getType()->isVectorTy()) v = b_.CreateExtractElement(v, (uint64_t)(lanes_ - 1));  // the last lane's store wins
+        b_.CreateAlignedStore(v, address(st->buffer, index), align);
         return;
       }
       case NodeType::LetStmt: {
         auto* l = s.as<LetStmt>();
-        vars_[l->var.get()] = emit_expr(l->value);
+        bind_let(l->var, l->value);
         emit_stmt(l->body);
-        vars_.erase(l->var.get());
+        unbind_let(l->var);
         return;
       }
       case NodeType::Allocate: {
@@ -453,6 +414,57 @@ class KernelEmitter {
     }
   }
 
+  static constexpr int64_t kMaxLanes = 64;  // longer vectorized loops are left to LLVM
+
+  // A vector loop's body must be straight-line code whose branches do not
+  // depend on the lane (nested loops are left to LLVM's vectorizer).
+  static bool vectorizable(const Stmt& s, const Expr& lane) {
+    if (!s.defined()) return true;
+    switch (s->node_type) {
+      case NodeType::Store: {
+        // Vectors of bool are bit-packed in memory, unlike bool buffers.
+        struct BoolLoads : IRVisitor {
+          bool found = false;
+          using IRVisitor::visit;
+          void visit(const Load* op) override {
+            found |= op->type.is_bool();
+            IRVisitor::visit(op);
+          }
+        } f;
+        f.visit_stmt(s);
+        return !f.found && !s.as<Store>()->buffer->dtype.is_bool();
+      }
+      case NodeType::LetStmt: return vectorizable(s.as<LetStmt>()->body, lane);
+      case NodeType::Block:
+        for (auto& x : s.as<Block>()->stmts)
+          if (!vectorizable(x, lane)) return false;
+        return true;
+      case NodeType::IfThenElse: {
+        auto* i = s.as<IfThenElse>();
+        struct Uses : IRVisitor {
+          const ExprNode* v;
+          bool found = false;
+          using IRVisitor::visit;
+          void visit(const Var* op) override { found |= op == v; }
+        } u;
+        u.v = lane.get();
+        u.visit_expr(i->cond);
+        // (A Let inside the loop could carry the lane into the condition: be conservative.)
+        return !u.found && !has_let(s) && vectorizable(i->then_case, lane) && vectorizable(i->else_case, lane);
+      }
+      default: return false;
+    }
+  }
+  static bool has_let(const Stmt& s) {
+    struct Finder : IRVisitor {
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const LetStmt* op) override { found = true; }
+      void visit(const Let* op) override { found = true; }
+    } f;
+    f.visit_stmt(s);
+    return f.found;
+  }
   void emit_for(const For* f) {
     if (f->kind == ForKind::WorkgroupX || f->kind == ForKind::WorkgroupY || f->kind == ForKind::WorkgroupZ) {
       unsigned axis = f->kind == ForKind::WorkgroupX ? 0 : f->kind == ForKind::WorkgroupY ? 1 : 2;
@@ -462,6 +474,20 @@ class KernelEmitter {
       vars_[f->var.get()] = b_.CreateAdd(emit_expr(f->min), id);
       emit_stmt(f->body);
       vars_.erase(f->var.get());
+      return;
+    }
+    auto extent = as_const_int(f->extent);
+    if (f->kind == ForKind::Vectorized && extent && *extent >= 2 && *extent <= kMaxLanes && !lanes_ &&
+        vectorizable(f->body, f->var)) {
+      lanes_ = (int)*extent;
+      lane_var_ = f->var.get();
+      std::vector<llvm::Constant*> ramp;
+      for (int64_t i = 0; i < *extent; i++) ramp.push_back(b_.getInt64((uint64_t)i));
+      vars_[f->var.get()] = b_.CreateAdd(splat(emit_expr(f->min)), llvm::ConstantVector::get(ramp));
+      emit_stmt(f->body);
+      vars_.erase(f->var.get());
+      lanes_ = 0;
+      lane_var_ = nullptr;
       return;
     }
     llvm::Value* lo = emit_expr(f->min);
@@ -573,11 +599,15 @@ std::string compile_kernels(const std::vector<KernelDef>& kernels, const TargetS
   auto* dispatch_ty = llvm::StructType::create(ctx, {dims, i32, ptr, i32, ptr}, "kiln_kernel_dispatch_state_t");
   auto* workgroup_ty = llvm::StructType::create(ctx, {dims, i32}, "kiln_kernel_workgroup_state_t");
 
+  // Explicit vectors as wide as the target's registers stay whole (without
+  // this, CPUs tuned to prefer 256-bit vectors split 512-bit ones).
+  std::string vector_width = std::to_string(vector_info(target).lanes * 32);
   std::vector<llvm::Function*> fns;
   for (auto& k : kernels) {
     KernelEmitter e(m, dispatch_ty, workgroup_ty);
     llvm::Function* f = e.emit(k);
     f->addFnAttr("target-cpu", target.cpu);
+    f->addFnAttr("min-legal-vector-width", vector_width);
     if (!target.features.empty()) f->addFnAttr("target-features", target.features);
     fns.push_back(f);
   }

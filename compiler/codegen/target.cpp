@@ -1,6 +1,8 @@
 #include "codegen/target.h"
 
 #include <llvm/ADT/StringMap.h>
+#include <llvm/ADT/Triple.h>
+#include <llvm/MC/MCSubtargetInfo.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/Host.h>
 #include <llvm/Support/TargetSelect.h>
@@ -83,10 +85,28 @@ std::unique_ptr<llvm::TargetMachine> create_target_machine(const TargetSpec& spe
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(spec.triple, error);
   user_assert(target) << "target triple '" << spec.triple << "' is not supported: " << error;
   llvm::TargetOptions options;
+  options.AllowFPOpFusion = llvm::FPOpFusion::Standard;  // fuse a * b + c where the IR allows (contract)
   auto* tm = target->createTargetMachine(spec.triple, spec.cpu, spec.features, options, llvm::Reloc::PIC_,
                                          llvm::CodeModel::Small, llvm::CodeGenOpt::Aggressive);
   user_assert(tm) << "LLVM could not create a target machine for " << spec.str();
   return std::unique_ptr<llvm::TargetMachine>(tm);
+}
+
+VectorInfo vector_info(const TargetSpec& spec) {
+  auto tm = create_target_machine(spec);
+  const llvm::MCSubtargetInfo* sti = tm->getMCSubtargetInfo();
+  VectorInfo v;
+  llvm::Triple triple(spec.triple);
+  if (triple.isAArch64()) {
+    v.lanes = 4, v.registers = 32;  // NEON: 32 x 128-bit
+  } else if (triple.isX86()) {
+    if (sti->checkFeatures("+avx512f")) v.lanes = 16, v.registers = 32;
+    else if (sti->checkFeatures("+avx")) v.lanes = 8, v.registers = 16;
+    else v.lanes = 4, v.registers = 16;
+  } else if (triple.isARM()) {
+    v.lanes = 4, v.registers = 16;  // NEON (q0-q15)
+  }
+  return v;
 }
 
 }  // namespace kiln

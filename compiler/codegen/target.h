@@ -25,6 +25,15 @@ struct TargetSpec {
   std::string str() const;
 };
 
+// What the CPU schedules and the layout pass need to know about a target's
+// SIMD unit (for float32).
+struct VectorInfo {
+  int lanes = 4;       // float32 lanes of the widest vector register worth using
+  int registers = 16;  // vector registers (accumulator budget of register tiles)
+};
+// Asks LLVM's subtarget (so -mcpu alone is enough, e.g. -mcpu=skylake-avx512).
+VectorInfo vector_info(const TargetSpec& spec);
+
 // Creates an LLVM TargetMachine for position-independent code (user error if
 // LLVM does not know the target).
 std::unique_ptr<llvm::TargetMachine> create_target_machine(const TargetSpec& spec);

@@ -12,6 +12,7 @@
 #include "lower/lower_graph.h"
 #include "plan/memory_plan.h"
 #include "support/diagnostics.h"
+#include "tir/unroll_loops.h"
 #include "tir/ir_printer.h"
 #include "tir/inplace.h"
 #include "tir/loop_partition.h"
@@ -21,7 +22,7 @@
 namespace kiln {
 
 const std::vector<std::string>& pipeline_pass_names() {
-  static const std::vector<std::string> names = {"import", "graph-passes", "lower", "simplify", "partition-loops", "verify", "plan-memory", "llvm"};
+  static const std::vector<std::string> names = {"import", "graph-passes", "lower", "simplify", "partition-loops", "unroll", "verify", "plan-memory", "llvm"};
   return names;
 }
 
@@ -72,6 +73,7 @@ class Pipeline {
     po.dump_after = options_.dump_graph_after;
     po.dump_stream = &out_;
     po.disabled = options_.disabled_graph_passes;
+    po.vector_lanes = vector_info(options_.target).lanes;
     std::vector<graph::PassStats> pass_stats = graph::run_graph_passes(g, po);
     if (options_.report)
       for (auto& s : pass_stats)
@@ -81,7 +83,7 @@ class Pipeline {
     if (dumping("graph-passes")) out_ << "// -- graph after graph-passes\n" << g.str();
 
     // 3. Lower: every node → kernels (TIR) through the operator library.
-    LoweredProgram program = lower_graph(g);
+    LoweredProgram program = lower_graph(g, vector_info(options_.target));
     step_done("lower", std::to_string(program.kernels.size()) + " kernels");
     dump_kernels("lower", program.kernels, nullptr);
 
@@ -96,6 +98,11 @@ class Pipeline {
       for (auto& k : program.kernels) before.push_back(tir::to_string(k.body));
     for (auto& k : program.kernels) k.body = tir::simplify(tir::partition_loops(k.body));
     dump_kernels("partition-loops", program.kernels, dumping("partition-loops") ? &before : nullptr);
+    before.clear();
+    if (dumping("unroll"))
+      for (auto& k : program.kernels) before.push_back(tir::to_string(k.body));
+    for (auto& k : program.kernels) k.body = tir::simplify(tir::unroll_loops(k.body));
+    dump_kernels("unroll", program.kernels, dumping("unroll") ? &before : nullptr);
     for (auto& k : program.kernels) {
       tir::verify_kernel(k.name, k.body, k.params);
       k.workgroup_count = workgroup_count_of(k.body);

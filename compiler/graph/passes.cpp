@@ -12,7 +12,8 @@ const std::vector<GraphPass>& graph_passes() {
   // Order matters: Identity/Dropout go first so that later patterns see
   // producer -> consumer directly; constant folding then turns every
   // compile-time computation (run-time-built weights included) into
-  // constants, which the BatchNormalization and affine folds need; CSE and
+  // constants, which the BatchNormalization and affine folds need; layout
+  // then packs the folded weights for the target's blocked convolutions; CSE and
   // dead-code elimination clean up what the rewrites left behind.
   static const std::vector<GraphPass> passes = {
       {"identity", pass_identity},
@@ -20,6 +21,7 @@ const std::vector<GraphPass>& graph_passes() {
       {"reshape-chain", pass_reshape_chain},
       {"fold-batchnorm", pass_fold_batchnorm},
       {"fold-affine", pass_fold_affine},
+      {"layout", pass_layout},
       {"cse", pass_cse},
       {"dead-code", pass_dead_code},
   };
@@ -35,6 +37,7 @@ std::vector<PassStats> run_graph_passes(Graph& g, const PassOptions& options) {
     s.name = p.name;
     s.nodes_before = g.nodes.size();
     PassContext ctx;
+    ctx.vector_lanes = options.vector_lanes;
     auto t0 = std::chrono::steady_clock::now();
     s.changed = p.run(g, ctx);
     s.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

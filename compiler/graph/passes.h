@@ -22,6 +22,7 @@ struct PassContext {
   int64_t folded_values = 0;   // constant-fold: values turned into constants
   int64_t folded_bytes = 0;    // constant-fold: bytes of those constants
   std::string detail;          // optional one-line note for --report (set by the pass)
+  int64_t vector_lanes = 0;    // layout: the target's float32 vector lanes (0: keep NCHW)
 };
 
 struct GraphPass {
@@ -38,6 +39,7 @@ bool pass_constant_fold(Graph& g, PassContext& ctx);   // pass_constant_fold.cpp
 bool pass_reshape_chain(Graph& g, PassContext& ctx);   // pass_reshape_chain.cpp
 bool pass_fold_batchnorm(Graph& g, PassContext& ctx);  // pass_fold_batchnorm.cpp
 bool pass_fold_affine(Graph& g, PassContext& ctx);     // pass_fold_affine.cpp
+bool pass_layout(Graph& g, PassContext& ctx);          // pass_layout.cpp
 bool pass_cse(Graph& g, PassContext& ctx);             // pass_cse.cpp
 bool pass_dead_code(Graph& g, PassContext& ctx);       // pass_dead_code.cpp
 
@@ -45,6 +47,7 @@ struct PassOptions {
   std::set<std::string> dump_after;   // pass names, or "all"
   std::ostream* dump_stream = nullptr; // where dumps go (stderr if null)
   std::set<std::string> disabled;     // passes to skip (tests, debugging)
+  int64_t vector_lanes = 0;           // the target's float32 vector lanes (layout; 0: keep NCHW)
 };
 
 struct PassStats {

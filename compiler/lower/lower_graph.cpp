@@ -30,13 +30,14 @@ KernelDef copy_kernel(graph::Graph& g, int from, int to, int kernel_id) {
 
 }  // namespace
 
-LoweredProgram lower_graph(graph::Graph& g) {
+LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector) {
   LoweredProgram p;
   p.storage_root.resize(g.values.size());
   for (size_t i = 0; i < g.values.size(); i++) p.storage_root[i] = (int)i;
   const auto& registry = lower::op_registry();
   lower::LoweringState state;
   state.fused = choose_fused_values(g);
+  state.vector = vector;
 
   for (size_t ni = 0; ni < g.nodes.size(); ni++) {
     const graph::Node& n = g.nodes[ni];

@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "codegen/target.h"
 #include "graph/graph.h"
 #include "lower/kernel.h"
 
@@ -21,6 +22,7 @@ struct LoweredProgram {
   std::vector<int> storage_root;   // per value index: the value whose storage it shares
 };
 
-LoweredProgram lower_graph(graph::Graph& g);
+// `vector` sizes the CPU schedules' register tiles (default: a 16-register machine).
+LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector = {});
 
 }  // namespace kiln

@@ -268,6 +268,7 @@ const std::map<std::string, OpLowering>& op_registry() {
     std::map<std::string, OpLowering> r;
     register_conv_ops(r);
     register_pool_ops(r);
+    register_layout_ops(r);
     register_elementwise_ops(r);
     register_matmul_ops(r);
     register_shape_ops(r);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/target.h"
 #include "graph/graph.h"
 #include "lower/kernel.h"
 #include "te/schedule.h"
@@ -40,6 +41,7 @@ struct LoweringState {
   std::map<const te::TensorNode*, int> bound;        // placeholder -> graph value
   std::map<int, te::Tensor> placeholders;            // graph value -> placeholder
   std::map<const te::TensorNode*, ScheduleFn> reduction_schedules;  // per anchor reduction
+  VectorInfo vector;                                 // the target's SIMD unit (schedules size tiles by it)
 };
 
 class OpContext {
@@ -88,6 +90,9 @@ class OpContext {
   te::Tensor scan_state(const std::string& name, const graph::Shape& shape, tir::Type dtype);
   void emit_scan(int64_t steps, const std::vector<ScanState>& states);
 
+  // Vector registers of the target (register tiles are sized to fit).
+  int vector_registers() const { return state_->vector.registers; }
+
   // Requires all float32 inputs/outputs (the only type some ops support so far).
   void require_float32() const;
   void require_float() const;  // float32 or float64
@@ -122,6 +127,7 @@ void register_loss_ops(std::map<std::string, OpLowering>& r);
 void register_rnn_ops(std::map<std::string, OpLowering>& r);
 void register_resize_ops(std::map<std::string, OpLowering>& r);
 void register_quant_ops(std::map<std::string, OpLowering>& r);
+void register_layout_ops(std::map<std::string, OpLowering>& r);
 
 // Helpers shared by the families.
 std::vector<int64_t> spatial_pads(const OpContext& ctx, const graph::Shape& in, const graph::Shape& out,

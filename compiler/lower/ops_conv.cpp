@@ -2,6 +2,12 @@
 //
 //   out[n, m, o...] = bias[m] + sum_{c, k...} x[n, g*Cg + c, o*s - pad + k*d] * w[m, c, k...]
 //   with g = m / (M / group) and Cg = C / group.
+//
+// 2-D Conv in the blocked layout (kiln_layout=NCHWc, from graph/pass_layout.cpp):
+//   x [N, C/c, H, W, c], w [M/m, C/c, KH, KW, c, m], out [N, M/m, OH, OW, m]
+//   out[n, mo, oh, ow, mi] = bias[mo*m + mi]
+//       + sum_{co, kh, kw, ci} x[n, co, oh*s - pad + kh*d, ow*s - pad + kw*d, ci] * w[mo, co, kh, kw, ci, mi]
+//   and depthwise (w [M/m, 1, KH, KW, 1, m]): x read at channel block mo, lane mi.
 #include "lower/op_lowering.h"
 #include "lower/schedules_cpu.h"
 #include "support/diagnostics.h"
@@ -9,9 +15,37 @@
 namespace kiln::lower {
 namespace {
 
+void lower_conv_blocked(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0), w = ctx.in(1);
+  graph::Shape xs = x.shape(), ws = w.shape(), os = ctx.out_shape(0);
+  internal_assert(xs.size() == 5 && ws.size() == 6 && os.size() == 5) << n.describe() << ": bad blocked shapes";
+  bool depthwise = n.attr_int("group", 1) > 1;
+  std::vector<int64_t> kernel = {ws[2], ws[3]};
+  std::vector<int64_t> strides = n.attr_ints("strides", {1, 1}), dilations = n.attr_ints("dilations", {1, 1});
+  std::vector<int64_t> pads = spatial_pads(ctx, xs, os, kernel, strides, dilations);
+  int64_t m = os[4];
+  tir::Type t = x.dtype();
+  te::Tensor conv = te::reduce("conv_nchwc", os, {ws[1], ws[2], ws[3], ws[4]}, te::ReduceKind::Sum, t,
+                               [=](const Indices& o, const Indices& r) {
+    Expr ih = o[2] * Expr(strides[0]) - Expr(pads[0]) + r[1] * Expr(dilations[0]);
+    Expr iw = o[3] * Expr(strides[1]) - Expr(pads[1]) + r[2] * Expr(dilations[1]);
+    Indices xi = depthwise ? Indices{o[0], o[1], ih, iw, o[4]} : Indices{o[0], r[0], ih, iw, r[3]};
+    return padded_read(x, xi, tir::make_const(t, 0)) * w({o[1], r[0], r[1], r[2], r[3], o[4]});
+  });
+  int registers = ctx.vector_registers();
+  ctx.schedule_reduction(conv, [registers](te::Stage& s) { schedule_conv2d_blocked_cpu(s, registers); });
+  if (ctx.has_input(2)) {
+    te::Tensor b = ctx.in(2), acc = conv;
+    conv = te::compute("conv_bias", os, [acc, b, m](const Indices& o) { return acc(o) + b({o[1] * Expr(m) + o[4]}); });
+  }
+  ctx.set_output(0, conv);
+}
+
 void lower_conv(OpContext& ctx) {
   ctx.require_float();
   const graph::Node& n = ctx.node();
+  if (n.attr_string("kiln_layout", "") == "NCHWc") return lower_conv_blocked(ctx);
   te::Tensor x = ctx.in(0), w = ctx.in(1);
   const graph::Shape& xs = x.shape();
   const graph::Shape& ws = w.shape();

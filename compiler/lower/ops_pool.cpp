@@ -1,4 +1,7 @@
 // MaxPool, AveragePool, LpPool and their Global forms (NCHW, 1-D to 3-D).
+// MaxPool, AveragePool and the Global forms also take the blocked layout
+// (kiln_layout=NCHWc, graph/pass_layout.cpp): [N, C/c, H, W, c], the last
+// dimension being channels within a block, like a second channel index.
 // LpPool: y = (sum over the window of |x|^p)^(1/p), padding contributing 0.
 //
 // Window positions outside the input (padding, or past the end with
@@ -7,6 +10,7 @@
 #include <cmath>
 
 #include "lower/op_lowering.h"
+#include "lower/schedules_cpu.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
@@ -41,7 +45,8 @@ void lower_pool(OpContext& ctx, bool is_max, bool is_lp = false) {
   const graph::Shape& xs = x.shape();
   const graph::Shape& os = ctx.out_shape(0);
   user_assert(xs.size() >= 3 && xs.size() <= 5) << n.describe() << ": input must be 3-D to 5-D";
-  size_t k = xs.size() - 2;
+  bool blocked = n.attr_string("kiln_layout", "") == "NCHWc";
+  size_t k = xs.size() - 2 - blocked;
   std::vector<int64_t> kernel = n.attr_ints("kernel_shape", {});
   user_assert(kernel.size() == k) << n.describe() << ": 'kernel_shape' must have " << k << " entries";
   std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>(k, 1));
@@ -62,8 +67,10 @@ void lower_pool(OpContext& ctx, bool is_max, bool is_lp = false) {
     Indices xi = {o[0], o[1]};
     Indices p = positions(o, r);
     xi.insert(xi.end(), p.begin(), p.end());
+    if (blocked) xi.push_back(o.back());
     return xi;
   };
+  ScheduleFn schedule = blocked ? ScheduleFn(schedule_pool_blocked_cpu) : nullptr;
   if (is_lp) {
     double p = lp_order(ctx);
     te::Tensor sum = te::reduce("lppool_sum", os, kernel, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
@@ -76,7 +83,7 @@ void lower_pool(OpContext& ctx, bool is_max, bool is_lp = false) {
     Expr lowest = tir::make_const(t, -INFINITY);
     ctx.set_output(0, te::reduce("maxpool", os, kernel, te::ReduceKind::Max, t, [=](const Indices& o, const Indices& r) {
       return padded_read(x, at(o, r), lowest);
-    }));
+    }), schedule);
     return;
   }
   te::Tensor sum = te::reduce("avgpool_sum", os, kernel, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
@@ -99,13 +106,16 @@ void lower_global_pool(OpContext& ctx, bool is_max, bool is_lp = false) {
   const graph::Shape& xs = x.shape();
   const graph::Shape& os = ctx.out_shape(0);
   user_assert(xs.size() >= 3) << ctx.node().describe() << ": input must be at least 3-D";
-  graph::Shape spatial(xs.begin() + 2, xs.end());
+  bool blocked = ctx.node().attr_string("kiln_layout", "") == "NCHWc";
+  graph::Shape spatial(xs.begin() + 2, xs.end() - blocked);
   tir::Type t = x.dtype();
-  auto read = [x](const Indices& o, const Indices& r) {
+  auto read = [x, blocked](const Indices& o, const Indices& r) {
     Indices xi = {o[0], o[1]};
     xi.insert(xi.end(), r.begin(), r.end());
+    if (blocked) xi.push_back(o.back());
     return x(xi);
   };
+  ScheduleFn schedule = blocked ? ScheduleFn(schedule_pool_blocked_cpu) : nullptr;
   if (is_lp) {
     double p = lp_order(ctx);
     te::Tensor sum = te::reduce("globallppool_sum", os, spatial, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
@@ -115,10 +125,11 @@ void lower_global_pool(OpContext& ctx, bool is_max, bool is_lp = false) {
     return;
   }
   if (is_max) {
-    ctx.set_output(0, te::reduce("globalmaxpool", os, spatial, te::ReduceKind::Max, t, read));
+    ctx.set_output(0, te::reduce("globalmaxpool", os, spatial, te::ReduceKind::Max, t, read), schedule);
     return;
   }
   te::Tensor sum = te::reduce("globalavgpool_sum", os, spatial, te::ReduceKind::Sum, t, read);
+  if (blocked) ctx.schedule_reduction(sum, schedule);
   Expr count = tir::make_const(t, (double)graph::num_elements(spatial));
   ctx.set_output(0, te::compute("globalavgpool", os, [=](const Indices& o) { return sum(o) / count; }));
 }

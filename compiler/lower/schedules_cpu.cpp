@@ -35,6 +35,51 @@ void schedule_conv2d_cpu(te::Stage& s) {
   s.unroll(wi);
 }
 
+// The largest divisor of n that is at most `limit`.
+static int64_t largest_divisor(int64_t n, int64_t limit) {
+  for (int64_t d = std::min(n, limit); d > 1; d--)
+    if (n % d == 0) return d;
+  return 1;
+}
+
+void schedule_conv2d_blocked_cpu(te::Stage& s, int registers) {
+  if (s.axes.size() != 5 || s.reduce_axes.size() != 4) return te::default_cpu_schedule(s);
+  auto n = s.axes[0], mo = s.axes[1], oh = s.axes[2], ow = s.axes[3], mi = s.axes[4];
+  // Accumulators: all vector registers but a few for the weights and the
+  // broadcast inputs.
+  int64_t budget = std::max(registers - 4, 4);
+  int64_t tw = largest_divisor(ow->extent, budget);
+  // Channel blocks per tile: as many as the accumulators allow, while the
+  // weights of a tile (reused by every row) stay within half of a typical L2.
+  int64_t block_weight_bytes = mi->extent * 4;
+  for (auto& r : s.reduce_axes) block_weight_bytes *= r->extent;
+  int64_t tm_cache = std::max<int64_t>(1, (1024 << 10) / block_weight_bytes);
+  int64_t tm = largest_divisor(mo->extent, std::min<int64_t>({budget / tw, 4, tm_cache}));
+  auto [moo, moi] = s.split(mo, tm);
+  auto [owo, owi] = s.split(ow, tw);
+  s.reorder({n, moo, oh, owo, s.reduce_axes[0], s.reduce_axes[1], s.reduce_axes[2], s.reduce_axes[3], moi, owi, mi});
+  // Rows on workgroup x, channel blocks (with the batch) on y: consecutive
+  // workgroups of a thread share a tile's weights. Rows stay a loop of their
+  // own so that loop partitioning can take the padding guards out of the
+  // interior rows.
+  auto f = s.fuse(n, moo);
+  s.bind(f, tir::ForKind::WorkgroupY);
+  s.bind(oh, tir::ForKind::WorkgroupX);
+  s.unroll(moi);
+  s.unroll(owi);
+  s.vectorize(mi);
+}
+
+void schedule_pool_blocked_cpu(te::Stage& s) {
+  if (s.axes.size() != 5) return te::default_cpu_schedule(s);
+  std::vector<te::IterVar> order(s.axes.begin(), s.axes.end() - 1);
+  order.insert(order.end(), s.reduce_axes.begin(), s.reduce_axes.end());
+  order.push_back(s.axes[4]);
+  s.reorder(order);
+  bind_outer(s, s.axes[2]);
+  s.vectorize(s.axes[4]);
+}
+
 void schedule_conv1x1_cpu(te::Stage& s) {
   if (s.axes.size() != 4 || s.reduce_axes.size() != 3) return te::default_cpu_schedule(s);
   auto n = s.axes[0], m = s.axes[1];

@@ -14,6 +14,15 @@ void schedule_conv2d_cpu(te::Stage& s);
 // 1x1, stride-1, unpadded conv: a GEMM over the flattened spatial axis (the
 // vector lanes run along contiguous pixels of one channel).
 void schedule_conv1x1_cpu(te::Stage& s);
+// Conv in the blocked layout NCHWc: output [N, M/m, OH, OW, m], reduction
+// [C/c, KH, KW, c]. The m channels of a block are one vector (vectorized);
+// a tile of output pixels times channel blocks accumulates in `registers`
+// vector registers minus a few, unrolled; rows of the output are split
+// across threads.
+void schedule_conv2d_blocked_cpu(te::Stage& s, int registers);
+// Pooling over a blocked tensor [N, C/c, H, W, c]: the window loops run
+// inside each output pixel, whose c channels are one vector.
+void schedule_pool_blocked_cpu(te::Stage& s);
 // MatMul/Gemm-like: output [..., M, N], one reduction axis K.
 void schedule_matmul_cpu(te::Stage& s);
 

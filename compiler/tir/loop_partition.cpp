@@ -39,7 +39,9 @@ class Partitioner : public IRMutator {
   using IRMutator::visit;
   Stmt visit(const For* op, const Stmt& self) override {
     auto mn = as_const_int(op->min), ext = as_const_int(op->extent);
-    if (op->kind != ForKind::Serial || !mn || !ext || *ext < 3 || *ext > kMaxExtent || conditions(op->body) == 0)
+    bool workgroup = op->kind == ForKind::WorkgroupX || op->kind == ForKind::WorkgroupY || op->kind == ForKind::WorkgroupZ;
+    if ((op->kind != ForKind::Serial && !workgroup) || !mn || !ext || *ext < 3 || *ext > kMaxExtent ||
+        conditions(op->body) == 0)
       return IRMutator::visit(op, self);
     // Conditions left in the body at each value of the loop variable.
     std::vector<int> left(*ext);
@@ -57,6 +59,18 @@ class Partitioner : public IRMutator {
       i = j;
     }
     if (run_len == *ext || best == conditions(simplify(op->body))) return IRMutator::visit(op, self);
+    if (workgroup) {
+      // Each workgroup runs one iteration: branch on the interior instead of
+      // splitting the loop. Inside, a clamped copy of the variable carries
+      // the interior's range to the simplifier.
+      int64_t lo = *mn + run_lo, hi = lo + run_len;
+      Expr inner = Var::make(Index(), op->var.as<Var>()->name + "_in");
+      Stmt interior = LetStmt::make(inner, max(min(op->var, Expr(hi - 1)), Expr(lo)),
+                                    substitute(op->body, {{op->var, inner}}));
+      Stmt border = mutate(op->body);
+      Stmt body = IfThenElse::make(op->var >= Expr(lo) && op->var < Expr(hi), mutate(simplify(interior)), border);
+      return For::make(op->var, op->min, op->extent, op->kind, body);
+    }
     // before [min, min + lo), interior [min + lo, min + lo + len), after.
     std::vector<Stmt> parts;
     auto part = [&](int64_t lo, int64_t len) {

@@ -8,6 +8,8 @@
 // The simplifier then removes the guards from the interior copy, which is
 // where almost all the work happens. Loops are visited outermost first, so
 // both the row and the column loops of a convolution get partitioned.
+// A workgroup loop (one iteration per workgroup) is not split but branched:
+// if (interior) { body, simplified for the interior } else { body }.
 #pragma once
 
 #include "tir/ir.h"

@@ -371,11 +371,57 @@ TEST_CASE("graph pass constant-fold: the size rule keeps a large broadcast at ru
   CHECK(b.g.values[b.g.nodes[2].inputs[1]].const_at(0) == -10.0);
 }
 
+TEST_CASE("graph pass layout: convs and their neighbours go NCHWc, conversions only at the boundary") {
+  // x -> Conv -> Relu -> Conv -> Add(residual) -> MaxPool -> Mul(per-channel const)
+  //   -> GlobalAveragePool -> Flatten (output 1); the Relu is also output 2.
+  Builder b;
+  int x = b.input("x", {1, 8, 16, 16});
+  int w1 = b.constant("w1", {16, 8, 3, 3}, pattern(16 * 8 * 9, 0.2f));
+  int b1 = b.constant("b1", {16}, pattern(16, 0.1f, 1.0f));
+  int c1 = b.node("Conv", {x, w1, b1}, {1, 16, 16, 16}, {{"pads", ints({1, 1, 1, 1})}});
+  int r1 = b.node("Relu", {c1}, {1, 16, 16, 16});
+  int w2 = b.constant("w2", {16, 16, 3, 3}, pattern(16 * 16 * 9, 0.1f, 2.0f));
+  int c2 = b.node("Conv", {r1, w2}, {1, 16, 16, 16}, {{"pads", ints({1, 1, 1, 1})}});
+  int add = b.node("Add", {c2, r1}, {1, 16, 16, 16});
+  int pool = b.node("MaxPool", {add}, {1, 16, 8, 8}, {{"kernel_shape", ints({2, 2})}, {"strides", ints({2, 2})}});
+  int scale = b.constant("scale", {16, 1, 1}, pattern(16, 1.0f, 3.0f));
+  int mul = b.node("Mul", {pool, scale}, {1, 16, 8, 8});
+  int gap = b.node("GlobalAveragePool", {mul}, {1, 16, 1, 1});
+  int flat = b.node("Flatten", {gap}, {1, 16});
+  b.output(flat);
+  b.output(r1);
+  Graph before = b.g;
+  PassContext ctx;
+  ctx.vector_lanes = 8;
+  CHECK(pass_layout(b.g, ctx));
+  CHECK(pass_dead_code(b.g, ctx));
+  std::map<std::string, int> count;
+  for (auto& n : b.g.nodes) {
+    count[n.op]++;
+    if (n.op == "Conv" || n.op == "MaxPool" || n.op == "GlobalAveragePool") CHECK(n.attr_string("kiln_layout", "") == "NCHWc");
+  }
+  CHECK(count["kiln.ToBlocked"] == 1);    // the model input
+  CHECK(count["kiln.FromBlocked"] == 2);  // before Flatten, and the Relu output
+  CHECK(count["Flatten"] == 1);
+  // Weights packed [M/8, C/8, KH, KW, 8, 8]: w[oc, ic, kh, kw] -> [oc/8, ic/8, kh, kw, ic%8, oc%8].
+  const Value& packed = b.g.values[b.g.nodes[1].inputs[1]];
+  REQUIRE(packed.shape == Shape{2, 1, 3, 3, 8, 8});
+  int64_t oc = 9, ic = 3, kh = 1, kw = 2;
+  CHECK(packed.const_at((((oc / 8 * 1 + ic / 8) * 3 + kh) * 3 + kw) * 64 + (ic % 8) * 8 + oc % 8) ==
+        before.values[w1].const_at(((oc * 8 + ic) * 3 + kh) * 3 + kw));
+  CHECK(all_consumers_valid(b.g));
+  check_same_outputs(before, b.g, 1e-5);
+  // A target without wide vectors keeps NCHW.
+  Graph plain = before;
+  PassContext narrow;
+  CHECK_FALSE(pass_layout(plain, narrow));
+}
+
 TEST_CASE("run_graph_passes: the list, statistics and --dump-graph-after") {
   std::vector<std::string> names;
   for (auto& p : graph_passes()) names.push_back(p.name);
   CHECK(names == std::vector<std::string>{"identity", "constant-fold", "reshape-chain", "fold-batchnorm", "fold-affine",
-                                          "cse", "dead-code"});
+                                          "layout", "cse", "dead-code"});
   Builder b;
   int x = b.input("x", {4});
   int i = b.node("Identity", {x}, {4});

@@ -3,6 +3,7 @@
 // unchanged (checked by compiling and running the kernels).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <numeric>
 
 #include "compiler_test_util.h"
@@ -169,5 +170,53 @@ TEST_CASE("spatial loops inside a reduction accumulate a register tile") {
       float want = 0;
       for (int r = 0; r < 10; r++) want += av[i * 10 + r] * bv[r * 7 + j];
       CHECK(cv[i * 7 + j] == want);
+    }
+}
+
+TEST_CASE("vectorized loops run lane by lane: vector loads, stores, gathers and math") {
+  // C[i, j] = exp(sum_k A[i, k] * B[k, j] / 16) + A[j % 6, i]: a 2x8 register
+  // tile (ii unrolled, ji vectorized) and a gathered (strided) read.
+  te::Tensor A = te::placeholder("A", {6, 10}, tir::Float(32)), B = te::placeholder("B", {10, 16}, tir::Float(32));
+  te::Tensor P = te::reduce("P", {6, 16}, {10}, te::ReduceKind::Sum, tir::Float(32), [=](const te::Indices& o, const te::Indices& r) {
+    return A({o[0], r[0]}) * B({r[0], o[1]});
+  });
+  te::Tensor C = te::compute("C", {6, 16}, [=](const te::Indices& o) {
+    return tir::Call::make(tir::Intrinsic::Exp, {P(o) / Expr(16.0f)}) + A({o[1] % Expr(6), o[0]});
+  });
+  te::Epilogue epilogue;
+  REQUIRE(te::find_epilogue_anchor(C, &epilogue).get() == P.get());
+  te::Stage s(P);
+  auto tiles = s.tile(s.axes[0], s.axes[1], 2, 8);
+  s.reorder({tiles[0], tiles[1], s.reduce_axes[0], tiles[2], tiles[3]});
+  s.unroll(tiles[2]);
+  s.vectorize(tiles[3]);
+  KernelDef k;
+  k.name = "gemm_vector";
+  auto a = tir::make_buffer("A", tir::Float(32), 60, 0), b = tir::make_buffer("B", tir::Float(32), 160, 1);
+  auto c = tir::make_buffer("C", tir::Float(32), 96, 2);
+  k.params = {a, b, c};
+  k.body = te::lower_stage(s, c, [&](const te::TensorNode* n) { return n == A.get() ? a : n == B.get() ? b : tir::Buffer(); },
+                           Expr(0), epilogue);
+  CHECK(tir::to_string(k.body).find("vectorized") != std::string::npos);
+  std::string llvm_ir;
+  {
+    KernelDef copy = k;
+    copy.body = tir::simplify(copy.body);
+    CodegenOptions options;
+    options.llvm_ir_out = &llvm_ir;
+    compile_kernels({copy}, TargetSpec::host(), options);
+  }
+  CHECK(llvm_ir.find("<8 x float>") != std::string::npos);
+  Library lib({k});
+  std::vector<float> av(60), bv(160), cv(96, -1.0f);
+  for (int i = 0; i < 60; i++) av[i] = (float)(i % 7) - 3.0f;
+  for (int i = 0; i < 160; i++) bv[i] = (float)(i % 5) * 0.25f;
+  lib.run(0, {av.data(), bv.data(), cv.data()}, 6);
+  for (int i = 0; i < 6; i++)
+    for (int j = 0; j < 16; j++) {
+      float sum = 0;
+      for (int r = 0; r < 10; r++) sum += av[i * 10 + r] * bv[r * 16 + j];
+      float want = std::exp(sum / 16.0f) + av[(j % 6) * 10 + i];
+      CHECK(cv[i * 16 + j] == doctest::Approx(want).epsilon(1e-6));
     }
 }

@@ -1,0 +1,278 @@
+// layout: moves convolutions and what surrounds them into the blocked
+// channel layout NCHWc (TVM's NCHW[x]c, oneDNN's nChw16c).
+//
+// A blocked tensor [N, C/c, H, W, c] keeps c consecutive channels of one
+// pixel together, so a convolution's innermost loop runs over c output
+// channels in one vector register while every input element is broadcast
+// from memory; NCHW would instead need strided vectors across pixels. The
+// block c is a function of the channel count only (the largest of the
+// target's float32 lanes, half of them, ... down to 4 that divides C; C
+// itself for a narrow input such as RGB), so a producer and a consumer of
+// the same tensor always agree.
+//
+// Rewrites, in topological order:
+//   Conv (2-D; group 1 or depthwise)   -> Conv{kiln_layout=NCHWc} with weights
+//                                          packed at compile time:
+//                                          [M/m, C/c, KH, KW, c, m] (depthwise [M/m, 1, KH, KW, 1, m])
+//   MaxPool, AveragePool, Global*Pool  -> the same op on the blocked tensor
+//   elementwise ops                    -> the same op on blocked operands
+//                                          (constant operands re-laid out here)
+//   Concat over channels               -> Concat over channel blocks
+// A conv whose input is not blocked yet is rewritten only when it does at
+// least kMinMacs multiply-adds (a tiny conv would not pay for the
+// conversions). Each rewritten node reads its inputs through kiln.ToBlocked and its
+// results leave through kiln.FromBlocked (which produces the original NCHW
+// value, so every other reader is untouched). A ToBlocked of a value that
+// already has a blocked twin is cancelled: the twin is read instead. So a
+// chain of rewritten nodes pays for conversions only at its ends, and
+// dead-code removes the FromBlocked nodes nobody reads.
+#include <set>
+
+#include "graph/passes.h"
+#include "support/diagnostics.h"
+
+namespace kiln::graph {
+namespace {
+
+bool is_layout_free(const std::string& op) {
+  static const std::set<std::string> ops = {
+      "Relu", "Clip", "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Neg", "Abs", "Sqrt", "Erf",
+      "Elu", "Selu", "Celu", "Softplus", "Softsign", "Mish", "Reciprocal", "Floor", "Ceil", "ThresholdedRelu",
+      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu"};
+  return ops.count(op) != 0;
+}
+
+bool is_pool(const std::string& op) {
+  return op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool";
+}
+
+constexpr int64_t kMinMacs = 1 << 18;  // smallest conv worth converting its input for
+
+class Blocker {
+ public:
+  Blocker(Graph& g, int64_t lanes) : g_(g), lanes_(lanes) {}
+
+  bool run(PassContext& ctx) {
+    std::vector<Node> old = std::move(g_.nodes);
+    g_.nodes.clear();
+    int rewritten = 0;
+    for (Node& n : old) {
+      if (rewrite(n)) {
+        rewritten++;
+        continue;
+      }
+      g_.nodes.push_back(std::move(n));
+    }
+    recompute_producers(g_);
+    if (rewritten)
+      ctx.detail = std::to_string(rewritten) + " nodes to NCHWc, " + std::to_string(conversions_) + " conversions inserted";
+    return rewritten > 0;
+  }
+
+ private:
+  Graph& g_;
+  int64_t lanes_;
+  std::map<int, int> blocked_;  // NCHW value -> its blocked twin
+  int conversions_ = 0;
+
+  // The block of a C-channel tensor (0: not blocked).
+  int64_t block_of(int64_t C) const {
+    for (int64_t b = lanes_; b >= 4; b /= 2)
+      if (C % b == 0) return b;
+    return 0;
+  }
+  // A conv input may be blocked by its whole channel count when narrow.
+  int64_t input_block_of(int64_t C) const {
+    int64_t b = block_of(C);
+    return b ? b : C <= lanes_ ? C : 0;
+  }
+
+  static bool is_float4d(const Value& v) {
+    return v.shape.size() == 4 && (v.dtype == DType::F32 || v.dtype == DType::F64);
+  }
+
+  Shape blocked_shape(const Shape& s, int64_t b) const { return {s[0], s[1] / b, s[2], s[3], b}; }
+
+  int new_value(const Value& like, const Shape& shape, const std::string& suffix) {
+    Value v;
+    v.name = g_.unique_name(like.name + suffix);
+    v.dtype = like.dtype;
+    v.shape = shape;
+    return g_.add_value(std::move(v));
+  }
+
+  // The blocked twin of value v (a ToBlocked conversion unless one exists).
+  int to_blocked(int v, int64_t b) {
+    auto it = blocked_.find(v);
+    if (it != blocked_.end()) {
+      internal_assert(g_.values[it->second].shape.back() == b) << "block mismatch for " << g_.values[v].name;
+      return it->second;
+    }
+    const Value src = g_.values[v];
+    int out = new_value(src, blocked_shape(src.shape, b), ".nchwc");
+    Node t;
+    t.op = "kiln.ToBlocked";
+    t.name = src.name + ".to_nchwc";
+    t.attrs["block"].i = b;
+    t.inputs = {v};
+    t.outputs = {out};
+    g_.nodes.push_back(std::move(t));
+    conversions_++;
+    blocked_[v] = out;
+    return out;
+  }
+
+  // Emits `n` (already on blocked values) and FromBlocked conversions that
+  // produce its original outputs `orig`.
+  void emit(Node n, const std::vector<int>& orig) {
+    std::string name = n.name;
+    g_.nodes.push_back(std::move(n));
+    for (size_t i = 0; i < orig.size(); i++) {
+      int bv = g_.nodes.back().outputs[i];
+      Node f;
+      f.op = "kiln.FromBlocked";
+      f.name = name + ".from_nchwc";
+      f.inputs = {bv};
+      f.outputs = {orig[i]};
+      blocked_[orig[i]] = bv;
+      g_.nodes.push_back(std::move(f));
+      conversions_++;
+    }
+  }
+
+  bool rewrite(Node& n) {
+    if (n.outputs.size() != 1 || n.outputs[0] < 0) return false;
+    if (n.op == "Conv") return rewrite_conv(n);
+    if (is_pool(n.op)) return rewrite_pool(n);
+    if (is_layout_free(n.op)) return rewrite_elementwise(n);
+    if (n.op == "Concat") return rewrite_concat(n);
+    return false;
+  }
+
+  bool rewrite_conv(Node& n) {
+    if (n.inputs.size() < 2 || n.inputs[0] < 0 || n.inputs[1] < 0) return false;
+    // Copies: the graph's value list grows below.
+    const Value x = g_.values[n.inputs[0]], w = g_.values[n.inputs[1]], y = g_.values[n.outputs[0]];
+    if (!is_float4d(x) || !is_float4d(y) || !w.is_constant() || w.shape.size() != 4 || w.dtype != x.dtype) return false;
+    bool has_bias = n.inputs.size() > 2 && n.inputs[2] >= 0;
+    if (has_bias && !g_.values[n.inputs[2]].is_constant()) return false;
+    int64_t group = n.attr_int("group", 1), C = x.shape[1], M = y.shape[1];
+    bool depthwise = group == C && group == M && w.shape[1] == 1 && group > 1;
+    if (group != 1 && !depthwise) return false;
+    int64_t m = block_of(M), c = depthwise ? m : input_block_of(C);
+    if (!m || !c) return false;
+    // A small conv whose input is not blocked anyway does not pay for the
+    // conversions around it.
+    int64_t macs = y.elements() * w.shape[1] * w.shape[2] * w.shape[3];
+    if (!blocked_.count(n.inputs[0]) && macs < kMinMacs) return false;
+    // Pack the weights: [M, C, KH, KW] -> [M/m, C/c, KH, KW, c, m].
+    int64_t KH = w.shape[2], KW = w.shape[3], Cw = w.shape[1], cw = depthwise ? 1 : c;
+    std::vector<double> wd = constant_as_doubles(w), packed(wd.size());
+    for (int64_t oc = 0; oc < M; oc++)
+      for (int64_t ic = 0; ic < Cw; ic++)
+        for (int64_t kh = 0; kh < KH; kh++)
+          for (int64_t kw = 0; kw < KW; kw++) {
+            int64_t to = ((((oc / m) * (Cw / cw) + ic / cw) * KH + kh) * KW + kw) * cw * m + (ic % cw) * m + oc % m;
+            packed[(size_t)to] = wd[(size_t)(((oc * Cw + ic) * KH + kh) * KW + kw)];
+          }
+    Node b = n;
+    b.attrs["kiln_layout"].kind = Attr::Kind::String;
+    b.attrs["kiln_layout"].s = "NCHWc";
+    b.inputs[0] = to_blocked(n.inputs[0], c);
+    b.inputs[1] = g_.add_constant(w.name + ".nchwc", w.dtype, {M / m, Cw / cw, KH, KW, cw, m}, doubles_to_bytes(packed, w.dtype));
+    b.outputs = {new_value(y, blocked_shape(y.shape, m), ".nchwc")};
+    emit(std::move(b), n.outputs);
+    return true;
+  }
+
+  bool rewrite_pool(Node& n) {
+    if (n.inputs.empty() || n.inputs[0] < 0) return false;
+    const Value x = g_.values[n.inputs[0]], y = g_.values[n.outputs[0]];
+    if (!is_float4d(x) || !is_float4d(y)) return false;
+    int64_t b = block_of(x.shape[1]);
+    if (!b || !blocked_.count(n.inputs[0])) return false;  // only where the input is blocked anyway
+    Node p = n;
+    p.attrs["kiln_layout"].kind = Attr::Kind::String;
+    p.attrs["kiln_layout"].s = "NCHWc";
+    p.inputs[0] = to_blocked(n.inputs[0], b);
+    p.outputs = {new_value(y, blocked_shape(y.shape, b), ".nchwc")};
+    emit(std::move(p), n.outputs);
+    return true;
+  }
+
+  // A constant operand re-laid out to broadcast against [N, C/b, H, W, b]
+  // as it did against [N, C, H, W]; -1 if it cannot be.
+  int block_constant(int v, int64_t C, int64_t b) {
+    const Value k = g_.values[v];
+    Shape s = k.shape;
+    if (s.size() > 4) return -1;
+    while (s.size() < 4) s.insert(s.begin(), 1);
+    if (s[1] != 1 && s[1] != C) return -1;
+    if (k.dtype != DType::F32 && k.dtype != DType::F64) return -1;
+    if (s[1] == 1) return g_.add_constant(k.name + ".nchwc", k.dtype, {s[0], 1, s[2], s[3], 1}, *k.data);
+    std::vector<double> d = constant_as_doubles(k), out(d.size());
+    int64_t hw = s[2] * s[3];
+    for (int64_t n = 0; n < s[0]; n++)
+      for (int64_t c = 0; c < C; c++)
+        for (int64_t i = 0; i < hw; i++)
+          out[(size_t)((((n * (C / b) + c / b) * hw) + i) * b + c % b)] = d[(size_t)((n * C + c) * hw + i)];
+    return g_.add_constant(k.name + ".nchwc", k.dtype, {s[0], C / b, s[2], s[3], b}, doubles_to_bytes(out, k.dtype));
+  }
+
+  bool rewrite_elementwise(Node& n) {
+    const Value y = g_.values[n.outputs[0]];
+    if (!is_float4d(y)) return false;
+    int64_t C = y.shape[1], b = block_of(C);
+    if (!b) return false;
+    std::vector<int> inputs = n.inputs;
+    bool any_blocked = false;
+    for (size_t i = 0; i < inputs.size(); i++) {
+      int v = inputs[i];
+      if (v < 0) continue;
+      const Value x = g_.values[v];
+      if (x.elements() == 1 && x.shape.size() <= 5) continue;  // a scalar broadcasts in any layout
+      if (blocked_.count(v) && x.shape.size() == 4 && x.shape[1] == C) {
+        inputs[i] = blocked_[v];
+        any_blocked = true;
+        continue;
+      }
+      if (!x.is_constant()) return false;
+      inputs[i] = block_constant(v, C, b);
+      if (inputs[i] < 0) return false;
+    }
+    if (!any_blocked) return false;  // nothing blocked feeds it: stay NCHW
+    Node e = n;
+    e.inputs = inputs;
+    e.outputs = {new_value(y, blocked_shape(y.shape, b), ".nchwc")};
+    emit(std::move(e), n.outputs);
+    return true;
+  }
+
+  bool rewrite_concat(Node& n) {
+    const Value y = g_.values[n.outputs[0]];
+    if (!is_float4d(y) || (n.attr_int("axis", 1) != 1 && n.attr_int("axis", 1) != -3)) return false;
+    int64_t b = block_of(y.shape[1]);
+    if (!b) return false;
+    std::vector<int> inputs;
+    for (int v : n.inputs) {
+      if (v < 0 || !blocked_.count(v) || g_.values[blocked_[v]].shape.back() != b) return false;
+      inputs.push_back(blocked_[v]);
+    }
+    Node c = n;
+    c.attrs["axis"].kind = Attr::Kind::Int;
+    c.attrs["axis"].i = 1;
+    c.inputs = inputs;
+    c.outputs = {new_value(y, blocked_shape(y.shape, b), ".nchwc")};
+    emit(std::move(c), n.outputs);
+    return true;
+  }
+};
+
+}  // namespace
+
+bool pass_layout(Graph& g, PassContext& ctx) {
+  if (ctx.vector_lanes < 4) return false;
+  return Blocker(g, ctx.vector_lanes).run(ctx);
+}
+
+}  // namespace kiln::graph
