@@ -40,6 +40,11 @@ packages=(
   # aarch64-linux-gnu-gcc/g++ with the arm64 cross glibc/libstdc++ in
   # /usr/aarch64-linux-gnu, and qemu-aarch64 (user-mode emulation).
   g++-aarch64-linux-gnu qemu-user
+  # The runtime's Vulkan layer (docs/vulkan.md): the Vulkan headers to build
+  # it (libvulkan itself is loaded at run time); lavapipe (Mesa's CPU Vulkan
+  # device), the Khronos validation layer, glslangValidator and SPIRV-Tools
+  # for its tests.
+  libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools spirv-tools
 )
 # Node.js may come from elsewhere (e.g. NodeSource); only use Debian's if there is none.
 if ! command -v node >/dev/null 2>&1; then
