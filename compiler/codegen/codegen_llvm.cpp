@@ -508,14 +508,12 @@ class KernelEmitter {
     llvm::Value* next = b_.CreateAdd(phi, b_.getInt64(1), "", false, true);
     auto* latch = b_.CreateBr(header);
     phi->addIncoming(next, b_.GetInsertBlock());
-    if (f->kind == ForKind::Vectorized || f->kind == ForKind::Unrolled) {
-      llvm::MDBuilder md(ctx_);
+    // A vectorized loop that could not be emitted as vectors is left to
+    // LLVM's own vectorizer (no forcing metadata: where it declines, its
+    // cost model knows why). Unrolled loops are unrolled fully by LLVM.
+    if (f->kind == ForKind::Unrolled) {
       auto* self = llvm::MDNode::getTemporary(ctx_, {}).release();
-      const char* key = f->kind == ForKind::Vectorized ? "llvm.loop.vectorize.enable" : "llvm.loop.unroll.full";
-      llvm::Metadata* hint = f->kind == ForKind::Vectorized
-                                 ? (llvm::Metadata*)llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, key),
-                                                                           llvm::ConstantAsMetadata::get(b_.getTrue())})
-                                 : (llvm::Metadata*)llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, key)});
+      auto* hint = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")});
       auto* loop_id = llvm::MDNode::get(ctx_, {self, hint});
       loop_id->replaceOperandWith(0, loop_id);
       latch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);

@@ -18,6 +18,8 @@
 //   elementwise ops                    -> the same op on blocked operands
 //                                          (constant operands re-laid out here)
 //   Concat over channels               -> Concat over channel blocks
+// and, for the same reason (vector loads along a weight's rows), a Gemm with
+// constant weights and transB=1 gets its weights transposed (transB=0).
 // A conv whose input is not blocked yet is rewritten only when it does at
 // least kMinMacs multiply-adds (a tiny conv would not pay for the
 // conversions). Each rewritten node reads its inputs through kiln.ToBlocked and its
@@ -64,9 +66,10 @@ class Blocker {
       g_.nodes.push_back(std::move(n));
     }
     recompute_producers(g_);
-    if (rewritten)
-      ctx.detail = std::to_string(rewritten) + " nodes to NCHWc, " + std::to_string(conversions_) + " conversions inserted";
-    return rewritten > 0;
+    if (rewritten || transposed_)
+      ctx.detail = std::to_string(rewritten) + " nodes to NCHWc, " + std::to_string(conversions_) +
+                   " conversions inserted, " + std::to_string(transposed_) + " Gemm weights transposed";
+    return rewritten > 0 || transposed_ > 0;
   }
 
  private:
@@ -74,6 +77,7 @@ class Blocker {
   int64_t lanes_;
   std::map<int, int> blocked_;  // NCHW value -> its blocked twin
   int conversions_ = 0;
+  int transposed_ = 0;  // Gemm weights transposed
 
   // The block of a C-channel tensor (0: not blocked).
   int64_t block_of(int64_t C) const {
@@ -146,6 +150,24 @@ class Blocker {
     if (is_pool(n.op)) return rewrite_pool(n);
     if (is_layout_free(n.op)) return rewrite_elementwise(n);
     if (n.op == "Concat") return rewrite_concat(n);
+    if (n.op == "Gemm") return pretranspose_gemm(n);
+    return false;
+  }
+
+  // Gemm with constant B and transB=1 (a Linear layer): B is transposed
+  // here, so the kernel's vector loads run along B's rows. The node itself
+  // is kept (changed in place), hence `false`.
+  bool pretranspose_gemm(Node& n) {
+    if (n.attr_int("transB", 0) == 0 || n.inputs.size() < 2 || n.inputs[1] < 0) return false;
+    const Value b = g_.values[n.inputs[1]];
+    if (!b.is_constant() || b.shape.size() != 2 || (b.dtype != DType::F32 && b.dtype != DType::F64)) return false;
+    int64_t N = b.shape[0], K = b.shape[1];
+    std::vector<double> d = constant_as_doubles(b), t(d.size());
+    for (int64_t i = 0; i < N; i++)
+      for (int64_t k = 0; k < K; k++) t[(size_t)(k * N + i)] = d[(size_t)(i * K + k)];
+    n.inputs[1] = g_.add_constant(b.name + ".t", b.dtype, {K, N}, doubles_to_bytes(t, b.dtype));
+    n.attrs["transB"].i = 0;
+    transposed_++;
     return false;
   }
 
@@ -234,6 +256,12 @@ class Blocker {
       if (blocked_.count(v) && x.shape.size() == 4 && x.shape[1] == C) {
         inputs[i] = blocked_[v];
         any_blocked = true;
+        continue;
+      }
+      // A per-channel value computed at run time ([N, C, 1, 1], e.g. the
+      // scale of a squeeze-and-excitation block) is cheap to convert.
+      if (!x.is_constant() && x.shape.size() == 4 && x.shape[1] == C && x.shape[2] * x.shape[3] == 1) {
+        inputs[i] = to_blocked(v, b);
         continue;
       }
       if (!x.is_constant()) return false;

@@ -12,6 +12,13 @@ int64_t tile_for(int64_t n, std::initializer_list<int64_t> options) {
   return 1;
 }
 
+// The largest divisor of n that is at most `limit`.
+int64_t largest_divisor(int64_t n, int64_t limit) {
+  for (int64_t d = std::min(n, limit); d > 1; d--)
+    if (n % d == 0) return d;
+  return 1;
+}
+
 // Binds `iv` to workgroup x after fusing it with every outer loop (so the
 // bound loop is outermost, as bind requires).
 void bind_outer(te::Stage& s, te::IterVar iv) {
@@ -33,13 +40,6 @@ void schedule_conv2d_cpu(te::Stage& s) {
   bind_outer(s, mo);
   s.unroll(mi);
   s.unroll(wi);
-}
-
-// The largest divisor of n that is at most `limit`.
-static int64_t largest_divisor(int64_t n, int64_t limit) {
-  for (int64_t d = std::min(n, limit); d > 1; d--)
-    if (n % d == 0) return d;
-  return 1;
 }
 
 void schedule_conv2d_blocked_cpu(te::Stage& s, int registers) {
@@ -103,13 +103,31 @@ void schedule_matmul_cpu(te::Stage& s) {
   if (s.axes.size() < 2 || s.reduce_axes.size() != 1) return te::default_cpu_schedule(s);
   size_t r = s.axes.size();
   auto i = s.axes[r - 2], j = s.axes[r - 1], k = s.reduce_axes[0];
-  // 16 output columns per tile (guarded tail, split off by loop partitioning)
-  // and as many rows as keep the tile at 32 accumulators.
+  std::vector<te::IterVar> order(s.axes.begin(), s.axes.end() - 2);
+  int64_t lanes = j->extent % 16 == 0 ? 16 : j->extent % 8 == 0 ? 8 : j->extent % 4 == 0 ? 4 : 0;
+  if (lanes) {
+    // Vector tile: `tv` vectors of `lanes` columns by `ti` rows, <= 16-32
+    // accumulators; B's rows are vector loads, A's elements broadcasts.
+    int64_t tv = j->extent % (2 * lanes) == 0 ? 2 : 1;
+    int64_t ti = largest_divisor(i->extent, 16 / tv);
+    auto [io, ii] = s.split(i, ti);
+    auto [jo, jv] = s.split(j, tv * lanes);
+    auto [jt, jl] = s.split(jv, lanes);
+    for (auto& v : {io, jo, k, ii, jt, jl}) order.push_back(v);
+    s.reorder(order);
+    bind_outer(s, io->extent > 1 || jo->extent == 1 ? io : jo);
+    s.unroll(ii);
+    s.unroll(jt);
+    s.vectorize(jl);
+    return;
+  }
+  // Odd widths: a scalar tile unrolled for LLVM's SLP vectorizer, 16 columns
+  // (guarded tail, split off by loop partitioning) by as many rows as keep
+  // the tile at 32 accumulators.
   int64_t tj = j->extent >= 16 ? 16 : tile_for(j->extent, {8, 4, 2});
   int64_t ti = tile_for(i->extent, {std::max<int64_t>(32 / tj, 1), 2});
   auto [io, ii] = s.split(i, ti);
   auto [jo, ji] = s.split(j, tj);
-  std::vector<te::IterVar> order(s.axes.begin(), s.axes.end() - 2);
   for (auto& v : {io, jo, k, ii, ji}) order.push_back(v);
   s.reorder(order);
   // Parallelize the larger of the two outer tile loops (together with the batch loops).

@@ -1,6 +1,7 @@
 #include "te/schedule.h"
 
 #include "support/diagnostics.h"
+#include "tir/ir_visitor.h"
 
 namespace kiln::te {
 
@@ -29,12 +30,85 @@ size_t Stage::leaf_index(const IterVar& iv) const {
   internal_error << "loop " << (iv ? iv->name : "<null>") << " is not a current loop of stage " << tensor.name();
 }
 
-void default_cpu_schedule(Stage& s) {
+namespace {
+
+// Binds the first non-trivial axis to workgroup x; the rest stay serial loops.
+void bind_first(Stage& s) {
   for (auto& iv : s.axes)
     if (iv->extent > 1) {
       s.bind(iv, tir::ForKind::WorkgroupX);
       return;
     }
+}
+
+// Whether every tensor the stage reads is read at the output's own index
+// (a purely elementwise kernel: flattening keeps every access contiguous).
+bool flat_is_contiguous(const Stage& s) {
+  Indices axes;
+  for (auto& a : s.axes) axes.push_back(a->var);
+  struct Reads : tir::IRVisitor {
+    const Indices* axes;
+    bool same = true;
+    using tir::IRVisitor::visit;
+    void visit(const tir::ProducerLoad* op) override {
+      auto* t = static_cast<const TensorNode*>(op->producer.get());
+      if (t->kind == TensorNode::Kind::Compute) {
+        same = false;  // inlined producers could index anywhere: be conservative
+        return;
+      }
+      if (op->indices.size() != axes->size()) {
+        same = false;
+        return;
+      }
+      for (size_t i = 0; i < op->indices.size(); i++) same &= op->indices[i].same_as((*axes)[i]);
+      tir::IRVisitor::visit(op);
+    }
+  } reads;
+  reads.axes = &axes;
+  reads.visit_expr(s.tensor->fcompute(axes));
+  return reads.same;
+}
+
+// The float32 lanes a loop of `extent` iterations splits into (0: none).
+int64_t lanes_for(int64_t extent) { return extent % 16 == 0 ? 16 : extent % 8 == 0 ? 8 : 0; }
+
+// Elementwise and injective float kernels: vectors along the innermost
+// axis when its extent allows (then every other index is the same for all
+// lanes, so reads are vector loads or broadcasts), else, for purely
+// elementwise kernels, along the flattened tensor; chunks of the outer
+// iterations are workgroups. Returns false (nothing changed) otherwise.
+bool vectorize_elementwise(Stage& s) {
+  if (s.tensor->kind != TensorNode::Kind::Compute || !s.tensor->dtype.is_float() || s.axes.empty()) return false;
+  int64_t n = 1;
+  for (auto& iv : s.axes) n *= iv->extent;
+  std::vector<IterVar> outer(s.axes.begin(), s.axes.end() - 1);
+  IterVar last = s.axes.back();
+  int64_t lanes = lanes_for(last->extent);
+  if (!lanes) {
+    if (!lanes_for(n) || !flat_is_contiguous(s)) return false;
+    for (size_t i = outer.size(); i-- > 0;) last = s.fuse(outer[i], last);
+    outer.clear();
+    lanes = lanes_for(n);
+  }
+  std::pair<IterVar, IterVar> split = s.split(last, lanes);
+  IterVar f = split.first;
+  for (size_t i = outer.size(); i-- > 0;) f = s.fuse(outer[i], f);
+  int64_t per_chunk = 1;
+  for (int64_t d = std::min<int64_t>(f->extent, 64); d > 1; d--)
+    if (f->extent % d == 0) {
+      per_chunk = d;
+      break;
+    }
+  IterVar chunk = s.split(f, per_chunk).first;
+  s.bind(chunk, tir::ForKind::WorkgroupX);
+  s.vectorize(split.second);
+  return true;
+}
+
+}  // namespace
+
+void default_cpu_schedule(Stage& s) {
+  if (!vectorize_elementwise(s)) bind_first(s);
 }
 
 }  // namespace kiln::te

@@ -47,7 +47,7 @@ TEST_CASE("kernels run and the library has no undefined symbols") {
 
   std::vector<float> in(n), out(n);
   for (int64_t i = 0; i < n; i++) in[i] = -87.0f + 175.0f * (float)i / (float)(n - 1);
-  lib.run(0, {in.data(), out.data()}, n);
+  lib.run(0, {in.data(), out.data()});
   double worst = 0;
   for (int64_t i = 0; i < n; i++) {
     double ref = std::exp((double)in[i]);
@@ -59,10 +59,10 @@ TEST_CASE("kernels run and the library has no undefined symbols") {
   in[0] = -3e9f;
   in[1] = 1e10f;
   in[2] = -0.5f;
-  lib.run(1, {in.data(), out.data()}, n);
+  lib.run(1, {in.data(), out.data()});
   for (int64_t i = 0; i < n; i++) CHECK(out[i] == std::floor(in[i]));
 
-  lib.run(2, {in.data(), out.data()}, n);
+  lib.run(2, {in.data(), out.data()});
   for (int64_t i = 0; i < n; i++) CHECK(out[i] == in[i] * 2.0f + 1.0f);
 }
 
@@ -112,7 +112,7 @@ TEST_CASE("inline log, tanh, erf and pow are accurate") {
                unary_kernel("k_powi", n, [](Expr x) { return tir::Call::make(tir::Intrinsic::Pow, {x, Expr(3.0f)}); })});
   std::vector<float> in(n), out(n);
   auto check = [&](uint32_t kernel, double (*ref)(double), double rel, double abs) {
-    lib.run(kernel, {in.data(), out.data()}, n);
+    lib.run(kernel, {in.data(), out.data()});
     for (int64_t i = 0; i < n; i++) {
       double r = ref(in[i]);
       if (std::isnan(r)) {
@@ -148,7 +148,7 @@ TEST_CASE("inline sin, cos, tan, asin, acos and atan are accurate") {
                unary_kernel("k_acos", n, call1(tir::Intrinsic::Acos)), unary_kernel("k_atan", n, call1(tir::Intrinsic::Atan))});
   std::vector<float> in(n), out(n);
   auto check = [&](uint32_t kernel, double (*ref)(double), double abs_tol) {
-    lib.run(kernel, {in.data(), out.data()}, n);
+    lib.run(kernel, {in.data(), out.data()});
     for (int64_t i = 0; i < n; i++) {
       double r = ref(in[i]);
       INFO("kernel " << kernel << " x = " << in[i] << " got " << out[i] << " want " << r);

@@ -211,7 +211,7 @@ TEST_CASE("vectorized loops run lane by lane: vector loads, stores, gathers and 
   std::vector<float> av(60), bv(160), cv(96, -1.0f);
   for (int i = 0; i < 60; i++) av[i] = (float)(i % 7) - 3.0f;
   for (int i = 0; i < 160; i++) bv[i] = (float)(i % 5) * 0.25f;
-  lib.run(0, {av.data(), bv.data(), cv.data()}, 6);
+  lib.run(0, {av.data(), bv.data(), cv.data()}, 1);
   for (int i = 0; i < 6; i++)
     for (int j = 0; j < 16; j++) {
       float sum = 0;

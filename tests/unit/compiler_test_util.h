@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <array>
 #include <functional>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ struct Library {
     for (auto& k : kernels) {
       k.body = tir::simplify(k.body);
       k.workgroup_count = workgroup_count_of(k.body);
+      grids.push_back(k.workgroup_count);
     }
     TargetSpec host = TargetSpec::host();
     so = link_shared_object(compile_kernels(kernels, host), host);
@@ -50,17 +52,23 @@ struct Library {
   ~Library() {
     if (handle) dlclose(handle);
   }
-  void run(uint32_t kernel, std::vector<void*> bindings, uint32_t workgroups) {
+  // Runs kernel `kernel` over its whole workgroup grid (serially); when
+  // `expected_workgroups` is given, first checks the grid has that many.
+  void run(uint32_t kernel, std::vector<void*> bindings, int64_t expected_workgroups = -1) {
+    const auto& count = grids.at(kernel);
+    if (expected_workgroups >= 0) REQUIRE((int64_t)count[0] * count[1] * count[2] == expected_workgroups);
     kiln_kernel_dispatch_state_t d = {};
-    d.workgroup_count[0] = workgroups;
-    d.workgroup_count[1] = d.workgroup_count[2] = 1;
+    for (int i = 0; i < 3; i++) d.workgroup_count[i] = count[i];
     d.binding_count = (uint32_t)bindings.size();
     d.bindings = bindings.data();
-    for (uint32_t x = 0; x < workgroups; x++) {
-      kiln_kernel_workgroup_state_t w = {{x, 0, 0}, 0};
-      REQUIRE(table->kernels[kernel](&d, &w) == 0);
-    }
+    for (uint32_t z = 0; z < count[2]; z++)
+      for (uint32_t y = 0; y < count[1]; y++)
+        for (uint32_t x = 0; x < count[0]; x++) {
+          kiln_kernel_workgroup_state_t w = {{x, y, z}, 0};
+          REQUIRE(table->kernels[kernel](&d, &w) == 0);
+        }
   }
+  std::vector<std::array<uint32_t, 3>> grids;  // per kernel: its workgroup counts
 };
 
 inline KernelDef unary_kernel(const std::string& name, int64_t n, const std::function<Expr(Expr)>& f) {
