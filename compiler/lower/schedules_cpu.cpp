@@ -57,7 +57,11 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, int registers) {
   int64_t tm = largest_divisor(mo->extent, std::min<int64_t>({budget / tw, 4, tm_cache}));
   auto [moo, moi] = s.split(mo, tm);
   auto [owo, owi] = s.split(ow, tw);
-  s.reorder({n, moo, oh, owo, s.reduce_axes[0], s.reduce_axes[1], s.reduce_axes[2], s.reduce_axes[3], moi, owi, mi});
+  // Pixels outside channel blocks in the tile: each broadcast input is used
+  // by all tm weight vectors at once, so only tm + 1 registers hold operands
+  // (with the channel blocks outside, LLVM keeps all tw broadcasts live and
+  // spills accumulators).
+  s.reorder({n, moo, oh, owo, s.reduce_axes[0], s.reduce_axes[1], s.reduce_axes[2], s.reduce_axes[3], owi, moi, mi});
   // Rows on workgroup x, channel blocks (with the batch) on y: consecutive
   // workgroups of a thread share a tile's weights. Rows stay a loop of their
   // own so that loop partitioning can take the padding guards out of the
