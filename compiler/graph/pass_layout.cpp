@@ -8,7 +8,12 @@
 // block c is a function of the channel count only (the largest of the
 // target's float32 lanes, half of them, ... down to 4 that divides C; C
 // itself for a narrow input such as RGB), so a producer and a consumer of
-// the same tensor always agree.
+// the same tensor always agree. Channel counts that are not a multiple of
+// the lanes are padded up to one when that costs at most a third more
+// (ShuffleNet's 58 -> 64, a 1000-class 1x1 conv -> 1008): the padding
+// channels have zero weights and bias, and only ops that keep finite values
+// finite run on them (so a consumer's zero weights cancel them);
+// FromBlocked drops them.
 //
 // Rewrites, in topological order:
 //   Conv (2-D; group 1 or depthwise)   -> Conv{kiln_layout=NCHWc} with weights
@@ -41,6 +46,17 @@ bool is_layout_free(const std::string& op) {
       "Relu", "Clip", "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Neg", "Abs", "Sqrt", "Erf",
       "Elu", "Selu", "Celu", "Softplus", "Softsign", "Mish", "Reciprocal", "Floor", "Ceil", "ThresholdedRelu",
       "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu"};
+  return ops.count(op) != 0;
+}
+
+// Elementwise ops that map finite values to finite values: the only ones
+// allowed on padded channels (whose values are then still finite, so the
+// zero weights of a consumer convolution cancel them: 0 * inf would not).
+bool keeps_finite(const std::string& op) {
+  static const std::set<std::string> ops = {
+      "Relu", "Clip", "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Tanh", "Neg", "Abs", "Erf", "Elu", "Selu",
+      "Celu", "Mish", "Softsign", "Floor", "Ceil", "ThresholdedRelu", "Add", "Sub", "Mul", "Max", "Min", "Sum", "Mean",
+      "PRelu"};
   return ops.count(op) != 0;
 }
 
@@ -79,12 +95,16 @@ class Blocker {
   int conversions_ = 0;
   int transposed_ = 0;  // Gemm weights transposed
 
-  // The block of a C-channel tensor (0: not blocked).
+  // The block of a C-channel tensor (0: not blocked): the full vector
+  // width, the channels padded up to a multiple of it when that adds at
+  // most a third (58 -> 64, 1000 -> 1008); else the widest block dividing C.
   int64_t block_of(int64_t C) const {
-    for (int64_t b = lanes_; b >= 4; b /= 2)
+    if (C >= lanes_ && padded(C, lanes_) * 3 <= C * 4) return lanes_;
+    for (int64_t b = lanes_ / 2; b >= 4; b /= 2)
       if (C % b == 0) return b;
     return 0;
   }
+  static int64_t padded(int64_t C, int64_t b) { return (C + b - 1) / b * b; }
   // A conv input may be blocked by its whole channel count when narrow.
   int64_t input_block_of(int64_t C) const {
     int64_t b = block_of(C);
@@ -95,7 +115,9 @@ class Blocker {
     return v.shape.size() == 4 && (v.dtype == DType::F32 || v.dtype == DType::F64);
   }
 
-  Shape blocked_shape(const Shape& s, int64_t b) const { return {s[0], s[1] / b, s[2], s[3], b}; }
+  // [N, C, H, W] blocked by b: [N, ceil(C / b), H, W, b]; the channels past
+  // C (padding) hold finite values that no real output depends on.
+  Shape blocked_shape(const Shape& s, int64_t b) const { return {s[0], padded(s[1], b) / b, s[2], s[3], b}; }
 
   int new_value(const Value& like, const Shape& shape, const std::string& suffix) {
     Value v;
@@ -187,21 +209,28 @@ class Blocker {
     // conversions around it.
     int64_t macs = y.elements() * w.shape[1] * w.shape[2] * w.shape[3];
     if (!blocked_.count(n.inputs[0]) && macs < kMinMacs) return false;
-    // Pack the weights: [M, C, KH, KW] -> [M/m, C/c, KH, KW, c, m].
+    // Pack the weights: [M, C, KH, KW] -> [Mp/m, Cp/c, KH, KW, c, m], zero
+    // for the padding channels (Mp, Cp: M and C padded to their blocks).
     int64_t KH = w.shape[2], KW = w.shape[3], Cw = w.shape[1], cw = depthwise ? 1 : c;
-    std::vector<double> wd = constant_as_doubles(w), packed(wd.size());
+    int64_t Mp = padded(M, m), Cwp = padded(Cw, cw);
+    std::vector<double> wd = constant_as_doubles(w), packed((size_t)(Mp * Cwp * KH * KW), 0.0);
     for (int64_t oc = 0; oc < M; oc++)
       for (int64_t ic = 0; ic < Cw; ic++)
         for (int64_t kh = 0; kh < KH; kh++)
           for (int64_t kw = 0; kw < KW; kw++) {
-            int64_t to = ((((oc / m) * (Cw / cw) + ic / cw) * KH + kh) * KW + kw) * cw * m + (ic % cw) * m + oc % m;
+            int64_t to = ((((oc / m) * (Cwp / cw) + ic / cw) * KH + kh) * KW + kw) * cw * m + (ic % cw) * m + oc % m;
             packed[(size_t)to] = wd[(size_t)(((oc * Cw + ic) * KH + kh) * KW + kw)];
           }
     Node b = n;
     b.attrs["kiln_layout"].kind = Attr::Kind::String;
     b.attrs["kiln_layout"].s = "NCHWc";
     b.inputs[0] = to_blocked(n.inputs[0], c);
-    b.inputs[1] = g_.add_constant(w.name + ".nchwc", w.dtype, {M / m, Cw / cw, KH, KW, cw, m}, doubles_to_bytes(packed, w.dtype));
+    b.inputs[1] = g_.add_constant(w.name + ".nchwc", w.dtype, {Mp / m, Cwp / cw, KH, KW, cw, m}, doubles_to_bytes(packed, w.dtype));
+    if (has_bias && Mp != M) {  // the bias too, with zeros
+      std::vector<double> bias = constant_as_doubles(g_.values[n.inputs[2]]);
+      bias.resize((size_t)Mp, 0.0);
+      b.inputs[2] = g_.add_constant(g_.values[n.inputs[2]].name + ".padded", w.dtype, {Mp}, doubles_to_bytes(bias, w.dtype));
+    }
     b.outputs = {new_value(y, blocked_shape(y.shape, m), ".nchwc")};
     emit(std::move(b), n.outputs);
     return true;
@@ -232,20 +261,20 @@ class Blocker {
     if (s[1] != 1 && s[1] != C) return -1;
     if (k.dtype != DType::F32 && k.dtype != DType::F64) return -1;
     if (s[1] == 1) return g_.add_constant(k.name + ".nchwc", k.dtype, {s[0], 1, s[2], s[3], 1}, *k.data);
-    std::vector<double> d = constant_as_doubles(k), out(d.size());
-    int64_t hw = s[2] * s[3];
+    int64_t Cp = padded(C, b), hw = s[2] * s[3];
+    std::vector<double> d = constant_as_doubles(k), out((size_t)(s[0] * Cp * hw), 0.0);  // padding channels: 0
     for (int64_t n = 0; n < s[0]; n++)
       for (int64_t c = 0; c < C; c++)
         for (int64_t i = 0; i < hw; i++)
-          out[(size_t)((((n * (C / b) + c / b) * hw) + i) * b + c % b)] = d[(size_t)((n * C + c) * hw + i)];
-    return g_.add_constant(k.name + ".nchwc", k.dtype, {s[0], C / b, s[2], s[3], b}, doubles_to_bytes(out, k.dtype));
+          out[(size_t)((((n * (Cp / b) + c / b) * hw) + i) * b + c % b)] = d[(size_t)((n * C + c) * hw + i)];
+    return g_.add_constant(k.name + ".nchwc", k.dtype, {s[0], Cp / b, s[2], s[3], b}, doubles_to_bytes(out, k.dtype));
   }
 
   bool rewrite_elementwise(Node& n) {
     const Value y = g_.values[n.outputs[0]];
     if (!is_float4d(y)) return false;
     int64_t C = y.shape[1], b = block_of(C);
-    if (!b) return false;
+    if (!b || (padded(C, b) != C && !keeps_finite(n.op))) return false;
     std::vector<int> inputs = n.inputs;
     bool any_blocked = false;
     for (size_t i = 0; i < inputs.size(); i++) {
@@ -284,6 +313,7 @@ class Blocker {
     std::vector<int> inputs;
     for (int v : n.inputs) {
       if (v < 0 || !blocked_.count(v) || g_.values[blocked_[v]].shape.back() != b) return false;
+      if (g_.values[v].shape[1] % b != 0) return false;  // padding would land between the inputs' channels
       inputs.push_back(blocked_[v]);
     }
     Node c = n;
