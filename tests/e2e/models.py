@@ -32,7 +32,7 @@ SUPPORTED_OPS: FrozenSet[str] = frozenset({
     'Transpose', 'Constant', 'Identity',
     # Sequence and transformer models (issue 3's operator library).
     'LSTM', 'GRU', 'RNN', 'Squeeze', 'Unsqueeze', 'Gather', 'Shape', 'Expand', 'LogSoftmax', 'Tanh',
-    'ReduceMean', 'Pow', 'Sqrt', 'Erf', 'Split',
+    'ReduceMean', 'Pow', 'Sqrt', 'Erf', 'Split', 'Slice',
     # Weights built at run time (const_weights; folded by the constant folder).
     'ConstantOfShape', 'Sin', 'Cos', 'Tile', 'Range',
 })
@@ -567,6 +567,14 @@ MODELS: Dict[str, ModelSpec] = {
     'resnet18': ModelSpec(_torchvision('resnet18'), (1, 3, 224, 224),
                           frozenset({'Conv', 'Relu', 'MaxPool', 'Add', 'GlobalAveragePool', 'Flatten', 'Gemm'}),
                           description='torchvision ResNet-18, untrained (weights=None)'),
+    # The layout pass (NCHWc): channel padding (58 -> 64), channel Concat,
+    # shuffles through NCHW; squeeze-and-excitation scales and 5x5 depthwise.
+    'shufflenet_v2_x1_0': ModelSpec(_torchvision('shufflenet_v2_x1_0'), (1, 3, 224, 224),
+                                    frozenset({'Conv', 'Relu', 'MaxPool', 'Concat', 'Transpose', 'Reshape', 'Slice'}),
+                                    description='torchvision ShuffleNetV2 1.0, untrained (weights=None)'),
+    'efficientnet_b0': ModelSpec(_torchvision('efficientnet_b0'), (1, 3, 224, 224),
+                                 frozenset({'Conv', 'Sigmoid', 'Mul', 'Add', 'GlobalAveragePool', 'Gemm'}),
+                                 description='torchvision EfficientNet-B0, untrained (weights=None)'),
     # Operator coverage.
     'ops_conv': ModelSpec(build_ops_conv, (1, 3, 19, 23),
                           frozenset({'Conv', 'Relu', 'Clip', 'Sigmoid'}), num_outputs=2,
