@@ -432,9 +432,17 @@ class KernelEmitter {
           }
         } f;
         f.visit_stmt(s);
-        return !f.found && !s.as<Store>()->buffer->dtype.is_bool();
+        // A store to the same element from every lane (a reduction's
+        // accumulator) is a loop-carried update, not a vector store.
+        return !f.found && !s.as<Store>()->buffer->dtype.is_bool() && may_use(s.as<Store>()->index, lane);
       }
-      case NodeType::LetStmt: return vectorizable(s.as<LetStmt>()->body, lane);
+      case NodeType::LetStmt: {
+        // A store index could reach the lane through this variable: accept
+        // the variable as lane-dependent when its value is.
+        auto* l = s.as<LetStmt>();
+        if (!may_use(l->value, lane)) return vectorizable(l->body, lane);
+        return vectorizable(substitute(l->body, {{l->var, l->value}}), lane);
+      }
       case NodeType::Block:
         for (auto& x : s.as<Block>()->stmts)
           if (!vectorizable(x, lane)) return false;
@@ -454,6 +462,38 @@ class KernelEmitter {
       }
       default: return false;
     }
+  }
+  // Whether `e` may depend on `lane`: it names it, or a Let variable (which
+  // may be bound to a lane-dependent value).
+  static bool may_use(const Expr& e, const Expr& lane) {
+    struct Uses : IRVisitor {
+      const ExprNode* v;
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const Var* op) override { found |= op == v; }
+      void visit(const Let* op) override { found = true; }
+    } u;
+    u.v = lane.get();
+    u.visit_expr(e);
+    return u.found;
+  }
+  // A reduction's update of its accumulator: buf[i] = buf[i] (+|max|min) v,
+  // the same i for every iteration of the loop around it.
+  static bool is_reduction_update(const Stmt& s, const Expr& loop_var) {
+    auto* st = s.as<Store>();
+    if (!st || may_use(st->index, loop_var)) return false;
+    struct Reads : IRVisitor {
+      const BufferNode* buf;
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const Load* op) override {
+        found |= op->buffer.get() == buf;
+        IRVisitor::visit(op);
+      }
+    } r;
+    r.buf = st->buffer.get();
+    r.visit_expr(st->value);
+    return r.found;
   }
   static bool has_let(const Stmt& s) {
     struct Finder : IRVisitor {
@@ -508,12 +548,19 @@ class KernelEmitter {
     llvm::Value* next = b_.CreateAdd(phi, b_.getInt64(1), "", false, true);
     auto* latch = b_.CreateBr(header);
     phi->addIncoming(next, b_.GetInsertBlock());
-    // A vectorized loop that could not be emitted as vectors is left to
-    // LLVM's own vectorizer (no forcing metadata: where it declines, its
-    // cost model knows why). Unrolled loops are unrolled fully by LLVM.
-    if (f->kind == ForKind::Unrolled) {
+    // A vectorized loop that could not be emitted as vectors is otherwise
+    // left to LLVM's own vectorizer (no forcing metadata: where it declines,
+    // its cost model knows why). Unrolled loops are unrolled fully by LLVM.
+    // A vectorized reduction loop (the schedule vectorizes a float sum along
+    // its innermost, contiguous axis) is forced: the hint also allows LLVM
+    // to reorder the additions into per-lane partial sums.
+    bool reduction = f->kind == ForKind::Vectorized && is_reduction_update(f->body, f->var);
+    if (f->kind == ForKind::Unrolled || reduction) {
       auto* self = llvm::MDNode::getTemporary(ctx_, {}).release();
-      auto* hint = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")});
+      llvm::Metadata* hint =
+          reduction ? (llvm::Metadata*)llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                                                               llvm::ConstantAsMetadata::get(b_.getTrue())})
+                    : (llvm::Metadata*)llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")});
       auto* loop_id = llvm::MDNode::get(ctx_, {self, hint});
       loop_id->replaceOperandWith(0, loop_id);
       latch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);

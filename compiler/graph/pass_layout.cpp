@@ -23,8 +23,9 @@
 //   elementwise ops                    -> the same op on blocked operands
 //                                          (constant operands re-laid out here)
 //   Concat over channels               -> Concat over channel blocks
-// and, for the same reason (vector loads along a weight's rows), a Gemm with
-// constant weights and transB=1 gets its weights transposed (transB=0).
+// and, for the same reason (vector loads along a weight's rows), MatMul and
+// Gemm get constant weights packed into column panels [N/nb, K, nb] (a Gemm
+// with transB=1 has them transposed first).
 // A conv whose input is not blocked yet is rewritten only when it does at
 // least kMinMacs multiply-adds (a tiny conv would not pay for the
 // conversions). Each rewritten node reads its inputs through kiln.ToBlocked and its
@@ -84,7 +85,7 @@ class Blocker {
     recompute_producers(g_);
     if (rewritten || transposed_)
       ctx.detail = std::to_string(rewritten) + " nodes to NCHWc, " + std::to_string(conversions_) +
-                   " conversions inserted, " + std::to_string(transposed_) + " Gemm weights transposed";
+                   " conversions inserted, " + std::to_string(transposed_) + " matmul weights packed";
     return rewritten > 0 || transposed_ > 0;
   }
 
@@ -93,7 +94,7 @@ class Blocker {
   int64_t lanes_;
   std::map<int, int> blocked_;  // NCHW value -> its blocked twin
   int conversions_ = 0;
-  int transposed_ = 0;  // Gemm weights transposed
+  int transposed_ = 0;  // matmul weights packed
 
   // The block of a C-channel tensor (0: not blocked): the full vector
   // width, the channels padded up to a multiple of it when that adds at
@@ -172,25 +173,45 @@ class Blocker {
     if (is_pool(n.op)) return rewrite_pool(n);
     if (is_layout_free(n.op)) return rewrite_elementwise(n);
     if (n.op == "Concat") return rewrite_concat(n);
-    if (n.op == "Gemm") return pretranspose_gemm(n);
+    if (n.op == "Gemm") pretranspose_gemm(n);
+    if (n.op == "Gemm" || n.op == "MatMul") pack_matmul_weights(n);
     return false;
+  }
+
+  // MatMul/Gemm with constant 2-D weights B [K, N] (Gemm: transB=0):
+  // packed into panels [N/nb, K, nb] (kiln_packed_b=nb), nb the column tile
+  // of the matmul schedule (lower/schedules_cpu.cpp), so that one tile's
+  // weights are one contiguous block. The node is changed in place.
+  void pack_matmul_weights(Node& n) {
+    if (n.inputs.size() < 2 || n.inputs[1] < 0 || n.has_attr("kiln_packed_b")) return;
+    if (n.op == "Gemm" && n.attr_int("transB", 0) != 0) return;
+    const Value b = g_.values[n.inputs[1]];
+    if (!b.is_constant() || b.shape.size() != 2 || (b.dtype != DType::F32 && b.dtype != DType::F64)) return;
+    int64_t K = b.shape[0], N = b.shape[1];
+    int64_t nb = N % 32 == 0 ? 32 : N % 16 == 0 ? 16 : 0;
+    if (!nb) return;
+    std::vector<double> d = constant_as_doubles(b), p(d.size());
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t j = 0; j < N; j++) p[(size_t)(((j / nb) * K + k) * nb + j % nb)] = d[(size_t)(k * N + j)];
+    n.inputs[1] = g_.add_constant(b.name + ".packed", b.dtype, {N / nb, K, nb}, doubles_to_bytes(p, b.dtype));
+    n.attrs["kiln_packed_b"].kind = Attr::Kind::Int;
+    n.attrs["kiln_packed_b"].i = nb;
+    transposed_++;
   }
 
   // Gemm with constant B and transB=1 (a Linear layer): B is transposed
   // here, so the kernel's vector loads run along B's rows. The node itself
-  // is kept (changed in place), hence `false`.
-  bool pretranspose_gemm(Node& n) {
-    if (n.attr_int("transB", 0) == 0 || n.inputs.size() < 2 || n.inputs[1] < 0) return false;
+  // is kept (changed in place).
+  void pretranspose_gemm(Node& n) {
+    if (n.attr_int("transB", 0) == 0 || n.inputs.size() < 2 || n.inputs[1] < 0) return;
     const Value b = g_.values[n.inputs[1]];
-    if (!b.is_constant() || b.shape.size() != 2 || (b.dtype != DType::F32 && b.dtype != DType::F64)) return false;
+    if (!b.is_constant() || b.shape.size() != 2 || (b.dtype != DType::F32 && b.dtype != DType::F64)) return;
     int64_t N = b.shape[0], K = b.shape[1];
     std::vector<double> d = constant_as_doubles(b), t(d.size());
     for (int64_t i = 0; i < N; i++)
       for (int64_t k = 0; k < K; k++) t[(size_t)(k * N + i)] = d[(size_t)(i * K + k)];
     n.inputs[1] = g_.add_constant(b.name + ".t", b.dtype, {K, N}, doubles_to_bytes(t, b.dtype));
     n.attrs["transB"].i = 0;
-    transposed_++;
-    return false;
   }
 
   bool rewrite_conv(Node& n) {

@@ -18,20 +18,29 @@
 namespace kiln::lower {
 namespace {
 
+// B[k, j] of a weight matrix, packed or not: with kiln_packed_b=nb (set by
+// the layout graph pass) B is stored as panels [N/nb, K, nb].
+Expr weight_at(const te::Tensor& b, int64_t nb, const Expr& k, const Expr& j) {
+  if (!nb) return b({k, j});
+  return b({j / Expr(nb), k, j % Expr(nb)});
+}
+
 // Y = alpha * op(A) * op(B) + beta * C, C broadcast to [M, N].
 void lower_gemm(OpContext& ctx) {
   ctx.require_float();
   const graph::Node& n = ctx.node();
   te::Tensor a = ctx.in(0), b = ctx.in(1);
   const graph::Shape& ys = ctx.out_shape(0);
-  user_assert(a.ndim() == 2 && b.ndim() == 2) << n.describe() << ": A and B must be 2-D";
+  int64_t nb = n.attr_int("kiln_packed_b", 0);
+  user_assert(a.ndim() == 2 && b.ndim() == (nb ? 3u : 2u)) << n.describe() << ": A and B must be 2-D";
   bool ta = n.attr_int("transA", 0) != 0, tb = n.attr_int("transB", 0) != 0;
   double alpha = n.attr_float("alpha", 1.0), beta = n.attr_float("beta", 1.0);
   int64_t K = ta ? a.shape()[0] : a.shape()[1];
-  user_assert((tb ? b.shape()[1] : b.shape()[0]) == K) << n.describe() << ": inner dimensions differ";
+  user_assert((nb ? b.shape()[1] : tb ? b.shape()[1] : b.shape()[0]) == K) << n.describe() << ": inner dimensions differ";
   tir::Type t = a.dtype();
   te::Tensor ab = te::reduce("gemm", ys, {K}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
-    return a(ta ? Indices{r[0], o[0]} : Indices{o[0], r[0]}) * b(tb ? Indices{o[1], r[0]} : Indices{r[0], o[1]});
+    Expr bv = tb ? b({o[1], r[0]}) : weight_at(b, nb, r[0], o[1]);
+    return a(ta ? Indices{r[0], o[0]} : Indices{o[0], r[0]}) * bv;
   });
   ctx.schedule_reduction(ab, schedule_matmul_cpu);
   te::Tensor c = ctx.has_input(2) ? ctx.in(2) : te::Tensor();
@@ -52,6 +61,8 @@ void lower_matmul(OpContext& ctx) {
   te::Tensor a = ctx.in(0), b = ctx.in(1);
   graph::Shape as = a.shape(), bs = b.shape();
   const graph::Shape& ys = ctx.out_shape(0);
+  int64_t nb = n.attr_int("kiln_packed_b", 0);
+  if (nb) bs = {bs[1], bs[0] * bs[2]};  // panels [N/nb, K, nb] of a [K, N] matrix
   user_assert(!as.empty() && !bs.empty()) << n.describe() << ": inputs must be at least 1-D";
   bool a_vec = as.size() == 1, b_vec = bs.size() == 1;
   if (a_vec) as.insert(as.begin(), 1);
@@ -75,6 +86,7 @@ void lower_matmul(OpContext& ctx) {
     bi.push_back(o[batch_rank + 1]);
     if (a_vec) ai = {r[0]};
     if (b_vec) bi = Indices(bi.begin(), bi.end() - 1);
+    if (nb) return a(ai) * weight_at(b, nb, r[0], o[batch_rank + 1]);
     return a(ai) * b(bi);
   });
   ctx.schedule_reduction(mm, schedule_matmul_cpu);

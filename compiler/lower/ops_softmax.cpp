@@ -28,6 +28,16 @@ void lower_softmax(OpContext& ctx) {
   // View x as [outer, len, inner]: element (o, j, i) is flat o*len*inner + j*inner + i.
   graph::Shape view = {outer, len, inner};
   auto xv = [x, view](const Expr& o, const Expr& j, const Expr& i) {
+    if (view[2] == 1 && x.shape().back() == view[1]) {  // over the last axis: x[o..., j]
+      Indices idx(x.ndim());
+      idx.back() = j;
+      Expr rest = o;
+      for (size_t d = x.ndim() - 1; d-- > 0;) {
+        idx[d] = rest % Expr(x.shape()[d]);
+        rest = rest / Expr(x.shape()[d]);
+      }
+      return x(idx);
+    }
     Expr flat = te::flat_index(view, {o, j, i});
     Indices idx(x.ndim());
     for (size_t d = x.ndim(); d-- > 0;) {

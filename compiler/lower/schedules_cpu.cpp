@@ -117,9 +117,12 @@ void schedule_matmul_cpu(te::Stage& s) {
     auto [io, ii] = s.split(i, ti);
     auto [jo, jv] = s.split(j, tv * lanes);
     auto [jt, jl] = s.split(jv, lanes);
-    for (auto& v : {io, jo, k, ii, jt, jl}) order.push_back(v);
+    // Column tiles outermost (on threads): one tile's weights (a packed
+    // panel, see graph/pass_layout.cpp) stay in cache for all row tiles.
+    bool columns = jo->extent > 1 || io->extent == 1;
+    for (auto& v : {columns ? jo : io, columns ? io : jo, k, ii, jt, jl}) order.push_back(v);
     s.reorder(order);
-    bind_outer(s, io->extent > 1 || jo->extent == 1 ? io : jo);
+    bind_outer(s, columns ? jo : io);
     s.unroll(ii);
     s.unroll(jt);
     s.vectorize(jl);

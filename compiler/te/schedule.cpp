@@ -107,8 +107,52 @@ bool vectorize_elementwise(Stage& s) {
 
 }  // namespace
 
+// Whether `e` refers to variable `v`.
+bool mentions(const Expr& e, const Expr& v) {
+  struct Finder : tir::IRVisitor {
+    const tir::ExprNode* v;
+    bool found = false;
+    using tir::IRVisitor::visit;
+    void visit(const tir::Var* op) override { found |= op == v; }
+  } f;
+  f.v = v.get();
+  f.visit_expr(e);
+  return f.found;
+}
+
+// A float sum whose last reduction axis walks contiguous memory (the last
+// index of every tensor it reads): that loop is marked vectorized, which the
+// code generator turns into per-lane partial sums (see codegen_llvm.cpp).
+void vectorize_sum(Stage& s) {
+  if (s.tensor->kind != TensorNode::Kind::Reduce || s.tensor->reduce_kind != ReduceKind::Sum ||
+      !s.tensor->dtype.is_float() || s.reduce_axes.empty() || s.reduce_axes.back()->extent < 16)
+    return;
+  Indices axes, raxes;
+  for (auto& a : s.axes) axes.push_back(a->var);
+  for (auto& a : s.reduce_axes) raxes.push_back(a->var);
+  struct Reads : tir::IRVisitor {
+    Expr last;
+    bool contiguous = true, any = false;
+    using tir::IRVisitor::visit;
+    void visit(const tir::ProducerLoad* op) override {
+      bool uses = false;  // reads that do not move with the loop are fine
+      for (auto& i : op->indices) uses |= mentions(i, last);
+      if (uses) {
+        any = true;
+        contiguous &= op->indices.back().same_as(last);
+      }
+      tir::IRVisitor::visit(op);
+    }
+  } reads;
+  reads.last = raxes.back();
+  reads.visit_expr(s.tensor->fbody(axes, raxes));
+  if (reads.any && reads.contiguous) s.vectorize(s.reduce_axes.back());
+}
+
 void default_cpu_schedule(Stage& s) {
-  if (!vectorize_elementwise(s)) bind_first(s);
+  if (vectorize_elementwise(s)) return;
+  bind_first(s);
+  vectorize_sum(s);
 }
 
 }  // namespace kiln::te
