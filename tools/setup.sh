@@ -43,8 +43,8 @@ packages=(
   # The runtime's Vulkan layer (docs/vulkan.md): the Vulkan headers to build
   # it (libvulkan itself is loaded at run time); lavapipe (Mesa's CPU Vulkan
   # device), the Khronos validation layer, glslangValidator and SPIRV-Tools
-  # for its tests.
-  libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools spirv-tools
+  # for its tests; glslang's and SPIRV-Tools' libraries for kilnc --target=vulkan.
+  libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools spirv-tools glslang-dev
 )
 # Node.js may come from elsewhere (e.g. NodeSource); only use Debian's if there is none.
 if ! command -v node >/dev/null 2>&1; then

@@ -6,6 +6,7 @@
 #include <llvm/Support/xxhash.h>
 
 #include "bundle_generated.h"
+#include "codegen/codegen_glsl.h"
 #include "kiln_bundle_version.h"
 #include "support/diagnostics.h"
 
@@ -13,7 +14,19 @@ namespace kiln {
 namespace {
 
 constexpr uint64_t kAlign = KILN_BUNDLE_ALIGNMENT;
-uint64_t align_up(uint64_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+uint64_t align_up(uint64_t x, uint64_t alignment = kAlign) { return (x + alignment - 1) / alignment * alignment; }
+static_assert((uint32_t)fb::VulkanFeature::ShaderInt64 == kGlslFeatureInt64, "feature bits");
+static_assert((uint32_t)fb::VulkanFeature::ShaderFloat64 == kGlslFeatureFloat64, "feature bits");
+
+// A SpirV library's blob: the modules one after another; each one's byte offset.
+std::string spirv_blob(const SpirvLibrary& lib, std::vector<uint64_t>* offsets) {
+  std::string blob;
+  for (auto& k : lib.kernels) {
+    offsets->push_back(blob.size());
+    blob.append(reinterpret_cast<const char*>(k.words.data()), k.words.size() * 4);
+  }
+  return blob;
+}
 
 // What goes where: tensor table and data segment layout (independent of the
 // FlatBuffer's own size).
@@ -41,7 +54,7 @@ Layout make_layout(const graph::Graph& g, const LoweredProgram& p, const MemoryP
       if (it == data_offset.end()) {
         it = data_offset.emplace(val.data.get(), cursor).first;
         l.blobs.push_back({val.data.get(), cursor});
-        cursor = align_up(cursor + val.data->size());
+        cursor = align_up(cursor + val.data->size(), plan.alignment);
       }
       offset = it->second;
     } else {
@@ -72,7 +85,8 @@ fb::DType to_fb(graph::DType t) { return static_cast<fb::DType>(static_cast<uint
 
 std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgram& p, const MemoryPlan& plan,
                                       const std::string& library, const TargetSpec& target, const Layout& l,
-                                      uint64_t segment_offset) {
+                                      uint64_t segment_offset, const SpirvLibrary* spirv,
+                                      const std::vector<uint64_t>& spirv_offsets) {
   flatbuffers::FlatBufferBuilder b(1 << 16);
   b.ForceDefaults(true);  // fixed-size fields: the FlatBuffer's size must not depend on their values
 
@@ -100,16 +114,26 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
     std::vector<uint32_t> ins = indices(n.inputs), outs = indices(n.outputs);
     nodes.push_back(fb::CreateNodeDirect(b, n.name.c_str(), n.op.c_str(), &attrs, &ins, &outs));
   }
-  auto memory = fb::CreateMemoryPlan(b, plan.arena_bytes, (uint32_t)kAlign);
-  std::vector<flatbuffers::Offset<fb::KernelLibrary>> libraries = {fb::CreateKernelLibraryDirect(
-      b, fb::LibraryFormat::ElfSharedObject, target.triple.c_str(), target.cpu.c_str(), target.features.c_str(),
-      l.library_offset, library.size())};
+  auto memory = fb::CreateMemoryPlan(b, plan.arena_bytes, (uint32_t)plan.alignment);
+  std::vector<flatbuffers::Offset<fb::KernelLibrary>> libraries;
+  if (!library.empty())  // a model without kernels (all constant or aliases) has no library
+    libraries.push_back(fb::CreateKernelLibraryDirect(
+        b, spirv ? fb::LibraryFormat::SpirV : fb::LibraryFormat::ElfSharedObject, target.triple.c_str(),
+        target.cpu.c_str(), target.features.c_str(), l.library_offset, library.size(),
+        static_cast<fb::VulkanFeature>(spirv ? spirv->features : 0)));
 
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
   std::vector<flatbuffers::Offset<fb::Dispatch>> dispatches;
   for (size_t i = 0; i < p.kernels.size(); i++) {
     const KernelDef& k = p.kernels[i];
-    kernels.push_back(fb::CreateKernelDirect(b, k.name.c_str(), 0, (uint32_t)i));
+    flatbuffers::Offset<fb::SpirvKernel> module = 0;
+    if (spirv) {
+      const SpirvKernel& sk = spirv->kernels.at(i);
+      std::vector<uint32_t> size(sk.workgroup_size.begin(), sk.workgroup_size.end());
+      module = fb::CreateSpirvKernelDirect(b, spirv_offsets.at(i), sk.words.size() * 4, sk.entry_point.c_str(), &size,
+                                           sk.binding_count, sk.push_constant_size);
+    }
+    kernels.push_back(fb::CreateKernelDirect(b, k.name.c_str(), 0, (uint32_t)i, module));
     std::vector<uint32_t> wg(k.workgroup_count.begin(), k.workgroup_count.end());
     std::vector<fb::Binding> bindings;
     for (size_t j = 0; j < k.params.size(); j++) {
@@ -122,7 +146,9 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
     dispatches.push_back(fb::CreateDispatchDirect(b, (uint32_t)i, &wg, &bindings, &push_constants, &sources));
   }
   std::string producer = "kilnc 0.1.0";
-  auto root = fb::CreateBundleDirect(b, KILN_BUNDLE_VERSION_MAJOR, KILN_BUNDLE_VERSION_MINOR, KILN_BUNDLE_VERSION_MINOR,
+  // A CPU bundle needs nothing of 0.2 (the Vulkan fields): 0.1 runtimes can run it.
+  uint16_t min_runtime_minor = spirv ? KILN_BUNDLE_VERSION_MINOR : 1;
+  auto root = fb::CreateBundleDirect(b, KILN_BUNDLE_VERSION_MAJOR, KILN_BUNDLE_VERSION_MINOR, min_runtime_minor,
                                      producer.c_str(), &tensors, &inputs, &outputs, &nodes, memory, &libraries,
                                      &kernels, &dispatches, segment_offset, l.segment_size,
                                      /*content_hash=*/~0ull);  // placeholder, patched in write_bundle
@@ -133,13 +159,16 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
 }  // namespace
 
 std::string write_bundle(const graph::Graph& g, const LoweredProgram& p, const MemoryPlan& plan,
-                         const std::string& kernel_library, const TargetSpec& target, BundleStats* stats) {
+                         const std::string& cpu_library, const TargetSpec& target, BundleStats* stats,
+                         const SpirvLibrary* spirv) {
+  std::vector<uint64_t> spirv_offsets;
+  const std::string kernel_library = spirv ? spirv_blob(*spirv, &spirv_offsets) : cpu_library;
   Layout l = make_layout(g, p, plan, kernel_library);
   // The segment offset depends on the FlatBuffer's size, which (with forced
   // defaults) does not depend on the offset's value: build, measure, rebuild.
-  std::vector<uint8_t> fb = build_flatbuffer(g, p, plan, kernel_library, target, l, ~0ull);
+  std::vector<uint8_t> fb = build_flatbuffer(g, p, plan, kernel_library, target, l, ~0ull, spirv, spirv_offsets);
   uint64_t segment_offset = align_up(fb.size());
-  fb = build_flatbuffer(g, p, plan, kernel_library, target, l, segment_offset);
+  fb = build_flatbuffer(g, p, plan, kernel_library, target, l, segment_offset, spirv, spirv_offsets);
   internal_assert(align_up(fb.size()) == segment_offset) << "bundle FlatBuffer size changed between builds";
 
   std::string out(segment_offset + l.segment_size, '\0');

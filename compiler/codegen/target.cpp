@@ -50,12 +50,24 @@ TargetSpec TargetSpec::host() {
   return t;
 }
 
+TargetSpec TargetSpec::vulkan_target() {
+  TargetSpec t;
+  t.vulkan = true;
+  t.triple = "spirv-unknown-vulkan1.0";
+  return t;
+}
+
 TargetSpec TargetSpec::parse(const std::string& text) {
   std::istringstream in(text);
   std::string word;
   in >> word;
   if (word.empty() || word == "host") return host();
-  user_assert(word == "llvm") << "unknown target '" << text << "'; use 'host' or 'llvm -mtriple=... -mcpu=... -mattr=...'";
+  if (word == "vulkan") {
+    user_assert(!(in >> word)) << "target 'vulkan' takes no options (got '" << word << "')";
+    return vulkan_target();
+  }
+  user_assert(word == "llvm") << "unknown target '" << text
+                              << "'; use 'host', 'vulkan' or 'llvm -mtriple=... -mcpu=... -mattr=...'";
   TargetSpec t;
   t.triple = llvm::sys::getProcessTriple();
   t.cpu = "generic";
@@ -77,9 +89,13 @@ TargetSpec TargetSpec::parse(const std::string& text) {
   return t;
 }
 
-std::string TargetSpec::str() const { return triple + " cpu=" + cpu + (features.empty() ? "" : " features=" + features); }
+std::string TargetSpec::str() const {
+  if (vulkan) return "vulkan (" + triple + ")";
+  return triple + " cpu=" + cpu + (features.empty() ? "" : " features=" + features);
+}
 
 std::unique_ptr<llvm::TargetMachine> create_target_machine(const TargetSpec& spec) {
+  internal_assert(!spec.vulkan) << "no LLVM target machine for the Vulkan target";
   init_llvm_targets();
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(spec.triple, error);
@@ -93,6 +109,7 @@ std::unique_ptr<llvm::TargetMachine> create_target_machine(const TargetSpec& spe
 }
 
 VectorInfo vector_info(const TargetSpec& spec) {
+  if (spec.vulkan) return VectorInfo();
   auto tm = create_target_machine(spec);
   const llvm::MCSubtargetInfo* sti = tm->getMCSubtargetInfo();
   VectorInfo v;

@@ -1,8 +1,10 @@
-// The machine a bundle's CPU kernels are compiled for.
+// The machine a bundle's kernels are compiled for.
 //
 // `--target=host` (the default) detects the host's triple, CPU and features.
 // `--target=llvm` with -mtriple/-mcpu/-mattr picks another, TVM-style:
 //   --target="llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"
+// `--target=vulkan` compiles SPIR-V compute shaders for a Vulkan 1.0 device
+// (docs/vulkan.md).
 #pragma once
 
 #include <memory>
@@ -15,12 +17,14 @@ class TargetMachine;
 namespace kiln {
 
 struct TargetSpec {
-  std::string triple;    // LLVM target triple
+  bool vulkan = false;   // SPIR-V for Vulkan; the LLVM fields below are then unused
+  std::string triple;    // LLVM target triple ("spirv-unknown-vulkan1.0" for Vulkan)
   std::string cpu;       // LLVM CPU name ("generic" if none)
   std::string features;  // comma-separated LLVM features, e.g. "+avx2,+fma"
 
   static TargetSpec host();
-  // Parses "host" or "llvm [-mtriple=T] [-mcpu=C] [-mattr=F]" (user error if malformed).
+  static TargetSpec vulkan_target();
+  // Parses "host", "vulkan" or "llvm [-mtriple=T] [-mcpu=C] [-mattr=F]" (user error if malformed).
   static TargetSpec parse(const std::string& text);
   std::string str() const;
 };
@@ -31,7 +35,8 @@ struct VectorInfo {
   int lanes = 4;       // float32 lanes of the widest vector register worth using
   int registers = 16;  // vector registers (accumulator budget of register tiles)
 };
-// Asks LLVM's subtarget (so -mcpu alone is enough, e.g. -mcpu=skylake-avx512).
+// Asks LLVM's subtarget (so -mcpu alone is enough, e.g. -mcpu=skylake-avx512);
+// the defaults for Vulkan.
 VectorInfo vector_info(const TargetSpec& spec);
 
 // Creates an LLVM TargetMachine for position-independent code (user error if

@@ -6,7 +6,9 @@
 #include <iostream>
 
 #include "bundle/bundle_writer.h"
+#include "kiln_bundle_version.h"
 #include "codegen/codegen_llvm.h"
+#include "codegen/codegen_spirv.h"
 #include "codegen/link_elf.h"
 #include "graph/passes.h"
 #include "lower/lower_graph.h"
@@ -22,7 +24,7 @@
 namespace kiln {
 
 const std::vector<std::string>& pipeline_pass_names() {
-  static const std::vector<std::string> names = {"import", "graph-passes", "lower", "simplify", "partition-loops", "unroll", "verify", "plan-memory", "llvm"};
+  static const std::vector<std::string> names = {"import", "graph-passes", "lower", "simplify", "partition-loops", "unroll", "verify", "plan-memory", "llvm", "spirv"};
   return names;
 }
 
@@ -61,6 +63,9 @@ class Pipeline {
 
   std::string run(const std::string& path) {
     last_ = std::chrono::steady_clock::now();
+    const bool vulkan = options_.target.vulkan;
+    user_assert(!vulkan || spirv_codegen_available())
+        << "this kilnc was built without glslang and SPIRV-Tools: --target=vulkan is unavailable";
 
     // 1. Import: ONNX → graph IR with static shapes.
     graph::Graph g = import_onnx_file(path, options_.import);
@@ -73,7 +78,7 @@ class Pipeline {
     po.dump_after = options_.dump_graph_after;
     po.dump_stream = &out_;
     po.disabled = options_.disabled_graph_passes;
-    po.vector_lanes = vector_info(options_.target).lanes;
+    po.vector_lanes = vulkan ? 0 : vector_info(options_.target).lanes;  // no blocked layout on GPUs
     std::vector<graph::PassStats> pass_stats = graph::run_graph_passes(g, po);
     if (options_.report)
       for (auto& s : pass_stats)
@@ -83,7 +88,7 @@ class Pipeline {
     if (dumping("graph-passes")) out_ << "// -- graph after graph-passes\n" << g.str();
 
     // 3. Lower: every node → kernels (TIR) through the operator library.
-    LoweredProgram program = lower_graph(g, vector_info(options_.target));
+    LoweredProgram program = lower_graph(g, vector_info(options_.target), /*gpu=*/vulkan);
     step_done("lower", std::to_string(program.kernels.size()) + " kernels");
     dump_kernels("lower", program.kernels, nullptr);
 
@@ -96,12 +101,14 @@ class Pipeline {
     before.clear();
     if (dumping("partition-loops"))
       for (auto& k : program.kernels) before.push_back(tir::to_string(k.body));
-    for (auto& k : program.kernels) k.body = tir::simplify(tir::partition_loops(k.body));
+    if (!vulkan)  // CPU only: partitioned copies would duplicate GPU local loops
+      for (auto& k : program.kernels) k.body = tir::simplify(tir::partition_loops(k.body));
     dump_kernels("partition-loops", program.kernels, dumping("partition-loops") ? &before : nullptr);
     before.clear();
     if (dumping("unroll"))
       for (auto& k : program.kernels) before.push_back(tir::to_string(k.body));
-    for (auto& k : program.kernels) k.body = tir::simplify(tir::unroll_loops(k.body));
+    if (!vulkan)  // the SPIR-V optimizer unrolls what pays
+      for (auto& k : program.kernels) k.body = tir::simplify(tir::unroll_loops(k.body));
     dump_kernels("unroll", program.kernels, dumping("unroll") ? &before : nullptr);
     for (auto& k : program.kernels) {
       tir::verify_kernel(k.name, k.body, k.params);
@@ -111,7 +118,7 @@ class Pipeline {
     step_done("simplify+verify", "ok");
 
     // 5. Static memory plan: one arena.
-    MemoryPlan plan = plan_memory(g, program, KILN_ALIGN);
+    MemoryPlan plan = plan_memory(g, program, vulkan ? KILN_BUNDLE_VULKAN_ALIGNMENT : KILN_ALIGN);
     step_done("plan-memory", "arena " + std::to_string(plan.arena_bytes) + " bytes (sum of tensors " +
                                  std::to_string(plan.total_bytes) + ", lower bound " +
                                  std::to_string(plan.lower_bound) + ")");
@@ -119,7 +126,18 @@ class Pipeline {
       for (size_t v = 0; v < g.values.size(); v++)
         if (plan.offset[v] >= 0) out_ << "  " << g.values[v].name << " @ " << plan.offset[v] << " (" << g.values[v].byte_size() << " bytes)\n";
 
-    // 6. Code generation: TIR → LLVM → object → ELF shared object.
+    // 6. Code generation: TIR → GLSL → SPIR-V for Vulkan, else TIR → LLVM →
+    //    object → ELF shared object.
+    if (vulkan) {
+      check_vulkan_limits(g, plan);
+      std::string glsl;
+      SpirvOptions so;
+      if (dumping("spirv")) so.glsl_out = &glsl;
+      SpirvLibrary spirv = compile_kernels_spirv(program.kernels, so);
+      if (dumping("spirv")) out_ << "// -- GLSL after spirv\n" << glsl;
+      step_done("codegen", options_.target.str() + ", " + std::to_string(spirv.kernels.size()) + " SPIR-V modules");
+      return write_bundle_step(g, program, plan, "", &spirv);
+    }
     std::string llvm_ir;
     CodegenOptions cg;
     if (dumping("llvm")) cg.llvm_ir_out = &llvm_ir;
@@ -128,12 +146,27 @@ class Pipeline {
     std::string library = link_shared_object(object, options_.target);
     step_done("codegen", options_.target.str() + ", library " + std::to_string(library.size()) + " bytes");
 
-    // 7. The bundle.
+    return write_bundle_step(g, program, plan, library, nullptr);
+  }
+
+  // 7. The bundle.
+  std::string write_bundle_step(const graph::Graph& g, const LoweredProgram& program, const MemoryPlan& plan,
+                                const std::string& library, const SpirvLibrary* spirv) {
     BundleStats stats;
-    std::string bundle = write_bundle(g, program, plan, library, options_.target, &stats);
+    std::string bundle = write_bundle(g, program, plan, library, options_.target, &stats, spirv);
     step_done("bundle", std::to_string(stats.total_bytes) + " bytes (constants " + std::to_string(stats.constant_bytes) +
                             ", kernels " + std::to_string(stats.kernel_bytes) + ")");
     return bundle;
+  }
+
+  // Vulkan kernels index tensors with 32-bit integers (codegen_glsl.h).
+  static void check_vulkan_limits(const graph::Graph& g, const MemoryPlan& plan) {
+    for (size_t v = 0; v < g.values.size(); v++) {
+      bool stored = plan.offset[v] >= 0 || g.values[v].is_constant();
+      user_assert(!stored || g.values[v].byte_size() < (1ull << 31))
+          << "tensor '" << g.values[v].name << "' has " << g.values[v].byte_size()
+          << " bytes; --target=vulkan supports tensors below 2 GiB";
+    }
   }
 
  private:

@@ -1,6 +1,6 @@
 // kilnc: compiles an ONNX model into a Kiln bundle.
 //
-//   kilnc MODEL.onnx -o MODEL.kiln [--target=host|"llvm -mtriple=.. -mcpu=.. -mattr=.."]
+//   kilnc MODEL.onnx -o MODEL.kiln [--target=host|vulkan|"llvm -mtriple=.. -mcpu=.. -mattr=.."]
 //         [--input-shape NAME=1,3,224,224]... [--dump-after=PASS]... [--dump-graph-after=PASS]...
 //         [--disable-graph-pass=PASS]... [--dump-graph] [--report]
 #include <cstdio>
@@ -17,7 +17,7 @@ namespace {
 void usage(FILE* f) {
   fprintf(f,
           "usage: kilnc MODEL.onnx -o OUT.kiln [options]\n"
-          "  --target=T             'host' (default) or 'llvm -mtriple=TRIPLE -mcpu=CPU -mattr=FEATURES'\n"
+          "  --target=T             'host' (default), 'vulkan' (SPIR-V) or 'llvm -mtriple=TRIPLE -mcpu=CPU -mattr=FEATURES'\n"
           "  --input-shape N=D,D..  static shape for model input N (repeatable)\n"
           "  --freeze-input N=FILE  make model input N a constant holding FILE, a serialized ONNX\n"
           "                         TensorProto (as in ONNX test data); for shape-deciding inputs\n"

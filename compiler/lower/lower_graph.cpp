@@ -5,13 +5,14 @@
 
 #include "lower/fuse.h"
 #include "lower/op_lowering.h"
+#include "lower/schedules_gpu.h"
 #include "te/lower.h"
 #include "support/diagnostics.h"
 
 namespace kiln {
 namespace {
 
-KernelDef copy_kernel(graph::Graph& g, int from, int to, int kernel_id) {
+KernelDef copy_kernel(graph::Graph& g, int from, int to, int kernel_id, bool gpu) {
   KernelDef k;
   k.name = "k" + std::to_string(kernel_id) + "_copy_output";
   const graph::Value& v = g.values[to];
@@ -22,7 +23,8 @@ KernelDef copy_kernel(graph::Graph& g, int from, int to, int kernel_id) {
   k.access = {Access::Read, Access::Write};
   te::Tensor in = te::placeholder(src->name, {v.elements()}, src->dtype);
   te::Stage stage(te::compute("copy", {v.elements()}, [in](const te::Indices& i) { return in(i); }));
-  te::default_cpu_schedule(stage);
+  if (gpu) lower::default_gpu_schedule(stage);
+  else te::default_cpu_schedule(stage);
   k.body = te::lower_stage(stage, dst, [&](const te::TensorNode* n) { return n == in.get() ? src : nullptr; });
   if (g.values[to].producer >= 0) k.source_nodes = {g.values[to].producer};
   return k;
@@ -30,7 +32,7 @@ KernelDef copy_kernel(graph::Graph& g, int from, int to, int kernel_id) {
 
 }  // namespace
 
-LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector) {
+LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu) {
   LoweredProgram p;
   p.storage_root.resize(g.values.size());
   for (size_t i = 0; i < g.values.size(); i++) p.storage_root[i] = (int)i;
@@ -38,6 +40,7 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector) {
   lower::LoweringState state;
   state.fused = choose_fused_values(g);
   state.vector = vector;
+  state.gpu = gpu;
 
   for (size_t ni = 0; ni < g.nodes.size(); ni++) {
     const graph::Node& n = g.nodes[ni];
@@ -77,7 +80,7 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector) {
       p.storage_root.push_back(root);
       g.values[o].data = nullptr;
     }
-    p.kernels.push_back(copy_kernel(g, root, o, (int)p.kernels.size()));
+    p.kernels.push_back(copy_kernel(g, root, o, (int)p.kernels.size(), gpu));
     p.storage_root[o] = o;
     claimed.insert(o);
   }

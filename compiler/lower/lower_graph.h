@@ -22,7 +22,8 @@ struct LoweredProgram {
   std::vector<int> storage_root;   // per value index: the value whose storage it shares
 };
 
-// `vector` sizes the CPU schedules' register tiles (default: a 16-register machine).
-LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector = {});
+// `vector` sizes the CPU schedules' register tiles (default: a 16-register
+// machine); `gpu` gives every kernel the default GPU schedule instead.
+LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector = {}, bool gpu = false);
 
 }  // namespace kiln

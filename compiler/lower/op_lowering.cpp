@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "lower/schedules_gpu.h"
 #include "support/diagnostics.h"
 #include "te/lower.h"
 
@@ -96,7 +97,11 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
   te::Epilogue epilogue;
   te::Tensor anchor = src->kind == te::TensorNode::Kind::Reduce ? src : te::find_epilogue_anchor(src, &epilogue);
   auto rs = anchor.defined() ? state_->reduction_schedules.find(anchor.get()) : state_->reduction_schedules.end();
-  if (!schedule && rs != state_->reduction_schedules.end()) {
+  if (state_->gpu) {  // the CPU schedules do not apply; a reduction keeps its epilogue
+    te::Stage stage(anchor.defined() ? anchor : src);
+    default_gpu_schedule(stage);
+    k.body = te::lower_stage(stage, out, buffer_of, Expr(0), anchor.defined() ? epilogue : te::Epilogue());
+  } else if (!schedule && rs != state_->reduction_schedules.end()) {
     te::Stage stage(anchor);
     rs->second(stage);
     k.body = te::lower_stage(stage, out, buffer_of, Expr(0), epilogue);

@@ -42,6 +42,7 @@ struct LoweringState {
   std::map<int, te::Tensor> placeholders;            // graph value -> placeholder
   std::map<const te::TensorNode*, ScheduleFn> reduction_schedules;  // per anchor reduction
   VectorInfo vector;                                 // the target's SIMD unit (schedules size tiles by it)
+  bool gpu = false;                                  // GPU target: every kernel gets default_gpu_schedule
 };
 
 class OpContext {
@@ -68,7 +69,8 @@ class OpContext {
   // Input i as a tensor expression (a placeholder bound to its value).
   te::Tensor in(size_t i);
   te::Tensor tensor_of(int value_index);
-  // Output i is `t`: emits its kernel with `schedule` (default: default_cpu_schedule).
+  // Output i is `t`: emits its kernel with `schedule` (default: default_cpu_schedule;
+  // on GPU targets always default_gpu_schedule, see lower/schedules_gpu.h).
   void set_output(size_t i, const te::Tensor& t, const ScheduleFn& schedule = nullptr);
   // Computes `t` in a kernel of its own into a new intermediate tensor and
   // returns a placeholder reading it (for values read many times).

@@ -65,6 +65,7 @@ MemoryPlan plan_memory(const graph::Graph& g, const LoweredProgram& p, uint64_t 
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.size > b.size; });
 
   MemoryPlan plan;
+  plan.alignment = alignment;
   std::vector<const Item*> placed;
   for (auto& it : items) {
     // Placed items whose lifetime intersects this one, by offset.

@@ -20,6 +20,7 @@
 namespace kiln {
 
 struct MemoryPlan {
+  uint64_t alignment = 64;       // of every offset (and of every root's size)
   uint64_t arena_bytes = 0;      // size of the arena
   std::vector<int64_t> offset;   // per value: arena offset of its storage root, -1 if none
   uint64_t total_bytes = 0;      // sum of all planned roots (the no-sharing size)

@@ -7,6 +7,7 @@ Run with Debian's /usr/bin/python3 (python3-onnx, python3-numpy). See docs/confo
                      [--expected tests/conformance/expected_pass.txt]
                      [--suites node,pytorch-converted,pytorch-operator,simple]
                      [--jobs 2] [--timeout 60] [--filter REGEX] [--update-expected]
+                     [--target cpu|vulkan]
 
 For every case folder DATA/<suite>/<case>/ (model.onnx, test_data_set_N/input_K.pb,
 output_K.pb) it converts the inputs to .npy, compiles the model with kilnc, runs the
@@ -63,13 +64,13 @@ WORKDIR_MARKER = '.kiln-conformance-workdir'
 ENV_DATA = 'KILN_CONFORMANCE_DIR'
 
 EXPECTED_HEADER = """\
-# ONNX conformance cases that kilnc + `kiln run` currently pass (suite/case, sorted).
+# ONNX conformance cases that kilnc + `kiln run` currently pass{on} (suite/case, sorted).
 # tests/conformance/run_conformance.py fails when one of these no longer passes.
 # Generated; do not edit by hand. Regenerate after adding operators with:
 #   /usr/bin/python3 tests/conformance/run_conformance.py --kilnc build/compiler/kilnc \\
 #       --kiln build/tools/kiln/kiln --data ../shared/onnx-conformance \\
 #       --workdir build/conformance/work --report build/conformance/report.md \\
-#       --expected tests/conformance/expected_pass.txt --update-expected
+#       --expected tests/conformance/{file} --update-expected{target}
 # (see docs/conformance.md)
 """
 
@@ -212,12 +213,19 @@ def compare(name: str, got, ref) -> Optional[str]:
     return msg
 
 
-def run_case(args: Tuple[str, str, str, str, str, str, float]) -> Tuple[str, str, str, str, float]:
+# Extra arguments of kilnc and `kiln run` per --target.
+TARGET_ARGS = {
+    'cpu': ([], []),
+    'vulkan': (['--target=vulkan'], ['--device', 'vulkan', '--validation']),
+}
+
+
+def run_case(args: Tuple[str, str, str, str, str, str, float, str]) -> Tuple[str, str, str, str, float]:
     """Returns (suite, case, status, reason, seconds)."""
-    suite, case, case_dir, work, kilnc, kiln, timeout = args
+    suite, case, case_dir, work, kilnc, kiln, timeout, target = args
     start = time.monotonic()
     try:
-        status, reason = _run_case(case_dir, work, kilnc, kiln, timeout)
+        status, reason = _run_case(case_dir, work, kilnc, kiln, timeout, target)
     except Unsupported as e:
         status, reason = 'unsupported', str(e)
     except ToolError as e:
@@ -228,7 +236,7 @@ def run_case(args: Tuple[str, str, str, str, str, str, float]) -> Tuple[str, str
 
 
 def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
-              timeout: float) -> Tuple[str, str]:
+              timeout: float, target: str = 'cpu') -> Tuple[str, str]:
     import numpy as np
     import onnx
     from onnx import numpy_helper
@@ -286,7 +294,8 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
         converted.append((ds_name, feeds, refs))
 
     bundle = os.path.join(work, 'model.kiln')
-    rc, _out, err, secs = run_proc([kilnc, model_path, '-o', bundle], timeout)
+    kilnc_args, run_args = TARGET_ARGS[target]
+    rc, _out, err, secs = run_proc([kilnc, model_path, '-o', bundle] + kilnc_args, timeout)
     note = ''
     # kilnc compiles static shapes: inputs that decide a shape or a position
     # (Reshape's shape, Slice's starts, TopK's k...) must be constants. When
@@ -297,7 +306,7 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
         frozen = [(i, vi.name) for i, vi in enumerate(inputs)
                   if _value_kind(vi)[1] in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)]
         if frozen:
-            cmd = [kilnc, model_path, '-o', bundle]
+            cmd = [kilnc, model_path, '-o', bundle] + kilnc_args
             for i, name in frozen:
                 cmd += ['--freeze-input', '%s=%s' % (name, os.path.join(data_sets[0], 'input_%d.pb' % i))]
             rc, _out, err, secs = run_proc(cmd, timeout)
@@ -319,7 +328,7 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
     for ds_name, feeds, refs in converted:
         out_dir = os.path.join(work, ds_name + '_out')
         os.makedirs(out_dir, exist_ok=True)
-        cmd = [kiln, 'run', bundle]
+        cmd = [kiln, 'run', bundle] + run_args
         for feed in feeds:
             cmd += ['--input', feed]
         cmd += ['--output-dir', out_dir]
@@ -357,10 +366,12 @@ def read_expected(path: str) -> List[str]:
                 if line.strip() and not line.lstrip().startswith('#')]
 
 
-def write_expected(path: str, names: Sequence[str]) -> None:
+def write_expected(path: str, names: Sequence[str], target: str = 'cpu') -> None:
     tmp = path + '.tmp'
     with open(tmp, 'w') as f:
-        f.write(EXPECTED_HEADER)
+        f.write(EXPECTED_HEADER.format(on=' on Vulkan (lavapipe)' if target == 'vulkan' else '',
+                                       file=os.path.basename(path),
+                                       target=' --target vulkan' if target == 'vulkan' else ''))
         for name in sorted(set(names)):
             f.write(name + '\n')
     os.replace(tmp, path)
@@ -451,6 +462,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument('--timeout', type=float, default=DEFAULT_TIMEOUT,
                     help='seconds for each kilnc and kiln run process (default %(default)g)')
     ap.add_argument('--filter', help='only cases whose "suite/case" matches this regex (re.search)')
+    ap.add_argument('--target', choices=sorted(TARGET_ARGS), default='cpu',
+                    help='vulkan: kilnc --target=vulkan, kiln run --device vulkan --validation '
+                         '(any validation message fails the case); default %(default)s')
     ap.add_argument('--update-expected', action='store_true',
                     help='rewrite --expected with the passing cases (cases outside the '
                          'selected suites/--filter keep their entries)')
@@ -529,7 +543,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           flush=True)
     t0 = time.monotonic()
     tasks = [(s, c, d, os.path.join(workdir, s, c), os.path.abspath(args.kilnc),
-              os.path.abspath(args.kiln), args.timeout) for s, c, d in cases]
+              os.path.abspath(args.kiln), args.timeout, args.target) for s, c, d in cases]
     results = []
     progress = collections.Counter()
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -589,7 +603,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     if args.update_expected:
         keep = [n for n in expected if not in_scope(n)]
-        write_expected(args.expected, keep + passing)
+        write_expected(args.expected, keep + passing, args.target)
         print('wrote %s: %d passing cases (%d new, %d dropped)' % (
             args.expected, len(set(keep + passing)),
             len([n for n in passing if n not in expected_set]),

@@ -4,9 +4,12 @@
 Run with Debian's /usr/bin/python3 (it has python3-torch, -torchvision, -onnx, -numpy).
 
   kiln_e2e.py model --name NAME --kilnc PATH --kiln PATH --ort-dir tests/ort --workdir DIR
-                    [--rtol R] [--atol A] [--node PATH]
+                    [--rtol R] [--atol A] [--node PATH] [--device cpu|vulkan]
       Export NAME (see models.py), compile it with kilnc, run it with `kiln run`,
       run it with ONNX Runtime (tests/ort/ort_run.js), compare every output.
+      --device vulkan compiles with --target=vulkan and runs with --device vulkan
+      --validation (any message of the Vulkan validation layer fails the test);
+      tolerances are then at least rtol 1e-3, atol 1e-4.
   kiln_e2e.py onnx --model M.onnx --input NAME=FILE.npy ... --kilnc PATH --kiln PATH --ort-dir tests/ort
                    --workdir DIR [--rtol R] [--atol A] [--node PATH]
       Compile and run an existing ONNX model (e.g. the demo) and compare with ONNX Runtime.
@@ -227,14 +230,30 @@ def prepare(name: str, workdir: str):
     return spec, onnx_path, input_path, module, not problems
 
 
+# Extra arguments of kilnc and `kiln run` per device.
+DEVICE_ARGS = {
+    'cpu': ([], []),
+    'vulkan': (['--target=vulkan'], ['--device', 'vulkan', '--validation']),
+}
+VULKAN_MIN_RTOL, VULKAN_MIN_ATOL = 1e-3, 1e-4
+
+
+def device_tolerances(device: str, rtol: float, atol: float):
+    if device == 'vulkan':
+        return max(rtol, VULKAN_MIN_RTOL), max(atol, VULKAN_MIN_ATOL)
+    return rtol, atol
+
+
 def compile_run_compare(kilnc: str, kiln: str, node: str, ort_script: str, onnx_path: str,
                         inputs: Dict[str, str], output_names: Sequence[str], workdir: str,
-                        rtol: float, atol: float, check_bundle=None) -> bool:
+                        rtol: float, atol: float, check_bundle=None, device: str = 'cpu') -> bool:
     """kilnc -> kiln run -> ONNX Runtime -> compare. Returns True when every output matches.
     check_bundle(inspect_json, kilnc_report): extra assertions on the bundle (kilnc runs with --report)."""
     stem = os.path.splitext(os.path.basename(onnx_path))[0]
     bundle = os.path.join(workdir, stem + '.kiln')
-    proc = run_tool('kilnc', [kilnc, onnx_path, '-o', bundle] + (['--report'] if check_bundle else []), timeout=900)
+    kilnc_args, run_args = DEVICE_ARGS[device]
+    proc = run_tool('kilnc', [kilnc, onnx_path, '-o', bundle] + kilnc_args + (['--report'] if check_bundle else []),
+                    timeout=900)
     if proc.returncode != 0:
         log('FAIL: kilnc failed')
         return False
@@ -261,7 +280,7 @@ def compile_run_compare(kilnc: str, kiln: str, node: str, ort_script: str, onnx_
     cmd = [kiln, 'run', bundle]
     for name, path in inputs.items():
         cmd += ['--input', '%s=%s' % (name, path)]
-    proc = run_tool('kiln run', cmd + ['--output-dir', kiln_out], timeout=600)
+    proc = run_tool('kiln run', cmd + run_args + ['--output-dir', kiln_out], timeout=600)
     if proc.returncode != 0:
         log('FAIL: kiln run failed')
         return False
@@ -297,10 +316,13 @@ def cmd_model(args) -> int:
     ort_script = check_ort_dir(args.ort_dir)
     workdir = fresh_dir(args.workdir)
     spec, onnx_path, input_path, _module, ok = prepare(args.name, workdir)
-    rtol = args.rtol if args.rtol is not None else spec.rtol
-    atol = args.atol if args.atol is not None else spec.atol
+    rtol, atol = device_tolerances(args.device, spec.rtol, spec.atol)
+    rtol = args.rtol if args.rtol is not None else rtol
+    atol = args.atol if args.atol is not None else atol
+    # The bundle checks are CPU budgets (dispatch counts, arena sizes).
+    check = spec.check_bundle if args.device == 'cpu' else None
     ok &= compile_run_compare(kilnc, kiln, node, ort_script, onnx_path, {models.INPUT_NAME: input_path},
-                              spec.names_of_outputs(), workdir, rtol, atol, check_bundle=spec.check_bundle)
+                              spec.names_of_outputs(), workdir, rtol, atol, check_bundle=check, device=args.device)
     log('%s: %s' % (args.name, 'PASS' if ok else 'FAIL'))
     return 0 if ok else 1
 
@@ -326,9 +348,10 @@ def cmd_onnx(args) -> int:
     model = onnx.load(args.model)
     names = [o.name for o in model.graph.output]
     log('== %s: inputs %s, outputs %s' % (args.model, list(inputs), names))
+    rtol, atol = device_tolerances(args.device, 1e-4, 1e-5)
     ok = compile_run_compare(kilnc, kiln, node, ort_script, os.path.abspath(args.model), inputs, names, workdir,
-                             args.rtol if args.rtol is not None else 1e-4,
-                             args.atol if args.atol is not None else 1e-5)
+                             args.rtol if args.rtol is not None else rtol,
+                             args.atol if args.atol is not None else atol, device=args.device)
     log('%s: %s' % (args.model, 'PASS' if ok else 'FAIL'))
     return 0 if ok else 1
 
@@ -484,6 +507,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument('--node', help='Node.js binary (default: node on PATH)')
     p.add_argument('--rtol', type=float, help='relative tolerance (default: the model\'s, 1e-4)')
     p.add_argument('--atol', type=float, help='absolute tolerance (default: the model\'s, 1e-5)')
+    p.add_argument('--device', choices=sorted(DEVICE_ARGS), default='cpu', help='where kiln runs it (default cpu)')
     p.set_defaults(func=cmd_model)
 
     p = sub.add_parser('onnx', help='compile + run an existing ONNX model and compare with ONNX Runtime')
@@ -496,6 +520,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument('--node')
     p.add_argument('--rtol', type=float, help='relative tolerance (default 1e-4)')
     p.add_argument('--atol', type=float, help='absolute tolerance (default 1e-5)')
+    p.add_argument('--device', choices=sorted(DEVICE_ARGS), default='cpu', help='where kiln runs it (default cpu)')
     p.set_defaults(func=cmd_onnx)
 
     p = sub.add_parser('reference', help='harness self-check: ONNX Runtime vs. PyTorch')

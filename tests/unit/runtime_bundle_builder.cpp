@@ -60,14 +60,27 @@ std::vector<uint8_t> TestBundle::Build() const {
                                                 &attributes, &n.inputs, &n.outputs));
   }
   std::vector<flatbuffers::Offset<fb::KernelLibrary>> library_offsets;
-  for (const TestLibrary& l : libraries) {
+  for (size_t i = 0; i < libraries.size(); ++i) {
+    const TestLibrary& l = libraries[i];
+    auto features = vulkan_features.find((uint32_t)i);
     library_offsets.push_back(fb::CreateKernelLibraryDirect(
-        fbb, l.format, "x86_64-unknown-linux-gnu", "generic", "", l.offset, l.size));
+        fbb, l.format, "x86_64-unknown-linux-gnu", "generic", "", l.offset, l.size,
+        static_cast<fb::VulkanFeature>(features == vulkan_features.end() ? 0 : features->second)));
   }
   std::vector<flatbuffers::Offset<fb::Kernel>> kernel_offsets;
-  for (const TestKernel& k : kernels) {
-    kernel_offsets.push_back(
-        fb::CreateKernelDirect(fbb, k.name.empty() ? nullptr : k.name.c_str(), k.library, k.ordinal));
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const TestKernel& k = kernels[i];
+    flatbuffers::Offset<fb::SpirvKernel> module = 0;
+    auto found = spirv.find((uint32_t)i);
+    if (found != spirv.end()) {
+      const TestSpirv& s = found->second;  // the entry point may hold a NUL
+      module = fb::CreateSpirvKernel(fbb, s.offset, s.size,
+                                     s.entry_point.empty() ? 0 : fbb.CreateString(s.entry_point),
+                                     fbb.CreateVector(s.workgroup_size), s.binding_count,
+                                     s.push_constant_size);
+    }
+    kernel_offsets.push_back(fb::CreateKernelDirect(fbb, k.name.empty() ? nullptr : k.name.c_str(),
+                                                    k.library, k.ordinal, module));
   }
   std::vector<flatbuffers::Offset<fb::Dispatch>> dispatch_offsets;
   for (const TestDispatch& d : dispatches) {
@@ -119,6 +132,17 @@ void RehashBundle(std::vector<uint8_t>* file, const HashFields& fields) {
   }
   if (end > file->size()) return;  // the runtime rejects it before hashing
   Store64(file, fields.hash, kiln_xxh64(file->data(), (size_t)end, fields.hash, 8));
+}
+
+void SetConstantsAndLibrary(TestBundle* b, int count, float step, fb::LibraryFormat format,
+                            uint64_t library_offset, const std::vector<uint8_t>& library) {
+  b->data.assign(library_offset + library.size(), 0);
+  for (int i = 0; i < count; ++i) {
+    float value = step * (float)i;
+    memcpy(b->data.data() + 4 * i, &value, 4);
+  }
+  memcpy(b->data.data() + library_offset, library.data(), library.size());
+  b->libraries = {{format, library_offset, library.size()}};
 }
 
 TestBundle MinimalBundle() {

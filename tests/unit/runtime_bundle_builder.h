@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,14 @@ struct TestLibrary {
   uint64_t offset = 0, size = 0;  // in the data segment
 };
 
+// Kernel.spirv (SpirV libraries).
+struct TestSpirv {
+  uint64_t offset = 0, size = 0;  // in the library's blob
+  std::string entry_point;        // empty: absent
+  std::vector<uint32_t> workgroup_size = {1, 1, 1};
+  uint32_t binding_count = 0, push_constant_size = 0;
+};
+
 struct TestKernel {
   std::string name;
   uint32_t library = 0, ordinal = 0;
@@ -59,6 +68,8 @@ struct TestBundle {
   uint64_t arena_bytes = 0;
   std::vector<TestLibrary> libraries;
   std::vector<TestKernel> kernels;
+  std::map<uint32_t, uint32_t> vulkan_features;  // library index -> kiln::fb::VulkanFeature bits
+  std::map<uint32_t, TestSpirv> spirv;           // kernel index -> its Kernel.spirv
   std::vector<TestDispatch> dispatches;
   std::vector<uint8_t> data;                  // the data segment's contents
   uint64_t data_segment_offset = kAuto;       // kAuto: first 64-aligned byte after the FlatBuffer
@@ -68,6 +79,11 @@ struct TestBundle {
   // Serializes the bundle file.
   std::vector<uint8_t> Build() const;
 };
+
+// Fills the data segment: constants[i] = step * i (count of them) from offset
+// 0, then `library` at `library_offset`, described as the bundle's only library.
+void SetConstantsAndLibrary(TestBundle* b, int count, float step, kiln::fb::LibraryFormat format,
+                            uint64_t library_offset, const std::vector<uint8_t>& library);
 
 // A small valid bundle without kernels: x (input) and y (output) in the arena,
 // w a constant; one Add node.

@@ -37,13 +37,7 @@ TestBundle AddScaleBundle() {
   bundle.outputs = {3};
   bundle.nodes = {{"add", "Add", {}, {0, 1}, {2}}, {"mul", "Mul", {}, {2}, {3}}};
   bundle.arena_bytes = 3072;
-  bundle.data.resize(1024 + library.size());
-  for (int i = 0; i < kN; ++i) {
-    float value = 0.5f * (float)i;
-    memcpy(bundle.data.data() + 4 * i, &value, 4);
-  }
-  memcpy(bundle.data.data() + 1024, library.data(), library.size());
-  bundle.libraries = {{fb::LibraryFormat::ElfSharedObject, 1024, library.size()}};
+  kiln_test::SetConstantsAndLibrary(&bundle, kN, 0.5f, fb::LibraryFormat::ElfSharedObject, 1024, library);
   bundle.kernels = {{"vector_add", 0, 0}, {"scale", 0, 1}, {"always_fail", 0, 2}};
   float two = 2.0f;
   uint32_t two_bits;

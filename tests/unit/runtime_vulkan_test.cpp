@@ -16,6 +16,7 @@
 
 #include "runtime_bundle_builder.h"
 #include "runtime_test_config.h"
+#include "runtime_vulkan_util.h"
 #include "vulkan/vulkan_command.h"
 
 namespace {
@@ -91,18 +92,7 @@ struct Lavapipe {
     return true;
   }
 
-  bool FindLavapipe(uint32_t* out_index) {
-    for (uint32_t i = 0; i < kiln_vulkan_instance_device_count(instance); ++i) {
-      const VkPhysicalDeviceProperties* properties = nullptr;
-      REQUIRE(kiln_vulkan_instance_device_properties(instance, i, &properties) == NULL);
-      if (properties->deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ||
-          strstr(properties->deviceName, "llvmpipe")) {
-        *out_index = i;
-        return true;
-      }
-    }
-    return false;
-  }
+  bool FindLavapipe(uint32_t* out_index) { return kiln_test::FindLavapipe(instance, out_index); }
 
   // c = a + scale * b: 3 bindings, {n, scale}, the stated workgroup size.
   kiln_vulkan_pipeline_options_t AddOptions() const {

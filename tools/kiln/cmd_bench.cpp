@@ -1,4 +1,5 @@
 // kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile]
+//                       [--device auto|cpu|vulkan] [--vulkan-device N] [--validation[=sync]]
 // Inputs are filled deterministically (fixed seed); the last line is
 // "median_ms=X min_ms=Y mean_ms=Z iterations=K".
 // --profile times every dispatch (kiln_session_set_profiling) and prints the
@@ -105,7 +106,11 @@ int CmdBench(int argc, char** argv) {
   const char* model_path = nullptr;
   uint64_t threads = 1, iterations = 10, warmup = 2;
   bool profile = false;
+  DeviceOptions device;
   for (int i = 0; i < argc; ++i) {
+    int parsed = ParseDeviceOption(argc, argv, &i, &device);
+    if (parsed == 1) continue;
+    if (parsed) return parsed;
     const char* arg = argv[i];
     const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
     if (!strcmp(arg, "--threads")) {
@@ -139,8 +144,10 @@ int CmdBench(int argc, char** argv) {
   kiln::Session session;
   kiln_session_options_t options = {};  // zero: defaults
   options.thread_count = (uint32_t)threads;
+  device.Apply(&options);
   status = kiln::Session::Create(model, &options, &session);
   if (!status.ok()) return FailStatus(status);
+  PrintDevice(session);
 
   Random random;
   std::vector<std::vector<uint8_t>> inputs(model.input_count());
@@ -195,7 +202,7 @@ int CmdBench(int argc, char** argv) {
   double mean = std::accumulate(times.begin(), times.end(), 0.0) / (double)times.size();
   printf("median_ms=%.4f min_ms=%.4f mean_ms=%.4f iterations=%llu\n", Median(times), min, mean,
          (unsigned long long)iterations);
-  return kExitOk;
+  return CheckValidationMessages();
 }
 
 }  // namespace kiln_tool

@@ -1,5 +1,6 @@
 // kiln run MODEL.kiln --input NAME=FILE.npy ... [--output-dir DIR] [--top K]
-//                     [--iterations N] [--threads N]
+//                     [--iterations N] [--threads N] [--device auto|cpu|vulkan]
+//                     [--vulkan-device N] [--validation[=sync]]
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -85,8 +86,12 @@ int CmdRun(int argc, char** argv) {
   std::vector<std::pair<std::string, std::string>> inputs;  // name, file
   std::string output_dir;
   uint64_t top = 0, iterations = 1, threads = 1;
+  DeviceOptions device;
   for (int i = 0; i < argc; ++i) {
     const char* arg = argv[i];
+    int parsed = ParseDeviceOption(argc, argv, &i, &device);
+    if (parsed == 1) continue;
+    if (parsed) return parsed;
     auto value = [&](const char* option) -> const char* {
       if (i + 1 >= argc) return nullptr;
       (void)option;
@@ -171,8 +176,10 @@ int CmdRun(int argc, char** argv) {
   kiln::Session session;
   kiln_session_options_t options = {};  // zero: defaults
   options.thread_count = (uint32_t)threads;
+  device.Apply(&options);
   status = kiln::Session::Create(model, &options, &session);
   if (!status.ok()) return FailStatus(status);
+  PrintDevice(session);
   std::vector<double> times;
   for (uint64_t it = 0; it < iterations; ++it) {
     // Inputs are copied in every time: the memory plan may reuse their space.
@@ -208,7 +215,7 @@ int CmdRun(int argc, char** argv) {
     if (i == 0 && top > 0) PrintTop(info, (const uint8_t*)data, top);
   }
   printf("latency_ms=%.4f\n", Median(times));
-  return kExitOk;
+  return CheckValidationMessages();
 }
 
 }  // namespace kiln_tool

@@ -32,6 +32,22 @@ std::string DescribeTensor(const kiln_tensor_info_t& info);
 double NowMs();
 double Median(std::vector<double> values);
 
+// --device, --vulkan-device, --validation of run and bench (device.cpp).
+struct DeviceOptions {
+  uint32_t device = 0;         // kiln_device_kind_t
+  uint32_t vulkan_device = 0;  // 0: automatic; i + 1: device i
+  uint32_t validation = 0;     // kiln_vulkan_validate_t (default: $KILN_VULKAN_VALIDATION)
+  DeviceOptions();
+  void Apply(kiln_session_options_t* options) const;
+};
+// Consumes argv[*i] (and its value) when it is a device option: returns 1;
+// 0 when it is not one; kExitUsage after printing a usage error.
+int ParseDeviceOption(int argc, char** argv, int* i, DeviceOptions* out);
+// kExitOk, or Fail() when the validation layer reported anything.
+int CheckValidationMessages();
+// Prints "device=NAME" for sessions that do not run on the CPU.
+void PrintDevice(const kiln::Session& session);
+
 int CmdRun(int argc, char** argv);
 int CmdInspect(int argc, char** argv);
 int CmdBench(int argc, char** argv);

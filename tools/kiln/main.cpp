@@ -4,6 +4,7 @@
 //            [--threads N]
 //   kiln inspect MODEL.kiln [--json]
 //   kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile]
+//   (run and bench: [--device auto|cpu|vulkan] [--vulkan-device N] [--validation[=sync]])
 //
 // Errors: "kiln: error: ..." on stderr, exit 1; usage errors exit 2.
 #include <stdarg.h>
@@ -24,7 +25,10 @@ static const char kUsage[] =
     "           [--iterations N] [--threads N]\n"
     "  kiln inspect MODEL.kiln [--json]\n"
     "  kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile]\n"
-    "  --threads N: threads running each dispatch, the calling one included (default 1)\n";
+    "  --threads N: threads running each dispatch, the calling one included (default 1)\n"
+    "  run and bench also take --device auto|cpu|vulkan (default: what the bundle was\n"
+    "  compiled for), --vulkan-device N and --validation[=sync] (the Vulkan validation\n"
+    "  layer; any message it reports fails the command; or KILN_VULKAN_VALIDATION=1|sync)\n";
 
 int Fail(const char* fmt, ...) {
   fputs("kiln: error: ", stderr);

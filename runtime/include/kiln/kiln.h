@@ -137,6 +137,26 @@ KILN_API kiln_status_t kiln_model_find_output(const kiln_model_t* model, const c
 // Most threads a session may use (kiln_session_options_t.thread_count).
 #define KILN_SESSION_MAX_THREADS 1024u
 
+// Where a session runs (kiln_session_options_t.device).
+typedef enum kiln_device_kind_e {
+  KILN_DEVICE_AUTO = 0,    // where the bundle was compiled for: CPU, or Vulkan (kilnc --target=vulkan)
+  KILN_DEVICE_CPU = 1,     // a CPU bundle on the calling thread and the session's pool
+  KILN_DEVICE_VULKAN = 2,  // a Vulkan bundle on a Vulkan device (libvulkan is loaded at run time)
+} kiln_device_kind_t;
+
+// Vulkan validation levels (kiln_session_options_t.vulkan_validation); they
+// need the Khronos validation layer installed (else KILN_UNSUPPORTED).
+typedef enum kiln_vulkan_validate_e {
+  KILN_VULKAN_VALIDATE_OFF = 0,              // production
+  KILN_VULKAN_VALIDATE_ON = 1,               // VK_LAYER_KHRONOS_validation
+  KILN_VULKAN_VALIDATE_SYNCHRONIZATION = 2,  // the layer plus its synchronization checks
+} kiln_vulkan_validate_t;
+
+// Receives each warning (severity 1) and error (severity 2) the Vulkan
+// validation layer or driver reports, on the thread that made the call.
+typedef void (*kiln_vulkan_message_callback_t)(void* user_data, int severity,
+                                               const char* message);
+
 // Called once at the start of each pool thread a session creates, on that
 // thread, with its worker index (1..thread_count-1; the caller of
 // kiln_session_run is worker 0). Use it to set CPU affinity (e.g. to the big
@@ -161,11 +181,38 @@ typedef struct kiln_session_options_t {
   // kiln_thread_init_fn_t. kiln_session_create returns after all have returned.
   kiln_thread_init_fn_t thread_init;
   void* thread_init_user_data;  // passed to `thread_init`
+  // Where the session runs (kiln_device_kind_t): 0 is the device the bundle
+  // was compiled for; any other kind than that is KILN_INVALID_ARGUMENT.
+  // Vulkan sessions ignore the thread fields.
+  uint32_t device;
+  // Vulkan: which physical device (among those with a compute queue, in the
+  // loader's order). 0 picks the first discrete GPU, else integrated, else
+  // virtual, else CPU implementation (e.g. Mesa's lavapipe); i + 1 picks
+  // device i.
+  uint32_t vulkan_device;
+  // Vulkan: a kiln_vulkan_validate_t (0: off).
+  uint32_t vulkan_validation;
+  // Vulkan: optional; receives the validation layer's and driver's messages.
+  kiln_vulkan_message_callback_t vulkan_message;
+  void* vulkan_message_user_data;  // passed to `vulkan_message`
+  // Vulkan: optional pipeline cache contents saved from
+  // kiln_session_vulkan_pipeline_cache (e.g. a file next to the bundle).
+  // Used only when made by the same device and driver; read during
+  // kiln_session_create only.
+  const void* vulkan_pipeline_cache;
+  size_t vulkan_pipeline_cache_size;  // bytes at `vulkan_pipeline_cache`
+  // Vulkan: the longest a run may take, in milliseconds (0: 60000); past it
+  // kiln_session_run fails with KILN_INTERNAL.
+  uint32_t vulkan_timeout_ms;
 } kiln_session_options_t;
 
 typedef struct kiln_session_t kiln_session_t;
 
 // Allocates the arena and binds every dispatch. `options` may be NULL.
+// Vulkan: creates the device, the pipelines (through the optional pipeline
+// cache), the arena and constant buffers (constants are uploaded once) and
+// records the dispatch list once; no libvulkan, no device or a missing
+// shader feature is KILN_UNSUPPORTED.
 KILN_API kiln_status_t kiln_session_create(const kiln_model_t* model,
                                   const kiln_session_options_t* options,
                                   kiln_session_t** out_session);
@@ -198,9 +245,21 @@ KILN_API kiln_status_t kiln_session_dispatch_profile(const kiln_session_t* sessi
 // Copies the output into `data` (`byte_size` must equal its byte_size).
 KILN_API kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index,
                                       void* data, size_t byte_size);
-// Zero-copy view of an output, valid until the next run or free.
+// Zero-copy view of an output, valid until the next run or free (Vulkan:
+// a host copy, downloaded by this call).
 KILN_API kiln_status_t kiln_session_output_data(kiln_session_t* session, size_t index,
                                        const void** out_data);
+
+// The device the session runs on: "cpu", or the Vulkan device's name
+// (owned by the session).
+KILN_API const char* kiln_session_device_name(const kiln_session_t* session);
+// Vulkan: the pipeline cache's contents, for
+// kiln_session_options_t.vulkan_pipeline_cache next time. *out_data is
+// allocated: release it with kiln_free. KILN_INVALID_ARGUMENT for CPU sessions.
+KILN_API kiln_status_t kiln_session_vulkan_pipeline_cache(kiln_session_t* session,
+                                                          void** out_data, size_t* out_size);
+// Frees memory libkiln allocated for the caller (NULL is ignored).
+KILN_API void kiln_free(void* data);
 
 #ifdef __cplusplus
 }  // extern "C"

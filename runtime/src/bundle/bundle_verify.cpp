@@ -1,12 +1,14 @@
 // Bundle verification; see bundle_verify.h. Checks run in file order:
 // prefix, identifier, FlatBuffers structure, version, data segment, memory
-// plan, tensors, inputs/outputs, nodes, libraries, kernels, dispatches.
+// plan, tensors, inputs/outputs, nodes, libraries, kernels, dispatches, and
+// the SpirV parts of Vulkan bundles (bundle_verify_spirv.cpp).
 #include "bundle/bundle_verify.h"
 
 #include <string.h>
 
 #include "base/checked_math.h"
 #include "base/hash.h"
+#include "bundle/bundle_verify_spirv.h"
 #include "kiln/kiln.h"
 #include "kiln_bundle_version.h"
 
@@ -456,6 +458,7 @@ kiln_status_t kiln_bundle_verify(const uint8_t* data, size_t size,
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_nodes(bundle));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_libraries(bundle, &view));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_dispatches(bundle));
+  KILN_RETURN_IF_ERROR(kiln_bundle_verify_spirv(bundle, &view));
   *out_view = view;
   return NULL;
 }

@@ -11,18 +11,14 @@ namespace fb = kiln::fb;
 
 // Maps every kernel library and resolves every bundle kernel to its entry point.
 static kiln_status_t kiln_model_load_kernels(kiln_model_t* model) {
+  // SPIR-V modules become pipelines on each session's device (exec/vulkan_session.h).
+  if (model->view.spirv) return NULL;
   const fb::Bundle* bundle = model->view.bundle;
   uint32_t library_count = bundle->libraries() ? bundle->libraries()->size() : 0;
   KILN_RETURN_IF_ERROR(kiln_calloc_array(library_count, &model->libraries));
   for (uint32_t i = 0; i < library_count; ++i) {
     const fb::KernelLibrary* library = bundle->libraries()->Get(i);
     const char* triple = library->target_triple() ? library->target_triple()->c_str() : "?";
-    if (library->format() == fb::LibraryFormat::SpirV) {
-      return kiln_make_status(KILN_UNSUPPORTED,
-                              "library %u (%.64s) is SPIR-V: no Vulkan support in this "
-                              "runtime yet",
-                              i, triple);
-    }
     kiln_status_t status = kiln_kernel_library_load(
         model->view.data_segment + library->offset(), (size_t)library->size(),
         &model->libraries[i]);

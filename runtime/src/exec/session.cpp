@@ -14,6 +14,7 @@
 #include "base/allocator.h"
 #include "exec/model.h"
 #include "exec/thread_pool.h"
+#include "exec/vulkan_session.h"
 #include "kiln_bundle_version.h"
 
 namespace fb = kiln::fb;
@@ -37,6 +38,7 @@ struct kiln_session_t {
   int profiling;                        // nonzero: kiln_session_run times every dispatch
   int profile_valid;                    // nonzero: the last run was made with profiling on
   uint64_t* dispatch_nanoseconds;       // dispatch_count entries: times of the last profiled run
+  kiln_vulkan_session_t* vulkan;        // a Vulkan bundle's session (then no arena, no dispatches)
 };
 
 // One dispatch being run by the pool: the task's context, on the stack of
@@ -106,6 +108,27 @@ static kiln_status_t kiln_session_start_threads(kiln_session_t* session,
   return kiln_thread_pool_create(&pool_options, &session->pool);
 }
 
+// A Vulkan bundle's session: the work is in exec/vulkan_session.cpp.
+static kiln_status_t kiln_session_create_vulkan(const kiln_model_t* model,
+                                                const kiln_session_options_t* options,
+                                                kiln_session_t** out_session) {
+  kiln_session_options_t defaults;
+  memset(&defaults, 0, sizeof(defaults));
+  kiln_session_t* session = NULL;
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session));
+  session->model = model;
+  session->thread_count = 1;
+  const fb::Bundle* bundle = model->view.bundle;
+  session->dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
+  kiln_status_t status = kiln_vulkan_session_create(model, options ? options : &defaults, &session->vulkan);
+  if (status) {
+    kiln_session_free(session);
+    return kiln_status_annotate(status, "session: creating a Vulkan session");
+  }
+  *out_session = session;
+  return NULL;
+}
+
 kiln_status_t kiln_session_create(const kiln_model_t* model,
                                   const kiln_session_options_t* options,
                                   kiln_session_t** out_session) {
@@ -117,6 +140,21 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
                             "session: the model was loaded with KILN_MODEL_LOAD_VERIFY_ONLY "
                             "and has no kernels");
   }
+  uint32_t device = options ? options->device : (uint32_t)KILN_DEVICE_AUTO;
+  if (device > KILN_DEVICE_VULKAN) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "session: unknown device kind %u", device);
+  }
+  // A bundle without kernel libraries (nothing to run) runs anywhere.
+  const fb::Bundle* bundle = model->view.bundle;
+  bool has_kernels = bundle->libraries() && bundle->libraries()->size() > 0;
+  if (device != KILN_DEVICE_AUTO && has_kernels &&
+      (device == KILN_DEVICE_VULKAN) != (model->view.spirv != 0)) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT,
+                            "session: the bundle was compiled for %s and cannot run on %s",
+                            model->view.spirv ? "Vulkan" : "the CPU",
+                            device == KILN_DEVICE_VULKAN ? "Vulkan" : "the CPU");
+  }
+  if (model->view.spirv) return kiln_session_create_vulkan(model, options, out_session);
   uint32_t thread_count = options && options->thread_count > 1 ? options->thread_count : 1;
   if (thread_count > KILN_SESSION_MAX_THREADS) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "session: thread_count %u exceeds %u",
@@ -148,6 +186,7 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
 
 void kiln_session_free(kiln_session_t* session) {
   if (!session) return;
+  kiln_vulkan_session_free(session->vulkan);
   kiln_thread_pool_free(session->pool);  // joins the worker threads
   kiln_pages_free(session->arena, session->arena_size);
   free(session->dispatch_nanoseconds);
@@ -172,6 +211,7 @@ kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index, cons
                             input->info.name, input->info.byte_size, byte_size);
   }
   if (byte_size && !data) return kiln_make_status(KILN_INVALID_ARGUMENT, "set_input: NULL data");
+  if (session->vulkan) return kiln_vulkan_session_write(session->vulkan, input, data, byte_size);
   if (byte_size) memcpy(session->arena + input->arena_offset, data, byte_size);
   return NULL;
 }
@@ -279,6 +319,7 @@ static uint64_t kiln_now_nanoseconds(void) {
 // The executor: dispatches in order; see the top of the file.
 kiln_status_t kiln_session_run(kiln_session_t* session) {
   if (!session) return kiln_make_status(KILN_INVALID_ARGUMENT, "run: NULL session");
+  if (session->vulkan) return kiln_vulkan_session_run(session->vulkan);
   const int profiling = session->profiling;
   session->profile_valid = profiling;
   if (profiling) {
@@ -319,6 +360,10 @@ kiln_status_t kiln_session_dispatch_profile(const kiln_session_t* session, size_
                             "dispatch_profile: dispatch %zu out of range (%u dispatches)",
                             dispatch, session->dispatch_count);
   }
+  if (session->vulkan) {
+    return kiln_make_status(KILN_UNSUPPORTED,
+                            "dispatch_profile: no per-dispatch times on Vulkan yet");
+  }
   if (!session->profile_valid) {
     return kiln_make_status(KILN_INVALID_ARGUMENT,
                             "dispatch_profile: the last run was not profiled "
@@ -330,8 +375,11 @@ kiln_status_t kiln_session_dispatch_profile(const kiln_session_t* session, size_
 
 kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index, void* data,
                                       size_t byte_size) {
-  const void* source = NULL;
-  KILN_RETURN_IF_ERROR(kiln_session_output_data(session, index, &source));
+  if (!session) return kiln_make_status(KILN_INVALID_ARGUMENT, "get_output: NULL session");
+  if (index >= session->model->output_count) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "output: index %zu out of range (%zu outputs)",
+                            index, session->model->output_count);
+  }
   const kiln_model_io_t* output = &session->model->outputs[index];
   if (byte_size != output->info.byte_size) {
     return kiln_make_status(KILN_INVALID_ARGUMENT,
@@ -339,7 +387,8 @@ kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index, voi
                             output->info.name, output->info.byte_size, byte_size);
   }
   if (byte_size && !data) return kiln_make_status(KILN_INVALID_ARGUMENT, "get_output: NULL data");
-  if (byte_size) memcpy(data, source, byte_size);
+  if (session->vulkan) return kiln_vulkan_session_read(session->vulkan, output, data);
+  if (byte_size) memcpy(data, session->arena + output->arena_offset, byte_size);
   return NULL;
 }
 
@@ -352,6 +401,25 @@ kiln_status_t kiln_session_output_data(kiln_session_t* session, size_t index,
     return kiln_make_status(KILN_INVALID_ARGUMENT, "output: index %zu out of range (%zu outputs)",
                             index, session->model->output_count);
   }
+  if (session->vulkan) return kiln_vulkan_session_output_data(session->vulkan, index, out_data);
   *out_data = session->arena + session->model->outputs[index].arena_offset;
   return NULL;
 }
+
+const char* kiln_session_device_name(const kiln_session_t* session) {
+  if (!session) return "none";
+  return session->vulkan ? kiln_vulkan_session_device_name(session->vulkan) : "cpu";
+}
+
+kiln_status_t kiln_session_vulkan_pipeline_cache(kiln_session_t* session, void** out_data,
+                                                 size_t* out_size) {
+  if (!session || !out_data || !out_size) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "pipeline_cache: NULL argument");
+  }
+  if (!session->vulkan) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "pipeline_cache: not a Vulkan session");
+  }
+  return kiln_vulkan_session_pipeline_cache(session->vulkan, out_data, out_size);
+}
+
+void kiln_free(void* data) { free(data); }

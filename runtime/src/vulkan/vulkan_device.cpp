@@ -286,9 +286,34 @@ kiln_status_t kiln_vulkan_instance_device_properties(
   return NULL;
 }
 
+// The optional features `wanted` (KILN_VULKAN_FEATURE_* bits), or
+// KILN_UNSUPPORTED naming the first one the device lacks.
+static kiln_status_t kiln_vulkan_device_features(const kiln_vulkan_device_t* device, uint32_t wanted,
+                                                 VkPhysicalDeviceFeatures* out_features) {
+  VkPhysicalDeviceFeatures supported;
+  memset(&supported, 0, sizeof(supported));
+  device->instance->loader.vkGetPhysicalDeviceFeatures(device->physical->handle, &supported);
+  memset(out_features, 0, sizeof(*out_features));
+  if (wanted & ~(KILN_VULKAN_FEATURE_INT64 | KILN_VULKAN_FEATURE_FLOAT64)) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "vulkan: unknown feature bits 0x%x", wanted);
+  }
+  if ((wanted & KILN_VULKAN_FEATURE_INT64) && !supported.shaderInt64) {
+    return kiln_make_status(KILN_UNSUPPORTED, "vulkan: the device lacks shaderInt64 (int64 tensors)");
+  }
+  if ((wanted & KILN_VULKAN_FEATURE_FLOAT64) && !supported.shaderFloat64) {
+    return kiln_make_status(KILN_UNSUPPORTED,
+                            "vulkan: the device lacks shaderFloat64 (float64 tensors)");
+  }
+  out_features->shaderInt64 = (wanted & KILN_VULKAN_FEATURE_INT64) ? VK_TRUE : VK_FALSE;
+  out_features->shaderFloat64 = (wanted & KILN_VULKAN_FEATURE_FLOAT64) ? VK_TRUE : VK_FALSE;
+  return NULL;
+}
+
 // Creates the VkDevice, its queue, command pool and transfer fence.
-static kiln_status_t kiln_vulkan_device_init(kiln_vulkan_device_t* device) {
+static kiln_status_t kiln_vulkan_device_init(kiln_vulkan_device_t* device, uint32_t features) {
   const kiln_vulkan_loader_t* loader = &device->instance->loader;
+  VkPhysicalDeviceFeatures enabled;
+  KILN_RETURN_IF_ERROR(kiln_vulkan_device_features(device, features, &enabled));
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue_info;
   memset(&queue_info, 0, sizeof(queue_info));
@@ -301,6 +326,7 @@ static kiln_status_t kiln_vulkan_device_init(kiln_vulkan_device_t* device) {
   info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   info.queueCreateInfoCount = 1;
   info.pQueueCreateInfos = &queue_info;
+  info.pEnabledFeatures = &enabled;
   KILN_VULKAN_RETURN_IF_FAILED(
       "vkCreateDevice",
       loader->vkCreateDevice(device->physical->handle, &info, NULL, &device->device));
@@ -334,7 +360,7 @@ kiln_status_t kiln_vulkan_device_create(kiln_vulkan_instance_t* instance,
                                     : KILN_VULKAN_DEFAULT_TRANSFER_TIMEOUT_NS;
   instance->loader.vkGetPhysicalDeviceMemoryProperties(device->physical->handle,
                                                        &device->memory);
-  kiln_status_t status = kiln_vulkan_device_init(device);
+  kiln_status_t status = kiln_vulkan_device_init(device, options->features);
   if (status) {
     kiln_vulkan_device_free(device);
     return kiln_status_annotate(status, "vulkan: creating a device on '%.256s'",

@@ -7,7 +7,7 @@
 // VK_QUEUE_COMPUTE_BIT, in the loader's order. The application lists them
 // (kiln_vulkan_instance_device_count / _device_properties) and picks one by
 // index: kiln_vulkan_device_create makes a VkDevice with one queue of that
-// family and no optional features or extensions.
+// family, no extensions and only the optional features asked for.
 //
 // Threads: an instance and a device are used by one thread at a time (the
 // queue and the command pool are externally synchronized objects).
@@ -84,10 +84,16 @@ kiln_status_t kiln_vulkan_instance_device_properties(
     const kiln_vulkan_instance_t* instance, uint32_t index,
     const VkPhysicalDeviceProperties** out_properties);
 
+// Optional device features a device is created with (kiln_vulkan_device_options_t.features;
+// the values of the bundle's kiln.fb.VulkanFeature).
+#define KILN_VULKAN_FEATURE_INT64 1u    // VkPhysicalDeviceFeatures.shaderInt64
+#define KILN_VULKAN_FEATURE_FLOAT64 2u  // VkPhysicalDeviceFeatures.shaderFloat64
+
 // Zero means the default for every field.
 typedef struct kiln_vulkan_device_options_t {
   uint32_t physical_device_index;  // index in the instance's device list
   uint64_t transfer_timeout_ns;    // longest wait for one upload/download (0: 60 s)
+  uint32_t features;               // KILN_VULKAN_FEATURE_* bits to enable (missing: KILN_UNSUPPORTED)
 } kiln_vulkan_device_options_t;
 
 typedef struct kiln_vulkan_device_t {

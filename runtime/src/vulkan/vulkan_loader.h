@@ -33,6 +33,7 @@
   X(vkGetPhysicalDeviceProperties)            /* name, type, limits */        \
   X(vkGetPhysicalDeviceQueueFamilyProperties) /* finds a compute queue */     \
   X(vkGetPhysicalDeviceMemoryProperties)      /* memory types for buffers */  \
+  X(vkGetPhysicalDeviceFeatures)              /* optional shader features */  \
   X(vkCreateDevice)                           /* the logical device */        \
   X(vkGetDeviceProcAddr)                      /* resolves the device entry points */
 

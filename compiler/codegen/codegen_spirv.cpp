@@ -1,0 +1,94 @@
+#include "codegen/codegen_spirv.h"
+
+#include <glslang/Public/ResourceLimits.h>
+#include <glslang/Public/ShaderLang.h>
+#include <glslang/SPIRV/GlslangToSpv.h>
+#include <spirv-tools/libspirv.hpp>
+#include <spirv-tools/optimizer.hpp>
+
+#include <sstream>
+
+#include "codegen/codegen_glsl.h"
+#include "support/diagnostics.h"
+
+namespace kiln {
+namespace {
+
+constexpr spv_target_env kEnv = SPV_ENV_VULKAN_1_0;
+
+// The shader with line numbers, for error messages.
+std::string numbered(const std::string& source) {
+  std::istringstream in(source);
+  std::ostringstream out;
+  std::string l;
+  for (int n = 1; std::getline(in, l); n++) out << n << ": " << l << "\n";
+  return out.str();
+}
+
+std::vector<uint32_t> glsl_to_spirv(const std::string& name, const std::string& source) {
+  static bool initialized = glslang::InitializeProcess();
+  internal_assert(initialized) << "glslang failed to initialize";
+  glslang::TShader shader(EShLangCompute);
+  const char* text = source.c_str();
+  shader.setStrings(&text, 1);
+  shader.setEnvInput(glslang::EShSourceGlsl, EShLangCompute, glslang::EShClientVulkan, 100);
+  shader.setEnvClient(glslang::EShClientVulkan, glslang::EShTargetVulkan_1_0);
+  shader.setEnvTarget(glslang::EShTargetSpv, glslang::EShTargetSpv_1_0);
+  auto messages = (EShMessages)(EShMsgSpvRules | EShMsgVulkanRules);
+  internal_assert(shader.parse(GetDefaultResources(), 450, false, messages))
+      << "kernel " << name << ": glslang rejected the generated shader:\n" << shader.getInfoLog() << "\n" << numbered(source);
+  glslang::TProgram program;
+  program.addShader(&shader);
+  internal_assert(program.link(messages)) << "kernel " << name << ": glslang link failed:\n" << program.getInfoLog();
+  std::vector<uint32_t> words;
+  spv::SpvBuildLogger logger;
+  glslang::SpvOptions options;
+  options.disableOptimizer = true;  // SPIRV-Tools runs below
+  glslang::GlslangToSpv(*program.getIntermediate(EShLangCompute), words, &logger, &options);
+  internal_assert(!words.empty()) << "kernel " << name << ": no SPIR-V from glslang: " << logger.getAllMessages();
+  return words;
+}
+
+// Optimizes and validates; both failing is a bug in the generator.
+std::vector<uint32_t> optimize_and_validate(const std::string& name, const std::vector<uint32_t>& words,
+                                            const std::string& source) {
+  std::string diagnostics;
+  auto consumer = [&](spv_message_level_t, const char*, const spv_position_t& pos, const char* message) {
+    diagnostics += "  at word " + std::to_string(pos.index) + ": " + message + "\n";
+  };
+  spvtools::Optimizer optimizer(kEnv);
+  optimizer.SetMessageConsumer(consumer);
+  optimizer.RegisterPerformancePasses();
+  std::vector<uint32_t> optimized;
+  internal_assert(optimizer.Run(words.data(), words.size(), &optimized))
+      << "kernel " << name << ": the SPIR-V optimizer failed:\n" << diagnostics << numbered(source);
+  spvtools::SpirvTools tools(kEnv);
+  tools.SetMessageConsumer(consumer);
+  if (!tools.Validate(optimized)) {
+    std::string text;
+    tools.Disassemble(optimized, &text, SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES);
+    internal_error << "kernel " << name << ": invalid SPIR-V:\n" << diagnostics << text;
+  }
+  return optimized;
+}
+
+}  // namespace
+
+bool spirv_codegen_available() { return true; }
+
+SpirvLibrary compile_kernels_spirv(const std::vector<KernelDef>& kernels, const SpirvOptions& options) {
+  SpirvLibrary library;
+  for (const KernelDef& k : kernels) {
+    GlslKernel glsl = emit_glsl(k);
+    if (options.glsl_out) *options.glsl_out += glsl.source;
+    SpirvKernel out;
+    out.words = optimize_and_validate(k.name, glsl_to_spirv(k.name, glsl.source), glsl.source);
+    out.workgroup_size = glsl.workgroup_size;
+    out.binding_count = (uint32_t)k.params.size();
+    library.features |= glsl.features;
+    library.kernels.push_back(std::move(out));
+  }
+  return library;
+}
+
+}  // namespace kiln

@@ -1,0 +1,163 @@
+// Verification of Vulkan bundles; see bundle_verify_spirv.h.
+#include "bundle/bundle_verify_spirv.h"
+
+#include <string.h>
+
+#include "base/checked_math.h"
+#include "kiln_bundle_version.h"
+
+namespace fb = kiln::fb;
+
+#define KILN_NAME_FMT "%.64s"
+
+// Libraries: all SpirV or none; known feature bits.
+static kiln_status_t kiln_bundle_verify_spirv_libraries(const fb::Bundle* bundle, int* out_spirv) {
+  uint32_t library_count = bundle->libraries() ? bundle->libraries()->size() : 0;
+  uint32_t spirv = 0;
+  for (uint32_t i = 0; i < library_count; ++i) {
+    const fb::KernelLibrary* library = bundle->libraries()->Get(i);
+    if (library->format() != fb::LibraryFormat::SpirV) continue;
+    ++spirv;
+    uint32_t known = (uint32_t)fb::VulkanFeature::ShaderInt64 | (uint32_t)fb::VulkanFeature::ShaderFloat64;
+    uint32_t features = (uint32_t)library->vulkan_features();
+    if (features & ~known) {
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "bundle: library %u: unknown vulkan_features bits 0x%x", i,
+                              features & ~known);
+    }
+  }
+  if (spirv != 0 && spirv != library_count) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: %u of %u libraries are SpirV: a bundle cannot mix "
+                            "SpirV and CPU libraries",
+                            spirv, library_count);
+  }
+  *out_spirv = spirv != 0;
+  return NULL;
+}
+
+// One kernel's module: range inside its library, interface sizes.
+static kiln_status_t kiln_bundle_verify_spirv_kernel(const fb::Bundle* bundle, uint32_t index) {
+  const fb::Kernel* kernel = bundle->kernels()->Get(index);
+  const fb::KernelLibrary* library = bundle->libraries()->Get(kernel->library());
+  const char* name = kernel->name()->c_str();
+  const fb::SpirvKernel* module = kernel->spirv();
+  if (library->format() != fb::LibraryFormat::SpirV) {
+    if (!module) return NULL;
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: kernel %u ('" KILN_NAME_FMT
+                            "'): has a SPIR-V module but its library is not SpirV",
+                            index, name);
+  }
+  if (!module) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: kernel %u ('" KILN_NAME_FMT "'): no SPIR-V module (spirv)",
+                            index, name);
+  }
+  if (!kiln_is_aligned(module->offset(), 4) || !kiln_is_aligned(module->size(), 4) ||
+      module->size() < KILN_BUNDLE_SPIRV_MIN_SIZE) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: kernel %u ('" KILN_NAME_FMT
+                            "'): SPIR-V module [%llu, +%llu) must start at a multiple of 4 "
+                            "and have a size that is a multiple of 4 and at least %d",
+                            index, name, (unsigned long long)module->offset(),
+                            (unsigned long long)module->size(), KILN_BUNDLE_SPIRV_MIN_SIZE);
+  }
+  if (!kiln_range_within(module->offset(), module->size(), library->size())) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: kernel %u ('" KILN_NAME_FMT
+                            "'): SPIR-V module [%llu, +%llu) is outside its library's blob "
+                            "(%llu bytes)",
+                            index, name, (unsigned long long)module->offset(),
+                            (unsigned long long)module->size(),
+                            (unsigned long long)library->size());
+  }
+  const flatbuffers::String* entry = module->entry_point();
+  if (entry && (entry->size() == 0 || entry->size() > KILN_BUNDLE_SPIRV_MAX_ENTRY_POINT ||
+                strlen(entry->c_str()) != entry->size())) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: kernel %u ('" KILN_NAME_FMT
+                            "'): entry point name must have 1 to %d characters and no NUL",
+                            index, name, KILN_BUNDLE_SPIRV_MAX_ENTRY_POINT);
+  }
+  const flatbuffers::Vector<uint32_t>* size = module->workgroup_size();
+  if (!size || size->size() != 3) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: kernel %u ('" KILN_NAME_FMT
+                            "'): workgroup_size must have exactly 3 entries, has %u",
+                            index, name, size ? size->size() : 0);
+  }
+  uint64_t invocations = 1;
+  for (uint32_t d = 0; d < 3; ++d) {
+    if (size->Get(d) == 0 || !kiln_mul_u64(invocations, size->Get(d), &invocations) ||
+        invocations > 0xFFFFFFFFull) {
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "bundle: kernel %u ('" KILN_NAME_FMT
+                              "'): workgroup_size (%u, %u, %u) must be >= 1 per dimension "
+                              "and below 2^32 invocations",
+                              index, name, size->Get(0), size->Get(1), size->Get(2));
+    }
+  }
+  if (module->binding_count() > KILN_BUNDLE_SPIRV_MAX_BINDINGS) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: kernel %u ('" KILN_NAME_FMT "'): %u bindings (at most %d)",
+                            index, name, module->binding_count(), KILN_BUNDLE_SPIRV_MAX_BINDINGS);
+  }
+  if (!kiln_is_aligned(module->push_constant_size(), 4) ||
+      module->push_constant_size() > 4 * KILN_BUNDLE_MAX_PUSH_CONSTANTS) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: kernel %u ('" KILN_NAME_FMT
+                            "'): push_constant_size %u must be a multiple of 4 and at most %d",
+                            index, name, module->push_constant_size(),
+                            4 * KILN_BUNDLE_MAX_PUSH_CONSTANTS);
+  }
+  return NULL;
+}
+
+// Dispatches of SpirV kernels bind what the module declares.
+static kiln_status_t kiln_bundle_verify_spirv_dispatch(const fb::Bundle* bundle, uint32_t index) {
+  const fb::Dispatch* dispatch = bundle->dispatches()->Get(index);
+  const fb::Kernel* kernel = bundle->kernels()->Get(dispatch->kernel());
+  const fb::SpirvKernel* module = kernel->spirv();
+  if (!module) return NULL;
+  uint32_t bindings = dispatch->bindings() ? dispatch->bindings()->size() : 0;
+  uint32_t constants = dispatch->push_constants() ? dispatch->push_constants()->size() : 0;
+  if (bindings != module->binding_count() || constants * 4 != module->push_constant_size()) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: dispatch %u: %u bindings and %u push-constant bytes, but "
+                            "kernel %u ('" KILN_NAME_FMT "') declares %u and %u",
+                            index, bindings, constants * 4, dispatch->kernel(),
+                            kernel->name()->c_str(), module->binding_count(),
+                            module->push_constant_size());
+  }
+  return NULL;
+}
+
+kiln_status_t kiln_bundle_verify_spirv(const fb::Bundle* bundle, kiln_bundle_view_t* view) {
+  int spirv = 0;
+  KILN_RETURN_IF_ERROR(kiln_bundle_verify_spirv_libraries(bundle, &spirv));
+  uint32_t kernel_count = bundle->kernels() ? bundle->kernels()->size() : 0;
+  for (uint32_t i = 0; i < kernel_count; ++i) {
+    KILN_RETURN_IF_ERROR(kiln_bundle_verify_spirv_kernel(bundle, i));
+  }
+  if (!spirv) return NULL;
+  uint32_t dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
+  for (uint32_t i = 0; i < dispatch_count; ++i) {
+    KILN_RETURN_IF_ERROR(kiln_bundle_verify_spirv_dispatch(bundle, i));
+  }
+  // Storage buffer offsets: the largest minStorageBufferOffsetAlignment.
+  uint32_t tensor_count = bundle->tensors() ? bundle->tensors()->size() : 0;
+  for (uint32_t i = 0; i < tensor_count; ++i) {
+    const fb::Tensor* tensor = bundle->tensors()->Get(i);
+    if (!kiln_is_aligned(tensor->offset(), KILN_BUNDLE_VULKAN_ALIGNMENT)) {
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "bundle: tensor %u ('" KILN_NAME_FMT
+                              "'): offset %llu is not a multiple of %d (required in bundles "
+                              "with SpirV libraries)",
+                              i, tensor->name()->c_str(), (unsigned long long)tensor->offset(),
+                              KILN_BUNDLE_VULKAN_ALIGNMENT);
+    }
+  }
+  view->spirv = 1;
+  return NULL;
+}

@@ -1,0 +1,136 @@
+// Verification of Vulkan bundles (SpirV libraries, Kernel.spirv, 256-byte
+// tensor offsets): a valid one passes; every hostile field is rejected with
+// a message naming it.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "runtime_bundle_builder.h"
+
+using kiln_test::MinimalBundle;
+using kiln_test::TestBundle;
+namespace fb = kiln::fb;
+
+namespace {
+
+// "" when `file` verifies, else the message.
+std::string VerifyError(const TestBundle& b) {
+  std::vector<uint8_t> file = b.Build();
+  kiln_model_t* model = NULL;
+  kiln_status_t status =
+      kiln_model_load_memory_ex(file.data(), file.size(), KILN_MODEL_LOAD_VERIFY_ONLY, &model);
+  if (!status) {
+    kiln_model_free(model);
+    return "";
+  }
+  CHECK(kiln_status_code(status) == KILN_INVALID_BUNDLE);
+  std::string message = kiln_status_message(status);
+  kiln_status_free(status);
+  return message;
+}
+
+bool Contains(const std::string& text, const char* words) {
+  if (text.find(words) != std::string::npos) return true;
+  MESSAGE("'" << text << "' does not contain '" << words << "'");
+  return false;
+}
+
+// x (input) at 0 and y (output) at 256 in the arena, w a constant; one SpirV
+// library with a (fake) 64-byte module for kernel 0, dispatched with 3
+// bindings and 2 push constants.
+TestBundle SpirvBundle() {
+  TestBundle b = MinimalBundle();
+  b.tensors[1].offset = 256;
+  b.arena_bytes = 512;
+  b.data.resize(256 + 64, 0);
+  b.libraries = {{fb::LibraryFormat::SpirV, 256, 64}};
+  b.vulkan_features[0] = (uint32_t)fb::VulkanFeature::ShaderInt64;
+  b.kernels = {{"k0_add", 0, 0}};
+  kiln_test::TestSpirv& module = b.spirv[0];
+  module.offset = 0;
+  module.size = 64;
+  module.entry_point = "main";
+  module.workgroup_size = {64, 1, 1};
+  module.binding_count = 3;
+  module.push_constant_size = 8;
+  b.dispatches = {{0, {1, 1, 1}, {{0, fb::Access::Read}, {2, fb::Access::Read}, {1, fb::Access::Write}}, {4, 5}, {0}}};
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("verify spirv: a valid Vulkan bundle verifies") {
+  CHECK(VerifyError(SpirvBundle()) == "");
+  TestBundle b = SpirvBundle();
+  b.spirv[0].entry_point = "";  // absent: "main"
+  CHECK(VerifyError(b) == "");
+}
+
+// One hostile variant of SpirvBundle() and the words its message must contain.
+struct Hostile {
+  const char* expected;
+  std::function<void(TestBundle&)> mutate;
+};
+
+void CheckRejected(const std::vector<Hostile>& cases) {
+  for (const Hostile& h : cases) {
+    TestBundle b = SpirvBundle();
+    h.mutate(b);
+    CHECK(Contains(VerifyError(b), h.expected));
+  }
+}
+
+TEST_CASE("verify spirv: libraries") {
+  CheckRejected({
+      {"library 0: unknown vulkan_features bits 0x10", [](TestBundle& b) { b.vulkan_features[0] = 0x10; }},
+      {"1 of 2 libraries are SpirV",  // a CPU library next to a SpirV one
+       [](TestBundle& b) { b.libraries.push_back({fb::LibraryFormat::ElfSharedObject, 256, 64}); }},
+      {"kernel 0 ('k0_add'): has a SPIR-V module but its library is not SpirV",
+       [](TestBundle& b) { b.libraries[0].format = fb::LibraryFormat::ElfSharedObject; }},
+      {"kernel 0 ('k0_add'): no SPIR-V module (spirv)", [](TestBundle& b) { b.spirv.clear(); }},
+  });
+}
+
+TEST_CASE("verify spirv: module ranges") {
+  CheckRejected({
+      {"SPIR-V module [2, +64) must start at a multiple of 4", [](TestBundle& b) { b.spirv[0].offset = 2; }},
+      {"SPIR-V module [0, +30) must start", [](TestBundle& b) { b.spirv[0].size = 30; }},
+      {"at least 20", [](TestBundle& b) { b.spirv[0].size = 16; }},  // shorter than the header
+      {"SPIR-V module [4, +64) is outside its library's blob (64 bytes)",
+       [](TestBundle& b) { b.spirv[0].offset = 4; }},  // one word past the blob's end
+      {"is outside its library's blob", [](TestBundle& b) { b.spirv[0].offset = ~0ull - 3; }},  // overflows
+  });
+}
+
+TEST_CASE("verify spirv: interface") {
+  CheckRejected({
+      {"entry point name must have 1 to 255 characters",
+       [](TestBundle& b) { b.spirv[0].entry_point = std::string(300, 'm'); }},
+      {"no NUL", [](TestBundle& b) { b.spirv[0].entry_point = std::string("ma\0in", 5); }},
+      {"workgroup_size must have exactly 3 entries, has 2", [](TestBundle& b) { b.spirv[0].workgroup_size = {64, 1}; }},
+      {"workgroup_size (64, 0, 1) must be >= 1", [](TestBundle& b) { b.spirv[0].workgroup_size = {64, 0, 1}; }},
+      {"below 2^32 invocations", [](TestBundle& b) { b.spirv[0].workgroup_size = {65536, 65536, 2}; }},
+      {"5000 bindings (at most 4096)", [](TestBundle& b) { b.spirv[0].binding_count = 5000; }},
+      {"push_constant_size 6 must be a multiple of 4 and at most 256",
+       [](TestBundle& b) { b.spirv[0].push_constant_size = 6; }},
+      {"push_constant_size 260", [](TestBundle& b) { b.spirv[0].push_constant_size = 260; }},
+  });
+}
+
+TEST_CASE("verify spirv: dispatches and tensor offsets") {
+  CheckRejected({
+      {"dispatch 0: 2 bindings and 8 push-constant bytes, but kernel 0 ('k0_add') declares 3 and 8",
+       [](TestBundle& b) { b.dispatches[0].bindings.pop_back(); }},
+      {"dispatch 0: 3 bindings and 4 push-constant bytes", [](TestBundle& b) { b.dispatches[0].push_constants = {4}; }},
+      {"tensor 1 ('y'): offset 64 is not a multiple of 256",  // fine for the CPU, not for Vulkan
+       [](TestBundle& b) { b.tensors[1].offset = 64; }},
+      {"tensor 2 ('w'): offset 128 is not a multiple of 256",  // constants too
+       [](TestBundle& b) {
+         b.tensors[2].offset = 128;
+         b.data.resize(256 + 64 + 256, 0);
+       }},
+  });
+}

@@ -1,0 +1,207 @@
+// Vulkan sessions through the public API (kiln.h): a bundle holding the
+// vector-add test shader (data/vulkan_vector_add.comp) runs on lavapipe with
+// the validation layer and its synchronization checks; every message fails
+// the test. Skips like runtime_vulkan_test.cpp when something is missing.
+#include <doctest/doctest.h>
+#include <string.h>
+
+#include <string>
+#include <vector>
+
+#include "kiln/kiln.h"
+#include "runtime_bundle_builder.h"
+#include "runtime_test_config.h"
+#include "runtime_vulkan_util.h"
+
+namespace fb = kiln::fb;
+
+namespace {
+
+constexpr uint32_t kElements = 40;  // fewer than the shader's 64 invocations
+constexpr float kScale = 0.5f;
+
+std::string Message(kiln_status_t status) {
+  std::string text = kiln_status_message(status);
+  kiln_status_free(status);
+  return text;
+}
+
+void CountMessage(void* user_data, int, const char* text) {
+  MESSAGE("vulkan: " << text);
+  ++*static_cast<int*>(user_data);
+}
+
+// c = a + 0.5 * b: a is the input (arena 0), b a constant, c the output
+// (arena 256); one dispatch of the vector-add shader with {n, scale}.
+std::vector<uint8_t> AddBundle(const std::vector<uint8_t>& spirv) {
+  kiln_test::TestBundle b;
+  int64_t n = kElements;
+  b.tensors = {{"a", fb::DType::Float32, {n}, fb::Storage::Arena, 0},
+               {"b", fb::DType::Float32, {n}, fb::Storage::Constant, 0},
+               {"c", fb::DType::Float32, {n}, fb::Storage::Arena, 256}};
+  b.inputs = {0};
+  b.outputs = {2};
+  b.arena_bytes = 512;
+  kiln_test::SetConstantsAndLibrary(&b, kElements, 100.0f, fb::LibraryFormat::SpirV, 256, spirv);
+  b.kernels = {{"vector_add", 0, 0}};
+  b.spirv[0].size = spirv.size();
+  b.spirv[0].workgroup_size = {64, 1, 1};
+  b.spirv[0].binding_count = 3;
+  b.spirv[0].push_constant_size = 8;
+  uint32_t scale_bits;
+  memcpy(&scale_bits, &kScale, 4);
+  kiln_test::TestDispatch dispatch;
+  dispatch.bindings = {{0, fb::Access::Read}, {1, fb::Access::Read}, {2, fb::Access::Write}};
+  dispatch.push_constants = {kElements, scale_bits};
+  b.dispatches = {dispatch};
+  return b.Build();
+}
+
+// A loaded Vulkan bundle and the options that put its session on lavapipe.
+struct VulkanModel {
+  std::vector<uint8_t> file;  // the bundle; outlives `model`
+  kiln_model_t* model = nullptr;
+  kiln_session_options_t options = {};
+  int messages = 0;
+  std::string skip;
+
+  bool Open() {
+    std::vector<uint8_t> spirv = kiln_test::ReadFile(RUNTIME_TEST_VULKAN_VECTOR_ADD_SPV);
+    if (spirv.empty()) {
+      skip = "the test shader was not compiled (no glslangValidator)";
+      return false;
+    }
+    kiln_vulkan_instance_t* instance = nullptr;
+    kiln_status_t status = kiln_vulkan_instance_create(nullptr, &instance);
+    if (status) {
+      skip = Message(status);
+      return false;
+    }
+    uint32_t index = 0;
+    bool found = kiln_test::FindLavapipe(instance, &index);
+    kiln_vulkan_instance_free(instance);
+    if (!found) {
+      skip = "no lavapipe device";
+      return false;
+    }
+    file = AddBundle(spirv);
+    status = kiln_model_load_memory(file.data(), file.size(), &model);  // used in place when aligned
+    REQUIRE_MESSAGE(status == NULL, Message(status));
+    options.vulkan_device = index + 1;
+    options.vulkan_validation = KILN_VULKAN_VALIDATE_SYNCHRONIZATION;
+    options.vulkan_message = CountMessage;
+    options.vulkan_message_user_data = &messages;
+    return true;
+  }
+  ~VulkanModel() { kiln_model_free(model); }
+};
+
+#define OPEN_OR_SKIP(m)                     \
+  if (!(m).Open()) {                        \
+    MESSAGE("skipped: " << (m).skip);       \
+    return;                                 \
+  }
+
+// Runs once with input a = start + i and checks c = a + 0.5 * b.
+void RunAndCheck(kiln_session_t* session, float start) {
+  std::vector<float> a(kElements), c(kElements, -1.0f);
+  for (uint32_t i = 0; i < kElements; ++i) a[i] = start + (float)i;
+  kiln_status_t status = kiln_session_set_input(session, 0, a.data(), a.size() * 4);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  status = kiln_session_run(session);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  status = kiln_session_get_output(session, 0, c.data(), c.size() * 4);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  for (uint32_t i = 0; i < kElements; ++i) CHECK(c[i] == a[i] + kScale * 100.0f * (float)i);
+  const void* view = nullptr;
+  status = kiln_session_output_data(session, 0, &view);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  CHECK(memcmp(view, c.data(), c.size() * 4) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("vulkan session: a SPIR-V bundle runs and replays through kiln.h") {
+  VulkanModel m;
+  OPEN_OR_SKIP(m);
+  kiln_session_t* session = nullptr;
+  kiln_status_t status = kiln_session_create(m.model, &m.options, &session);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  CHECK(std::string(kiln_session_device_name(session)).find("llvmpipe") != std::string::npos);
+  CHECK(kiln_session_dispatch_count(session) == 1);
+  RunAndCheck(session, 1.0f);
+  RunAndCheck(session, -7.0f);  // the recorded list replays with new inputs
+  uint64_t ns = 0;
+  status = kiln_session_dispatch_profile(session, 0, &ns);
+  CHECK(kiln_status_code(status) == KILN_UNSUPPORTED);
+  kiln_status_free(status);
+  kiln_session_free(session);
+  CHECK(m.messages == 0);
+}
+
+TEST_CASE("vulkan session: device kinds, device index and the pipeline cache") {
+  VulkanModel m;
+  OPEN_OR_SKIP(m);
+  kiln_session_t* session = nullptr;
+  kiln_session_options_t options = m.options;
+  options.device = KILN_DEVICE_CPU;
+  kiln_status_t status = kiln_session_create(m.model, &options, &session);
+  CHECK(kiln_status_code(status) == KILN_INVALID_ARGUMENT);
+  CHECK(Message(status).find("compiled for Vulkan and cannot run on the CPU") != std::string::npos);
+
+  options = m.options;
+  options.vulkan_device = 1000;
+  status = kiln_session_create(m.model, &options, &session);
+  CHECK(kiln_status_code(status) == KILN_INVALID_ARGUMENT);
+  CHECK(Message(status).find("vulkan_device 1000") != std::string::npos);
+
+  // The cache from one session seeds the next.
+  options = m.options;
+  options.device = KILN_DEVICE_VULKAN;
+  status = kiln_session_create(m.model, &options, &session);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  void* blob = nullptr;
+  size_t size = 0;
+  status = kiln_session_vulkan_pipeline_cache(session, &blob, &size);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  CHECK(size >= 32);  // at least the header
+  kiln_session_free(session);
+  options.vulkan_pipeline_cache = blob;
+  options.vulkan_pipeline_cache_size = size;
+  status = kiln_session_create(m.model, &options, &session);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  kiln_free(blob);
+  RunAndCheck(session, 3.0f);
+  kiln_session_free(session);
+  CHECK(m.messages == 0);
+
+  // A bundle without kernels runs anywhere (here: on the CPU).
+  std::vector<uint8_t> empty_file = kiln_test::MinimalBundle().Build();
+  kiln_model_t* empty_model = nullptr;
+  REQUIRE(kiln_model_load_memory(empty_file.data(), empty_file.size(), &empty_model) == NULL);
+  status = kiln_session_create(empty_model, &options, &session);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  CHECK(std::string(kiln_session_device_name(session)) == "cpu");
+  kiln_session_free(session);
+  kiln_model_free(empty_model);
+
+  // A CPU bundle cannot run on Vulkan, and a CPU session has no pipeline cache.
+  kiln_test::TestBundle cpu = kiln_test::MinimalBundle();
+  kiln_test::SetConstantsAndLibrary(&cpu, 4, 1.0f, fb::LibraryFormat::ElfSharedObject, 64,
+                                    kiln_test::ReadFile(RUNTIME_TEST_KERNELS_SO));
+  cpu.kernels = {{"vector_add", 0, 0}};
+  std::vector<uint8_t> cpu_file = cpu.Build();
+  kiln_model_t* cpu_model = nullptr;
+  status = kiln_model_load_memory(cpu_file.data(), cpu_file.size(), &cpu_model);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  status = kiln_session_create(cpu_model, &options, &session);
+  CHECK(kiln_status_code(status) == KILN_INVALID_ARGUMENT);
+  CHECK(Message(status).find("compiled for the CPU and cannot run on Vulkan") != std::string::npos);
+  REQUIRE(kiln_session_create(cpu_model, NULL, &session) == NULL);
+  CHECK(std::string(kiln_session_device_name(session)) == "cpu");
+  status = kiln_session_vulkan_pipeline_cache(session, &blob, &size);
+  CHECK(kiln_status_code(status) == KILN_INVALID_ARGUMENT);
+  kiln_status_free(status);
+  kiln_session_free(session);
+  kiln_model_free(cpu_model);
+}
