@@ -26,9 +26,13 @@
 
 #include "base/allocator.h"
 
-// Spin iterations (each with a pause hint) before a waiter sleeps: tens of
-// microseconds, enough to cover the gap between two dispatches of a run.
-#define KILN_THREAD_POOL_SPIN_COUNT 1000u
+// Spin iterations (each with a pause hint) before a waiter sleeps: about
+// 100-200 microseconds, enough to cover the gap between two dispatches of a
+// run and the load imbalance within one. Shorter (1000, ~16 us) made small
+// models slower at 2 threads than at 1 on a 2-vCPU VM: a worker that slept
+// between dispatches took tens of microseconds to wake (its vCPU had halted),
+// at every dispatch.
+#define KILN_THREAD_POOL_SPIN_COUNT 10000u
 
 // One pool thread.
 typedef struct kiln_thread_pool_worker_t {
