@@ -4,6 +4,7 @@
   /usr/bin/python3 bench/run_bench.py [--build build] [--out BUILD/bench]
       [--models a,b,...] [--rounds R] [--iterations K] [--warmup W]
       [--threads 1,2] [--quick] [--reexport] [--ort-dir tests/ort]
+      [--no-vulkan] [--vulkan-iterations K] [--vulkan-budget S]
 
 Steps (docs/performance.md explains them):
  1. measures the float32 FMA peak of this machine (bench/fma_peak.c, built
@@ -19,7 +20,12 @@ Steps (docs/performance.md explains them):
     other on the same ONNX file, the order swapping every round;
  6. profiles ResNet-18 at 1 thread with `kiln bench --profile` (when this
     kiln has it) and reports the five heaviest dispatches;
- 7. writes OUT/results.md, OUT/results.json and OUT/chart.png and prints the
+ 7. unless --no-vulkan, when a Vulkan device is available: compiles the
+    models with `kilnc --target=vulkan` and runs `kiln bench --startup` on
+    the device, cheapest model first, while a time budget lasts (software
+    Vulkan such as lavapipe is slow): median latency, load -> first
+    inference and pipeline creation, cold and with a warm pipeline cache;
+ 8. writes OUT/results.md, OUT/results.json and OUT/chart.png and prints the
     Markdown.
 
 Exit status 0 on success; 1 with "run_bench: error: ..." when a tool fails or
@@ -103,6 +109,7 @@ def run_tool(cmd: Sequence[str], what: str, timeout: float = 900, cwd: Optional[
 
 
 TIMING_RE = re.compile(r'median_ms=([0-9.eE+-]+)\s+min_ms=([0-9.eE+-]+)\s+mean_ms=([0-9.eE+-]+)')
+STARTUP_RE = re.compile(r'^(startup|startup_warm|startup_stages): (.*)$', re.M)
 
 
 def parse_timing(out: str, what: str) -> Dict[str, float]:
@@ -111,6 +118,22 @@ def parse_timing(out: str, what: str) -> Dict[str, float]:
         raise BenchError('%s: no "median_ms=.. min_ms=.." line in its output:\n%s' % (what, out[-2000:]))
     med, mn, mean = (float(x) for x in matches[-1])
     return {'median_ms': med, 'min_ms': mn, 'mean_ms': mean}
+
+
+def parse_startup(out: str) -> Dict[str, Dict[str, object]]:
+    """`kiln bench`'s "startup:", "startup_stages:" and "startup_warm:" lines as
+    {line: {key: float, or str when not a number}}; {} from a kiln without them."""
+    lines: Dict[str, Dict[str, object]] = {}
+    for label, rest in STARTUP_RE.findall(out):
+        fields: Dict[str, object] = {}
+        for kv in rest.split():
+            k, _, v = kv.partition('=')
+            try:
+                fields[k] = float(v)
+            except ValueError:
+                fields[k] = v
+        lines[label] = fields
+    return lines
 
 
 # ---------------------------------------------------------------------------
@@ -487,7 +510,11 @@ def compile_models(names, info, kilnc: str):
 def time_kiln(kiln: str, path: str, threads: int, iterations: int, warmup: int, name: str):
     out = run_tool([kiln, 'bench', path, '--threads', str(threads), '--iterations', str(iterations),
                     '--warmup', str(warmup)], 'kiln bench %s (%d threads)' % (name, threads))
-    return parse_timing(out, 'kiln bench %s' % name)
+    res = parse_timing(out, 'kiln bench %s' % name)
+    startup = parse_startup(out).get('startup')
+    if startup and 'load_to_first_run_ms' in startup:
+        res['load_to_first_run_ms'] = startup['load_to_first_run_ms']
+    return res
 
 
 def time_ort(node: str, ort_dir: str, path: str, threads: int, iterations: int, warmup: int, name: str):
@@ -603,13 +630,154 @@ def profile_layers(kiln: str, info, iterations: int, warmup: int, peak1: float, 
 
 
 # ---------------------------------------------------------------------------
+# Vulkan: latency and start-up on the first Vulkan device (lavapipe here).
+
+# kiln's messages when no Vulkan can be used at all (no libvulkan, no driver,
+# no device, a libkiln without Vulkan): the section is skipped, not failed.
+NO_VULKAN_RE = re.compile(r'creating a Vulkan session: vulkan: (creating the instance|no device)|'
+                          r'built without Vulkan support')
+VULKAN_SKIP_SLACK_S = 3.0  # added to each model's predicted time (compile, load, process start)
+
+
+def vulkan_env(cache_dir: str) -> Dict[str, str]:
+    """The environment of a cold start: the drivers' on-disk shader caches (Mesa's, NVIDIA's)
+    in a new, empty folder, so nothing from earlier runs is reused."""
+    return dict(os.environ, MESA_SHADER_CACHE_DIR=cache_dir, __GL_SHADER_DISK_CACHE_PATH=cache_dir)
+
+
+def bench_vulkan(names, info, rows, args, kilnc: str, kiln: str) -> Dict[str, object]:
+    """Compiles each model with --target=vulkan and runs `kiln bench --startup` on the default
+    Vulkan device, cheapest first (by kiln's CPU median at the lowest thread count). A model is
+    skipped when its predicted time (the slowest Vulkan/CPU ratio seen so far times its CPU
+    median, per run) would overrun the budget. Per-model failures are recorded, not fatal."""
+    started = time.monotonic()
+    t0 = args.threads_list[0]
+    cpu_ms = {r['model']: r['kiln_median_ms'] for r in rows if r['threads'] == t0}
+    order = sorted(names, key=lambda n: cpu_ms.get(n, 0.0))
+    runs_per_model = 1 + args.vulkan_iterations + 1  # the first (warm-up) run, the timed runs, the warm load
+    result: Dict[str, object] = {
+        'available': False, 'device': None, 'reason': None, 'models': {}, 'skipped': [], 'failed': {},
+        'settings': {'iterations': args.vulkan_iterations, 'warmup': 1, 'budget_s': args.vulkan_budget,
+                     'order': order}}
+    ratio = None  # slowest Vulkan median / CPU median so far
+    cache_root = os.path.join(args.out, 'vulkan_shader_cache')
+    for name in order:
+        elapsed = time.monotonic() - started
+        if ratio is not None and name in cpu_ms:
+            predicted = ratio * cpu_ms[name] * runs_per_model / 1e3 + VULKAN_SKIP_SLACK_S
+            if elapsed + predicted > args.vulkan_budget:
+                log('vulkan  %-20s skipped: about %.0f s predicted, %.0f s of the %.0f s budget left' % (
+                    name, predicted, args.vulkan_budget - elapsed, args.vulkan_budget))
+                result['skipped'].append(name)
+                continue
+        path = os.path.splitext(info[name]['onnx'])[0] + '.vulkan.kiln'
+        proc = subprocess.run([kilnc, info[name]['onnx'], '--target=vulkan', '-o', path],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=1800)
+        if proc.returncode != 0:
+            err = proc.stderr.decode('utf-8', 'replace').strip()
+            if '--target=vulkan is unavailable' in err:
+                result['reason'] = err.splitlines()[-1]
+                return result
+            result['failed'][name] = 'kilnc: ' + (err.splitlines()[-1] if err else 'exit %d' % proc.returncode)
+            log('vulkan  %-20s kilnc failed: %s' % (name, result['failed'][name]))
+            continue
+        cache_dir = os.path.join(cache_root, name)
+        shutil.rmtree(cache_dir, ignore_errors=True)
+        os.makedirs(cache_dir)
+        cmd = [kiln, 'bench', path, '--device', 'vulkan', '--startup', '--iterations', str(args.vulkan_iterations),
+               '--warmup', '1']
+        try:
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900,
+                                  env=vulkan_env(cache_dir))
+        except subprocess.TimeoutExpired:
+            result['failed'][name] = 'kiln bench timed out after 900 s'
+            continue
+        out = proc.stdout.decode('utf-8', 'replace')
+        err = proc.stderr.decode('utf-8', 'replace').strip()
+        if proc.returncode != 0:
+            if NO_VULKAN_RE.search(err) and not result['models']:
+                result['reason'] = err.splitlines()[-1]
+                return result
+            result['failed'][name] = err.splitlines()[-1] if err else 'exit status %d' % proc.returncode
+            log('vulkan  %-20s failed: %s' % (name, result['failed'][name]))
+            continue
+        timing = parse_timing(out, 'kiln bench --device vulkan %s' % name)
+        startup = parse_startup(out)
+        if 'startup' not in startup or 'startup_warm' not in startup:
+            raise BenchError('kiln bench --startup printed no startup lines (rebuild kiln):\n%s' % out[-2000:])
+        m = re.search(r'^device=(.*)$', out, re.M)
+        result['available'] = True
+        result['device'] = result['device'] or (m.group(1).strip() if m else 'unknown')
+        cold, warm = startup['startup'], startup['startup_warm']
+        result['models'][name] = {
+            'median_ms': timing['median_ms'], 'min_ms': timing['min_ms'], 'mean_ms': timing['mean_ms'],
+            'cold': cold, 'warm': warm, 'stages': startup.get('startup_stages', {}),
+            'cpu_median_ms': cpu_ms.get(name), 'cpu_threads': t0,
+            'bundle_bytes': os.path.getsize(path), 'wall_s': time.monotonic() - started - elapsed}
+        if cpu_ms.get(name):
+            r = timing['median_ms'] / cpu_ms[name]
+            ratio = r if ratio is None else max(ratio, r)
+        log('vulkan  %-20s median %s ms; load->first run %.0f ms cold / %.0f ms warm; pipelines %.0f / %.0f ms' % (
+            name, fmt_ms(timing['median_ms']), cold['load_to_first_run_ms'], warm['load_to_first_run_ms'],
+            cold['pipeline_create_ms'], warm['pipeline_create_ms']))
+    shutil.rmtree(cache_root, ignore_errors=True)
+    if not result['available'] and not result['reason']:
+        result['reason'] = 'no model ran'
+    result['wall_s'] = time.monotonic() - started
+    return result
+
+
+def render_vulkan(vk: Dict[str, object], names) -> List[str]:
+    L = ['## Vulkan', '']
+    if vk is None:
+        return L + ['Not run (`--no-vulkan`).', '']
+    if not vk['available']:
+        return L + ['Not run: no usable Vulkan device (%s).' % vk['reason'], '']
+    st = vk['settings']
+    L.append('Device: **%s**. `kilnc --target=vulkan`, then `kiln bench --device vulkan --startup --warmup 1 '
+             '--iterations %d` per model (fewer runs than on the CPU: software Vulkan is slow), cheapest model '
+             'first while the %.0f s budget lasts; %.0f s in all. Median/min: of the %d timed runs. '
+             '**Cold** start-up: a new process, the drivers\' shader caches in a new empty folder '
+             '(`MESA_SHADER_CACHE_DIR`, `__GL_SHADER_DISK_CACHE_PATH`), no pipeline cache. **Warm**: a second load '
+             'in the same process, seeded with the first session\'s pipeline cache (`vulkan_pipeline_cache`; its '
+             'size in bytes is given) and with the shader cache the first load filled. Load -> first run: from the '
+             'load call to the end of the first `kiln_session_run` (`kiln_session_load_stats`); first-run '
+             'overhead: first run minus the median (shader compilation a driver defers to the first dispatch, '
+             'first touch of memory). CPU: kiln at %d thread(s), the same load -> first run.' % (
+                 vk['device'], st['iterations'], st['budget_s'], vk['wall_s'], st['iterations'],
+                 next(iter(vk['models'].values()))['cpu_threads']))
+    L.append('')
+    L.append('| Model | Vulkan median ms | min ms | load -> first run, cold ms | pipeline creation, cold ms '
+             '| first-run overhead ms | load -> first run, warm ms | pipeline creation, warm ms '
+             '| pipeline cache | CPU median ms | CPU load -> first run ms |')
+    L.append('|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|')
+    for n in names:
+        if n in vk['models']:
+            r = vk['models'][n]
+            c, w = r['cold'], r['warm']
+            cache = '%s (%d B)' % (w.get('pipeline_cache', '?'), int(w.get('pipeline_cache_bytes', 0)))
+            L.append('| %s | %s | %s | %.0f | %.1f | %.0f | %.0f | %.1f | %s | %s | %s |' % (
+                MODELS[n][0], fmt_ms(r['median_ms']), fmt_ms(r['min_ms']), c['load_to_first_run_ms'],
+                c['pipeline_create_ms'], c['first_run_ms'] - r['median_ms'], w['load_to_first_run_ms'],
+                w['pipeline_create_ms'], cache, fmt_ms(r['cpu_median_ms']) if r['cpu_median_ms'] else '-',
+                fmt_ms(r['cpu_load_to_first_run_ms']) if r.get('cpu_load_to_first_run_ms') else '-'))
+        elif n in vk['failed']:
+            L.append('| %s | failed: %s | | | | | | | | | |' % (MODELS[n][0], vk['failed'][n].replace('|', '/')))
+        elif n in vk['skipped']:
+            L.append('| %s | skipped (time budget) | | | | | | | | | |' % MODELS[n][0])
+    L.append('')
+    return L
+
+
+# ---------------------------------------------------------------------------
 # Report: Markdown.
 
 def fmt_ms(x: float) -> str:
     return '%.2f' % x if x < 100 else '%.1f' % x
 
 
-def render_markdown(machine, peaks, names, info, rows, geo, profile, args, threads_list, elapsed_s) -> str:
+def render_markdown(machine, peaks, names, info, rows, geo, profile, args, threads_list, elapsed_s,
+                    vulkan=None) -> str:
     L = []
     L.append('# Kiln benchmark results')
     L.append('')
@@ -695,6 +863,7 @@ def render_markdown(machine, peaks, names, info, rows, geo, profile, args, threa
                 i, r['dispatch'], r['kernel'], ', '.join('`%s`' % s for s in r['source_nodes']), r['median_ms'],
                 r['share_pct'], r['flops'] / 1e6, r['gflops'], r['pct_peak']))
     L.append('')
+    L.extend(render_vulkan(vulkan, names))
     return '\n'.join(L)
 
 
@@ -911,10 +1080,19 @@ def parse_args(argv):
     p.add_argument('--ort-dir', default=os.path.join(REPO, 'tests', 'ort'),
                    help='folder with node_modules/onnxruntime-node (default tests/ort)')
     p.add_argument('--node', default='node', help='the Node.js executable')
+    p.add_argument('--no-vulkan', action='store_true', help='skip the Vulkan measurements')
+    p.add_argument('--vulkan-iterations', type=int, default=None,
+                   help='timed Vulkan runs per model, after 1 warm-up (default 2; --quick: 1)')
+    p.add_argument('--vulkan-budget', type=float, default=180.0,
+                   help='seconds the Vulkan measurements may take; models that would overrun it are skipped '
+                        '(default 180)')
     args = p.parse_args(argv)
     args.rounds = args.rounds if args.rounds is not None else (1 if args.quick else 4)
     args.iterations = args.iterations if args.iterations is not None else (3 if args.quick else 10)
     args.warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
+    args.vulkan_iterations = args.vulkan_iterations if args.vulkan_iterations is not None else (1 if args.quick else 2)
+    if args.vulkan_iterations < 1 or args.vulkan_budget <= 0:
+        p.error('--vulkan-iterations must be at least 1 and --vulkan-budget positive')
     if args.rounds < 1 or args.iterations < 1 or args.warmup < 0:
         p.error('--rounds and --iterations must be at least 1, --warmup at least 0')
     try:
@@ -987,9 +1165,19 @@ def main(argv) -> int:
             profile = profile_layers(kiln, info, max(args.iterations, 5), args.warmup, peak1, args.out)
             if not profile['available']:
                 log('warning: ' + profile['message'])
+        vulkan = None
+        if not args.no_vulkan:
+            vulkan = bench_vulkan(names, info, rows, args, kilnc, kiln)
+            for n, r in vulkan['models'].items():
+                t0 = [x.get('load_to_first_run_ms') for x in runs[n][args.threads_list[0]]['kiln']]
+                t0 = [x for x in t0 if x is not None]
+                r['cpu_load_to_first_run_ms'] = statistics.median(t0) if t0 else None
+            if not vulkan['available']:
+                log('vulkan: not run: %s' % vulkan['reason'])
         machine['loadavg_end'] = list(os.getloadavg())
         elapsed = time.monotonic() - started
-        md = render_markdown(machine, peaks, names, info, rows, geo, profile, args, args.threads_list, elapsed)
+        md = render_markdown(machine, peaks, names, info, rows, geo, profile, args, args.threads_list, elapsed,
+                             vulkan)
         chart = os.path.join(args.out, 'chart.png')
         render_chart(chart, names, rows, geo, args.threads_list, peaks)
         with open(os.path.join(args.out, 'results.md'), 'w') as f:
@@ -1008,6 +1196,7 @@ def main(argv) -> int:
             'summary': rows,
             'geomean': {str(t): g for t, g in geo.items()},
             'profile': profile,
+            'vulkan': vulkan,
             'wall_s': elapsed,
         }
         with open(os.path.join(args.out, 'results.json'), 'w') as f:

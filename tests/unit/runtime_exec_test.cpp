@@ -92,6 +92,55 @@ TEST_CASE("exec: load from file, run two dispatches, read the output") {
   CHECK(session.get_output(0, out.data(), 4).code() == KILN_INVALID_ARGUMENT);
 }
 
+TEST_CASE("exec: start-up timing (kiln_session_load_stats) on the CPU") {
+  std::string path = WriteTemp(AddScaleBundle().Build());
+  kiln::Model model;
+  kiln::Status status = kiln::Model::LoadFile(path.c_str(), &model);
+  unlink(path.c_str());
+  REQUIRE_MESSAGE(status.ok(), status.message());
+  kiln::Session session;
+  kiln_session_options_t options = {};
+  options.thread_count = 2;
+  REQUIRE(kiln::Session::Create(model, &options, &session).ok());
+  kiln_session_load_stats_t stats;
+  memset(&stats, 0xff, sizeof(stats));
+  REQUIRE(session.load_stats(&stats).ok());
+  // Every stage a CPU session has ran (at least 1 ns); no run yet.
+  CHECK(stats.bundle_map_ns > 0);
+  CHECK(stats.bundle_verify_ns > 0);
+  CHECK(stats.kernel_load_ns > 0);
+  CHECK(stats.model_load_ns >= stats.bundle_map_ns + stats.bundle_verify_ns + stats.kernel_load_ns);
+  CHECK(stats.buffer_create_ns > 0);
+  CHECK(stats.record_ns > 0);
+  CHECK(stats.thread_start_ns > 0);
+  CHECK(stats.session_create_ns >= stats.buffer_create_ns + stats.record_ns + stats.thread_start_ns);
+  CHECK(stats.first_run_ns == 0);
+  CHECK(stats.load_to_first_run_ns == 0);
+  // Vulkan stages stay 0.
+  CHECK(stats.instance_create_ns == 0);
+  CHECK(stats.device_create_ns == 0);
+  CHECK(stats.pipeline_create_ns == 0);
+  CHECK(stats.pipeline_count == 0);
+  CHECK(stats.pipeline_cache_used == 0);
+  CHECK(stats.parameter_upload_ns == 0);
+
+  std::vector<float> a(kN, 1.0f);
+  REQUIRE(session.set_input(0, a.data(), a.size() * 4).ok());
+  REQUIRE(session.run().ok());
+  REQUIRE(session.load_stats(&stats).ok());
+  CHECK(stats.first_run_ns > 0);
+  CHECK(stats.load_to_first_run_ns >=
+        stats.model_load_ns + stats.session_create_ns + stats.first_run_ns);
+  kiln_session_load_stats_t again;
+  REQUIRE(session.run().ok());  // later runs change nothing
+  REQUIRE(session.load_stats(&again).ok());
+  CHECK(memcmp(&again, &stats, sizeof(stats)) == 0);
+
+  kiln::Status null_session(kiln_session_load_stats(NULL, &stats));
+  CHECK(null_session.code() == KILN_INVALID_ARGUMENT);
+  CHECK(session.load_stats(NULL).code() == KILN_INVALID_ARGUMENT);
+}
+
 TEST_CASE("exec: a failing kernel is reported with dispatch and kernel name") {
   TestBundle bundle = AddScaleBundle();
   bundle.dispatches[1].kernel = 2;  // always_fail

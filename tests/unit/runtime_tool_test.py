@@ -4,7 +4,9 @@
   runtime_tool_test.py KILN_RUNTIME_TESTS KILN WORKDIR
 
 out = (a + b) * 2 where b[i] = 0.5 * i. Checks run (outputs, --top, errors),
-inspect (text and --json) and bench, and that bad input exits 1 cleanly.
+inspect (text and --json) and bench (with its start-up lines), and that bad
+input exits 1 cleanly. Then `kiln bench --device vulkan --startup` on the unit
+tests' vector-add Vulkan bundle (skipped without lavapipe).
 """
 import json
 import os
@@ -41,6 +43,38 @@ def run(cmd, expect_rc=0):
     if expect_rc == 1 and 'kiln: error:' not in proc.stderr:
         raise SystemExit('FAIL: no "kiln: error:" message')
     return proc
+
+
+def startup_lines(stdout):
+    """{label: {key: value}} of bench's startup:, startup_stages:, startup_warm: lines."""
+    lines = {}
+    for line in stdout.split('\n'):
+        label, sep, rest = line.partition(': ')
+        if sep and label in ('startup', 'startup_stages', 'startup_warm'):
+            fields = dict(kv.split('=', 1) for kv in rest.split())
+            lines[label] = {k: (v if k == 'pipeline_cache' else float(v)) for k, v in fields.items()}
+    return lines
+
+
+def check_startup(stdout, pipelines, warm_cache):
+    """The start-up lines are there, before the median line, and add up."""
+    lines = startup_lines(stdout)
+    assert set(lines) == {'startup', 'startup_stages', 'startup_warm'}, stdout
+    assert stdout.strip().split('\n')[-1].startswith('median_ms='), stdout
+    for label in ('startup', 'startup_warm'):
+        s = lines[label]
+        assert s['pipelines'] == pipelines, (label, s)
+        assert s['first_run_ms'] > 0 and s['model_load_ms'] > 0 and s['session_create_ms'] > 0, (label, s)
+        assert s['load_to_first_run_ms'] >= s['model_load_ms'] + s['session_create_ms'] + s['first_run_ms'] - 0.01, s
+        assert s['load_to_first_run_ms'] >= s['pipeline_create_ms'], s
+        assert s['session_create_ms'] >= s['pipeline_create_ms'], s
+        assert (s['pipeline_create_ms'] > 0) == (pipelines > 0), s
+    assert lines['startup']['pipeline_cache'] == ('cold' if pipelines else 'none'), lines
+    assert lines['startup_warm']['pipeline_cache'] == warm_cache, lines
+    stages = lines['startup_stages']
+    assert stages['pipeline_create_ms'] == lines['startup']['pipeline_create_ms'], lines
+    assert stages['bundle_verify_ms'] > 0, stages
+    return lines
 
 
 def main():
@@ -82,6 +116,15 @@ def main():
     last = proc.stdout.strip().split('\n')[-1]
     assert last.startswith('median_ms=') and last.endswith('iterations=5'), last
     assert 'threads=2 ' in proc.stdout and 'profile:' not in proc.stdout, proc.stdout
+    startup = startup_lines(proc.stdout)
+    assert list(startup) == ['startup'], proc.stdout  # always printed; the rest with --startup
+    assert startup['startup']['pipeline_cache'] == 'none' and startup['startup']['first_run_ms'] > 0, startup
+
+    # --startup: every stage, and a second load (CPU: nothing to cache).
+    proc = run([kiln, 'bench', bundle, '--iterations', '2', '--threads', '2', '--startup'])
+    stages = check_startup(proc.stdout, 0, 'none')['startup_stages']
+    assert stages['kernel_load_ms'] > 0 and stages['thread_start_ms'] > 0, stages
+    assert stages['instance_create_ms'] == 0 and stages['parameter_upload_ms'] == 0, stages
 
     # --profile: a row per dispatch (slowest first) with kernel and source nodes.
     proc = run([kiln, 'bench', bundle, '--iterations', '3', '--threads', '3', '--profile'])
@@ -119,6 +162,22 @@ def main():
     run([kiln, 'run', os.path.join(work, 'missing.kiln')], 1)
     run([kiln, 'frobnicate'], 2)
     run([kiln, 'run', bundle, '--top'], 2)
+
+    # Vulkan: the start-up lines with a pipeline; the second load is seeded
+    # with the first session's pipeline cache.
+    vulkan_bundle = os.path.join(work, 'vector_add_vulkan.kiln')
+    env = dict(os.environ, KILN_TEST_WRITE_VULKAN_BUNDLE=vulkan_bundle)
+    subprocess.run([tests, '-tc=vulkan session: write the sample bundle*'], env=env, check=True,
+                   capture_output=True)
+    if not os.path.exists(vulkan_bundle):
+        print('vulkan: skipped (no lavapipe or no compiled test shader; see runtime_unit)')
+    else:
+        proc = run([kiln, 'bench', vulkan_bundle, '--device', 'vulkan', '--startup', '--iterations', '2',
+                    '--validation'])
+        stages = check_startup(proc.stdout, 1, 'used')['startup_stages']
+        assert stages['instance_create_ms'] > 0 and stages['device_create_ms'] > 0, stages
+        assert stages['parameter_upload_ms'] > 0 and stages['kernel_load_ms'] == 0, stages
+        assert 'device=' in proc.stdout, proc.stdout
     print('PASS')
 
 

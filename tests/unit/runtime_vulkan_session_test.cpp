@@ -3,6 +3,8 @@
 // the validation layer and its synchronization checks; every message fails
 // the test. Skips like runtime_vulkan_test.cpp when something is missing.
 #include <doctest/doctest.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <string>
@@ -93,6 +95,13 @@ struct VulkanModel {
     options.vulkan_message_user_data = &messages;
     return true;
   }
+  // A session of the model with `with` (default: `options`); must succeed.
+  kiln_session_t* CreateSession(const kiln_session_options_t* with = nullptr) {
+    kiln_session_t* session = nullptr;
+    kiln_status_t status = kiln_session_create(model, with ? with : &options, &session);
+    REQUIRE_MESSAGE(status == NULL, Message(status));
+    return session;
+  }
   ~VulkanModel() { kiln_model_free(model); }
 };
 
@@ -124,19 +133,77 @@ void RunAndCheck(kiln_session_t* session, float start) {
 TEST_CASE("vulkan session: a SPIR-V bundle runs and replays through kiln.h") {
   VulkanModel m;
   OPEN_OR_SKIP(m);
-  kiln_session_t* session = nullptr;
-  kiln_status_t status = kiln_session_create(m.model, &m.options, &session);
-  REQUIRE_MESSAGE(status == NULL, Message(status));
+  kiln_session_t* session = m.CreateSession();
   CHECK(std::string(kiln_session_device_name(session)).find("llvmpipe") != std::string::npos);
   CHECK(kiln_session_dispatch_count(session) == 1);
   RunAndCheck(session, 1.0f);
   RunAndCheck(session, -7.0f);  // the recorded list replays with new inputs
   uint64_t ns = 0;
-  status = kiln_session_dispatch_profile(session, 0, &ns);
+  kiln_status_t status = kiln_session_dispatch_profile(session, 0, &ns);
   CHECK(kiln_status_code(status) == KILN_UNSUPPORTED);
   kiln_status_free(status);
   kiln_session_free(session);
   CHECK(m.messages == 0);
+}
+
+TEST_CASE("vulkan session: start-up timing (kiln_session_load_stats)") {
+  VulkanModel m;
+  OPEN_OR_SKIP(m);
+  kiln_session_t* session = m.CreateSession();
+  kiln_session_load_stats_t stats;
+  REQUIRE(kiln_session_load_stats(session, &stats) == NULL);
+  CHECK(stats.bundle_verify_ns > 0);
+  CHECK(stats.kernel_load_ns == 0);  // SPIR-V becomes pipelines per session
+  CHECK(stats.instance_create_ns > 0);
+  CHECK(stats.device_create_ns > 0);
+  CHECK(stats.pipeline_create_ns > 0);
+  CHECK(stats.pipeline_count == 1);
+  CHECK(stats.pipeline_cache_used == 0);
+  CHECK(stats.buffer_create_ns > 0);
+  CHECK(stats.parameter_upload_ns > 0);
+  CHECK(stats.record_ns > 0);
+  CHECK(stats.thread_start_ns == 0);
+  CHECK(stats.session_create_ns >= stats.instance_create_ns + stats.device_create_ns +
+                                       stats.pipeline_create_ns + stats.buffer_create_ns +
+                                       stats.parameter_upload_ns + stats.record_ns);
+  CHECK(stats.first_run_ns == 0);
+  CHECK(stats.load_to_first_run_ns == 0);
+  RunAndCheck(session, 2.0f);
+  REQUIRE(kiln_session_load_stats(session, &stats) == NULL);
+  CHECK(stats.first_run_ns > 0);
+  CHECK(stats.load_to_first_run_ns >= stats.session_create_ns + stats.first_run_ns);
+  CHECK(stats.load_to_first_run_ns >= stats.pipeline_create_ns);
+
+  // A session seeded with this one's pipeline cache reports it as used.
+  void* blob = nullptr;
+  size_t size = 0;
+  kiln_status_t status = kiln_session_vulkan_pipeline_cache(session, &blob, &size);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  kiln_session_free(session);
+  kiln_session_options_t options = m.options;
+  options.vulkan_pipeline_cache = blob;
+  options.vulkan_pipeline_cache_size = size;
+  session = m.CreateSession(&options);
+  kiln_free(blob);
+  REQUIRE(kiln_session_load_stats(session, &stats) == NULL);
+  CHECK(stats.pipeline_cache_used == 1);
+  CHECK(stats.pipeline_create_ns > 0);
+  kiln_session_free(session);
+  CHECK(m.messages == 0);
+}
+
+// Writes the vector-add Vulkan bundle to $KILN_TEST_WRITE_VULKAN_BUNDLE (for
+// runtime_tool_test.py's `kiln bench --device vulkan --startup`); writes
+// nothing where the test would skip (no compiled shader or no lavapipe).
+TEST_CASE("vulkan session: write the sample bundle for the tool test") {
+  const char* path = getenv("KILN_TEST_WRITE_VULKAN_BUNDLE");
+  if (!path) return;
+  VulkanModel m;
+  OPEN_OR_SKIP(m);
+  FILE* f = fopen(path, "wb");
+  REQUIRE(f != NULL);
+  CHECK(fwrite(m.file.data(), 1, m.file.size(), f) == m.file.size());
+  fclose(f);
 }
 
 TEST_CASE("vulkan session: device kinds, device index and the pipeline cache") {

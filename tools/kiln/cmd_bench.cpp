@@ -1,9 +1,14 @@
-// kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile]
+// kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile] [--startup]
 //                       [--device auto|cpu|vulkan] [--vulkan-device N] [--validation[=sync]]
 // Inputs are filled deterministically (fixed seed); the last line is
 // "median_ms=X min_ms=Y mean_ms=Z iterations=K".
 // --profile times every dispatch (kiln_session_set_profiling) and prints the
 // 20 slowest by median time, with their kernel and source node names.
+// Before it, a "startup:" line gives the time from the load call to the end
+// of the first run and the largest stages (kiln_session_load_stats);
+// --startup adds "startup_stages:" (every stage) and, after the timed runs,
+// loads the model again into a new session ("startup_warm:"): on Vulkan
+// seeded with the first session's pipeline cache.
 #include <stdio.h>
 #include <string.h>
 
@@ -61,6 +66,45 @@ void Fill(kiln_dtype_t dtype, std::vector<uint8_t>* bytes, Random* random) {
 
 constexpr size_t kProfileTop = 20;
 
+double Ms(uint64_t nanoseconds) { return (double)nanoseconds / 1e6; }
+
+// "startup: ..." (or `label`): the total and the stages that usually dominate.
+void PrintStartup(const char* label, const kiln_session_load_stats_t& s, size_t cache_bytes) {
+  printf("%s: load_to_first_run_ms=%.3f model_load_ms=%.3f session_create_ms=%.3f "
+         "pipeline_create_ms=%.3f first_run_ms=%.3f pipelines=%u pipeline_cache=%s",
+         label, Ms(s.load_to_first_run_ns), Ms(s.model_load_ns), Ms(s.session_create_ns),
+         Ms(s.pipeline_create_ns), Ms(s.first_run_ns), s.pipeline_count,
+         s.pipeline_count == 0 ? "none" : s.pipeline_cache_used ? "used" : "cold");
+  if (cache_bytes) printf(" pipeline_cache_bytes=%zu", cache_bytes);
+  printf("\n");
+}
+
+// "startup_stages: ...": every stage of kiln_session_load_stats_t.
+void PrintStartupStages(const kiln_session_load_stats_t& s) {
+  printf("startup_stages: bundle_map_ms=%.3f bundle_verify_ms=%.3f kernel_load_ms=%.3f "
+         "instance_create_ms=%.3f device_create_ms=%.3f pipeline_create_ms=%.3f "
+         "buffer_create_ms=%.3f parameter_upload_ms=%.3f record_ms=%.3f thread_start_ms=%.3f "
+         "first_run_ms=%.3f\n",
+         Ms(s.bundle_map_ns), Ms(s.bundle_verify_ns), Ms(s.kernel_load_ns), Ms(s.instance_create_ns),
+         Ms(s.device_create_ns), Ms(s.pipeline_create_ns), Ms(s.buffer_create_ns),
+         Ms(s.parameter_upload_ns), Ms(s.record_ns), Ms(s.thread_start_ns), Ms(s.first_run_ns));
+}
+
+// Loads the model, creates the session, sets the inputs and runs once: the
+// start-up as an application sees it.
+kiln::Status LoadAndRunOnce(const char* path, const kiln_session_options_t& options,
+                            const std::vector<std::vector<uint8_t>>& inputs, kiln::Model* model,
+                            kiln::Session* session) {
+  kiln::Status status = kiln::Model::LoadFile(path, model);
+  if (!status.ok()) return status;
+  status = kiln::Session::Create(*model, &options, session);
+  for (size_t i = 0; status.ok() && i < inputs.size(); ++i) {
+    status = session->set_input(i, inputs[i].data(), inputs[i].size());
+  }
+  if (status.ok()) status = session->run();
+  return status;
+}
+
 // Prints the slowest dispatches by median time. `times[d]` holds dispatch d's
 // time (ms) in every timed iteration. Names come from the bundle, which the
 // runtime verified at load.
@@ -105,7 +149,7 @@ void PrintProfile(const kiln::Model& model, const std::vector<std::vector<double
 int CmdBench(int argc, char** argv) {
   const char* model_path = nullptr;
   uint64_t threads = 1, iterations = 10, warmup = 2;
-  bool profile = false;
+  bool profile = false, startup = false;
   DeviceOptions device;
   for (int i = 0; i < argc; ++i) {
     int parsed = ParseDeviceOption(argc, argv, &i, &device);
@@ -128,6 +172,8 @@ int CmdBench(int argc, char** argv) {
       ++i;
     } else if (!strcmp(arg, "--profile")) {
       profile = true;
+    } else if (!strcmp(arg, "--startup")) {
+      startup = true;
     } else if (arg[0] == '-' && arg[1]) {
       return UsageError("bench: unknown option '%s'", arg);
     } else if (!model_path) {
@@ -198,6 +244,33 @@ int CmdBench(int argc, char** argv) {
     }
   }
   if (profile) PrintProfile(model, dispatch_times);
+
+  // Start-up: the first run above (a warm-up run unless --warmup 0) ended it.
+  kiln_session_load_stats_t stats = {};
+  status = session.load_stats(&stats);
+  if (!status.ok()) return FailStatus(status);
+  PrintStartup("startup", stats, 0);
+  if (startup) {
+    PrintStartupStages(stats);
+    // A second load into a new session, after the first is gone; on Vulkan
+    // seeded with the first session's pipeline cache.
+    void* cache = nullptr;
+    size_t cache_size = 0;
+    if (stats.pipeline_count) {
+      status = kiln::Status(kiln_session_vulkan_pipeline_cache(session.get(), &cache, &cache_size));
+      if (!status.ok()) return FailStatus(status);
+    }
+    session = kiln::Session();
+    model = kiln::Model();
+    options.vulkan_pipeline_cache = cache;
+    options.vulkan_pipeline_cache_size = cache_size;
+    status = LoadAndRunOnce(model_path, options, inputs, &model, &session);
+    kiln_free(cache);
+    options.vulkan_pipeline_cache = nullptr;
+    if (status.ok()) status = session.load_stats(&stats);
+    if (!status.ok()) return FailStatus(status);
+    PrintStartup("startup_warm", stats, cache_size);
+  }
   double min = *std::min_element(times.begin(), times.end());
   double mean = std::accumulate(times.begin(), times.end(), 0.0) / (double)times.size();
   printf("median_ms=%.4f min_ms=%.4f mean_ms=%.4f iterations=%llu\n", Median(times), min, mean,

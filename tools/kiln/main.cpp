@@ -3,7 +3,7 @@
 //   kiln run MODEL.kiln --input NAME=FILE.npy ... [--output-dir DIR] [--top K] [--iterations N]
 //            [--threads N]
 //   kiln inspect MODEL.kiln [--json]
-//   kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile]
+//   kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile] [--startup]
 //   (run and bench: [--device auto|cpu|vulkan] [--vulkan-device N] [--validation[=sync]])
 //
 // Errors: "kiln: error: ..." on stderr, exit 1; usage errors exit 2.
@@ -25,6 +25,7 @@ static const char kUsage[] =
     "           [--iterations N] [--threads N]\n"
     "  kiln inspect MODEL.kiln [--json]\n"
     "  kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile]\n"
+    "             [--startup]  (every start-up stage, and a second load: warm pipeline cache)\n"
     "  --threads N: threads running each dispatch, the calling one included (default 1)\n"
     "  run and bench also take --device auto|cpu|vulkan (default: what the bundle was\n"
     "  compiled for), --vulkan-device N and --validation[=sync] (the Vulkan validation\n"

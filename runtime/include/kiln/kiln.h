@@ -261,6 +261,64 @@ KILN_API kiln_status_t kiln_session_vulkan_pipeline_cache(kiln_session_t* sessio
 // Frees memory libkiln allocated for the caller (NULL is ignored).
 KILN_API void kiln_free(void* data);
 
+// Start-up timing: how long each stage of loading the model, creating the
+// session and its first run took, in nanoseconds (CLOCK_MONOTONIC). A stage
+// the session's device does not have is 0. Stages are measured inside
+// libkiln's calls; the caller's own work between them (filling inputs, ...)
+// is only in load_to_first_run_ns. Like the options, fields are only ever
+// added at the end.
+typedef struct kiln_session_load_stats_t {
+  // From the start of the kiln_model_load_* call that made the session's
+  // model to the end of the session's first successful kiln_session_run
+  // (0 until then). For a later session of the same model it also covers
+  // the time before that session was created.
+  uint64_t load_to_first_run_ns;
+  // kiln_model_load_*: the whole call (the three stages below and the
+  // input/output descriptions).
+  uint64_t model_load_ns;
+  // Mapping the file read-only (or wrapping or copying the caller's memory).
+  uint64_t bundle_map_ns;
+  // Verifying and parsing the bundle (FlatBuffers verifier, bundle checks,
+  // content hash; SPIR-V module checks for Vulkan bundles).
+  uint64_t bundle_verify_ns;
+  // CPU bundles: loading the kernel libraries (ELF loader) and resolving
+  // the kernels. 0 for Vulkan bundles (their pipelines are made per session).
+  uint64_t kernel_load_ns;
+  // kiln_session_create: the whole call (the stages below).
+  uint64_t session_create_ns;
+  // Vulkan: loading libvulkan, creating the instance, listing the devices.
+  uint64_t instance_create_ns;
+  // Vulkan: the logical device with its queue, command pool and fence.
+  uint64_t device_create_ns;
+  // Vulkan: the pipeline cache and every compute pipeline (shader modules,
+  // layouts, the driver compiling the shaders): usually the largest stage.
+  uint64_t pipeline_create_ns;
+  // Vulkan: the number of pipelines made (one per bundle kernel).
+  uint32_t pipeline_count;
+  // Vulkan: 1 when options.vulkan_pipeline_cache was given and seeded the
+  // cache (made by the same device and driver), else 0.
+  uint32_t pipeline_cache_used;
+  // Allocating memory: CPU: the arena; Vulkan: the arena, constant and
+  // staging buffers.
+  uint64_t buffer_create_ns;
+  // Vulkan: uploading the constants (weights) to the device. 0 on the CPU,
+  // which uses them in place in the mapped bundle.
+  uint64_t parameter_upload_ns;
+  // Binding the dispatch list: CPU: each dispatch's buffer pointers;
+  // Vulkan: descriptor sets and recording the command buffer.
+  uint64_t record_ns;
+  // CPU: starting the pool threads (thread_count > 1).
+  uint64_t thread_start_ns;
+  // The session's first successful kiln_session_run (0 until then). It
+  // includes one-time costs a later run does not pay (first touch of the
+  // arena's pages, a driver's lazy work).
+  uint64_t first_run_ns;
+} kiln_session_load_stats_t;
+
+// The session's start-up timing (see kiln_session_load_stats_t).
+KILN_API kiln_status_t kiln_session_load_stats(const kiln_session_t* session,
+                                               kiln_session_load_stats_t* out_stats);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -141,6 +141,9 @@ class Session {
   Status output_data(size_t index, const void** out_data) {
     return Status(kiln_session_output_data(session_, index, out_data));
   }
+  Status load_stats(kiln_session_load_stats_t* out_stats) const {
+    return Status(kiln_session_load_stats(session_, out_stats));
+  }
 
  private:
   explicit Session(kiln_session_t* session) : session_(session) {}

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/allocator.h"
+#include "base/clock.h"
 
 namespace fb = kiln::fb;
 
@@ -81,9 +82,10 @@ static kiln_status_t kiln_model_describe(kiln_model_t* model) {
   return NULL;
 }
 
-// Takes ownership of `memory` (released on failure too).
-static kiln_status_t kiln_model_load(kiln_bundle_memory_t memory, uint32_t flags,
-                                     kiln_model_t** out_model) {
+// Takes ownership of `memory` (released on failure too). `start` is when the
+// load call began, `map_ns` how long getting `memory` took.
+static kiln_status_t kiln_model_load(kiln_bundle_memory_t memory, uint32_t flags, uint64_t start,
+                                     uint64_t map_ns, kiln_model_t** out_model) {
   kiln_model_t* model = NULL;
   kiln_status_t status = kiln_calloc_array(1, &model);
   if (status) {
@@ -92,13 +94,22 @@ static kiln_status_t kiln_model_load(kiln_bundle_memory_t memory, uint32_t flags
   }
   model->memory = memory;
   model->flags = flags;
+  model->load_start_ns = start;
+  model->load_stats.bundle_map_ns = map_ns;
+  uint64_t stage = kiln_now_nanoseconds();
   status = kiln_bundle_verify(memory.data, memory.size, &model->view);
-  if (!status && !(flags & KILN_MODEL_LOAD_VERIFY_ONLY)) status = kiln_model_load_kernels(model);
+  model->load_stats.bundle_verify_ns = kiln_nanoseconds_since(stage);
+  if (!status && !(flags & KILN_MODEL_LOAD_VERIFY_ONLY) && !model->view.spirv) {
+    stage = kiln_now_nanoseconds();
+    status = kiln_model_load_kernels(model);
+    model->load_stats.kernel_load_ns = kiln_nanoseconds_since(stage);
+  }
   if (!status) status = kiln_model_describe(model);
   if (status) {
     kiln_model_free(model);
     return status;
   }
+  model->load_stats.model_load_ns = kiln_nanoseconds_since(start);
   *out_model = model;
   return NULL;
 }
@@ -108,19 +119,21 @@ kiln_status_t kiln_model_load_file_ex(const char* path, uint32_t flags,
   if (!path || !out_model) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "load: NULL path or out_model");
   }
+  uint64_t start = kiln_now_nanoseconds();
   kiln_bundle_memory_t memory;
   memset(&memory, 0, sizeof(memory));
   KILN_RETURN_IF_ERROR(kiln_bundle_memory_map_file(path, &memory));
-  return kiln_model_load(memory, flags, out_model);
+  return kiln_model_load(memory, flags, start, kiln_nanoseconds_since(start), out_model);
 }
 
 kiln_status_t kiln_model_load_memory_ex(const void* data, size_t size, uint32_t flags,
                                         kiln_model_t** out_model) {
   if (!out_model) return kiln_make_status(KILN_INVALID_ARGUMENT, "load: NULL out_model");
+  uint64_t start = kiln_now_nanoseconds();
   kiln_bundle_memory_t memory;
   memset(&memory, 0, sizeof(memory));
   KILN_RETURN_IF_ERROR(kiln_bundle_memory_wrap(data, size, &memory));
-  return kiln_model_load(memory, flags, out_model);
+  return kiln_model_load(memory, flags, start, kiln_nanoseconds_since(start), out_model);
 }
 
 kiln_status_t kiln_model_load_file(const char* path, kiln_model_t** out_model) {

@@ -31,6 +31,8 @@ struct kiln_model_t {
   kiln_model_io_t* outputs;                  // model outputs, in bundle order
   size_t output_count;                       // entries in `outputs`
   int64_t* shapes;                           // aligned copies of every input/output shape
+  uint64_t load_start_ns;                    // kiln_now_nanoseconds() when the load call began
+  kiln_session_load_stats_t load_stats;      // the model_load_ns .. kernel_load_ns fields
 };
 
 #endif  // KILN_EXEC_MODEL_H_

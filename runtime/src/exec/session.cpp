@@ -9,9 +9,9 @@
 // [total * w / N, total * (w + 1) / N); the pool's barrier ends the dispatch.
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/allocator.h"
+#include "base/clock.h"
 #include "exec/model.h"
 #include "exec/thread_pool.h"
 #include "exec/vulkan_session.h"
@@ -39,6 +39,7 @@ struct kiln_session_t {
   int profile_valid;                    // nonzero: the last run was made with profiling on
   uint64_t* dispatch_nanoseconds;       // dispatch_count entries: times of the last profiled run
   kiln_vulkan_session_t* vulkan;        // a Vulkan bundle's session (then no arena, no dispatches)
+  kiln_session_load_stats_t load_stats; // start-up timing (kiln_session_load_stats)
 };
 
 // One dispatch being run by the pool: the task's context, on the stack of
@@ -111,7 +112,7 @@ static kiln_status_t kiln_session_start_threads(kiln_session_t* session,
 // A Vulkan bundle's session: the work is in exec/vulkan_session.cpp.
 static kiln_status_t kiln_session_create_vulkan(const kiln_model_t* model,
                                                 const kiln_session_options_t* options,
-                                                kiln_session_t** out_session) {
+                                                uint64_t start, kiln_session_t** out_session) {
   kiln_session_options_t defaults;
   memset(&defaults, 0, sizeof(defaults));
   kiln_session_t* session = NULL;
@@ -120,11 +121,14 @@ static kiln_status_t kiln_session_create_vulkan(const kiln_model_t* model,
   session->thread_count = 1;
   const fb::Bundle* bundle = model->view.bundle;
   session->dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
-  kiln_status_t status = kiln_vulkan_session_create(model, options ? options : &defaults, &session->vulkan);
+  session->load_stats = model->load_stats;
+  kiln_status_t status = kiln_vulkan_session_create(model, options ? options : &defaults,
+                                                    &session->load_stats, &session->vulkan);
   if (status) {
     kiln_session_free(session);
     return kiln_status_annotate(status, "session: creating a Vulkan session");
   }
+  session->load_stats.session_create_ns = kiln_nanoseconds_since(start);
   *out_session = session;
   return NULL;
 }
@@ -132,6 +136,7 @@ static kiln_status_t kiln_session_create_vulkan(const kiln_model_t* model,
 kiln_status_t kiln_session_create(const kiln_model_t* model,
                                   const kiln_session_options_t* options,
                                   kiln_session_t** out_session) {
+  uint64_t start = kiln_now_nanoseconds();
   if (!model || !out_session) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "session: NULL model or out_session");
   }
@@ -154,7 +159,7 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
                             model->view.spirv ? "Vulkan" : "the CPU",
                             device == KILN_DEVICE_VULKAN ? "Vulkan" : "the CPU");
   }
-  if (model->view.spirv) return kiln_session_create_vulkan(model, options, out_session);
+  if (model->view.spirv) return kiln_session_create_vulkan(model, options, start, out_session);
   uint32_t thread_count = options && options->thread_count > 1 ? options->thread_count : 1;
   if (thread_count > KILN_SESSION_MAX_THREADS) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "session: thread_count %u exceeds %u",
@@ -164,22 +169,30 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
   KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session));
   session->model = model;
   session->thread_count = thread_count;
+  session->load_stats = model->load_stats;
   session->arena_size = (size_t)model->view.arena_bytes;  // verified to fit
   void* arena = NULL;
+  uint64_t stage = kiln_now_nanoseconds();
   kiln_status_t status = kiln_pages_alloc(session->arena_size, &arena);
+  session->load_stats.buffer_create_ns = kiln_nanoseconds_since(stage);
   session->arena = (uint8_t*)arena;
+  stage = kiln_now_nanoseconds();
   if (!status) status = kiln_session_bind(session);
+  session->load_stats.record_ns = kiln_nanoseconds_since(stage);
   if (!status) status = kiln_calloc_array(session->dispatch_count, &session->dispatch_nanoseconds);
   if (status) {
     kiln_session_free(session);
     return kiln_status_annotate(status, "session: creating (arena of %zu bytes)",
                                 (size_t)model->view.arena_bytes);
   }
+  stage = kiln_now_nanoseconds();
   status = kiln_session_start_threads(session, options);
+  if (thread_count > 1) session->load_stats.thread_start_ns = kiln_nanoseconds_since(stage);
   if (status) {
     kiln_session_free(session);
     return kiln_status_annotate(status, "session: starting %u threads", thread_count);
   }
+  session->load_stats.session_create_ns = kiln_nanoseconds_since(start);
   *out_session = session;
   return NULL;
 }
@@ -310,16 +323,8 @@ static kiln_status_t kiln_session_run_parallel(kiln_session_t* session, uint32_t
                                    parallel.failed_workgroup, parallel.failed_worker);
 }
 
-static uint64_t kiln_now_nanoseconds(void) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
-}
-
 // The executor: dispatches in order; see the top of the file.
-kiln_status_t kiln_session_run(kiln_session_t* session) {
-  if (!session) return kiln_make_status(KILN_INVALID_ARGUMENT, "run: NULL session");
-  if (session->vulkan) return kiln_vulkan_session_run(session->vulkan);
+static kiln_status_t kiln_session_run_dispatches(kiln_session_t* session) {
   const int profiling = session->profiling;
   session->profile_valid = profiling;
   if (profiling) {
@@ -336,6 +341,30 @@ kiln_status_t kiln_session_run(kiln_session_t* session) {
     }
     if (status) return status;
   }
+  return NULL;
+}
+
+kiln_status_t kiln_session_run(kiln_session_t* session) {
+  if (!session) return kiln_make_status(KILN_INVALID_ARGUMENT, "run: NULL session");
+  // The first successful run ends the start-up (kiln_session_load_stats).
+  const bool first = session->load_stats.first_run_ns == 0;
+  uint64_t start = first ? kiln_now_nanoseconds() : 0;
+  kiln_status_t status = session->vulkan ? kiln_vulkan_session_run(session->vulkan)
+                                         : kiln_session_run_dispatches(session);
+  if (first && !status) {
+    uint64_t end = kiln_now_nanoseconds();
+    session->load_stats.first_run_ns = end - start ? end - start : 1;
+    session->load_stats.load_to_first_run_ns = end - session->model->load_start_ns;
+  }
+  return status;
+}
+
+kiln_status_t kiln_session_load_stats(const kiln_session_t* session,
+                                      kiln_session_load_stats_t* out_stats) {
+  if (!session || !out_stats) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "load_stats: NULL session or out_stats");
+  }
+  *out_stats = session->load_stats;
   return NULL;
 }
 

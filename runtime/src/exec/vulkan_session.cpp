@@ -6,6 +6,7 @@
 
 #include "base/allocator.h"
 #include "base/checked_math.h"
+#include "base/clock.h"
 #include "vulkan/vulkan_command.h"
 
 namespace fb = kiln::fb;
@@ -77,7 +78,8 @@ static kiln_status_t kiln_vulkan_session_pick_device(const kiln_vulkan_instance_
 }
 
 static kiln_status_t kiln_vulkan_session_open_device(kiln_vulkan_session_t* session,
-                                                     const kiln_session_options_t* options) {
+                                                     const kiln_session_options_t* options,
+                                                     kiln_session_load_stats_t* stats) {
   kiln_vulkan_instance_options_t instance_options;
   memset(&instance_options, 0, sizeof(instance_options));
   if (options->vulkan_validation > KILN_VULKAN_VALIDATE_SYNCHRONIZATION) {
@@ -89,7 +91,10 @@ static kiln_status_t kiln_vulkan_session_open_device(kiln_vulkan_session_t* sess
     instance_options.message_callback = kiln_vulkan_session_message;
     instance_options.message_user_data = session;
   }
-  KILN_RETURN_IF_ERROR(kiln_vulkan_instance_create(&instance_options, &session->instance));
+  uint64_t start = kiln_now_nanoseconds();
+  kiln_status_t status = kiln_vulkan_instance_create(&instance_options, &session->instance);
+  stats->instance_create_ns = kiln_nanoseconds_since(start);
+  if (status) return status;
   kiln_vulkan_device_options_t device_options;
   memset(&device_options, 0, sizeof(device_options));
   KILN_RETURN_IF_ERROR(kiln_vulkan_session_pick_device(session->instance, options->vulkan_device,
@@ -99,14 +104,20 @@ static kiln_status_t kiln_vulkan_session_open_device(kiln_vulkan_session_t* sess
   for (uint32_t i = 0; i < library_count; ++i) {
     device_options.features |= (uint32_t)bundle->libraries()->Get(i)->vulkan_features();
   }
-  return kiln_vulkan_device_create(session->instance, &device_options, &session->device);
+  start = kiln_now_nanoseconds();
+  status = kiln_vulkan_device_create(session->instance, &device_options, &session->device);
+  stats->device_create_ns = kiln_nanoseconds_since(start);
+  return status;
 }
 
 static kiln_status_t kiln_vulkan_session_create_pipelines(kiln_vulkan_session_t* session,
-                                                          const kiln_session_options_t* options) {
+                                                          const kiln_session_options_t* options,
+                                                          kiln_session_load_stats_t* stats) {
+  int cache_used = 0;
   KILN_RETURN_IF_ERROR(kiln_vulkan_pipeline_cache_create(session->device, options->vulkan_pipeline_cache,
                                                          options->vulkan_pipeline_cache_size,
-                                                         &session->cache, NULL));
+                                                         &session->cache, &cache_used));
+  stats->pipeline_cache_used = cache_used ? 1 : 0;
   const kiln_bundle_view_t* view = &session->model->view;
   uint32_t count = view->bundle->kernels() ? view->bundle->kernels()->size() : 0;
   KILN_RETURN_IF_ERROR(kiln_calloc_array(count, &session->pipelines));
@@ -129,12 +140,14 @@ static kiln_status_t kiln_vulkan_session_create_pipelines(kiln_vulkan_session_t*
       return kiln_status_annotate(status, "kernel %u ('%.64s')", i, kernel->name()->c_str());
     }
     session->pipeline_count = i + 1;
+    stats->pipeline_count = i + 1;
   }
   return NULL;
 }
 
 // The arena, the constants (uploaded now) and the staging buffer.
-static kiln_status_t kiln_vulkan_session_create_buffers(kiln_vulkan_session_t* session) {
+static kiln_status_t kiln_vulkan_session_create_buffers(kiln_vulkan_session_t* session,
+                                                        kiln_session_load_stats_t* stats) {
   const kiln_model_t* model = session->model;
   const fb::Bundle* bundle = model->view.bundle;
   uint64_t arena_size = 0, constants_end = 0, constants_size = 0, staging_size = 4;
@@ -168,8 +181,11 @@ static kiln_status_t kiln_vulkan_session_create_buffers(kiln_vulkan_session_t* s
   KILN_RETURN_IF_ERROR(kiln_vulkan_buffer_create(session->device, KILN_VULKAN_BUFFER_DEVICE,
                                                  constants_size, &session->constants));
   if (constants_end == 0) return NULL;
-  return kiln_vulkan_buffer_upload(session->device, NULL, &session->constants, 0,
-                                   model->view.data_segment, constants_end);
+  uint64_t start = kiln_now_nanoseconds();
+  kiln_status_t status = kiln_vulkan_buffer_upload(session->device, NULL, &session->constants, 0,
+                                                   model->view.data_segment, constants_end);
+  stats->parameter_upload_ns = kiln_nanoseconds_since(start);
+  return status;
 }
 
 // Every dispatch of the bundle, bound to the session's buffers, recorded once.
@@ -217,6 +233,7 @@ static kiln_status_t kiln_vulkan_session_record(kiln_vulkan_session_t* session) 
 
 kiln_status_t kiln_vulkan_session_create(const kiln_model_t* model,
                                          const kiln_session_options_t* options,
+                                         kiln_session_load_stats_t* stats,
                                          kiln_vulkan_session_t** out_session) {
   kiln_vulkan_session_t* session = NULL;
   KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session));
@@ -227,10 +244,25 @@ kiln_status_t kiln_vulkan_session_create(const kiln_model_t* model,
                                                    : KILN_VULKAN_SESSION_DEFAULT_TIMEOUT_MS;
   session->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
   kiln_status_t status = kiln_calloc_array(model->output_count, &session->output_copies);
-  if (!status) status = kiln_vulkan_session_open_device(session, options);
-  if (!status) status = kiln_vulkan_session_create_pipelines(session, options);
-  if (!status) status = kiln_vulkan_session_create_buffers(session);
-  if (!status) status = kiln_vulkan_session_record(session);
+  if (!status) status = kiln_vulkan_session_open_device(session, options, stats);
+  uint64_t start = kiln_now_nanoseconds();
+  if (!status) {
+    status = kiln_vulkan_session_create_pipelines(session, options, stats);
+    stats->pipeline_create_ns = kiln_nanoseconds_since(start);
+  }
+  if (!status) {
+    start = kiln_now_nanoseconds();
+    status = kiln_vulkan_session_create_buffers(session, stats);
+    // Allocation only: the constants' upload is parameter_upload_ns.
+    uint64_t elapsed = kiln_nanoseconds_since(start);
+    stats->buffer_create_ns = elapsed > stats->parameter_upload_ns
+                                  ? elapsed - stats->parameter_upload_ns : 1;
+  }
+  if (!status) {
+    start = kiln_now_nanoseconds();
+    status = kiln_vulkan_session_record(session);
+    stats->record_ns = kiln_nanoseconds_since(start);
+  }
   if (status) {
     kiln_vulkan_session_free(session);
     return status;

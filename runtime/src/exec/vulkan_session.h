@@ -23,8 +23,11 @@
 
 typedef struct kiln_vulkan_session_t kiln_vulkan_session_t;
 
+// Writes the Vulkan stages of `stats` (instance_create_ns .. record_ns,
+// pipeline_count, pipeline_cache_used) as they run, on failure too.
 kiln_status_t kiln_vulkan_session_create(const kiln_model_t* model,
                                          const kiln_session_options_t* options,
+                                         kiln_session_load_stats_t* stats,
                                          kiln_vulkan_session_t** out_session);
 // NULL is ignored.
 void kiln_vulkan_session_free(kiln_vulkan_session_t* session);

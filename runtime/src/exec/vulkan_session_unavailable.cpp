@@ -3,7 +3,7 @@
 #include "exec/vulkan_session.h"
 
 kiln_status_t kiln_vulkan_session_create(const kiln_model_t*, const kiln_session_options_t*,
-                                         kiln_vulkan_session_t**) {
+                                         kiln_session_load_stats_t*, kiln_vulkan_session_t**) {
   return kiln_make_status(KILN_UNSUPPORTED,
                           "vulkan: this libkiln was built without Vulkan support "
                           "(the Vulkan headers were missing)");
