@@ -37,6 +37,7 @@
 #include <set>
 
 #include "graph/passes.h"
+#include "lower/schedules_cpu.h"
 #include "support/diagnostics.h"
 
 namespace kiln::graph {
@@ -180,15 +181,19 @@ class Blocker {
 
   // MatMul/Gemm with constant 2-D weights B [K, N] (Gemm: transB=0):
   // packed into panels [N/nb, K, nb] (kiln_packed_b=nb), nb the column tile
-  // of the matmul schedule (lower/schedules_cpu.cpp), so that one tile's
+  // of the matmul schedule (lower::matmul_panel_width), so that one tile's
   // weights are one contiguous block. The node is changed in place.
   void pack_matmul_weights(Node& n) {
     if (n.inputs.size() < 2 || n.inputs[1] < 0 || n.has_attr("kiln_packed_b")) return;
     if (n.op == "Gemm" && n.attr_int("transB", 0) != 0) return;
     const Value b = g_.values[n.inputs[1]];
     if (!b.is_constant() || b.shape.size() != 2 || (b.dtype != DType::F32 && b.dtype != DType::F64)) return;
+    if (n.inputs[0] < 0) return;
+    const Shape& as = g_.values[n.inputs[0]].shape;
+    bool ta = n.op == "Gemm" && n.attr_int("transA", 0) != 0;
+    int64_t M = as.size() < 2 ? 1 : ta ? as[as.size() - 1] : as[as.size() - 2];  // rows per batch
     int64_t K = b.shape[0], N = b.shape[1];
-    int64_t nb = N % 32 == 0 ? 32 : N % 16 == 0 ? 16 : 0;
+    int64_t nb = lower::matmul_panel_width(M, N);
     if (!nb) return;
     std::vector<double> d = constant_as_doubles(b), p(d.size());
     for (int64_t k = 0; k < K; k++)

@@ -25,5 +25,10 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, int registers);
 void schedule_pool_blocked_cpu(te::Stage& s);
 // MatMul/Gemm-like: output [..., M, N], one reduction axis K.
 void schedule_matmul_cpu(te::Stage& s);
+// The vector lanes of a matmul tile for N output columns (0: no vector tile),
+// and its column count for M rows per batch: also the panel width of weights
+// packed at compile time (graph/pass_layout.cpp), so one tile = one panel.
+int64_t matmul_lanes(int64_t n);
+int64_t matmul_panel_width(int64_t m, int64_t n);
 
 }  // namespace kiln::lower
