@@ -1,5 +1,6 @@
 #include "bundle/bundle_writer.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -18,16 +19,6 @@ uint64_t align_up(uint64_t x, uint64_t alignment = kAlign) { return (x + alignme
 static_assert((uint32_t)fb::VulkanFeature::ShaderInt64 == kGlslFeatureInt64, "feature bits");
 static_assert((uint32_t)fb::VulkanFeature::ShaderFloat64 == kGlslFeatureFloat64, "feature bits");
 
-// A SpirV library's blob: the modules one after another; each one's byte offset.
-std::string spirv_blob(const SpirvLibrary& lib, std::vector<uint64_t>* offsets) {
-  std::string blob;
-  for (auto& k : lib.kernels) {
-    offsets->push_back(blob.size());
-    blob.append(reinterpret_cast<const char*>(k.words.data()), k.words.size() * 4);
-  }
-  return blob;
-}
-
 // What goes where: tensor table and data segment layout (independent of the
 // FlatBuffer's own size).
 struct Layout {
@@ -36,10 +27,12 @@ struct Layout {
   std::vector<uint64_t> tensor_offset;      // per tensor: arena or data-segment offset
   std::vector<bool> tensor_is_const;        // per tensor
   std::vector<std::pair<const std::vector<uint8_t>*, uint64_t>> blobs;  // data segment pieces
-  uint64_t library_offset = 0, segment_size = 0;
+  std::vector<uint64_t> library_offset;     // per kernel library blob
+  uint64_t constant_bytes = 0, segment_size = 0;
 };
 
-Layout make_layout(const graph::Graph& g, const LoweredProgram& p, const MemoryPlan& plan, const std::string& library) {
+Layout make_layout(const graph::Graph& g, const LoweredProgram& p, const MemoryPlan& plan,
+                   const std::vector<const std::string*>& libraries) {
   Layout l;
   std::map<const std::vector<uint8_t>*, uint64_t> data_offset;
   uint64_t cursor = 0;
@@ -76,17 +69,58 @@ Layout make_layout(const graph::Graph& g, const LoweredProgram& p, const MemoryP
     for (int v : n.outputs)
       if (v >= 0 && !g.values[v].is_constant()) add(v);
   }
-  l.library_offset = cursor;
-  l.segment_size = cursor + library.size();
+  l.constant_bytes = cursor;
+  for (const std::string* lib : libraries) {
+    cursor = align_up(cursor);
+    l.library_offset.push_back(cursor);
+    cursor += lib->size();
+  }
+  l.segment_size = cursor;
   return l;
 }
 
 fb::DType to_fb(graph::DType t) { return static_cast<fb::DType>(static_cast<uint8_t>(t)); }
 
+// The library blobs of a bundle: [SpirV][ELF] (each only when non-empty).
+struct Libraries {
+  std::string spirv, elf;
+  std::vector<uint64_t> spirv_offsets;  // per kernel: its module's offset in `spirv`
+  std::vector<const std::string*> blobs() const {
+    std::vector<const std::string*> r;
+    if (!spirv.empty()) r.push_back(&spirv);
+    if (!elf.empty()) r.push_back(&elf);
+    return r;
+  }
+};
+
+// Per dispatch: the tensors to copy around host dispatches (heterogeneous bundles).
+void plan_host_copies(const graph::Graph& g, const LoweredProgram& p, const Layout& l, const std::vector<bool>& on_host,
+                      std::vector<std::vector<uint32_t>>* downloads, std::vector<std::vector<uint32_t>>* uploads) {
+  std::vector<std::vector<std::pair<int64_t, uint64_t>>> ranges(p.kernels.size());
+  std::vector<std::vector<bool>> writes(p.kernels.size());
+  std::vector<std::vector<uint32_t>> tensors(p.kernels.size());
+  for (size_t i = 0; i < p.kernels.size(); i++) {
+    const KernelDef& k = p.kernels[i];
+    for (size_t j = 0; j < k.params.size(); j++) {
+      uint32_t t = l.tensor_of.at(k.param_values[j]);
+      tensors[i].push_back(t);
+      ranges[i].push_back({l.tensor_is_const[t] ? -1 : (int64_t)l.tensor_offset[t],
+                           g.values[l.tensor_values[t]].byte_size()});
+      writes[i].push_back(k.access[j] != Access::Read);
+    }
+  }
+  HostTransfers h = host_transfers(on_host, ranges, writes);
+  downloads->assign(p.kernels.size(), {});
+  uploads->assign(p.kernels.size(), {});
+  for (size_t i = 0; i < p.kernels.size(); i++) {
+    for (size_t j : h.downloads[i]) (*downloads)[i].push_back(tensors[i][j]);
+    for (size_t j : h.uploads[i]) (*uploads)[i].push_back(tensors[i][j]);
+  }
+}
+
 std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgram& p, const MemoryPlan& plan,
-                                      const std::string& library, const TargetSpec& target, const Layout& l,
-                                      uint64_t segment_offset, const SpirvLibrary* spirv,
-                                      const std::vector<uint64_t>& spirv_offsets) {
+                                      const Libraries& libs, const TargetSpec& target, const Layout& l,
+                                      uint64_t segment_offset, const SpirvLibrary* spirv) {
   flatbuffers::FlatBufferBuilder b(1 << 16);
   b.ForceDefaults(true);  // fixed-size fields: the FlatBuffer's size must not depend on their values
 
@@ -116,24 +150,41 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
   }
   auto memory = fb::CreateMemoryPlan(b, plan.arena_bytes, (uint32_t)plan.alignment);
   std::vector<flatbuffers::Offset<fb::KernelLibrary>> libraries;
-  if (!library.empty())  // a model without kernels (all constant or aliases) has no library
-    libraries.push_back(fb::CreateKernelLibraryDirect(
-        b, spirv ? fb::LibraryFormat::SpirV : fb::LibraryFormat::ElfSharedObject, target.triple.c_str(),
-        target.cpu.c_str(), target.features.c_str(), l.library_offset, library.size(),
-        static_cast<fb::VulkanFeature>(spirv ? spirv->features : 0)));
+  // A model without kernels (all constant or aliases) has no library.
+  uint32_t spirv_index = 0, elf_index = libs.spirv.empty() ? 0 : 1;
+  if (!libs.spirv.empty())
+    libraries.push_back(fb::CreateKernelLibraryDirect(b, fb::LibraryFormat::SpirV, target.triple.c_str(),
+                                                      target.cpu.c_str(), target.features.c_str(),
+                                                      l.library_offset.at(spirv_index), libs.spirv.size(),
+                                                      static_cast<fb::VulkanFeature>(spirv->features)));
+  if (!libs.elf.empty()) {
+    TargetSpec host = spirv ? TargetSpec::host() : target;  // a Vulkan bundle's CPU kernels run on the host
+    libraries.push_back(fb::CreateKernelLibraryDirect(b, fb::LibraryFormat::ElfSharedObject, host.triple.c_str(),
+                                                      host.cpu.c_str(), host.features.c_str(),
+                                                      l.library_offset.at(elf_index), libs.elf.size(),
+                                                      fb::VulkanFeature::NONE));
+  }
+  const bool mixed = !libs.spirv.empty() && !libs.elf.empty();
+  std::vector<bool> on_host(p.kernels.size(), !spirv);
+  for (size_t i = 0; spirv && i < p.kernels.size(); i++) on_host[i] = !spirv->kernels.at(i).cpu_reason.empty();
+  std::vector<std::vector<uint32_t>> downloads(p.kernels.size()), uploads(p.kernels.size());
+  if (mixed) plan_host_copies(g, p, l, on_host, &downloads, &uploads);
 
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
   std::vector<flatbuffers::Offset<fb::Dispatch>> dispatches;
+  uint32_t elf_ordinal = 0;
   for (size_t i = 0; i < p.kernels.size(); i++) {
     const KernelDef& k = p.kernels[i];
     flatbuffers::Offset<fb::SpirvKernel> module = 0;
-    if (spirv) {
+    if (!on_host[i]) {
       const SpirvKernel& sk = spirv->kernels.at(i);
       std::vector<uint32_t> size(sk.workgroup_size.begin(), sk.workgroup_size.end());
-      module = fb::CreateSpirvKernelDirect(b, spirv_offsets.at(i), sk.words.size() * 4, sk.entry_point.c_str(), &size,
-                                           sk.binding_count, sk.push_constant_size);
+      module = fb::CreateSpirvKernelDirect(b, libs.spirv_offsets.at(i), sk.words.size() * 4, sk.entry_point.c_str(),
+                                           &size, sk.binding_count, sk.push_constant_size);
+      kernels.push_back(fb::CreateKernelDirect(b, k.name.c_str(), spirv_index, (uint32_t)i, module));
+    } else {
+      kernels.push_back(fb::CreateKernelDirect(b, k.name.c_str(), elf_index, elf_ordinal++, module));
     }
-    kernels.push_back(fb::CreateKernelDirect(b, k.name.c_str(), 0, (uint32_t)i, module));
     std::vector<uint32_t> wg(k.workgroup_count.begin(), k.workgroup_count.end());
     std::vector<fb::Binding> bindings;
     for (size_t j = 0; j < k.params.size(); j++) {
@@ -143,11 +194,13 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
     }
     std::vector<uint32_t> push_constants;
     std::vector<uint32_t> sources(k.source_nodes.begin(), k.source_nodes.end());
-    dispatches.push_back(fb::CreateDispatchDirect(b, (uint32_t)i, &wg, &bindings, &push_constants, &sources));
+    dispatches.push_back(fb::CreateDispatchDirect(b, (uint32_t)i, &wg, &bindings, &push_constants, &sources,
+                                                  mixed ? &downloads[i] : nullptr, mixed ? &uploads[i] : nullptr));
   }
   std::string producer = "kilnc 0.1.0";
-  // A CPU bundle needs nothing of 0.2 (the Vulkan fields): 0.1 runtimes can run it.
-  uint16_t min_runtime_minor = spirv ? KILN_BUNDLE_VERSION_MINOR : 1;
+  // A CPU bundle needs nothing of 0.2 (the Vulkan fields): 0.1 runtimes can
+  // run it; a Vulkan bundle needs 0.2, a heterogeneous one 0.3.
+  uint16_t min_runtime_minor = mixed ? 3 : !libs.spirv.empty() ? 2 : 1;
   auto root = fb::CreateBundleDirect(b, KILN_BUNDLE_VERSION_MAJOR, KILN_BUNDLE_VERSION_MINOR, min_runtime_minor,
                                      producer.c_str(), &tensors, &inputs, &outputs, &nodes, memory, &libraries,
                                      &kernels, &dispatches, segment_offset, l.segment_size,
@@ -158,23 +211,70 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
 
 }  // namespace
 
+HostTransfers host_transfers(const std::vector<bool>& on_host,
+                             const std::vector<std::vector<std::pair<int64_t, uint64_t>>>& ranges,
+                             const std::vector<std::vector<bool>>& writes) {
+  HostTransfers h;
+  h.downloads.resize(on_host.size());
+  h.uploads.resize(on_host.size());
+  std::vector<std::pair<uint64_t, uint64_t>> host_valid;  // [begin, end) the host copy holds this run
+  auto holds = [&](uint64_t begin, uint64_t end) {
+    for (auto& [b, e] : host_valid)
+      if (b <= begin && end <= e) return true;
+    return false;
+  };
+  for (size_t i = 0; i < on_host.size(); i++) {
+    for (size_t j = 0; j < ranges[i].size(); j++) {
+      if (ranges[i][j].first < 0 || ranges[i][j].second == 0) continue;  // constants: read in place
+      uint64_t begin = (uint64_t)ranges[i][j].first, end = begin + ranges[i][j].second;
+      if (!on_host[i]) {  // a device write makes the host's copy of those bytes stale
+        if (writes[i][j])
+          host_valid.erase(std::remove_if(host_valid.begin(), host_valid.end(),
+                                          [&](auto& r) { return r.first < end && begin < r.second; }),
+                           host_valid.end());
+        continue;
+      }
+      // Written ranges are downloaded too: the kernel may write only part of
+      // them (the whole range is uploaded after it).
+      if (!holds(begin, end)) {
+        h.downloads[i].push_back(j);
+        host_valid.push_back({begin, end});
+      }
+      if (writes[i][j]) h.uploads[i].push_back(j);
+    }
+  }
+  return h;
+}
+
 std::string write_bundle(const graph::Graph& g, const LoweredProgram& p, const MemoryPlan& plan,
                          const std::string& cpu_library, const TargetSpec& target, BundleStats* stats,
                          const SpirvLibrary* spirv) {
-  std::vector<uint64_t> spirv_offsets;
-  const std::string kernel_library = spirv ? spirv_blob(*spirv, &spirv_offsets) : cpu_library;
-  Layout l = make_layout(g, p, plan, kernel_library);
+  Libraries libs;
+  if (spirv) {
+    for (auto& k : spirv->kernels) {
+      libs.spirv_offsets.push_back(libs.spirv.size());
+      libs.spirv.append(reinterpret_cast<const char*>(k.words.data()), k.words.size() * 4);
+    }
+    internal_assert(cpu_library.empty() == (spirv->cpu_kernel_count() == 0)) << "CPU kernels without a CPU library";
+  }
+  libs.elf = cpu_library;
+  std::vector<const std::string*> blobs = libs.blobs();
+  Layout l = make_layout(g, p, plan, blobs);
   // The segment offset depends on the FlatBuffer's size, which (with forced
   // defaults) does not depend on the offset's value: build, measure, rebuild.
-  std::vector<uint8_t> fb = build_flatbuffer(g, p, plan, kernel_library, target, l, ~0ull, spirv, spirv_offsets);
+  std::vector<uint8_t> fb = build_flatbuffer(g, p, plan, libs, target, l, ~0ull, spirv);
   uint64_t segment_offset = align_up(fb.size());
-  fb = build_flatbuffer(g, p, plan, kernel_library, target, l, segment_offset, spirv, spirv_offsets);
+  fb = build_flatbuffer(g, p, plan, libs, target, l, segment_offset, spirv);
   internal_assert(align_up(fb.size()) == segment_offset) << "bundle FlatBuffer size changed between builds";
 
   std::string out(segment_offset + l.segment_size, '\0');
   memcpy(out.data(), fb.data(), fb.size());
   for (auto& [data, offset] : l.blobs) memcpy(out.data() + segment_offset + offset, data->data(), data->size());
-  memcpy(out.data() + segment_offset + l.library_offset, kernel_library.data(), kernel_library.size());
+  uint64_t kernel_bytes = 0;
+  for (size_t i = 0; i < blobs.size(); i++) {
+    memcpy(out.data() + segment_offset + l.library_offset[i], blobs[i]->data(), blobs[i]->size());
+    kernel_bytes += blobs[i]->size();
+  }
   // content_hash: XXH64 of the file with the field read as zero (see bundle.fbs).
   auto* root = fb::GetSizePrefixedBundle(out.data());
   const uint8_t* field = reinterpret_cast<const flatbuffers::Table*>(root)->GetAddressOf(fb::Bundle::VT_CONTENT_HASH);
@@ -184,8 +284,8 @@ std::string write_bundle(const graph::Graph& g, const LoweredProgram& p, const M
   uint64_t hash = llvm::xxHash64(llvm::StringRef(out.data(), out.size()));
   memcpy(out.data() + field_offset, &hash, 8);  // little-endian host (FlatBuffers' wire order)
   if (stats) {
-    stats->constant_bytes = l.library_offset;
-    stats->kernel_bytes = kernel_library.size();
+    stats->constant_bytes = l.constant_bytes;
+    stats->kernel_bytes = kernel_bytes;
     stats->total_bytes = out.size();
   }
   return out;

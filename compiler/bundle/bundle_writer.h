@@ -19,11 +19,28 @@ struct BundleStats {
   uint64_t total_bytes = 0;     // file size
 };
 
-// `kernel_library` is the ELF shared object of a CPU target; for Vulkan it
-// is empty and `spirv` holds the kernels (a SpirV library: the modules one
-// after another, each kernel's range and interface in Kernel.spirv).
+// `kernel_library` is the ELF shared object of a CPU target; for Vulkan
+// `spirv` holds the kernels (a SpirV library: the modules one after another,
+// each kernel's range and interface in Kernel.spirv) and `kernel_library`
+// is empty, or, in a heterogeneous bundle, the host ELF of the kernels with
+// a `cpu_reason` (in order), whose dispatches get the host copies
+// (Dispatch.host_downloads / host_uploads, see host_transfers).
 std::string write_bundle(const graph::Graph& g, const LoweredProgram& p, const MemoryPlan& plan,
                          const std::string& kernel_library, const TargetSpec& target, BundleStats* stats = nullptr,
                          const SpirvLibrary* spirv = nullptr);
+
+// The copies around host dispatches of a heterogeneous bundle. Ranges are
+// (byte offset, size) in the arena; `on_host[i]` says where dispatch i runs,
+// `ranges[i]` its bound arena ranges (negative offset: not in the arena)
+// and `writes[i]` which of them it writes. A host dispatch downloads every
+// bound range whose bytes the host copy does not hold (written by the
+// device since, or never copied this run) and uploads what it writes.
+// Returns per dispatch the indices (into ranges[i]) to download and upload.
+struct HostTransfers {
+  std::vector<std::vector<size_t>> downloads, uploads;
+};
+HostTransfers host_transfers(const std::vector<bool>& on_host,
+                             const std::vector<std::vector<std::pair<int64_t, uint64_t>>>& ranges,
+                             const std::vector<std::vector<bool>>& writes);
 
 }  // namespace kiln

@@ -76,16 +76,45 @@ std::vector<uint32_t> optimize_and_validate(const std::string& name, const std::
 
 bool spirv_codegen_available() { return true; }
 
+size_t SpirvLibrary::cpu_kernel_count() const {
+  size_t n = 0;
+  for (auto& k : kernels) n += !k.cpu_reason.empty();
+  return n;
+}
+
+namespace {
+
+std::string feature_names(uint32_t features) {
+  std::string names;
+  if (features & kGlslFeatureInt64) names += "shaderInt64";
+  if (features & kGlslFeatureFloat64) names += std::string(names.empty() ? "" : ", ") + "shaderFloat64";
+  return names;
+}
+
+}  // namespace
+
 SpirvLibrary compile_kernels_spirv(const std::vector<KernelDef>& kernels, const SpirvOptions& options) {
   SpirvLibrary library;
   for (const KernelDef& k : kernels) {
-    GlslKernel glsl = emit_glsl(k);
-    if (options.glsl_out) *options.glsl_out += glsl.source;
     SpirvKernel out;
-    out.words = optimize_and_validate(k.name, glsl_to_spirv(k.name, glsl.source), glsl.source);
-    out.workgroup_size = glsl.workgroup_size;
     out.binding_count = (uint32_t)k.params.size();
-    library.features |= glsl.features;
+    try {
+      GlslKernel glsl = emit_glsl(k);
+      if (options.glsl_out) *options.glsl_out += glsl.source;
+      out.features = glsl.features;
+      uint32_t missing = glsl.features & ~options.device_features;
+      if (missing) {
+        out.cpu_reason = "needs " + feature_names(missing);
+      } else {
+        out.words = optimize_and_validate(k.name, glsl_to_spirv(k.name, glsl.source), glsl.source);
+        out.workgroup_size = glsl.workgroup_size;
+        library.features |= glsl.features;
+      }
+    } catch (const InternalError& e) {  // the generator's limits: the CPU can still run it
+      std::string what = e.what();
+      out.cpu_reason = "GLSL/SPIR-V code generation failed: " + what.substr(0, what.find('\n'));
+      out.words.clear();
+    }
     library.kernels.push_back(std::move(out));
   }
   return library;

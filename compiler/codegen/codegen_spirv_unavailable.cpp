@@ -7,6 +7,8 @@ namespace kiln {
 
 bool spirv_codegen_available() { return false; }
 
+size_t SpirvLibrary::cpu_kernel_count() const { return 0; }
+
 SpirvLibrary compile_kernels_spirv(const std::vector<KernelDef>&, const SpirvOptions&) {
   user_error << "this kilnc was built without glslang and SPIRV-Tools, so it cannot compile for --target=vulkan "
                 "(apt-get install glslang-dev spirv-tools, then reconfigure)";

@@ -132,11 +132,34 @@ class Pipeline {
       check_vulkan_limits(g, plan);
       std::string glsl;
       SpirvOptions so;
+      so.device_features = options_.vulkan_features;
       if (dumping("spirv")) so.glsl_out = &glsl;
       SpirvLibrary spirv = compile_kernels_spirv(program.kernels, so);
       if (dumping("spirv")) out_ << "// -- GLSL after spirv\n" << glsl;
-      step_done("codegen", options_.target.str() + ", " + std::to_string(spirv.kernels.size()) + " SPIR-V modules");
-      return write_bundle_step(g, program, plan, "", &spirv);
+      // Heterogeneous bundle: kernels the device cannot run are compiled
+      // for the host CPU, in a second library (docs/vulkan.md).
+      std::vector<KernelDef> cpu_kernels;
+      for (size_t i = 0; i < program.kernels.size(); i++) {
+        const std::string& why = spirv.kernels[i].cpu_reason;
+        if (why.empty()) continue;
+        cpu_kernels.push_back(program.kernels[i]);
+        if (options_.report || why.rfind("needs ", 0) != 0)
+          out_ << "[kilnc] " << (why.rfind("needs ", 0) == 0 ? "" : "warning: ") << "kernel " << program.kernels[i].name
+               << " runs on the CPU: " << why << "\n";
+      }
+      std::string cpu_library;
+      if (!cpu_kernels.empty()) {
+        std::string llvm_ir;
+        CodegenOptions cg;
+        if (dumping("llvm")) cg.llvm_ir_out = &llvm_ir;
+        TargetSpec host = TargetSpec::host();
+        cpu_library = link_shared_object(compile_kernels(cpu_kernels, host, cg), host);
+        if (dumping("llvm")) out_ << "// -- LLVM IR after optimization\n" << llvm_ir;
+      }
+      step_done("codegen", options_.target.str() + ", " +
+                               std::to_string(spirv.kernels.size() - cpu_kernels.size()) + " SPIR-V modules, " +
+                               std::to_string(cpu_kernels.size()) + " CPU kernels");
+      return write_bundle_step(g, program, plan, cpu_library, &spirv);
     }
     std::string llvm_ir;
     CodegenOptions cg;

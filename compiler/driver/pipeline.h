@@ -15,6 +15,9 @@ namespace kiln {
 struct CompileOptions {
   ImportOptions import;              // input shape overrides
   TargetSpec target;                 // where the kernels run
+  // --target=vulkan: the device features kernels may use (GlslFeature bits:
+  // 1 shaderInt64, 2 shaderFloat64); kernels needing others run on the host CPU.
+  uint32_t vulkan_features = 3;
   std::set<std::string> dump_after;  // pass names (see pipeline.cpp); "all" for every pass
   std::set<std::string> dump_graph_after;  // graph pass names (graph/passes.h); "all" for every graph pass
   std::set<std::string> disabled_graph_passes;  // graph passes to skip (debugging)

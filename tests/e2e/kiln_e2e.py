@@ -237,12 +237,15 @@ DEVICE_ARGS = {
     # registers), run on this x86-64 host; skipped where the host lacks AVX2.
     'cpu-avx2': (['--target=llvm -mtriple=x86_64-linux-gnu -mcpu=haswell'], []),
     'vulkan': (['--target=vulkan'], ['--device', 'vulkan', '--validation']),
+    # A Vulkan device without shaderFloat64: float64 kernels run on the host
+    # CPU in the same bundle (heterogeneous bundles, docs/vulkan.md).
+    'vulkan-hetero': (['--target=vulkan', '--vulkan-features=int64'], ['--device', 'vulkan', '--validation']),
 }
 VULKAN_MIN_RTOL, VULKAN_MIN_ATOL = 1e-3, 1e-4
 
 
 def device_tolerances(device: str, rtol: float, atol: float):
-    if device == 'vulkan':
+    if device.startswith('vulkan'):
         return max(rtol, VULKAN_MIN_RTOL), max(atol, VULKAN_MIN_ATOL)
     return rtol, atol
 
@@ -333,8 +336,8 @@ def cmd_model(args) -> int:
     rtol, atol = device_tolerances(args.device, spec.rtol, spec.atol)
     rtol = args.rtol if args.rtol is not None else rtol
     atol = args.atol if args.atol is not None else atol
-    # The bundle checks are CPU budgets (dispatch counts, arena sizes).
-    check = spec.check_bundle if args.device == 'cpu' else None
+    # The bundle checks are budgets for one device (CPU by default: dispatch counts, arena sizes).
+    check = spec.check_bundle if args.device == spec.check_device else None
     ok &= compile_run_compare(kilnc, kiln, node, ort_script, onnx_path, {models.INPUT_NAME: input_path},
                               spec.names_of_outputs(), workdir, rtol, atol, check_bundle=check, device=args.device)
     log('%s: %s' % (args.name, 'PASS' if ok else 'FAIL'))

@@ -35,6 +35,8 @@ SUPPORTED_OPS: FrozenSet[str] = frozenset({
     'ReduceMean', 'Pow', 'Sqrt', 'Erf', 'Split', 'Slice',
     # Weights built at run time (const_weights; folded by the constant folder).
     'ConstantOfShape', 'Sin', 'Cos', 'Tile', 'Range',
+    # float64 kernels next to float32 ones (hetero_float64).
+    'Cast',
 })
 
 OPSET = 13
@@ -60,6 +62,8 @@ class ModelSpec:
     # Extra assertions on the compiled bundle: fn(inspect_json: dict, report: str) -> None,
     # with `kiln inspect --json` parsed and kilnc's --report text.
     check_bundle: Optional[Callable[[dict, str], None]] = None
+    # The device (kiln_e2e.py --device) whose bundles check_bundle checks.
+    check_device: str = 'cpu'
 
     def names_of_outputs(self) -> List[str]:
         if self.output_names is not None:
@@ -318,6 +322,16 @@ def build_transformer():
 CONST_WEIGHTS_PREFIX = 'wgen_'  # name prefix of every node that builds a weight
 
 
+def _checked_model(graph):
+    """A hand-built graph as a checked ONNX model (opset OPSET, IR version 8)."""
+    import onnx
+    from onnx import helper
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', OPSET)], producer_name='kiln-e2e')
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
 def build_const_weights_onnx():
     """input [1,3,12,10] -> Conv(w1,b1) -> BatchNormalization -> Relu -> Conv(w2, stride 2) -> Mul(per channel)
     -> Add(per channel) -> GlobalAveragePool -> Flatten -> Gemm(w3, transB) -> output [1,10].
@@ -325,7 +339,6 @@ def build_const_weights_onnx():
     Every weight, bias and BN parameter is built at run time from ConstantOfShape: times a
     Range ramp (0, 1, 2, ...), through Sin/Cos (which the import-time shape folder does not evaluate), Expand,
     Tile and Transpose. kilnc must fold all of it into constants."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     nodes = []
@@ -396,10 +409,7 @@ def build_const_weights_onnx():
                               [helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 3, 12, 10])],
                               [helper.make_tensor_value_info('output', TensorProto.FLOAT, [1, 10])],
                               initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', OPSET)], producer_name='kiln-e2e')
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+    return _checked_model(graph)
 
 
 def _check_const_weights_bundle(info, report):
@@ -615,6 +625,65 @@ MODELS['const_weights'] = ModelSpec(lambda: None, (1, 3, 12, 10),
                                                'Conv', 'BatchNormalization', 'Gemm'}),
                                     build_onnx=build_const_weights_onnx, check_bundle=_check_const_weights_bundle,
                                     description='every weight built at run time from ConstantOfShape (folded)')
+
+def build_hetero_float64_onnx():
+    """input [2,4,8] -> Softmax -> Cast(double) -> Mul(c) -> Mul(self) -> Add(c2) -> Cast(float) -> MatMul(w [8,5])
+    -> Relu -> output [2,4,5], plus output_1 = ReduceMean(double path) cast back to float [2,4,1].
+
+    float64 kernels that a Vulkan device without shaderFloat64 cannot run, between float32 kernels:
+    compiled with --vulkan-features=int64 they run on the host (heterogeneous bundle, docs/vulkan.md)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(6)
+    inits = [
+        numpy_helper.from_array(rng.uniform(0.5, 2.0, 8).astype(np.float64), 'hetero_c'),
+        numpy_helper.from_array(rng.standard_normal(8).astype(np.float64), 'hetero_c2'),
+        numpy_helper.from_array(rng.standard_normal((8, 5)).astype(np.float32), 'hetero_w'),
+    ]
+    nodes = [
+        helper.make_node('Softmax', ['input'], ['sm'], name='softmax', axis=-1),
+        helper.make_node('Cast', ['sm'], ['sm_d'], name='to_double', to=TensorProto.DOUBLE),
+        helper.make_node('Mul', ['sm_d', 'hetero_c'], ['m_d'], name='mul_double'),
+        helper.make_node('Mul', ['m_d', 'm_d'], ['e_d'], name='square_double'),
+        helper.make_node('Add', ['e_d', 'hetero_c2'], ['a_d'], name='add_double'),
+        helper.make_node('ReduceMean', ['a_d'], ['s_d'], name='mean_double', axes=[-1], keepdims=1),
+        helper.make_node('Cast', ['a_d'], ['a_f'], name='to_float', to=TensorProto.FLOAT),
+        helper.make_node('Cast', ['s_d'], ['output_1'], name='sum_to_float', to=TensorProto.FLOAT),
+        helper.make_node('MatMul', ['a_f', 'hetero_w'], ['mm'], name='matmul'),
+        helper.make_node('Relu', ['mm'], ['output'], name='relu'),
+    ]
+    graph = helper.make_graph(nodes, 'hetero_float64',
+                              [helper.make_tensor_value_info('input', TensorProto.FLOAT, [2, 4, 8])],
+                              [helper.make_tensor_value_info('output', TensorProto.FLOAT, [2, 4, 5]),
+                               helper.make_tensor_value_info('output_1', TensorProto.FLOAT, [2, 4, 1])],
+                              initializer=inits)
+    return _checked_model(graph)
+
+
+def _check_hetero_bundle(info, report):
+    """Some dispatches on the host, some on Vulkan; host dispatches list their copies; two libraries."""
+    devices = [d['device'] for d in info['dispatches']]
+    if 'host' not in devices or 'vulkan' not in devices:
+        raise AssertionError('expected dispatches on the host and on vulkan, got %s' % devices)
+    formats = sorted(lib['format'] for lib in info['libraries'])
+    if formats != ['elf', 'spirv']:
+        raise AssertionError('expected a SpirV and an ElfSharedObject library, got %s' % formats)
+    if info['min_runtime_minor'] != 3:
+        raise AssertionError('min_runtime_minor %d, expected 3' % info['min_runtime_minor'])
+    host = [d for d in info['dispatches'] if d['device'] == 'host']
+    if not any(d['host_downloads'] for d in host) or not all(d['host_uploads'] for d in host):
+        raise AssertionError('host dispatches without copies: %s' % host)
+    if any(d['host_downloads'] or d['host_uploads'] for d in info['dispatches'] if d['device'] == 'vulkan'):
+        raise AssertionError('a Vulkan dispatch lists host copies')
+    if 'runs on the CPU: needs shaderFloat64' not in report:
+        raise AssertionError('kilnc --report does not say which kernels run on the CPU')
+
+
+MODELS['hetero_float64'] = ModelSpec(lambda: None, (2, 4, 8),
+                                     frozenset({'Softmax', 'Cast', 'Mul', 'Add', 'ReduceMean', 'MatMul', 'Relu'}),
+                                     num_outputs=2, build_onnx=build_hetero_float64_onnx,
+                                     check_bundle=_check_hetero_bundle, check_device='vulkan-hetero',
+                                     description='float64 kernels between float32 ones (Vulkan + host CPU)')
 
 UNSUPPORTED_MODEL = ModelSpec(build_unsupported, (1, 3, 8, 8), frozenset({'Conv', 'Relu', 'Det', 'Add'}))
 UNSUPPORTED_OP = 'Det'

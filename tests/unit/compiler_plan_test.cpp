@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "bundle/bundle_writer.h"
 #include "graph/graph.h"
 #include "lower/lower_graph.h"
 #include "plan/memory_plan.h"
@@ -155,4 +156,30 @@ TEST_CASE("in-place pairs come only from same-index elementwise reads") {
   // A neighbour read (out[i] = in[7 - i]) is not safe.
   Stmt flipped = For::make(i, Expr(0), Expr(8), ForKind::Serial, Store::make(out, i, Load::make(in, Expr(7) - i)));
   CHECK(inplace_pairs(flipped, {in, out}).empty());
+}
+
+// Heterogeneous bundles: the copies around host dispatches (bundle_writer.h).
+TEST_CASE("host transfers: download what the host copy lacks, upload what the host writes") {
+  using Ranges = std::vector<std::vector<std::pair<int64_t, uint64_t>>>;
+  // 0 device: writes A=[0,256)            reads a constant
+  // 1 host:   reads A, writes B=[256,512)
+  // 2 host:   reads B, writes C=[512,768) (B is held: no download)
+  // 3 device: reads C, writes A
+  // 4 host:   reads A (written by the device since: downloaded again) and C (held)
+  std::vector<bool> on_host = {false, true, true, false, true};
+  Ranges ranges = {{{0, 256}, {-1, 64}}, {{0, 256}, {256, 256}}, {{256, 256}, {512, 256}},
+                   {{512, 256}, {0, 256}}, {{0, 256}, {512, 256}}};
+  std::vector<std::vector<bool>> writes = {{true, false}, {false, true}, {false, true}, {false, true},
+                                           {false, false}};
+  HostTransfers h = host_transfers(on_host, ranges, writes);
+  using V = std::vector<size_t>;
+  CHECK(h.downloads[0] == V{});
+  CHECK(h.uploads[0] == V{});
+  CHECK(h.downloads[1] == V{0, 1});  // A, and B (written: the kernel may write part of it)
+  CHECK(h.uploads[1] == V{1});
+  CHECK(h.downloads[2] == V{1});     // C only
+  CHECK(h.uploads[2] == V{1});
+  CHECK(h.downloads[3] == V{});
+  CHECK(h.downloads[4] == V{0});     // A again; C still held
+  CHECK(h.uploads[4] == V{});
 }

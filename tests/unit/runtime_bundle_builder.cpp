@@ -88,7 +88,9 @@ std::vector<uint8_t> TestBundle::Build() const {
     for (const auto& b : d.bindings) bindings.emplace_back(b.first, b.second);
     dispatch_offsets.push_back(fb::CreateDispatchDirect(fbb, d.kernel, &d.workgroup_count,
                                                         &bindings, &d.push_constants,
-                                                        &d.source_nodes));
+                                                        &d.source_nodes,
+                                                        d.host_downloads.empty() ? nullptr : &d.host_downloads,
+                                                        d.host_uploads.empty() ? nullptr : &d.host_uploads));
   }
   auto memory = fb::CreateMemoryPlan(fbb, arena_bytes, 64);
   auto root = fb::CreateBundleDirect(

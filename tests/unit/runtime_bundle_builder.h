@@ -56,6 +56,7 @@ struct TestDispatch {
   std::vector<std::pair<uint32_t, kiln::fb::Access>> bindings;
   std::vector<uint32_t> push_constants;
   std::vector<uint32_t> source_nodes;
+  std::vector<uint32_t> host_downloads, host_uploads;  // absent when empty
 };
 
 struct TestBundle {

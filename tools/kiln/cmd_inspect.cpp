@@ -110,6 +110,17 @@ std::string JsonTensorList(const fb::Bundle* b, const flatbuffers::Vector<uint32
   return out + "]";
 }
 
+// Where a dispatch runs: "vulkan" (SpirV kernel), "cpu" in a CPU bundle,
+// "host" (an ELF kernel of a heterogeneous Vulkan bundle; verified indices).
+const char* DispatchDevice(const fb::Bundle* b, const fb::Dispatch* d) {
+  const fb::Kernel* k = b->kernels()->Get(d->kernel());
+  if (b->libraries()->Get(k->library())->format() == fb::LibraryFormat::SpirV) return "vulkan";
+  for (uint32_t i = 0; i < Size(b->libraries()); ++i) {
+    if (b->libraries()->Get(i)->format() == fb::LibraryFormat::SpirV) return "host";
+  }
+  return "cpu";
+}
+
 std::string JsonNameList(const fb::Bundle* b, const flatbuffers::Vector<uint32_t>* list) {
   std::string out = "[";
   for (uint32_t i = 0; i < Size(list); ++i) {
@@ -197,11 +208,14 @@ void PrintJson(const fb::Bundle* b) {
       sources += (x ? ", " : "") + Json(Str(b->nodes()->Get(d->source_nodes()->Get(x))->name()));
     }
     sources += "]";
+    std::string device = std::string(", \"device\": \"") + DispatchDevice(b, d) +
+                         "\", \"host_downloads\": " + JsonNameList(b, d->host_downloads()) +
+                         ", \"host_uploads\": " + JsonNameList(b, d->host_uploads());
     out += std::string(i ? ",\n    " : "\n    ") + "{\"index\": " + std::to_string(i) +
            ", \"kernel\": " + Json(Str(b->kernels()->Get(d->kernel())->name())) +
            ", \"kernel_index\": " + std::to_string(d->kernel()) + ", \"workgroup_count\": " +
            workgroups + ", \"bindings\": " + bindings + ", \"push_constants\": " + push +
-           ", \"source_nodes\": " + sources + "}";
+           ", \"source_nodes\": " + sources + device + "}";
   }
   out += "]\n}\n";
   fputs(out.c_str(), stdout);
@@ -264,7 +278,7 @@ void PrintText(const fb::Bundle* b) {
   printf("\ndispatches (%u):\n", Size(b->dispatches()));
   for (uint32_t i = 0; i < Size(b->dispatches()); ++i) {
     const fb::Dispatch* d = b->dispatches()->Get(i);
-    printf("  %u: %s workgroups=(%u,%u,%u)", i, Str(b->kernels()->Get(d->kernel())->name()),
+    printf("  %u: [%s] %s workgroups=(%u,%u,%u)", i, DispatchDevice(b, d), Str(b->kernels()->Get(d->kernel())->name()),
            d->workgroup_count()->Get(0), d->workgroup_count()->Get(1), d->workgroup_count()->Get(2));
     if (Size(d->push_constants())) {
       printf(" push=[");
@@ -278,6 +292,13 @@ void PrintText(const fb::Bundle* b) {
       const fb::Binding* binding = d->bindings()->Get(x);
       printf("      binding %u: %-9s %s\n", x, AccessName(binding->access()),
              TensorText(b, binding->tensor()).c_str());
+    }
+    for (int up = 0; up < 2; ++up) {
+      const flatbuffers::Vector<uint32_t>* list = up ? d->host_uploads() : d->host_downloads();
+      if (!Size(list)) continue;
+      printf("      %s:", up ? "then upload to the device" : "first download to the host");
+      for (uint32_t x = 0; x < Size(list); ++x) printf(" %s", Str(b->tensors()->Get(list->Get(x))->name()));
+      printf("\n");
     }
     if (Size(d->source_nodes())) {
       printf("      from nodes:");

@@ -10,7 +10,8 @@ namespace fb = kiln::fb;
 
 #define KILN_NAME_FMT "%.64s"
 
-// Libraries: all SpirV or none; known feature bits.
+// Libraries: known feature bits. SpirV and ElfSharedObject libraries may be
+// mixed (heterogeneous bundles, since 0.3: the ELF kernels run on the host).
 static kiln_status_t kiln_bundle_verify_spirv_libraries(const fb::Bundle* bundle, int* out_spirv) {
   uint32_t library_count = bundle->libraries() ? bundle->libraries()->size() : 0;
   uint32_t spirv = 0;
@@ -25,12 +26,6 @@ static kiln_status_t kiln_bundle_verify_spirv_libraries(const fb::Bundle* bundle
                               "bundle: library %u: unknown vulkan_features bits 0x%x", i,
                               features & ~known);
     }
-  }
-  if (spirv != 0 && spirv != library_count) {
-    return kiln_make_status(KILN_INVALID_BUNDLE,
-                            "bundle: %u of %u libraries are SpirV: a bundle cannot mix "
-                            "SpirV and CPU libraries",
-                            spirv, library_count);
   }
   *out_spirv = spirv != 0;
   return NULL;
@@ -114,12 +109,61 @@ static kiln_status_t kiln_bundle_verify_spirv_kernel(const fb::Bundle* bundle, u
   return NULL;
 }
 
-// Dispatches of SpirV kernels bind what the module declares.
-static kiln_status_t kiln_bundle_verify_spirv_dispatch(const fb::Bundle* bundle, uint32_t index) {
+// Whether `dispatch` binds `tensor` (with write access when `write`).
+static int kiln_bundle_dispatch_binds(const fb::Dispatch* dispatch, uint32_t tensor, int write) {
+  uint32_t count = dispatch->bindings() ? dispatch->bindings()->size() : 0;
+  for (uint32_t b = 0; b < count; ++b) {
+    const fb::Binding* binding = dispatch->bindings()->Get(b);
+    if (binding->tensor() == tensor && (!write || binding->access() != fb::Access::Read)) return 1;
+  }
+  return 0;
+}
+
+// A host dispatch's copies: arena tensors it binds (uploads: that it writes).
+static kiln_status_t kiln_bundle_verify_host_transfers(const fb::Bundle* bundle, uint32_t index,
+                                                       const flatbuffers::Vector<uint32_t>* list,
+                                                       const char* what, int write) {
+  uint32_t tensor_count = bundle->tensors() ? bundle->tensors()->size() : 0;
+  const fb::Dispatch* dispatch = bundle->dispatches()->Get(index);
+  for (uint32_t i = 0; list && i < list->size(); ++i) {
+    uint32_t tensor = list->Get(i);
+    if (tensor >= tensor_count || bundle->tensors()->Get(tensor)->storage() != fb::Storage::Arena ||
+        !kiln_bundle_dispatch_binds(dispatch, tensor, write)) {
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "bundle: dispatch %u: %s[%u] = %u must be an arena tensor the "
+                              "dispatch binds%s",
+                              index, what, i, tensor, write ? " with write access" : "");
+    }
+  }
+  return NULL;
+}
+
+// Dispatches of SpirV kernels bind what the module declares; only host
+// dispatches of bundles with SpirV libraries list host copies.
+static kiln_status_t kiln_bundle_verify_spirv_dispatch(const fb::Bundle* bundle, uint32_t index,
+                                                       int spirv) {
   const fb::Dispatch* dispatch = bundle->dispatches()->Get(index);
   const fb::Kernel* kernel = bundle->kernels()->Get(dispatch->kernel());
   const fb::SpirvKernel* module = kernel->spirv();
-  if (!module) return NULL;
+  uint32_t downloads = dispatch->host_downloads() ? dispatch->host_downloads()->size() : 0;
+  uint32_t uploads = dispatch->host_uploads() ? dispatch->host_uploads()->size() : 0;
+  if (!module) {
+    if (!spirv && downloads + uploads != 0) {
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "bundle: dispatch %u: host_downloads/host_uploads in a bundle "
+                              "without SpirV libraries",
+                              index);
+    }
+    KILN_RETURN_IF_ERROR(kiln_bundle_verify_host_transfers(bundle, index, dispatch->host_downloads(),
+                                                           "host_downloads", 0));
+    return kiln_bundle_verify_host_transfers(bundle, index, dispatch->host_uploads(),
+                                             "host_uploads", 1);
+  }
+  if (downloads + uploads != 0) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: dispatch %u: host_downloads/host_uploads on a SpirV kernel",
+                            index);
+  }
   uint32_t bindings = dispatch->bindings() ? dispatch->bindings()->size() : 0;
   uint32_t constants = dispatch->push_constants() ? dispatch->push_constants()->size() : 0;
   if (bindings != module->binding_count() || constants * 4 != module->push_constant_size()) {
@@ -140,11 +184,11 @@ kiln_status_t kiln_bundle_verify_spirv(const fb::Bundle* bundle, kiln_bundle_vie
   for (uint32_t i = 0; i < kernel_count; ++i) {
     KILN_RETURN_IF_ERROR(kiln_bundle_verify_spirv_kernel(bundle, i));
   }
-  if (!spirv) return NULL;
   uint32_t dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
   for (uint32_t i = 0; i < dispatch_count; ++i) {
-    KILN_RETURN_IF_ERROR(kiln_bundle_verify_spirv_dispatch(bundle, i));
+    KILN_RETURN_IF_ERROR(kiln_bundle_verify_spirv_dispatch(bundle, i, spirv));
   }
+  if (!spirv) return NULL;
   // Storage buffer offsets: the largest minStorageBufferOffsetAlignment.
   uint32_t tensor_count = bundle->tensors() ? bundle->tensors()->size() : 0;
   for (uint32_t i = 0; i < tensor_count; ++i) {

@@ -103,3 +103,25 @@ kiln_status_t kiln_kernel_library_find(const kiln_kernel_library_handle_t* libra
   *out_kernel = table->kernels[ordinal];
   return NULL;
 }
+
+int32_t kiln_kernel_run_serial(kiln_kernel_fn_t kernel, const kiln_kernel_dispatch_state_t* state,
+                               uint32_t out_failed_id[3]) {
+  const uint32_t* count = state->workgroup_count;
+  kiln_kernel_workgroup_state_t workgroup;
+  workgroup.worker_index = 0;
+  for (uint32_t z = 0; z < count[2]; ++z) {
+    for (uint32_t y = 0; y < count[1]; ++y) {
+      for (uint32_t x = 0; x < count[0]; ++x) {
+        workgroup.workgroup_id[0] = x;
+        workgroup.workgroup_id[1] = y;
+        workgroup.workgroup_id[2] = z;
+        int32_t result = kernel(state, &workgroup);
+        if (result != 0) {
+          for (int d = 0; d < 3; ++d) out_failed_id[d] = workgroup.workgroup_id[d];
+          return result;
+        }
+      }
+    }
+  }
+  return 0;
+}

@@ -29,4 +29,10 @@ kiln_status_t kiln_kernel_library_find(const kiln_kernel_library_handle_t* libra
                                        uint32_t ordinal, const char* expected_name,
                                        kiln_kernel_fn_t* out_kernel);
 
+// Runs every workgroup of one dispatch of `kernel` on the calling thread,
+// serially in (z, y, x) order, as worker 0. Returns 0, or the first nonzero
+// result of the kernel, with that workgroup's id in `out_failed_id`.
+int32_t kiln_kernel_run_serial(kiln_kernel_fn_t kernel, const kiln_kernel_dispatch_state_t* state,
+                               uint32_t out_failed_id[3]);
+
 #endif  // KILN_CPU_KERNEL_LIBRARY_H_

@@ -10,27 +10,31 @@
 
 namespace fb = kiln::fb;
 
-// Maps every kernel library and resolves every bundle kernel to its entry point.
+// Maps every ELF kernel library and resolves each of its kernels to its
+// entry point. SPIR-V modules become pipelines on each session's device
+// (exec/vulkan_session.h): their libraries stay unloaded, their kernels NULL.
 static kiln_status_t kiln_model_load_kernels(kiln_model_t* model) {
-  // SPIR-V modules become pipelines on each session's device (exec/vulkan_session.h).
-  if (model->view.spirv) return NULL;
   const fb::Bundle* bundle = model->view.bundle;
   uint32_t library_count = bundle->libraries() ? bundle->libraries()->size() : 0;
   KILN_RETURN_IF_ERROR(kiln_calloc_array(library_count, &model->libraries));
   for (uint32_t i = 0; i < library_count; ++i) {
     const fb::KernelLibrary* library = bundle->libraries()->Get(i);
+    model->library_count = i + 1;  // for kiln_model_free (unloading an unloaded one is a no-op)
+    if (library->format() != fb::LibraryFormat::ElfSharedObject) continue;
     const char* triple = library->target_triple() ? library->target_triple()->c_str() : "?";
     kiln_status_t status = kiln_kernel_library_load(
         model->view.data_segment + library->offset(), (size_t)library->size(),
         &model->libraries[i]);
     if (status) return kiln_status_annotate(status, "library %u (%.64s)", i, triple);
-    model->library_count = i + 1;  // loaded so far, for kiln_model_free
   }
   uint32_t kernel_count = bundle->kernels() ? bundle->kernels()->size() : 0;
   KILN_RETURN_IF_ERROR(kiln_calloc_array(kernel_count, &model->kernels));
   model->kernel_count = kernel_count;
   for (uint32_t i = 0; i < kernel_count; ++i) {
     const fb::Kernel* kernel = bundle->kernels()->Get(i);
+    if (bundle->libraries()->Get(kernel->library())->format() != fb::LibraryFormat::ElfSharedObject) {
+      continue;
+    }
     kiln_status_t status = kiln_kernel_library_find(&model->libraries[kernel->library()],
                                                     kernel->ordinal(), kernel->name()->c_str(),
                                                     &model->kernels[i]);
@@ -40,6 +44,16 @@ static kiln_status_t kiln_model_load_kernels(kiln_model_t* model) {
     }
   }
   return NULL;
+}
+
+// Whether the bundle has an ElfSharedObject library (a Vulkan bundle has one
+// only when some kernels run on the host).
+static int kiln_model_has_elf_library(const fb::Bundle* bundle) {
+  uint32_t count = bundle->libraries() ? bundle->libraries()->size() : 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (bundle->libraries()->Get(i)->format() == fb::LibraryFormat::ElfSharedObject) return 1;
+  }
+  return 0;
 }
 
 // Fills `ios` from a list of tensor indices; shapes are copied to `*shape_cursor`.
@@ -99,7 +113,8 @@ static kiln_status_t kiln_model_load(kiln_bundle_memory_t memory, uint32_t flags
   uint64_t stage = kiln_now_nanoseconds();
   status = kiln_bundle_verify(memory.data, memory.size, &model->view);
   model->load_stats.bundle_verify_ns = kiln_nanoseconds_since(stage);
-  if (!status && !(flags & KILN_MODEL_LOAD_VERIFY_ONLY) && !model->view.spirv) {
+  if (!status && !(flags & KILN_MODEL_LOAD_VERIFY_ONLY) &&
+      (!model->view.spirv || kiln_model_has_elf_library(model->view.bundle))) {
     stage = kiln_now_nanoseconds();
     status = kiln_model_load_kernels(model);
     model->load_stats.kernel_load_ns = kiln_nanoseconds_since(stage);

@@ -24,7 +24,7 @@ struct kiln_model_t {
   uint32_t flags;                            // KILN_MODEL_LOAD_* flags used at load
   kiln_kernel_library_handle_t* libraries;   // one per bundle library (NULL if verify-only)
   uint32_t library_count;                    // entries in `libraries`
-  kiln_kernel_fn_t* kernels;                 // entry point of each bundle kernel (NULL for Vulkan)
+  kiln_kernel_fn_t* kernels;                 // entry point of each bundle kernel (NULL for SpirV ones)
   uint32_t kernel_count;                     // entries in `kernels`
   kiln_model_io_t* inputs;                   // model inputs, in bundle order
   size_t input_count;                        // entries in `inputs`

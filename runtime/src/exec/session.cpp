@@ -246,24 +246,9 @@ static kiln_status_t kiln_session_kernel_error(const kiln_session_t* session,
 static kiln_status_t kiln_session_run_serial(const kiln_session_t* session,
                                              uint32_t dispatch_index) {
   const kiln_bound_dispatch_t* dispatch = &session->dispatches[dispatch_index];
-  const uint32_t* count = dispatch->state.workgroup_count;
-  kiln_kernel_workgroup_state_t workgroup;
-  workgroup.worker_index = 0;
-  for (uint32_t z = 0; z < count[2]; ++z) {
-    for (uint32_t y = 0; y < count[1]; ++y) {
-      for (uint32_t x = 0; x < count[0]; ++x) {
-        workgroup.workgroup_id[0] = x;
-        workgroup.workgroup_id[1] = y;
-        workgroup.workgroup_id[2] = z;
-        int32_t result = dispatch->kernel(&dispatch->state, &workgroup);
-        if (result != 0) {
-          return kiln_session_kernel_error(session, dispatch_index, result,
-                                           workgroup.workgroup_id, 0);
-        }
-      }
-    }
-  }
-  return NULL;
+  uint32_t id[3];
+  int32_t result = kiln_kernel_run_serial(dispatch->kernel, &dispatch->state, id);
+  return result ? kiln_session_kernel_error(session, dispatch_index, result, id, 0) : NULL;
 }
 
 // The pool task: worker `worker_index` runs its contiguous range of

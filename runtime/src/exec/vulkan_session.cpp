@@ -17,6 +17,14 @@ namespace fb = kiln::fb;
 // Device buffers are sized in whole slots of the bundle's tensor alignment.
 #define KILN_VULKAN_SESSION_SLOT 256u
 
+// One step of a run: a recorded segment of device dispatches, or one host
+// dispatch (an ElfSharedObject kernel of a heterogeneous bundle).
+typedef struct kiln_vulkan_session_step_t {
+  kiln_vulkan_command_list_t* list;     // non-NULL: submit and wait
+  uint32_t dispatch;                    // else: this bundle dispatch runs on the host
+  kiln_kernel_dispatch_state_t state;   // its state (bindings into host_arena / the data segment)
+} kiln_vulkan_session_step_t;
+
 struct kiln_vulkan_session_t {
   const kiln_model_t* model;            // must outlive the session
   kiln_vulkan_instance_t* instance;     // libvulkan, the instance, the device list
@@ -27,7 +35,11 @@ struct kiln_vulkan_session_t {
   kiln_vulkan_buffer_t arena;           // every Arena tensor
   kiln_vulkan_buffer_t constants;       // every Constant tensor (the data segment's start)
   kiln_vulkan_buffer_t staging;         // inputs and outputs go through it
-  kiln_vulkan_command_list_t* list;     // the bundle's dispatches, recorded once
+  kiln_vulkan_session_step_t* steps;    // the bundle's dispatches: segments recorded once, host dispatches
+  uint32_t step_count;                  // entries in `steps`
+  uint8_t* host_arena;                  // host copy of the arena (only with host dispatches)
+  size_t host_arena_size;               // its bytes (kiln_pages_free)
+  void** host_bindings;                 // binding pointers of the host dispatches
   uint64_t timeout_ns;                  // longest wait for one run
   void** output_copies;                 // per output: host copy for output_data (lazily allocated)
   kiln_vulkan_message_callback_t message;  // the application's callback (kiln.h)
@@ -123,7 +135,9 @@ static kiln_status_t kiln_vulkan_session_create_pipelines(kiln_vulkan_session_t*
   KILN_RETURN_IF_ERROR(kiln_calloc_array(count, &session->pipelines));
   for (uint32_t i = 0; i < count; ++i) {
     const fb::Kernel* kernel = view->bundle->kernels()->Get(i);
-    const fb::SpirvKernel* module = kernel->spirv();  // verified present
+    const fb::SpirvKernel* module = kernel->spirv();  // verified present for SpirV libraries
+    session->pipeline_count = i + 1;
+    if (!module) continue;                            // a host kernel (heterogeneous bundle)
     const fb::KernelLibrary* library = view->bundle->libraries()->Get(kernel->library());
     kiln_vulkan_pipeline_options_t pipeline_options;
     memset(&pipeline_options, 0, sizeof(pipeline_options));
@@ -139,8 +153,7 @@ static kiln_status_t kiln_vulkan_session_create_pipelines(kiln_vulkan_session_t*
     if (status) {
       return kiln_status_annotate(status, "kernel %u ('%.64s')", i, kernel->name()->c_str());
     }
-    session->pipeline_count = i + 1;
-    stats->pipeline_count = i + 1;
+    stats->pipeline_count++;
   }
   return NULL;
 }
@@ -169,9 +182,30 @@ static kiln_status_t kiln_vulkan_session_create_buffers(kiln_vulkan_session_t* s
                                                        : &model->outputs[i - model->input_count];
     if (io->info.byte_size > staging_size) staging_size = io->info.byte_size;
   }
+  uint32_t dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
+  for (uint32_t i = 0; i < dispatch_count; ++i) {
+    const fb::Dispatch* dispatch = bundle->dispatches()->Get(i);
+    for (int up = 0; up < 2; ++up) {
+      const flatbuffers::Vector<uint32_t>* list = up ? dispatch->host_uploads() : dispatch->host_downloads();
+      for (uint32_t t = 0; list && t < list->size(); ++t) {
+        uint64_t bytes = bundle->tensors()->Get(list->Get(t))->byte_size();
+        if (bytes > staging_size) staging_size = bytes;
+      }
+    }
+  }
   if (model->view.arena_bytes > arena_size) arena_size = model->view.arena_bytes;
   if (staging_size > KILN_VULKAN_SESSION_STAGING_LIMIT) staging_size = KILN_VULKAN_SESSION_STAGING_LIMIT;
   kiln_align_up(arena_size ? arena_size : 1, KILN_VULKAN_SESSION_SLOT, &arena_size);
+  if (session->step_count) {  // host dispatches: a host copy of the arena
+    if (arena_size > (uint64_t)SIZE_MAX) {
+      return kiln_make_status(KILN_OUT_OF_MEMORY, "vulkan: host copy of a %llu-byte arena",
+                              (unsigned long long)arena_size);
+    }
+    void* pages = NULL;  // page aligned, like a CPU session's arena
+    KILN_RETURN_IF_ERROR(kiln_pages_alloc((size_t)arena_size, &pages));
+    session->host_arena = (uint8_t*)pages;
+    session->host_arena_size = (size_t)arena_size;
+  }
   KILN_RETURN_IF_ERROR(kiln_vulkan_buffer_create(session->device, KILN_VULKAN_BUFFER_DEVICE, arena_size,
                                                  &session->arena));
   KILN_RETURN_IF_ERROR(kiln_vulkan_buffer_create(session->device, KILN_VULKAN_BUFFER_STAGING,
@@ -188,12 +222,41 @@ static kiln_status_t kiln_vulkan_session_create_buffers(kiln_vulkan_session_t* s
   return status;
 }
 
-// Every dispatch of the bundle, bound to the session's buffers, recorded once.
-static kiln_status_t kiln_vulkan_session_record(kiln_vulkan_session_t* session) {
+// Whether dispatch `index` runs on the host (its kernel has no SPIR-V module).
+static int kiln_vulkan_session_on_host(const fb::Bundle* bundle, uint32_t index) {
+  return bundle->kernels()->Get(bundle->dispatches()->Get(index)->kernel())->spirv() == NULL;
+}
+
+// The steps: counts the host dispatches (and allocates the steps) before
+// the buffers exist, so that the host arena is made with them.
+static kiln_status_t kiln_vulkan_session_plan_steps(kiln_vulkan_session_t* session) {
   const fb::Bundle* bundle = session->model->view.bundle;
   uint32_t count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
-  size_t total_bindings = 0;  // bounded by the bundle size
+  uint32_t steps = 0, host = 0;
+  int in_segment = 0;
   for (uint32_t i = 0; i < count; ++i) {
+    if (kiln_vulkan_session_on_host(bundle, i)) {
+      ++steps;
+      ++host;
+      in_segment = 0;
+    } else if (!in_segment) {
+      ++steps;
+      in_segment = 1;
+    }
+  }
+  if (host == 0) return NULL;  // one list, as for every Vulkan-only bundle
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(steps, &session->steps));
+  session->step_count = steps;
+  return NULL;
+}
+
+// Device dispatches [first, end) bound to the session's buffers, recorded once.
+static kiln_status_t kiln_vulkan_session_record_segment(kiln_vulkan_session_t* session, uint32_t first,
+                                                        uint32_t end, kiln_vulkan_command_list_t** out_list) {
+  const fb::Bundle* bundle = session->model->view.bundle;
+  uint32_t count = end - first;
+  size_t total_bindings = 0;  // bounded by the bundle size
+  for (uint32_t i = first; i < end; ++i) {
     const fb::Dispatch* dispatch = bundle->dispatches()->Get(i);
     total_bindings += dispatch->bindings() ? dispatch->bindings()->size() : 0;
   }
@@ -203,7 +266,7 @@ static kiln_status_t kiln_vulkan_session_record(kiln_vulkan_session_t* session) 
   if (!status) status = kiln_calloc_array(total_bindings, &bindings);
   kiln_vulkan_binding_t* cursor = bindings;
   for (uint32_t i = 0; !status && i < count; ++i) {
-    const fb::Dispatch* dispatch = bundle->dispatches()->Get(i);
+    const fb::Dispatch* dispatch = bundle->dispatches()->Get(first + i);
     kiln_vulkan_dispatch_t* out = &dispatches[i];
     out->pipeline = &session->pipelines[dispatch->kernel()];
     out->binding_count = dispatch->bindings() ? dispatch->bindings()->size() : 0;
@@ -223,12 +286,65 @@ static kiln_status_t kiln_vulkan_session_record(kiln_vulkan_session_t* session) 
     out->push_constants = constants ? constants->data() : NULL;
     for (uint32_t d = 0; d < 3; ++d) out->workgroup_count[d] = dispatch->workgroup_count()->Get(d);
   }
-  if (!status) {
-    status = kiln_vulkan_command_list_create(session->device, dispatches, count, NULL, &session->list);
-  }
+  if (!status) status = kiln_vulkan_command_list_create(session->device, dispatches, count, NULL, out_list);
   free(dispatches);
   free(bindings);
   return status;
+}
+
+// A host dispatch: its bindings point into the host arena or the data segment.
+static void kiln_vulkan_session_bind_host(kiln_vulkan_session_t* session, uint32_t index,
+                                          kiln_vulkan_session_step_t* step, void** cursor) {
+  const kiln_bundle_view_t* view = &session->model->view;
+  const fb::Dispatch* dispatch = view->bundle->dispatches()->Get(index);
+  step->dispatch = index;
+  step->state.binding_count = dispatch->bindings() ? dispatch->bindings()->size() : 0;
+  step->state.bindings = cursor;
+  for (uint32_t b = 0; b < step->state.binding_count; ++b) {
+    const fb::Tensor* tensor = view->bundle->tensors()->Get(dispatch->bindings()->Get(b)->tensor());
+    cursor[b] = tensor->storage() == fb::Storage::Constant
+                    ? (void*)(view->data_segment + tensor->offset())
+                    : (void*)(session->host_arena + tensor->offset());
+  }
+  const flatbuffers::Vector<uint32_t>* constants = dispatch->push_constants();
+  step->state.push_constant_count = constants ? constants->size() : 0;
+  step->state.push_constants = constants ? constants->data() : NULL;
+  for (uint32_t d = 0; d < 3; ++d) step->state.workgroup_count[d] = dispatch->workgroup_count()->Get(d);
+}
+
+// Every dispatch of the bundle: device segments recorded once, host
+// dispatches bound to the host arena.
+static kiln_status_t kiln_vulkan_session_record(kiln_vulkan_session_t* session) {
+  const fb::Bundle* bundle = session->model->view.bundle;
+  uint32_t count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
+  if (!session->step_count) {
+    KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session->steps));
+    session->step_count = 1;
+    return kiln_vulkan_session_record_segment(session, 0, count, &session->steps[0].list);
+  }
+  size_t host_bindings = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const fb::Dispatch* dispatch = bundle->dispatches()->Get(i);
+    if (kiln_vulkan_session_on_host(bundle, i) && dispatch->bindings()) {
+      host_bindings += dispatch->bindings()->size();
+    }
+  }
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(host_bindings ? host_bindings : 1, &session->host_bindings));
+  void** cursor = session->host_bindings;
+  uint32_t step = 0;
+  for (uint32_t i = 0; i < count;) {
+    if (kiln_vulkan_session_on_host(bundle, i)) {
+      kiln_vulkan_session_bind_host(session, i, &session->steps[step++], cursor);
+      cursor += session->steps[step - 1].state.binding_count;
+      ++i;
+      continue;
+    }
+    uint32_t end = i;
+    while (end < count && !kiln_vulkan_session_on_host(bundle, end)) ++end;
+    KILN_RETURN_IF_ERROR(kiln_vulkan_session_record_segment(session, i, end, &session->steps[step++].list));
+    i = end;
+  }
+  return NULL;
 }
 
 kiln_status_t kiln_vulkan_session_create(const kiln_model_t* model,
@@ -244,6 +360,7 @@ kiln_status_t kiln_vulkan_session_create(const kiln_model_t* model,
                                                    : KILN_VULKAN_SESSION_DEFAULT_TIMEOUT_MS;
   session->timeout_ns = (uint64_t)timeout_ms * 1000000ull;
   kiln_status_t status = kiln_calloc_array(model->output_count, &session->output_copies);
+  if (!status) status = kiln_vulkan_session_plan_steps(session);
   if (!status) status = kiln_vulkan_session_open_device(session, options, stats);
   uint64_t start = kiln_now_nanoseconds();
   if (!status) {
@@ -273,7 +390,9 @@ kiln_status_t kiln_vulkan_session_create(const kiln_model_t* model,
 
 void kiln_vulkan_session_free(kiln_vulkan_session_t* session) {
   if (!session) return;
-  kiln_vulkan_command_list_free(session->list);  // waits for a pending run
+  for (uint32_t i = 0; session->steps && i < session->step_count; ++i) {
+    kiln_vulkan_command_list_free(session->steps[i].list);  // waits for a pending run
+  }
   if (session->device) {
     kiln_vulkan_buffer_release(session->device, &session->staging);
     kiln_vulkan_buffer_release(session->device, &session->constants);
@@ -290,6 +409,9 @@ void kiln_vulkan_session_free(kiln_vulkan_session_t* session) {
   }
   free(session->output_copies);
   free(session->pipelines);
+  free(session->steps);
+  free(session->host_bindings);
+  if (session->host_arena) kiln_pages_free(session->host_arena, session->host_arena_size);
   free(session);
 }
 
@@ -319,10 +441,59 @@ kiln_status_t kiln_vulkan_session_output_data(kiln_vulkan_session_t* session, si
   return NULL;
 }
 
+// Copies the listed arena tensors between the device arena and the host arena.
+static kiln_status_t kiln_vulkan_session_host_copies(kiln_vulkan_session_t* session,
+                                                     const flatbuffers::Vector<uint32_t>* list,
+                                                     int upload) {
+  const fb::Bundle* bundle = session->model->view.bundle;
+  for (uint32_t i = 0; list && i < list->size(); ++i) {
+    const fb::Tensor* tensor = bundle->tensors()->Get(list->Get(i));  // verified: arena
+    if (tensor->byte_size() == 0) continue;
+    uint8_t* host = session->host_arena + tensor->offset();
+    kiln_status_t status =
+        upload ? kiln_vulkan_buffer_upload(session->device, &session->staging, &session->arena,
+                                           tensor->offset(), host, tensor->byte_size())
+               : kiln_vulkan_buffer_download(session->device, &session->staging, &session->arena,
+                                             tensor->offset(), host, tensor->byte_size());
+    if (status) {
+      return kiln_status_annotate(status, "%s tensor %u for a host dispatch",
+                                  upload ? "uploading" : "downloading", list->Get(i));
+    }
+  }
+  return NULL;
+}
+
+// A host dispatch: downloads, its workgroups serially in (z, y, x) order, uploads.
+static kiln_status_t kiln_vulkan_session_run_host(kiln_vulkan_session_t* session,
+                                                  const kiln_vulkan_session_step_t* step) {
+  const fb::Dispatch* dispatch = session->model->view.bundle->dispatches()->Get(step->dispatch);
+  KILN_RETURN_IF_ERROR(kiln_vulkan_session_host_copies(session, dispatch->host_downloads(), 0));
+  uint32_t id[3];
+  int32_t result = kiln_kernel_run_serial(session->model->kernels[dispatch->kernel()], &step->state, id);
+  if (result != 0) {
+    const fb::Kernel* kernel = session->model->view.bundle->kernels()->Get(dispatch->kernel());
+    return kiln_make_status(KILN_INTERNAL,
+                            "run: host dispatch %u (kernel '%.64s') failed with code %d at "
+                            "workgroup (%u, %u, %u)",
+                            step->dispatch, kernel->name()->c_str(), result, id[0], id[1], id[2]);
+  }
+  return kiln_vulkan_session_host_copies(session, dispatch->host_uploads(), 1);
+}
+
 kiln_status_t kiln_vulkan_session_run(kiln_vulkan_session_t* session) {
-  KILN_RETURN_IF_ERROR(kiln_vulkan_command_list_submit(session->list));
-  kiln_status_t status = kiln_vulkan_command_list_wait(session->list, session->timeout_ns);
-  return kiln_status_annotate(status, "run on '%.256s'", kiln_vulkan_session_device_name(session));
+  for (uint32_t i = 0; i < session->step_count; ++i) {
+    const kiln_vulkan_session_step_t* step = &session->steps[i];
+    if (!step->list) {
+      KILN_RETURN_IF_ERROR(kiln_vulkan_session_run_host(session, step));
+      continue;
+    }
+    KILN_RETURN_IF_ERROR(kiln_vulkan_command_list_submit(step->list));
+    kiln_status_t status = kiln_vulkan_command_list_wait(step->list, session->timeout_ns);
+    if (status) {
+      return kiln_status_annotate(status, "run on '%.256s'", kiln_vulkan_session_device_name(session));
+    }
+  }
+  return NULL;
 }
 
 const char* kiln_vulkan_session_device_name(const kiln_vulkan_session_t* session) {
