@@ -66,9 +66,13 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, int registers) {
   // workgroups of a thread share a tile's weights. Rows stay a loop of their
   // own so that loop partitioning can take the padding guards out of the
   // interior rows.
+  // When all the weights fit in L2 anyway (small convs on large maps), the
+  // input row is the bigger stream: channel tiles go on x instead, so
+  // consecutive workgroups share the row.
+  bool small_weights = block_weight_bytes * mo->extent <= (512 << 10);
   auto f = s.fuse(n, moo);
-  s.bind(f, tir::ForKind::WorkgroupY);
-  s.bind(oh, tir::ForKind::WorkgroupX);
+  s.bind(f, small_weights ? tir::ForKind::WorkgroupX : tir::ForKind::WorkgroupY);
+  s.bind(oh, small_weights ? tir::ForKind::WorkgroupY : tir::ForKind::WorkgroupX);
   s.unroll(moi);
   s.unroll(owi);
   s.vectorize(mi);
