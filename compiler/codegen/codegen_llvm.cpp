@@ -449,16 +449,9 @@ class KernelEmitter {
         return true;
       case NodeType::IfThenElse: {
         auto* i = s.as<IfThenElse>();
-        struct Uses : IRVisitor {
-          const ExprNode* v;
-          bool found = false;
-          using IRVisitor::visit;
-          void visit(const Var* op) override { found |= op == v; }
-        } u;
-        u.v = lane.get();
-        u.visit_expr(i->cond);
         // (A Let inside the loop could carry the lane into the condition: be conservative.)
-        return !u.found && !has_let(s) && vectorizable(i->then_case, lane) && vectorizable(i->else_case, lane);
+        return !uses_var(i->cond, lane) && !has_let(s) && vectorizable(i->then_case, lane) &&
+               vectorizable(i->else_case, lane);
       }
       default: return false;
     }
@@ -466,16 +459,13 @@ class KernelEmitter {
   // Whether `e` may depend on `lane`: it names it, or a Let variable (which
   // may be bound to a lane-dependent value).
   static bool may_use(const Expr& e, const Expr& lane) {
-    struct Uses : IRVisitor {
-      const ExprNode* v;
+    struct Lets : IRVisitor {
       bool found = false;
       using IRVisitor::visit;
-      void visit(const Var* op) override { found |= op == v; }
       void visit(const Let* op) override { found = true; }
-    } u;
-    u.v = lane.get();
-    u.visit_expr(e);
-    return u.found;
+    } l;
+    l.visit_expr(e);
+    return l.found || uses_var(e, lane);
   }
   // A reduction's update of its accumulator: buf[i] = buf[i] (+|max|min) v,
   // the same i for every iteration of the loop around it.

@@ -25,6 +25,11 @@ size_t dtype_size(DType t);
 // Squeeze, Unsqueeze, Identity, inference Dropout): their output holds the
 // input's bytes unchanged, so lowering aliases it and folding copies it.
 bool is_shape_only_op(const std::string& op);
+// Elementwise operators (numpy broadcasting over same-rank operands, no
+// reduction): fusion fuses them into their producer, the layout pass runs
+// them on blocked tensors (BatchNormalization aside: its parameters index
+// the channel axis).
+bool is_elementwise_op(const std::string& op);
 const char* dtype_name(DType t);
 tir::Type dtype_to_tir(DType t);
 

@@ -43,13 +43,7 @@
 namespace kiln::graph {
 namespace {
 
-bool is_layout_free(const std::string& op) {
-  static const std::set<std::string> ops = {
-      "Relu", "Clip", "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Tanh", "Exp", "Neg", "Abs", "Sqrt", "Erf",
-      "Elu", "Selu", "Celu", "Softplus", "Softsign", "Mish", "Reciprocal", "Floor", "Ceil", "ThresholdedRelu",
-      "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "PRelu"};
-  return ops.count(op) != 0;
-}
+bool is_layout_free(const std::string& op) { return is_elementwise_op(op) && op != "BatchNormalization"; }
 
 // Elementwise ops that map finite values to finite values: the only ones
 // allowed on padded channels (whose values are then still finite, so the

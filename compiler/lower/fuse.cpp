@@ -6,14 +6,6 @@ namespace kiln {
 
 namespace {
 
-bool is_elementwise(const std::string& op) {
-  static const std::set<std::string> ops = {
-      "Relu", "Clip", "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Add", "Sub", "Mul", "Div", "Tanh",
-      "Exp", "Neg", "Abs", "Sqrt", "Erf", "Elu", "Selu", "Celu", "Softplus", "Softsign", "Mish", "PRelu",
-      "BatchNormalization", "Reciprocal", "Floor", "Ceil", "ThresholdedRelu", "Pow", "Max", "Min", "Sum", "Mean"};
-  return ops.count(op) != 0;
-}
-
 // Operators whose kernels are reductions with a schedule of their own.
 bool is_heavy(const std::string& op) {
   return op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul" || op == "Einsum" ||
@@ -38,7 +30,7 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
     int v = n.outputs[0];
     if (uses[v] != 1 || g.values[v].is_constant()) continue;
     const graph::Node& c = g.nodes[consumer[v]];
-    if (!is_elementwise(c.op) || c.outputs.empty() || c.outputs[0] < 0) continue;
+    if (!graph::is_elementwise_op(c.op) || c.outputs.empty() || c.outputs[0] < 0) continue;
     if (g.values[c.outputs[0]].shape != g.values[v].shape) continue;
     fused.insert(v);
   }

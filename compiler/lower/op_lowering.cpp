@@ -19,6 +19,20 @@ int OpContext::output(size_t i) const {
 }
 
 // "k<N>_<what>_<node name>", with the name made symbol-safe.
+namespace {
+
+// Adds graph value v as the next parameter of kernel k; returns its buffer.
+tir::Buffer add_kernel_param(KernelDef& k, const graph::Graph& g, int v, Access access) {
+  const graph::Value& val = g.values[v];
+  auto b = tir::make_buffer(val.name, graph::dtype_to_tir(val.dtype), val.elements(), (int)k.params.size());
+  k.params.push_back(b);
+  k.param_values.push_back(v);
+  k.access.push_back(access);
+  return b;
+}
+
+}  // namespace
+
 std::string OpContext::kernel_name(const std::string& what) {
   std::string safe;
   for (char c : node().name) safe += std::isalnum((unsigned char)c) ? c : '_';
@@ -75,13 +89,7 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
   k.name = kernel_name(op);
   k.source_nodes = fused_sources_;
   k.source_nodes.push_back(node_index);
-  auto add_param = [&](int v, Access access) {
-    auto b = tir::make_buffer(value(v).name, graph::dtype_to_tir(value(v).dtype), value(v).elements(), (int)k.params.size());
-    k.params.push_back(b);
-    k.param_values.push_back(v);
-    k.access.push_back(access);
-    return b;
-  };
+  auto add_param = [&](int v, Access access) { return add_kernel_param(k, graph, v, access); };
   tir::Buffer out = add_param(out_value, Access::Write);
   std::map<const te::TensorNode*, tir::Buffer> reads;
   auto buffer_of = [&](const te::TensorNode* n) -> tir::Buffer {
@@ -133,13 +141,7 @@ void OpContext::emit_scan(int64_t steps, const std::vector<ScanState>& states) {
   k.name = kernel_name("scan");
   k.source_nodes = {node_index};
   std::map<const te::TensorNode*, tir::Buffer> bufs;
-  auto add_param = [&](int v, Access access) {
-    auto b = tir::make_buffer(value(v).name, graph::dtype_to_tir(value(v).dtype), value(v).elements(), (int)k.params.size());
-    k.params.push_back(b);
-    k.param_values.push_back(v);
-    k.access.push_back(access);
-    return b;
-  };
+  auto add_param = [&](int v, Access access) { return add_kernel_param(k, graph, v, access); };
   for (auto& s : states) bufs[s.tensor.get()] = add_param(state_->bound.at(s.tensor.get()), Access::ReadWrite);
   auto buffer_of = [&](const te::TensorNode* n) -> tir::Buffer {
     auto r = bufs.find(n);

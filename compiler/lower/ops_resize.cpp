@@ -87,6 +87,21 @@ struct ResizeSpec {
   std::vector<ResizeAxis> axes;
 };
 
+// A spec with one axis per dimension, from the node's input and output shapes.
+ResizeSpec spec_for_shapes(const OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  graph::Shape is = ctx.in_shape(0), os = ctx.out_shape(0);
+  user_assert(os.size() == is.size()) << n.describe() << ": output rank differs from the input's";
+  ResizeSpec sp;
+  sp.axes.resize(is.size());
+  for (size_t d = 0; d < is.size(); d++) {
+    sp.axes[d].in = is[d];
+    sp.axes[d].out = os[d];
+    user_assert(is[d] > 0 || os[d] == 0) << n.describe() << ": cannot resize an empty dimension";
+  }
+  return sp;
+}
+
 // x_o for output coordinate x (an index) on axis `a`.
 Expr original_coordinate(const ResizeSpec& sp, const ResizeAxis& a, const Expr& x_index) {
   Expr x = tir::cast(F64, x_index);
@@ -276,16 +291,9 @@ void set_scales(OpContext& ctx, ResizeSpec& sp, const std::vector<Expr>& scales)
 void lower_resize(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   int64_t opset = ctx.graph.opset;
-  ResizeSpec sp;
+  ResizeSpec sp = spec_for_shapes(ctx);
   graph::Shape is = ctx.in_shape(0), os = ctx.out_shape(0);
   size_t rank = is.size();
-  user_assert(os.size() == rank) << n.describe() << ": output rank differs from the input's";
-  sp.axes.resize(rank);
-  for (size_t d = 0; d < rank; d++) {
-    sp.axes[d].in = is[d];
-    sp.axes[d].out = os[d];
-    user_assert(is[d] > 0 || os[d] == 0) << n.describe() << ": cannot resize an empty dimension";
-  }
   sp.mode = n.attr_string("mode", "nearest");
   user_assert(sp.mode == "nearest" || sp.mode == "linear" || (sp.mode == "cubic" && opset >= 11))
       << n.describe() << ": unknown mode '" << sp.mode << "'";
@@ -365,15 +373,8 @@ void lower_resize(OpContext& ctx) {
 // asymmetric coordinates, nearest = floor.
 void lower_upsample(OpContext& ctx) {
   const graph::Node& n = ctx.node();
-  ResizeSpec sp;
-  graph::Shape is = ctx.in_shape(0), os = ctx.out_shape(0);
-  size_t rank = is.size();
-  user_assert(os.size() == rank) << n.describe() << ": output rank differs from the input's";
-  sp.axes.resize(rank);
-  for (size_t d = 0; d < rank; d++) {
-    sp.axes[d].in = is[d];
-    sp.axes[d].out = os[d];
-  }
+  ResizeSpec sp = spec_for_shapes(ctx);
+  size_t rank = sp.axes.size();
   sp.mode = n.attr_string("mode", "nearest");
   if (sp.mode == "bilinear") sp.mode = "linear";
   user_assert(sp.mode == "nearest" || sp.mode == "linear") << n.describe() << ": unknown mode '" << sp.mode << "'";

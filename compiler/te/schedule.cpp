@@ -107,19 +107,6 @@ bool vectorize_elementwise(Stage& s) {
 
 }  // namespace
 
-// Whether `e` refers to variable `v`.
-bool mentions(const Expr& e, const Expr& v) {
-  struct Finder : tir::IRVisitor {
-    const tir::ExprNode* v;
-    bool found = false;
-    using tir::IRVisitor::visit;
-    void visit(const tir::Var* op) override { found |= op == v; }
-  } f;
-  f.v = v.get();
-  f.visit_expr(e);
-  return f.found;
-}
-
 // A float sum whose last reduction axis walks contiguous memory (the last
 // index of every tensor it reads): that loop is marked vectorized, which the
 // code generator turns into per-lane partial sums (see codegen_llvm.cpp).
@@ -136,7 +123,7 @@ void vectorize_sum(Stage& s) {
     using tir::IRVisitor::visit;
     void visit(const tir::ProducerLoad* op) override {
       bool uses = false;  // reads that do not move with the loop are fine
-      for (auto& i : op->indices) uses |= mentions(i, last);
+      for (auto& i : op->indices) uses |= tir::uses_var(i, last);
       if (uses) {
         any = true;
         contiguous &= op->indices.back().same_as(last);

@@ -209,6 +209,18 @@ class Substituter : public IRMutator {
 };
 }  // namespace
 
+bool uses_var(const Expr& e, const Expr& var) {
+  struct Finder : IRVisitor {
+    const ExprNode* v;
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const Var* op) override { found |= op == v; }
+  } f;
+  f.v = var.get();
+  f.visit_expr(e);
+  return f.found;
+}
+
 Expr substitute(const Expr& e, const std::vector<std::pair<Expr, Expr>>& vars) { return Substituter(vars).mutate(e); }
 Stmt substitute(const Stmt& s, const std::vector<std::pair<Expr, Expr>>& vars) { return Substituter(vars).mutate(s); }
 

@@ -43,6 +43,9 @@ class IRMutator {
 #undef KILN_X
 };
 
+// Whether `e` refers to variable `var` (by identity).
+bool uses_var(const Expr& e, const Expr& var);
+
 // Replaces each Var in `vars` (by identity) with the matching expression.
 Expr substitute(const Expr& e, const std::vector<std::pair<Expr, Expr>>& vars);
 Stmt substitute(const Stmt& s, const std::vector<std::pair<Expr, Expr>>& vars);
