@@ -128,7 +128,7 @@ struct Lavapipe {
 
 #define OPEN_OR_SKIP(lavapipe)                          \
   if (!(lavapipe).Open()) {                             \
-    MESSAGE("skipped: " << (lavapipe).skip);            \
+    kiln_test::SkipOrFail((lavapipe).skip);             \
     return;                                             \
   }
 

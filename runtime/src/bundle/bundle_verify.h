@@ -34,7 +34,7 @@ typedef struct kiln_bundle_view_t {
   const uint8_t* data_segment;      // constants and kernel blobs (64-aligned)
   size_t data_segment_size;         // bytes in the data segment
   uint64_t arena_bytes;             // memory.arena_bytes (0 if no memory plan)
-  int spirv;                        // nonzero: the kernel libraries are SpirV (Vulkan)
+  int spirv;                        // nonzero: a kernel library is SpirV (Vulkan; ELF ones run on the host)
 } kiln_bundle_view_t;
 
 // Verifies `size` bytes at `data` (which must be 64-byte aligned).

@@ -15,8 +15,8 @@
 #define KILN_BUNDLE_SPIRV_MAX_BINDINGS 4096
 
 // Checks the SpirV parts of a bundle whose indices (libraries, kernels,
-// tensors) were already checked. Sets view->spirv when its libraries are
-// SpirV (then all of them are).
+// tensors) were already checked. Sets view->spirv when the bundle has a
+// SpirV library (ELF libraries beside it run on the host).
 kiln_status_t kiln_bundle_verify_spirv(const kiln::fb::Bundle* bundle, kiln_bundle_view_t* view);
 
 #endif  // KILN_BUNDLE_BUNDLE_VERIFY_SPIRV_H_

@@ -304,6 +304,11 @@ static kiln_status_t kiln_vulkan_device_features(const kiln_vulkan_device_t* dev
     return kiln_make_status(KILN_UNSUPPORTED,
                             "vulkan: the device lacks shaderFloat64 (float64 tensors)");
   }
+  // Bundle shaders are untrusted: with robust buffer access an index past a
+  // binding reads zero / writes nowhere instead of touching other memory
+  // (on a CPU device such as lavapipe, the process's own heap). Every
+  // Vulkan 1.0 device supports it.
+  out_features->robustBufferAccess = supported.robustBufferAccess;
   out_features->shaderInt64 = (wanted & KILN_VULKAN_FEATURE_INT64) ? VK_TRUE : VK_FALSE;
   out_features->shaderFloat64 = (wanted & KILN_VULKAN_FEATURE_FLOAT64) ? VK_TRUE : VK_FALSE;
   return NULL;
