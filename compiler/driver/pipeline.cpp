@@ -79,6 +79,7 @@ class Pipeline {
     po.dump_stream = &out_;
     po.disabled = options_.disabled_graph_passes;
     po.vector_lanes = vulkan ? 0 : vector_info(options_.target).lanes;  // no blocked layout on GPUs
+    po.vector_registers = vulkan ? 16 : vector_info(options_.target).registers;
     std::vector<graph::PassStats> pass_stats = graph::run_graph_passes(g, po);
     if (options_.report)
       for (auto& s : pass_stats)

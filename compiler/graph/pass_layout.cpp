@@ -64,7 +64,7 @@ constexpr int64_t kMinMacs = 1 << 18;  // smallest conv worth converting its inp
 
 class Blocker {
  public:
-  Blocker(Graph& g, int64_t lanes) : g_(g), lanes_(lanes) {}
+  Blocker(Graph& g, int64_t lanes, int registers) : g_(g), lanes_(lanes), registers_(registers) {}
 
   bool run(PassContext& ctx) {
     std::vector<Node> old = std::move(g_.nodes);
@@ -87,6 +87,7 @@ class Blocker {
  private:
   Graph& g_;
   int64_t lanes_;
+  int registers_;  // vector registers (matmul panel widths)
   std::map<int, int> blocked_;  // NCHW value -> its blocked twin
   int conversions_ = 0;
   int transposed_ = 0;  // matmul weights packed
@@ -187,7 +188,7 @@ class Blocker {
     bool ta = n.op == "Gemm" && n.attr_int("transA", 0) != 0;
     int64_t M = as.size() < 2 ? 1 : ta ? as[as.size() - 1] : as[as.size() - 2];  // rows per batch
     int64_t K = b.shape[0], N = b.shape[1];
-    int64_t nb = lower::matmul_panel_width(M, N);
+    int64_t nb = lower::matmul_panel_width(M, N, VectorInfo{(int)lanes_, registers_});
     if (!nb) return;
     std::vector<double> d = constant_as_doubles(b), p(d.size());
     for (int64_t k = 0; k < K; k++)
@@ -350,7 +351,7 @@ class Blocker {
 
 bool pass_layout(Graph& g, PassContext& ctx) {
   if (ctx.vector_lanes < 4) return false;
-  return Blocker(g, ctx.vector_lanes).run(ctx);
+  return Blocker(g, ctx.vector_lanes, ctx.vector_registers).run(ctx);
 }
 
 }  // namespace kiln::graph

@@ -23,6 +23,7 @@ struct PassContext {
   int64_t folded_bytes = 0;    // constant-fold: bytes of those constants
   std::string detail;          // optional one-line note for --report (set by the pass)
   int64_t vector_lanes = 0;    // layout: the target's float32 vector lanes (0: keep NCHW)
+  int vector_registers = 16;   // layout: the target's vector registers (matmul panel widths)
 };
 
 struct GraphPass {
@@ -48,6 +49,7 @@ struct PassOptions {
   std::ostream* dump_stream = nullptr; // where dumps go (stderr if null)
   std::set<std::string> disabled;     // passes to skip (tests, debugging)
   int64_t vector_lanes = 0;           // the target's float32 vector lanes (layout; 0: keep NCHW)
+  int vector_registers = 16;          // the target's vector registers (layout)
 };
 
 struct PassStats {

@@ -92,8 +92,8 @@ class OpContext {
   te::Tensor scan_state(const std::string& name, const graph::Shape& shape, tir::Type dtype);
   void emit_scan(int64_t steps, const std::vector<ScanState>& states);
 
-  // Vector registers of the target (register tiles are sized to fit).
-  int vector_registers() const { return state_->vector.registers; }
+  // The target's SIMD unit (register tiles are sized to fit).
+  const VectorInfo& vector() const { return state_->vector; }
 
   // Requires all float32 inputs/outputs (the only type some ops support so far).
   void require_float32() const;

@@ -33,7 +33,7 @@ void lower_conv_blocked(OpContext& ctx) {
     Indices xi = depthwise ? Indices{o[0], o[1], ih, iw, o[4]} : Indices{o[0], r[0], ih, iw, r[3]};
     return padded_read(x, xi, tir::make_const(t, 0)) * w({o[1], r[0], r[1], r[2], r[3], o[4]});
   });
-  int registers = ctx.vector_registers();
+  int registers = ctx.vector().registers;
   ctx.schedule_reduction(conv, [registers](te::Stage& s) { schedule_conv2d_blocked_cpu(s, registers); });
   if (ctx.has_input(2)) {
     te::Tensor b = ctx.in(2), acc = conv;

@@ -42,7 +42,8 @@ void lower_gemm(OpContext& ctx) {
     Expr bv = tb ? b({o[1], r[0]}) : weight_at(b, nb, r[0], o[1]);
     return a(ta ? Indices{r[0], o[0]} : Indices{o[0], r[0]}) * bv;
   });
-  ctx.schedule_reduction(ab, schedule_matmul_cpu);
+  VectorInfo target = ctx.vector();
+  ctx.schedule_reduction(ab, [target](te::Stage& s) { schedule_matmul_cpu(s, target); });
   te::Tensor c = ctx.has_input(2) ? ctx.in(2) : te::Tensor();
   user_assert(!c.defined() || c.ndim() <= 2) << n.describe() << ": C must be at most 2-D";
   ctx.set_output(0, te::compute("gemm_out", ys, [=](const Indices& o) {
@@ -89,7 +90,8 @@ void lower_matmul(OpContext& ctx) {
     if (nb) return a(ai) * weight_at(b, nb, r[0], o[batch_rank + 1]);
     return a(ai) * b(bi);
   });
-  ctx.schedule_reduction(mm, schedule_matmul_cpu);
+  VectorInfo target = ctx.vector();
+  ctx.schedule_reduction(mm, [target](te::Stage& s) { schedule_matmul_cpu(s, target); });
   if (full != ys) {  // a 1-D operand: drop the promoted unit dimension
     te::Tensor src = mm;
     mm = te::compute("matmul_view", ys, [=](const Indices& o) {

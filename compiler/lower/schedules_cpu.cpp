@@ -107,29 +107,37 @@ void schedule_conv1x1_cpu(te::Stage& s) {
   s.unroll(fi);
 }
 
-int64_t matmul_lanes(int64_t n) { return n % 16 == 0 ? 16 : n % 8 == 0 ? 8 : n % 4 == 0 ? 4 : 0; }
-
-int64_t matmul_panel_width(int64_t m, int64_t n) {
-  int64_t lanes = matmul_lanes(n);
-  if (!lanes) return 0;
-  // Up to 8 rows; the columns fill the rest of 16 accumulators (a
-  // matrix-vector product, one row, gets up to 16 independent vectors).
-  int64_t rows = largest_divisor(m, 8);
-  return lanes * largest_divisor(n / lanes, std::max<int64_t>(16 / rows, 1));
+int64_t matmul_lanes(int64_t n, const VectorInfo& target) {
+  for (int64_t l = std::min(target.lanes, 16); l >= 4; l /= 2)
+    if (n % l == 0) return l;
+  return 0;
 }
 
-void schedule_matmul_cpu(te::Stage& s) {
+// Accumulators of a matmul tile: 16, fewer where registers are short (AVX2).
+static int64_t matmul_accumulators(const VectorInfo& target) { return std::min(16, std::max(target.registers - 4, 4)); }
+
+int64_t matmul_panel_width(int64_t m, int64_t n, const VectorInfo& target) {
+  int64_t lanes = matmul_lanes(n, target);
+  if (!lanes) return 0;
+  // Up to 8 rows; the columns fill the rest of the accumulators (a
+  // matrix-vector product, one row, gets up to 16 independent vectors).
+  int64_t acc = matmul_accumulators(target);
+  int64_t rows = largest_divisor(m, 8);
+  return lanes * largest_divisor(n / lanes, std::max<int64_t>(acc / rows, 1));
+}
+
+void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target) {
   if (s.axes.size() < 2 || s.reduce_axes.size() != 1) return te::default_cpu_schedule(s);
   size_t r = s.axes.size();
   auto i = s.axes[r - 2], j = s.axes[r - 1], k = s.reduce_axes[0];
   std::vector<te::IterVar> order(s.axes.begin(), s.axes.end() - 2);
-  int64_t lanes = matmul_lanes(j->extent);
+  int64_t lanes = matmul_lanes(j->extent, target);
   if (lanes) {
     // Vector tile: `tv` vectors of `lanes` columns by `ti` rows, 16
     // accumulators at most; B's rows are vector loads, A's elements
     // broadcasts. The columns are the packed panel width when B is packed.
-    int64_t tv = matmul_panel_width(i->extent, j->extent) / lanes;
-    int64_t ti = largest_divisor(i->extent, std::max<int64_t>(16 / tv, 1));
+    int64_t tv = matmul_panel_width(i->extent, j->extent, target) / lanes;
+    int64_t ti = largest_divisor(i->extent, std::max<int64_t>(matmul_accumulators(target) / tv, 1));
     auto [io, ii] = s.split(i, ti);
     auto [jo, jv] = s.split(j, tv * lanes);
     auto [jt, jl] = s.split(jv, lanes);
