@@ -3,6 +3,7 @@
 #include "driver/pipeline.h"
 
 #include <chrono>
+#include <functional>
 #include <iostream>
 
 #include "bundle/bundle_writer.h"
@@ -45,6 +46,17 @@ class Pipeline {
   }
 
   // Prints each kernel whose TIR changed in `pass` (or every kernel for "lower").
+  // Runs `pass` on every kernel body (if `enabled`) and dumps what changed.
+  void run_tir_pass(const std::string& name, bool enabled, std::vector<KernelDef>& kernels,
+                    const std::function<tir::Stmt(const tir::Stmt&)>& pass) {
+    std::vector<std::string> before;
+    if (dumping(name))
+      for (auto& k : kernels) before.push_back(tir::to_string(k.body));
+    if (enabled)
+      for (auto& k : kernels) k.body = pass(k.body);
+    dump_kernels(name, kernels, dumping(name) ? &before : nullptr);
+  }
+
   void dump_kernels(const std::string& pass, const std::vector<KernelDef>& kernels, const std::vector<std::string>* before) {
     if (!dumping(pass)) return;
     for (size_t i = 0; i < kernels.size(); i++) {
@@ -93,24 +105,15 @@ class Pipeline {
     step_done("lower", std::to_string(program.kernels.size()) + " kernels");
     dump_kernels("lower", program.kernels, nullptr);
 
-    // 4. TIR passes on every kernel.
-    std::vector<std::string> before;
-    if (dumping("simplify"))
-      for (auto& k : program.kernels) before.push_back(tir::to_string(k.body));
-    for (auto& k : program.kernels) k.body = tir::simplify(k.body);
-    dump_kernels("simplify", program.kernels, dumping("simplify") ? &before : nullptr);
-    before.clear();
-    if (dumping("partition-loops"))
-      for (auto& k : program.kernels) before.push_back(tir::to_string(k.body));
-    if (!vulkan)  // CPU only: partitioned copies would duplicate GPU local loops
-      for (auto& k : program.kernels) k.body = tir::simplify(tir::partition_loops(k.body));
-    dump_kernels("partition-loops", program.kernels, dumping("partition-loops") ? &before : nullptr);
-    before.clear();
-    if (dumping("unroll"))
-      for (auto& k : program.kernels) before.push_back(tir::to_string(k.body));
-    if (!vulkan)  // the SPIR-V optimizer unrolls what pays
-      for (auto& k : program.kernels) k.body = tir::simplify(tir::unroll_loops(k.body));
-    dump_kernels("unroll", program.kernels, dumping("unroll") ? &before : nullptr);
+    // 4. TIR passes on every kernel, in order (Halide's Lower.cpp style);
+    //    --dump-after=PASS prints the kernels a pass changed.
+    run_tir_pass("simplify", true, program.kernels, [](const tir::Stmt& s) { return tir::simplify(s); });
+    // CPU only: partitioned copies would duplicate GPU local loops, and the
+    // SPIR-V optimizer unrolls what pays.
+    run_tir_pass("partition-loops", !vulkan, program.kernels,
+                 [](const tir::Stmt& s) { return tir::simplify(tir::partition_loops(s)); });
+    run_tir_pass("unroll", !vulkan, program.kernels,
+                 [](const tir::Stmt& s) { return tir::simplify(tir::unroll_loops(s)); });
     for (auto& k : program.kernels) {
       tir::verify_kernel(k.name, k.body, k.params);
       k.workgroup_count = workgroup_count_of(k.body);

@@ -12,12 +12,7 @@ int64_t tile_for(int64_t n, std::initializer_list<int64_t> options) {
   return 1;
 }
 
-// The largest divisor of n that is at most `limit`.
-int64_t largest_divisor(int64_t n, int64_t limit) {
-  for (int64_t d = std::min(n, limit); d > 1; d--)
-    if (n % d == 0) return d;
-  return 1;
-}
+using te::largest_divisor;
 
 // Binds `iv` to workgroup x after fusing it with every outer loop (so the
 // bound loop is outermost, as bind requires).

@@ -1,5 +1,7 @@
 #include "te/schedule.h"
 
+#include <algorithm>
+
 #include "support/diagnostics.h"
 #include "tir/ir_visitor.h"
 
@@ -93,13 +95,7 @@ bool vectorize_elementwise(Stage& s) {
   std::pair<IterVar, IterVar> split = s.split(last, lanes);
   IterVar f = split.first;
   for (size_t i = outer.size(); i-- > 0;) f = s.fuse(outer[i], f);
-  int64_t per_chunk = 1;
-  for (int64_t d = std::min<int64_t>(f->extent, 64); d > 1; d--)
-    if (f->extent % d == 0) {
-      per_chunk = d;
-      break;
-    }
-  IterVar chunk = s.split(f, per_chunk).first;
+  IterVar chunk = s.split(f, largest_divisor(f->extent, 64)).first;
   s.bind(chunk, tir::ForKind::WorkgroupX);
   s.vectorize(split.second);
   return true;
@@ -134,6 +130,12 @@ void vectorize_sum(Stage& s) {
   reads.last = raxes.back();
   reads.visit_expr(s.tensor->fbody(axes, raxes));
   if (reads.any && reads.contiguous) s.vectorize(s.reduce_axes.back());
+}
+
+int64_t largest_divisor(int64_t n, int64_t limit) {
+  for (int64_t d = std::min(n, limit); d > 1; d--)
+    if (n % d == 0) return d;
+  return 1;
 }
 
 void default_cpu_schedule(Stage& s) {

@@ -159,12 +159,12 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
                             model->view.spirv ? "Vulkan" : "the CPU",
                             device == KILN_DEVICE_VULKAN ? "Vulkan" : "the CPU");
   }
-  if (model->view.spirv) return kiln_session_create_vulkan(model, options, start, out_session);
   uint32_t thread_count = options && options->thread_count > 1 ? options->thread_count : 1;
-  if (thread_count > KILN_SESSION_MAX_THREADS) {
+  if (thread_count > KILN_SESSION_MAX_THREADS) {  // rejected on every device
     return kiln_make_status(KILN_INVALID_ARGUMENT, "session: thread_count %u exceeds %u",
                             thread_count, KILN_SESSION_MAX_THREADS);
   }
+  if (model->view.spirv) return kiln_session_create_vulkan(model, options, start, out_session);
   kiln_session_t* session = NULL;
   KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session));
   session->model = model;
