@@ -464,6 +464,7 @@ def count_flops(onnx_path: str) -> Dict[str, object]:
     shapes = _static_shapes(model)
 
     per_node: Dict[str, int] = {}
+    conv_kind: Dict[str, str] = {}  # e.g. '3x3', '1x1', '3x3 depthwise'
     unknown: List[str] = []
     ops: Dict[str, int] = {}
     for i, n in enumerate(g.node):
@@ -474,6 +475,9 @@ def count_flops(onnx_path: str) -> Dict[str, object]:
             if n.op_type == 'Conv':
                 w, y = shapes[n.input[1]], shapes[n.output[0]]
                 macs = y[0] * y[1] * _prod(y[2:]) * _prod(w[1:])            # N*M*OHW * (C/g)*KHW
+                group = _attr(n, 'group', 1)
+                conv_kind[name] = 'x'.join(str(d) for d in w[2:]) + (' depthwise' if group > 1 and w[1] == 1 else
+                                                                      ' grouped' if group > 1 else '')
             elif n.op_type == 'ConvTranspose':
                 x, w = shapes[n.input[0]], shapes[n.input[1]]
                 macs = x[0] * x[1] * _prod(x[2:]) * _prod(w[1:])            # N*C*IHW * (M/g)*KHW
@@ -489,7 +493,8 @@ def count_flops(onnx_path: str) -> Dict[str, object]:
             continue
         per_node[name] = 2 * macs
         ops[n.op_type] = ops.get(n.op_type, 0) + 2 * macs
-    return {'total': sum(per_node.values()), 'per_node': per_node, 'by_op': ops, 'unknown_nodes': unknown}
+    return {'total': sum(per_node.values()), 'per_node': per_node, 'conv_kind': conv_kind, 'by_op': ops,
+            'unknown_nodes': unknown}
 
 
 # ---------------------------------------------------------------------------
@@ -611,6 +616,7 @@ def profile_layers(kiln: str, info, iterations: int, warmup: int, peak1: float, 
     ins = json.loads(run_tool([kiln, 'inspect', path, '--json'], 'kiln inspect --json %s' % name))
     dispatches = ins.get('dispatches', [])
     per_node = info[name]['flops']['per_node']
+    conv_kind = info[name]['flops'].get('conv_kind', {})
     with open(os.path.join(out_dir, 'profile_%s.txt' % name), 'w') as f:
         f.write('$ %s\n%s' % (' '.join(cmd), out))
     rows.sort(key=lambda r: -r['median_ms'])
@@ -620,13 +626,30 @@ def profile_layers(kiln: str, info, iterations: int, warmup: int, peak1: float, 
         sources = d.get('source_nodes', [])
         flops = sum(per_node.get(s, 0) for s in sources)
         gflops = flops / (r['median_ms'] * 1e6) if r['median_ms'] > 0 else 0.0
+        kinds = sorted({conv_kind[s] for s in sources if s in conv_kind})
         listed.append(dict(r, source_nodes=sources, kernel=d.get('kernel', r['kernel']), flops=flops, gflops=gflops,
-                           pct_peak=100 * gflops / peak1))
+                           pct_peak=100 * gflops / peak1, conv_kind=kinds[0] if len(kinds) == 1 else None))
     top = listed[:PROFILE_TOP]
+    # Per conv kind (3x3, 1x1, ...): the heaviest conv's dispatches (all of
+    # them when several tie, as ResNet-18's 3x3 and 1x1 convs do) and their
+    # worst and best % of peak: what issue 5's per-layer target is about.
+    by_kind = {}
+    for r in listed:
+        if r['conv_kind']:
+            by_kind.setdefault(r['conv_kind'], []).append(r)
+    kinds = []
+    for kind, rs in by_kind.items():
+        heaviest = max(r['flops'] for r in rs)
+        top_rs = [r for r in rs if r['flops'] >= 0.999 * heaviest]
+        kinds.append({'kind': kind, 'dispatches': len(rs), 'heaviest_mflop': heaviest / 1e6,
+                      'heaviest_count': len(top_rs), 'heaviest_worst_pct': min(r['pct_peak'] for r in top_rs),
+                      'heaviest_best_pct': max(r['pct_peak'] for r in top_rs),
+                      'heaviest_worst_dispatch': min(top_rs, key=lambda r: r['pct_peak'])['dispatch']})
+    kinds.sort(key=lambda k: -k['heaviest_mflop'])
     return {'available': True, 'model': name, 'threads': 1, 'iterations': iterations, 'peak_gflops': peak1,
             'dispatch_count': int(summary.group(1)) if summary else len(dispatches),
             'sum_of_medians_ms': float(summary.group(2)) if summary else None,
-            'run_median_ms': total['median_ms'], 'top': top, 'listed': listed}
+            'run_median_ms': total['median_ms'], 'top': top, 'listed': listed, 'conv_kinds': kinds}
 
 
 # ---------------------------------------------------------------------------
@@ -862,6 +885,18 @@ def render_markdown(machine, peaks, names, info, rows, geo, profile, args, threa
             L.append('| %d | %d | `%s` | %s | %.3f | %.1f%% | %.1f | %.1f | %.1f |' % (
                 i, r['dispatch'], r['kernel'], ', '.join('`%s`' % s for s in r['source_nodes']), r['median_ms'],
                 r['share_pct'], r['flops'] / 1e6, r['gflops'], r['pct_peak']))
+        if profile.get('conv_kinds'):
+            L.append('')
+            L.append('The heaviest convolution of each kernel size: every dispatch holding a conv of that size '
+                     'and the largest FLOP count (ties included), worst and best % of peak among them.')
+            L.append('')
+            L.append('| Conv | dispatches of this kind | heaviest MFLOP | heaviest: dispatches | worst % peak '
+                     '(dispatch) | best % peak |')
+            L.append('|---|---:|---:|---:|---:|---:|')
+            for k in profile['conv_kinds']:
+                L.append('| %s | %d | %.1f | %d | %.1f (%d) | %.1f |' % (
+                    k['kind'], k['dispatches'], k['heaviest_mflop'], k['heaviest_count'], k['heaviest_worst_pct'],
+                    k['heaviest_worst_dispatch'], k['heaviest_best_pct']))
     L.append('')
     L.extend(render_vulkan(vulkan, names))
     return '\n'.join(L)
@@ -1162,7 +1197,7 @@ def main(argv) -> int:
         profile = None
         if PROFILE_MODEL in names:
             peak1 = meter.peak(1)['gflops']
-            profile = profile_layers(kiln, info, max(args.iterations, 5), args.warmup, peak1, args.out)
+            profile = profile_layers(kiln, info, max(args.iterations, 30), args.warmup, peak1, args.out)
             if not profile['available']:
                 log('warning: ' + profile['message'])
         vulkan = None

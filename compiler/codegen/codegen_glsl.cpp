@@ -525,6 +525,7 @@ class GlslEmitter {
         });
         return;
       }
+      case NodeType::Prefetch: return;  // no cache hint in GLSL compute shaders
       case NodeType::LetStmt: {
         auto* l = s.as<LetStmt>();
         with_lets({l->value}, [&] {

@@ -378,6 +378,20 @@ class KernelEmitter {
         b_.CreateAlignedStore(v, address(st->buffer, index), align);
         return;
       }
+      case NodeType::Prefetch: {
+        // llvm.prefetch(address, read, high locality, data cache). The
+        // address may lie past the buffer: no inbounds GEP (it would be
+        // poison), and a prefetch never faults.
+        auto* p = s.as<Prefetch>();
+        llvm::Value* index = emit_expr(p->index);
+        if (index->getType()->isVectorTy()) index = b_.CreateExtractElement(index, (uint64_t)0);
+        auto it = buffers_.find(p->buffer.get());
+        internal_assert(it != buffers_.end()) << "buffer " << p->buffer->name << " not bound";
+        llvm::Value* addr = b_.CreateGEP(llvm_type(p->buffer->dtype), it->second, index);
+        llvm::Function* fn = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::prefetch, {addr->getType()});
+        b_.CreateCall(fn, {addr, b_.getInt32(0), b_.getInt32(3), b_.getInt32(1)});
+        return;
+      }
       case NodeType::LetStmt: {
         auto* l = s.as<LetStmt>();
         bind_let(l->var, l->value);
@@ -436,6 +450,7 @@ class KernelEmitter {
         // accumulator) is a loop-carried update, not a vector store.
         return !f.found && !s.as<Store>()->buffer->dtype.is_bool() && may_use(s.as<Store>()->index, lane);
       }
+      case NodeType::Prefetch: return true;  // the first lane's line
       case NodeType::LetStmt: {
         // A store index could reach the lane through this variable: accept
         // the variable as lane-dependent when its value is.

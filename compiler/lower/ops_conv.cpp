@@ -34,7 +34,7 @@ void lower_conv_blocked(OpContext& ctx) {
     return padded_read(x, xi, tir::make_const(t, 0)) * w({o[1], r[0], r[1], r[2], r[3], o[4]});
   });
   int registers = ctx.vector().registers;
-  ctx.schedule_reduction(conv, [registers](te::Stage& s) { schedule_conv2d_blocked_cpu(s, registers); });
+  ctx.schedule_reduction(conv, [registers, w](te::Stage& s) { schedule_conv2d_blocked_cpu(s, w, registers); });
   if (ctx.has_input(2)) {
     te::Tensor b = ctx.in(2), acc = conv;
     conv = te::compute("conv_bias", os, [acc, b, m](const Indices& o) { return acc(o) + b({o[1] * Expr(m) + o[4]}); });

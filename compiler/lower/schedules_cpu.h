@@ -18,9 +18,10 @@ void schedule_conv1x1_cpu(te::Stage& s);
 // Conv in the blocked layout NCHWc: output [N, M/m, OH, OW, m], reduction
 // [C/c, KH, KW, c]. The m channels of a block are one vector (vectorized);
 // a tile of output pixels times channel blocks accumulates in `registers`
-// vector registers minus a few, unrolled; rows of the output are split
-// across threads.
-void schedule_conv2d_blocked_cpu(te::Stage& s, int registers);
+// vector registers minus a few, unrolled. Rows and channel tiles are split
+// across threads; where the weights outgrow L2 on a small map, each thread
+// streams a channel tile's `weights` once, prefetched, over the whole map.
+void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers);
 // Pooling over a blocked tensor [N, C/c, H, W, c]: the window loops run
 // inside each output pixel, whose c channels are one vector.
 void schedule_pool_blocked_cpu(te::Stage& s);

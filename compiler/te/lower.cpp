@@ -1,6 +1,7 @@
 #include "te/lower.h"
 
 #include <map>
+#include <set>
 
 #include "support/diagnostics.h"
 #include "tir/ir_printer.h"
@@ -84,6 +85,53 @@ class Resolver : public tir::IRMutator {
   std::vector<Stmt> prelude_;
   std::map<std::string, tir::Buffer> accumulators_;
 };
+
+// The prefetches `stage` schedules, for the innermost reduction loop (leaf
+// r_last) whose body is `update`: each distinct read of the input, with the
+// prefetch loop advanced by its offset, in the first iteration of the
+// spatial loops between that loop and r_last.
+Stmt prefetch_stmt(const Stage& stage, const Stmt& update, size_t r_last, const BufferOf& buffer_of) {
+  std::vector<Stmt> out;
+  for (auto& spec : stage.prefetches) {
+    tir::Buffer b = buffer_of(spec.input.get());
+    if (!b) continue;  // the input is computed in place: nothing to fetch
+    size_t pos = stage.leaf_index(spec.loop);
+    internal_assert(pos < r_last) << "prefetch loop " << spec.loop->name << " must be outside the innermost reduction";
+    struct Reads : tir::IRVisitor {
+      const tir::BufferNode* buf;
+      std::vector<Expr> indices;
+      using tir::IRVisitor::visit;
+      void visit(const tir::Load* op) override {
+        if (op->buffer.get() == buf) indices.push_back(op->index);
+        tir::IRVisitor::visit(op);
+      }
+    } reads;
+    reads.buf = b.get();
+    reads.visit_stmt(update);
+    // A vectorized loop reads one vector: its first lane's line.
+    std::vector<std::pair<Expr, Expr>> at;
+    for (size_t i = r_last + 1; i < stage.leaves.size(); i++)
+      if (stage.leaves[i]->kind == tir::ForKind::Vectorized) at.push_back({stage.leaves[i]->var, Expr(0)});
+    at.push_back({spec.loop->var, spec.loop->var + Expr(spec.offset)});
+    Expr first;
+    for (size_t i = pos + 1; i < r_last; i++)
+      if (!stage.leaves[i]->reduce) {
+        Expr c = tir::EQ::make(stage.leaves[i]->var, Expr(0));
+        first = first.defined() ? (first && c) : c;
+      }
+    std::set<std::string> seen;
+    for (auto& index : reads.indices) {
+      Expr ahead = tir::substitute(index, at);
+      if (!seen.insert(tir::to_string(ahead)).second) continue;
+      Stmt s = tir::Prefetch::make(b, ahead);
+      for (size_t i = stage.leaves.size(); i-- > r_last + 1;)
+        if (tir::uses_var(ahead, stage.leaves[i]->var))
+          s = tir::For::make(stage.leaves[i]->var, Expr(0), Expr(stage.leaves[i]->extent), stage.leaves[i]->kind, s);
+      out.push_back(first.defined() ? tir::IfThenElse::make(first, s) : s);
+    }
+  }
+  return out.empty() ? Stmt() : tir::Block::make(out);
+}
 
 }  // namespace
 
@@ -172,13 +220,57 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
       return s;
     };
     Stmt init = over_tile(tir::Store::make(acc, acc_index, t->init));
+    // Spatial loops with reduction loops inside them (rows of a conv placed
+    // inside its outer channel loop, so a slice of the weights serves every
+    // row while it is in L1): the innermost spatial loops, those with only
+    // spatial loops inside, get a register tile of their own. It is loaded
+    // from the local tile before the inner reductions and stored back after,
+    // so the inner loops accumulate in registers, not through memory.
+    size_t inner_begin = first_reduce;  // the first leaf of the inner scope
+    for (size_t i = first_reduce; i < stage.leaves.size(); i++)
+      if (!stage.leaves[i]->reduce)
+        for (size_t j = i + 1; j < stage.leaves.size(); j++)
+          if (stage.leaves[j]->reduce) inner_begin = i + 1;
+    bool two_level = inner_begin > first_reduce;
+    std::vector<IterVar> inner_tile;
+    Shape inner_shape;
+    Indices inner_idx;
+    for (size_t i = inner_begin; i < stage.leaves.size(); i++)
+      if (!stage.leaves[i]->reduce) {
+        inner_tile.push_back(stage.leaves[i]);
+        inner_shape.push_back(stage.leaves[i]->extent);
+        inner_idx.push_back(stage.leaves[i]->var);
+      }
+    tir::Buffer reg = two_level ? tir::make_buffer(t->name + "_reg", t->dtype,
+                                                   std::max<int64_t>(graph_elements(inner_shape), 1), -1)
+                                : acc;
+    Expr reg_index = two_level ? flat_index(inner_shape, inner_idx) : acc_index;
+    auto over_inner = [&](Stmt s) {
+      for (size_t i = inner_tile.size(); i-- > 0;)
+        s = tir::For::make(inner_tile[i]->var, Expr(0), Expr(inner_tile[i]->extent), inner_tile[i]->kind, s);
+      return s;
+    };
     Stmt update = Resolver(buffer_of).build({t->fbody(axes, raxes)}, [&](const std::vector<Expr>& v) {
-      return tir::Store::make(acc, acc_index, combine(t->reduce_kind, tir::Load::make(acc, acc_index), v[0]));
+      return tir::Store::make(reg, reg_index, combine(t->reduce_kind, tir::Load::make(reg, reg_index), v[0]));
     });
     update = guard(reduce_guards, guard(tile.empty() ? std::vector<Expr>() : spatial_guards, update));
-    for (size_t i = stage.leaves.size(); i-- > first_reduce;) {
+    size_t r_last = first_reduce;  // the innermost reduction loop
+    for (size_t i = first_reduce; i < stage.leaves.size(); i++)
+      if (stage.leaves[i]->reduce) r_last = i;
+    for (size_t i = stage.leaves.size(); i-- > inner_begin;) {
       auto& l = stage.leaves[i];
+      if (i == r_last && !stage.prefetches.empty())
+        if (Stmt p = prefetch_stmt(stage, update, r_last, buffer_of); p.defined()) update = tir::Block::make({p, update});
       update = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, update);
+    }
+    if (two_level) {
+      Stmt load = over_inner(tir::Store::make(reg, reg_index, tir::Load::make(acc, acc_index)));
+      Stmt store = over_inner(tir::Store::make(acc, acc_index, tir::Load::make(reg, reg_index)));
+      update = tir::Allocate::make(reg, tir::Block::make({load, update, store}));
+      for (size_t i = inner_begin; i-- > first_reduce;) {
+        auto& l = stage.leaves[i];
+        update = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, update);
+      }
     }
     Stmt write;
     if (epilogue) {

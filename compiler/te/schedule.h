@@ -88,9 +88,22 @@ struct Stage {
   void parallel(const IterVar& iv);
   // Replaces the loops from iv inward (and the body) with `intrin`.
   void tensorize(const IterVar& iv, const TensorIntrin& intrin);
+  // Software prefetch (a reduction's input streamed from memory): while
+  // iteration i of `loop` runs, prefetch what iteration i + offset of it
+  // will read of `input`. Issued in the innermost reduction loop, once per
+  // cache line (a vectorized loop reads at most one line), and only in the
+  // first iteration of the spatial loops between `loop` and that point (the
+  // data stays in cache for the others).
+  void prefetch(const Tensor& input, const IterVar& loop, int64_t offset);
 
   IterVar tensorized;                // the outermost replaced loop, if any
   TensorIntrin intrin;               // its replacement
+  struct PrefetchSpec {
+    Tensor input;                    // the tensor read ahead
+    IterVar loop;                    // the loop whose later iteration it serves
+    int64_t offset;                  // how many iterations ahead
+  };
+  std::vector<PrefetchSpec> prefetches;  // in the order scheduled
 
   // The position of iv among the leaves (InternalError if absent).
   size_t leaf_index(const IterVar& iv) const;

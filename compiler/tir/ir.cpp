@@ -180,6 +180,11 @@ Stmt For::make(Expr var, Expr min, Expr extent, ForKind kind, Stmt body) {
       << "For needs i64 var, min and extent";
   return Stmt(std::make_shared<For>(std::move(var), std::move(min), std::move(extent), kind, std::move(body)));
 }
+Stmt Prefetch::make(Buffer b, Expr index) {
+  internal_assert(b && index.type() == Index()) << "Prefetch index must be i64";
+  return Stmt(std::make_shared<Prefetch>(std::move(b), std::move(index)));
+}
+
 Stmt Store::make(Buffer b, Expr index, Expr value) {
   internal_assert(b && index.type() == Index()) << "Store index must be i64";
   if (value.type() != b->dtype && (as_const_int(value) || value.as<FloatImm>()))

@@ -75,7 +75,8 @@ inline Type Index() { return Int(64); }  // the type of all loop variables and i
   X(Store)                     \
   X(IfThenElse)                \
   X(Block)                     \
-  X(Allocate)
+  X(Allocate)                 \
+  X(Prefetch)
 
 enum class NodeType : uint8_t {
 #define KILN_X(n) n,
@@ -337,6 +338,17 @@ struct Allocate : StmtNode {
   Stmt body;
   static Stmt make(Buffer b, Stmt body);
   Allocate(Buffer b, Stmt s) : StmtNode(kNodeType), buffer(std::move(b)), body(std::move(s)) {}
+};
+
+// A hint: bring the cache line holding buffer[index] closer to the core
+// (a schedule's software prefetch of data a later iteration reads). Never
+// faults, whatever the index; targets without prefetch drop it.
+struct Prefetch : StmtNode {
+  static constexpr NodeType kNodeType = NodeType::Prefetch;
+  Buffer buffer;  // the buffer read later
+  Expr index;     // flat element index (Index type); may lie outside the buffer
+  static Stmt make(Buffer b, Expr index);
+  Prefetch(Buffer b, Expr i) : StmtNode(kNodeType), buffer(std::move(b)), index(std::move(i)) {}
 };
 
 // ----------------------------------------------------- sugar for builders --

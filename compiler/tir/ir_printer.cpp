@@ -134,6 +134,12 @@ class Printer : public IRVisitor {
     print(op->value);
     out << "\n";
   }
+  void visit(const Prefetch* op) override {
+    line();
+    out << "prefetch " << op->buffer->name << "[";
+    print(op->index);
+    out << "]\n";
+  }
   void visit(const IfThenElse* op) override {
     line();
     out << "if (";

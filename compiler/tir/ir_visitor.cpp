@@ -70,6 +70,7 @@ void IRVisitor::visit(const Store* op) {
   visit_expr(op->index);
   visit_expr(op->value);
 }
+void IRVisitor::visit(const Prefetch* op) { visit_expr(op->index); }
 void IRVisitor::visit(const IfThenElse* op) {
   visit_expr(op->cond);
   visit_stmt(op->then_case);
@@ -168,6 +169,10 @@ Stmt IRMutator::visit(const For* op, const Stmt& self) {
 Stmt IRMutator::visit(const Store* op, const Stmt& self) {
   Expr i = mutate(op->index), v = mutate(op->value);
   return i.same_as(op->index) && v.same_as(op->value) ? self : Store::make(op->buffer, i, v);
+}
+Stmt IRMutator::visit(const Prefetch* op, const Stmt& self) {
+  Expr i = mutate(op->index);
+  return i.same_as(op->index) ? self : Prefetch::make(op->buffer, i);
 }
 Stmt IRMutator::visit(const IfThenElse* op, const Stmt& self) {
   Expr c = mutate(op->cond);

@@ -34,9 +34,10 @@ class Verifier : public IRVisitor {
   void check_buffer(const Buffer& b, const Expr& index) {
     internal_assert(buffers_.count(b.get())) << "kernel " << kernel_ << ": buffer " << b->name << " not in scope";
     internal_assert(index.type() == Index()) << "kernel " << kernel_ << ": index of " << b->name << " is not i64";
-    if (auto c = as_const_int(index))
+    if (auto c = as_const_int(index)) {
       internal_assert(*c >= 0 && *c < b->size) << "kernel " << kernel_ << ": constant index " << *c << " outside "
                                                << b->name << "[" << b->size << "]";
+    }
   }
 
   void visit(const Var* op) override {
@@ -84,6 +85,12 @@ class Verifier : public IRVisitor {
   void visit(const Store* op) override {
     check_buffer(op->buffer, op->index);
     internal_assert(op->value.type() == op->buffer->dtype) << "kernel " << kernel_ << ": store type mismatch";
+    IRVisitor::visit(op);
+  }
+  void visit(const Prefetch* op) override {
+    // Any index: a prefetch past the end is a hint, not an access.
+    internal_assert(buffers_.count(op->buffer.get())) << "kernel " << kernel_ << ": buffer " << op->buffer->name << " not in scope";
+    internal_assert(op->index.type() == Index()) << "kernel " << kernel_ << ": prefetch index is not i64";
     IRVisitor::visit(op);
   }
   void visit(const Allocate* op) override {

@@ -173,6 +173,50 @@ TEST_CASE("spatial loops inside a reduction accumulate a register tile") {
     }
 }
 
+TEST_CASE("rows inside a split reduction: a register tile per row tile, and prefetches") {
+  // C[i, j] = sum_k A[i, k] * B[k, j], 7x8 by 12x8, in the streaming order
+  // of schedule_conv2d_blocked_cpu: ko (the slice) outside the row tiles io
+  // (7 = 2 * 4 - 1: guarded), ki and the 4x8 register tile inside. B is
+  // prefetched one slice ahead in the first row tile.
+  te::Tensor A = te::placeholder("A", {7, 12}, tir::Float(32)), B = te::placeholder("B", {12, 8}, tir::Float(32));
+  te::Tensor C = te::reduce("C", {7, 8}, {12}, te::ReduceKind::Sum, tir::Float(32), [=](const te::Indices& o, const te::Indices& r) {
+    return A({o[0], r[0]}) * B({r[0], o[1]});
+  });
+  te::Stage s(C);
+  auto [io, ii] = s.split(s.axes[0], 4);
+  auto [ko, ki] = s.split(s.reduce_axes[0], 3);
+  s.reorder({ko, io, ki, ii, s.axes[1]});
+  s.unroll(ii);
+  s.vectorize(s.axes[1]);
+  s.prefetch(B, ko, 1);
+  CHECK_THROWS_AS(s.prefetch(B, ko, 0), InternalError);
+  KernelDef k;
+  k.name = "gemm_streaming";
+  auto a = tir::make_buffer("A", tir::Float(32), 84, 0), b = tir::make_buffer("B", tir::Float(32), 96, 1);
+  auto c = tir::make_buffer("C", tir::Float(32), 56, 2);
+  k.params = {a, b, c};
+  k.body = te::lower_stage(s, c, [&](const te::TensorNode* n) { return n == A.get() ? a : n == B.get() ? b : tir::Buffer(); });
+  std::string ir = tir::to_string(k.body);
+  CHECK(ir.find("allocate C_acc[f32 * 64]") != std::string::npos);  // the whole map (8 rows), in memory
+  CHECK(ir.find("allocate C_reg[f32 * 32]") != std::string::npos);  // one row tile, in registers
+  // One prefetch per row of B read (the vectorized columns: one line), for
+  // slice ko + 1, only in the first row tile.
+  CHECK(ir.find("prefetch B[") != std::string::npos);
+  CHECK(ir.find("if ((i0.o == 0))") != std::string::npos);
+  CHECK_NOTHROW(tir::verify_kernel(k.name, tir::simplify(k.body), k.params));
+  Library lib({k});
+  std::vector<float> av(84), bv(96), cv(56, -1.0f);
+  for (int i = 0; i < 84; i++) av[i] = (float)(i % 7) - 3.0f;
+  for (int i = 0; i < 96; i++) bv[i] = (float)(i % 5) * 0.5f;
+  lib.run(0, {av.data(), bv.data(), cv.data()}, 1);
+  for (int i = 0; i < 7; i++)
+    for (int j = 0; j < 8; j++) {
+      float want = 0;
+      for (int r = 0; r < 12; r++) want += av[i * 12 + r] * bv[r * 8 + j];
+      CHECK(cv[i * 8 + j] == want);
+    }
+}
+
 TEST_CASE("vectorized loops run lane by lane: vector loads, stores, gathers and math") {
   // C[i, j] = exp(sum_k A[i, k] * B[k, j] / 16) + A[j % 6, i]: a 2x8 register
   // tile (ii unrolled, ji vectorized) and a gathered (strided) read.

@@ -3,7 +3,7 @@
 // Inputs are filled deterministically (fixed seed); the last line is
 // "median_ms=X min_ms=Y mean_ms=Z iterations=K".
 // --profile times every dispatch (kiln_session_set_profiling) and prints the
-// 20 slowest by median time, with their kernel and source node names.
+// 100 slowest by median time, with their kernel and source node names.
 // Before it, a "startup:" line gives the time from the load call to the end
 // of the first run and the largest stages (kiln_session_load_stats);
 // --startup adds "startup_stages:" (every stage) and, after the timed runs,
@@ -64,7 +64,7 @@ void Fill(kiln_dtype_t dtype, std::vector<uint8_t>* bytes, Random* random) {
   }
 }
 
-constexpr size_t kProfileTop = 20;
+constexpr size_t kProfileTop = 100;
 
 double Ms(uint64_t nanoseconds) { return (double)nanoseconds / 1e6; }
 
