@@ -13,7 +13,8 @@ const std::vector<GraphPass>& graph_passes() {
   // producer -> consumer directly; constant folding then turns every
   // compile-time computation (run-time-built weights included) into
   // constants, which the BatchNormalization and affine folds need; layout
-  // then packs the folded weights for the target's blocked convolutions; CSE and
+  // then packs the folded weights for the target's blocked convolutions,
+  // winograd transforms those of the 3x3 ones where it wins; CSE and
   // dead-code elimination clean up what the rewrites left behind.
   static const std::vector<GraphPass> passes = {
       {"identity", pass_identity},
@@ -22,6 +23,7 @@ const std::vector<GraphPass>& graph_passes() {
       {"fold-batchnorm", pass_fold_batchnorm},
       {"fold-affine", pass_fold_affine},
       {"layout", pass_layout},
+      {"winograd", pass_winograd},
       {"cse", pass_cse},
       {"dead-code", pass_dead_code},
   };

@@ -41,6 +41,7 @@ bool pass_reshape_chain(Graph& g, PassContext& ctx);   // pass_reshape_chain.cpp
 bool pass_fold_batchnorm(Graph& g, PassContext& ctx);  // pass_fold_batchnorm.cpp
 bool pass_fold_affine(Graph& g, PassContext& ctx);     // pass_fold_affine.cpp
 bool pass_layout(Graph& g, PassContext& ctx);          // pass_layout.cpp
+bool pass_winograd(Graph& g, PassContext& ctx);        // pass_winograd.cpp
 bool pass_cse(Graph& g, PassContext& ctx);             // pass_cse.cpp
 bool pass_dead_code(Graph& g, PassContext& ctx);       // pass_dead_code.cpp
 

@@ -9,6 +9,7 @@
 //       + sum_{co, kh, kw, ci} x[n, co, oh*s - pad + kh*d, ow*s - pad + kw*d, ci] * w[mo, co, kh, kw, ci, mi]
 //   and depthwise (w [M/m, 1, KH, KW, 1, m]): x read at channel block mo, lane mi.
 #include "lower/op_lowering.h"
+#include "lower/ops_winograd.h"
 #include "lower/schedules_cpu.h"
 #include "support/diagnostics.h"
 
@@ -17,6 +18,7 @@ namespace {
 
 void lower_conv_blocked(OpContext& ctx) {
   const graph::Node& n = ctx.node();
+  if (n.attr_int("kiln_winograd", 0) == 2) return lower_conv_winograd(ctx);
   te::Tensor x = ctx.in(0), w = ctx.in(1);
   graph::Shape xs = x.shape(), ws = w.shape(), os = ctx.out_shape(0);
   internal_assert(xs.size() == 5 && ws.size() == 6 && os.size() == 5) << n.describe() << ": bad blocked shapes";

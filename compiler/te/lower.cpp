@@ -179,6 +179,12 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
     ctx.out = out;
     ctx.store_offset = store_offset;
     ctx.buffer_of = buffer_of;
+    ctx.write = [&](const Expr& value, const std::vector<Expr>& at) {
+      Expr v = epilogue ? epilogue(value, at) : value;
+      return Resolver(buffer_of).build({v}, [&](const std::vector<Expr>& r) {
+        return tir::Store::make(out, flat_index(t->shape, at) + store_offset, r[0]);
+      });
+    };
     Stmt body = stage.intrin.emit(ctx);
     for (size_t i = pos; i-- > 0;) {
       auto& l = stage.leaves[i];

@@ -55,6 +55,9 @@ struct TensorizeContext {
   tir::Buffer out;                    // where the stage's values go
   Expr store_offset;                  // added to every store into `out`
   std::function<tir::Buffer(const TensorNode*)> buffer_of;  // buffers of materialized inputs
+  // Stores `value` as the stage's element at `axes` (any original-axis
+  // values), through the kernel's fused epilogue when it has one.
+  std::function<tir::Stmt(const Expr& value, const std::vector<Expr>& axes)> write;
 };
 
 // A hand-written micro-kernel expressed in loop IR: given the tile, emits

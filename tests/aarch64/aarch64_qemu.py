@@ -6,7 +6,7 @@ Run with Debian's /usr/bin/python3 (python3-torch, -torchvision, -onnx, -numpy).
   aarch64_qemu.py --kilnc PATH --kiln PATH --source-root DIR --cross-build-dir DIR --workdir DIR
                   [--qemu qemu-aarch64] [--qemu-cpu cortex-a72] [--sysroot /usr/aarch64-linux-gnu]
                   [--cross-cc aarch64-linux-gnu-gcc] [--cross-cxx aarch64-linux-gnu-g++]
-                  [--meson meson] [--ninja ninja] [--jobs 2] [--models demo,mobilenet_v2]
+                  [--meson meson] [--ninja ninja] [--jobs 2] [--models demo,mobilenet_v2,ops_winograd]
 
 Steps (each prints PASS/FAIL; see docs/aarch64.md):
   1. cross-build the runtime and the kiln tool: `meson setup` CROSS_BUILD_DIR with
@@ -332,7 +332,7 @@ def main() -> int:
     ap.add_argument('--meson', default=None)
     ap.add_argument('--ninja', default=None)
     ap.add_argument('--jobs', type=int, default=2)
-    ap.add_argument('--models', default='demo,mobilenet_v2')
+    ap.add_argument('--models', default='demo,mobilenet_v2,ops_winograd')
     args = ap.parse_args()
 
     t_start = time.monotonic()

@@ -122,6 +122,40 @@ def build_ops_conv():
     return OpsConv()
 
 
+def build_ops_winograd():
+    torch = _torch()
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class OpsWinograd(nn.Module):
+        """3x3 stride-1 convs big enough for Winograd F(2x2, 3x3) (64 and 80 channels, a 16x20
+        map): one with a fused residual Add and Relu, one with 5 channel blocks of 16 (odd), and a
+        stride-2 one that stays direct."""
+
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 64, 3, padding=1)
+            self.a = nn.Conv2d(64, 64, 3, padding=1)
+            self.b = nn.Conv2d(64, 80, 3, padding=1, bias=False)
+            self.s2 = nn.Conv2d(80, 64, 3, stride=2, padding=1)
+
+        def forward(self, x):
+            y = F.relu(self.stem(x))
+            y = F.relu(self.a(y) + y)
+            y = self.b(y)
+            return self.s2(y)
+
+    return OpsWinograd()
+
+
+def _check_winograd_bundle(info, report):
+    """kilnc's winograd pass converted the two big stride-1 convs (on a target with wide vectors)."""
+    if 'pass winograd' not in report:
+        raise AssertionError('no winograd pass line in the report:\n%s' % report)
+    if '2 convolutions to Winograd F(2x2, 3x3)' not in report:
+        raise AssertionError('expected 2 convolutions to Winograd in the report:\n%s' % report)
+
+
 def build_ops_pool():
     torch = _torch()
     nn = torch.nn
@@ -590,6 +624,9 @@ MODELS: Dict[str, ModelSpec] = {
                           frozenset({'Conv', 'Relu', 'Clip', 'Sigmoid'}), num_outputs=2,
                           check_graph=_check_conv_graph,
                           description='Conv (pads, strides, dilations, groups, depthwise), Relu, Clip, Sigmoid'),
+    'ops_winograd': ModelSpec(build_ops_winograd, (1, 3, 16, 20), frozenset({'Conv', 'Relu', 'Add'}),
+                              check_bundle=_check_winograd_bundle,
+                              description='3x3 convs by Winograd F(2x2, 3x3), with a fused residual epilogue'),
     'ops_pool': ModelSpec(build_ops_pool, (1, 4, 17, 21),
                           frozenset({'MaxPool', 'AveragePool', 'GlobalAveragePool', 'Flatten'}), num_outputs=8,
                           check_graph=_check_pool_graph,

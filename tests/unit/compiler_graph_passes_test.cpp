@@ -421,7 +421,7 @@ TEST_CASE("run_graph_passes: the list, statistics and --dump-graph-after") {
   std::vector<std::string> names;
   for (auto& p : graph_passes()) names.push_back(p.name);
   CHECK(names == std::vector<std::string>{"identity", "constant-fold", "reshape-chain", "fold-batchnorm", "fold-affine",
-                                          "layout", "cse", "dead-code"});
+                                          "layout", "winograd", "cse", "dead-code"});
   Builder b;
   int x = b.input("x", {4});
   int i = b.node("Identity", {x}, {4});
@@ -440,4 +440,38 @@ TEST_CASE("run_graph_passes: the list, statistics and --dump-graph-after") {
   CHECK_FALSE(stats[5].changed);
   CHECK(dump.str().find("graph after identity") != std::string::npos);
   CHECK(dump.str().find("graph after cse") == std::string::npos);  // unchanged: not printed
+}
+
+TEST_CASE("graph pass winograd: big 3x3 stride-1 blocked convs switch, the results stay") {
+  // x [1,64,14,14] -> Conv 3x3 (64 -> 64, bias) -> Relu -> Conv 3x3 stride 2 (stays direct)
+  //                                               -> Conv 3x3 (64 -> 32: too few channels, stays)
+  Builder b;
+  int x = b.input("x", {1, 64, 14, 14});
+  int w1 = b.constant("w1", {64, 64, 3, 3}, pattern(64 * 64 * 9, 0.02f));
+  int b1 = b.constant("b1", {64}, pattern(64, 0.1f, 1.0f));
+  int c1 = b.node("Conv", {x, w1, b1}, {1, 64, 14, 14}, {{"pads", ints({1, 1, 1, 1})}});
+  int r1 = b.node("Relu", {c1}, {1, 64, 14, 14});
+  int w2 = b.constant("w2", {64, 64, 3, 3}, pattern(64 * 64 * 9, 0.02f, 2.0f));
+  int c2 = b.node("Conv", {r1, w2}, {1, 64, 7, 7}, {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}});
+  int w3 = b.constant("w3", {32, 64, 3, 3}, pattern(32 * 64 * 9, 0.02f, 3.0f));
+  int c3 = b.node("Conv", {r1, w3}, {1, 32, 14, 14}, {{"pads", ints({1, 1, 1, 1})}});
+  b.output(c2);
+  b.output(c3);
+  Graph before = b.g;
+  PassContext ctx;
+  ctx.vector_lanes = 16;
+  REQUIRE(pass_layout(b.g, ctx));
+  PassContext wctx;
+  CHECK(pass_winograd(b.g, wctx));
+  CHECK(wctx.detail == "1 convolutions to Winograd F(2x2, 3x3)");
+  int winograd = 0;
+  for (auto& n : b.g.nodes)
+    if (n.op == "Conv" && n.attr_int("kiln_winograd", 0) == 2) {
+      winograd++;
+      CHECK(b.g.values[n.inputs[1]].shape == Shape{4, 4, 4, 4, 16, 16});  // U [M/m, 4, 4, C/c, c, m]
+    }
+  CHECK(winograd == 1);
+  PassContext again;
+  CHECK_FALSE(pass_winograd(b.g, again));  // converted once
+  check_same_outputs(before, b.g, 1e-4);
 }

@@ -1,0 +1,85 @@
+// Winograd F(2x2, 3x3) (lower/ops_winograd.cpp): its formula, lowered with
+// the default schedule, and its tensorized CPU kernel both compute a 3x3
+// convolution (stride 1, pad 1), checked against a direct convolution in
+// double precision on random data.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include "compiler_test_util.h"
+#include "lower/ops_winograd.h"
+#include "tir/ir_printer.h"
+#include "te/schedule.h"
+
+using namespace kiln;
+using kiln::test::Library;
+
+TEST_CASE("winograd F(2x2, 3x3): formula and CPU kernel match a direct convolution") {
+  // 8 -> 8 or 16 channels on a 6x8 map (3 x 4 tiles). With 8 registers the
+  // kernel has two tile groups per row and two channel groups (workgroup y).
+  int64_t MB = 2, registers = 32;
+  SUBCASE("one workgroup per tile row") {}
+  SUBCASE("channel groups, tile groups") {
+    MB = 4;
+    registers = 8;
+  }
+  const int64_t CB = 2, c = 4, H = 6, W = 8, m = 4;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> xv((size_t)(CB * H * W * c)), g((size_t)(MB * m * CB * c * 9)), uv((size_t)(MB * 16 * CB * c * m));
+  for (auto& v : xv) v = dist(rng);
+  for (auto& v : g) v = dist(rng);
+  // g[M][C][3][3] -> U[M/m, 4, 4, C/c, c, m] = G g G^T.
+  const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  for (int64_t oc = 0; oc < MB * m; oc++)
+    for (int64_t ic = 0; ic < CB * c; ic++)
+      for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++) {
+          double s = 0;
+          for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) s += G[a][i] * g[(size_t)(((oc * CB * c + ic) * 3 + i) * 3 + j)] * G[b][j];
+          uv[(size_t)(((((oc / m) * 4 + a) * 4 + b) * CB + ic / c) * c * m + (ic % c) * m + oc % m)] = (float)s;
+        }
+  te::Tensor x = te::placeholder("x", {1, CB, H, W, c}, tir::Float(32));
+  te::Tensor u = te::placeholder("u", {MB, 4, 4, CB, c, m}, tir::Float(32));
+  graph::Shape os = {1, MB, H, W, m};
+  std::vector<KernelDef> kernels;
+  for (bool fast : {false, true}) {
+    te::Tensor conv = lower::winograd_conv(x, u, os);
+    te::Stage s(conv);
+    if (fast) lower::schedule_conv2d_winograd_cpu(s, x, u, VectorInfo{16, (int)registers});
+    KernelDef k;
+    k.name = fast ? "winograd_cpu" : "winograd_formula";
+    auto xb = tir::make_buffer("x", tir::Float(32), (int64_t)xv.size(), 0);
+    auto ub = tir::make_buffer("u", tir::Float(32), (int64_t)uv.size(), 1);
+    auto ob = tir::make_buffer("out", tir::Float(32), MB * H * W * m, 2);
+    k.params = {xb, ub, ob};
+    k.body = te::lower_stage(s, ob, [&](const te::TensorNode* n) { return n == x.get() ? xb : n == u.get() ? ub : tir::Buffer(); });
+    if (fast) CHECK(tir::to_string(k.body).find("wino_v") != std::string::npos);  // the tensorized form
+    kernels.push_back(k);
+  }
+  Library lib(kernels);
+  for (uint32_t kernel = 0; kernel < 2; kernel++) {
+    CAPTURE(kernel);
+    std::vector<float> out((size_t)(MB * H * W * m), -1.0f);
+    lib.run(kernel, {xv.data(), uv.data(), out.data()}, kernel == 1 ? H / 2 * (MB / 2) : -1);
+    double worst = 0;
+    for (int64_t oc = 0; oc < MB * m; oc++)
+      for (int64_t oh = 0; oh < H; oh++)
+        for (int64_t ow = 0; ow < W; ow++) {
+          double want = 0;
+          for (int64_t ic = 0; ic < CB * c; ic++)
+            for (int i = 0; i < 3; i++)
+              for (int j = 0; j < 3; j++) {
+                int64_t ih = oh + i - 1, iw = ow + j - 1;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                want += (double)xv[(size_t)((((ic / c) * H + ih) * W + iw) * c + ic % c)] *
+                        g[(size_t)(((oc * CB * c + ic) * 3 + i) * 3 + j)];
+              }
+          double got = out[(size_t)((((oc / m) * H + oh) * W + ow) * m + oc % m)];
+          worst = std::max(worst, std::fabs(got - want));
+        }
+    CHECK(worst < 1e-4);
+  }
+}
