@@ -15,6 +15,7 @@
 #include "lower/lower_graph.h"
 #include "plan/memory_plan.h"
 #include "support/diagnostics.h"
+#include "tir/hoist_invariants.h"
 #include "tir/unroll_loops.h"
 #include "tir/ir_printer.h"
 #include "tir/inplace.h"
@@ -25,7 +26,7 @@
 namespace kiln {
 
 const std::vector<std::string>& pipeline_pass_names() {
-  static const std::vector<std::string> names = {"import", "graph-passes", "lower", "simplify", "partition-loops", "unroll", "verify", "plan-memory", "llvm", "spirv"};
+  static const std::vector<std::string> names = {"import", "graph-passes", "lower", "simplify", "partition-loops", "unroll", "hoist-invariants", "verify", "plan-memory", "llvm", "spirv"};
   return names;
 }
 
@@ -108,12 +109,14 @@ class Pipeline {
     // 4. TIR passes on every kernel, in order (Halide's Lower.cpp style);
     //    --dump-after=PASS prints the kernels a pass changed.
     run_tir_pass("simplify", true, program.kernels, [](const tir::Stmt& s) { return tir::simplify(s); });
-    // CPU only: partitioned copies would duplicate GPU local loops, and the
-    // SPIR-V optimizer unrolls what pays.
+    // Partitioning on CPU only: partitioned copies would duplicate GPU local
+    // loops. Unrolling everywhere (all unrolled loops on GPU targets).
     run_tir_pass("partition-loops", !vulkan, program.kernels,
                  [](const tir::Stmt& s) { return tir::simplify(tir::partition_loops(s)); });
-    run_tir_pass("unroll", !vulkan, program.kernels,
-                 [](const tir::Stmt& s) { return tir::simplify(tir::unroll_loops(s)); });
+    run_tir_pass("unroll", true, program.kernels,
+                 [vulkan](const tir::Stmt& s) { return tir::simplify(tir::unroll_loops(s, /*all=*/vulkan)); });
+    // GPU only (LLVM does it on CPU targets).
+    run_tir_pass("hoist-invariants", vulkan, program.kernels, [](const tir::Stmt& s) { return tir::hoist_invariants(s); });
     for (auto& k : program.kernels) {
       tir::verify_kernel(k.name, k.body, k.params);
       k.workgroup_count = workgroup_count_of(k.body);

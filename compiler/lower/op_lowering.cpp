@@ -107,7 +107,9 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
   auto rs = anchor.defined() ? state_->reduction_schedules.find(anchor.get()) : state_->reduction_schedules.end();
   if (state_->gpu) {  // the CPU schedules do not apply; a reduction keeps its epilogue
     te::Stage stage(anchor.defined() ? anchor : src);
-    default_gpu_schedule(stage);
+    auto gs = anchor.defined() ? state_->gpu_reduction_schedules.find(anchor.get()) : state_->gpu_reduction_schedules.end();
+    if (gs != state_->gpu_reduction_schedules.end()) gs->second(stage);
+    else default_gpu_schedule(stage);
     k.body = te::lower_stage(stage, out, buffer_of, Expr(0), anchor.defined() ? epilogue : te::Epilogue());
   } else if (!schedule && rs != state_->reduction_schedules.end()) {
     te::Stage stage(anchor);
@@ -125,6 +127,11 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
 void OpContext::schedule_reduction(const te::Tensor& r, const ScheduleFn& schedule) {
   internal_assert(r->kind == te::TensorNode::Kind::Reduce) << "schedule_reduction of a non-reduction";
   state_->reduction_schedules[r.get()] = schedule;
+}
+
+void OpContext::schedule_reduction_gpu(const te::Tensor& r, const ScheduleFn& schedule) {
+  internal_assert(r->kind == te::TensorNode::Kind::Reduce) << "schedule_reduction_gpu of a non-reduction";
+  state_->gpu_reduction_schedules[r.get()] = schedule;
 }
 
 te::Tensor OpContext::scan_state(const std::string& name, const graph::Shape& shape, tir::Type dtype) {

@@ -40,9 +40,10 @@ struct LoweringState {
   std::map<int, PendingTensor> pending;              // their formulas, once lowered
   std::map<const te::TensorNode*, int> bound;        // placeholder -> graph value
   std::map<int, te::Tensor> placeholders;            // graph value -> placeholder
-  std::map<const te::TensorNode*, ScheduleFn> reduction_schedules;  // per anchor reduction
+  std::map<const te::TensorNode*, ScheduleFn> reduction_schedules;  // per anchor reduction (CPU targets)
+  std::map<const te::TensorNode*, ScheduleFn> gpu_reduction_schedules;  // per anchor reduction (GPU targets)
   VectorInfo vector;                                 // the target's SIMD unit (schedules size tiles by it)
-  bool gpu = false;                                  // GPU target: every kernel gets default_gpu_schedule
+  bool gpu = false;                                  // GPU target: default_gpu_schedule unless a GPU reduction schedule applies
 };
 
 class OpContext {
@@ -79,6 +80,9 @@ class OpContext {
   // itself, or under an elementwise epilogue (bias, activation, a fused
   // consumer), which then runs at write-back inside this schedule.
   void schedule_reduction(const te::Tensor& r, const ScheduleFn& schedule);
+  // The same on GPU targets (lower/schedules_gpu.h); other GPU kernels get
+  // default_gpu_schedule.
+  void schedule_reduction_gpu(const te::Tensor& r, const ScheduleFn& schedule);
 
   // Scans (recurrences): a state is a [steps, ...] intermediate tensor; one
   // kernel runs `steps` serial iterations, and in iteration t computes, for

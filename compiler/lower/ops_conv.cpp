@@ -11,6 +11,7 @@
 #include "lower/op_lowering.h"
 #include "lower/ops_winograd.h"
 #include "lower/schedules_cpu.h"
+#include "lower/schedules_gpu.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
@@ -81,6 +82,11 @@ void lower_conv(OpContext& ctx) {
   bool pointwise = k == 2 && kernel[0] == 1 && kernel[1] == 1 && strides == std::vector<int64_t>{1, 1} &&
                    pads == std::vector<int64_t>{0, 0, 0, 0};
   if (k == 2) ctx.schedule_reduction(conv, pointwise ? schedule_conv1x1_cpu : schedule_conv2d_cpu);
+  // GPU: 4 output channels x 4 pixels of a row per invocation; a depthwise
+  // conv shares nothing across channels, so 4 pixels only.
+  bool depthwise = group == C && group == M;
+  if (k == 2)
+    ctx.schedule_reduction_gpu(conv, [depthwise](te::Stage& s) { schedule_register_tile_gpu(s, 1, depthwise ? 1 : 4, 3, 4); });
   if (ctx.has_input(2)) {
     te::Tensor b = ctx.in(2), acc = conv;
     conv = te::compute("conv_bias", os, [acc, b](const Indices& o) { return acc(o) + b({o[1]}); });

@@ -13,6 +13,7 @@
 
 #include "lower/op_lowering.h"
 #include "lower/schedules_cpu.h"
+#include "lower/schedules_gpu.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
@@ -44,6 +45,7 @@ void lower_gemm(OpContext& ctx) {
   });
   VectorInfo target = ctx.vector();
   ctx.schedule_reduction(ab, [target](te::Stage& s) { schedule_matmul_cpu(s, target); });
+  ctx.schedule_reduction_gpu(ab, [](te::Stage& s) { schedule_register_tile_gpu(s, 0, 4, 1, 4); });
   te::Tensor c = ctx.has_input(2) ? ctx.in(2) : te::Tensor();
   user_assert(!c.defined() || c.ndim() <= 2) << n.describe() << ": C must be at most 2-D";
   ctx.set_output(0, te::compute("gemm_out", ys, [=](const Indices& o) {
@@ -92,6 +94,7 @@ void lower_matmul(OpContext& ctx) {
   });
   VectorInfo target = ctx.vector();
   ctx.schedule_reduction(mm, [target](te::Stage& s) { schedule_matmul_cpu(s, target); });
+  ctx.schedule_reduction_gpu(mm, [batch_rank](te::Stage& s) { schedule_register_tile_gpu(s, batch_rank, 4, batch_rank + 1, 4); });
   if (full != ys) {  // a 1-D operand: drop the promoted unit dimension
     te::Tensor src = mm;
     mm = te::compute("matmul_view", ys, [=](const Indices& o) {

@@ -2,8 +2,8 @@
 // axes onto invocations: they are fused into one loop, split by the
 // workgroup size, the outer part bound to workgroup x (and y when it needs
 // more than 65535 groups, the count every Vulkan device supports) and the
-// inner part to local x. Reductions run per invocation, innermost (correct
-// first; shared-memory tiles come later).
+// inner part to local x. Reductions run per invocation, innermost;
+// convolutions and matrix products get register tiles (below).
 #pragma once
 
 #include <cstdint>
@@ -19,5 +19,13 @@ constexpr int64_t kGpuWorkgroupSize = 64;
 constexpr int64_t kGpuMaxWorkgroupCount = 65535;
 
 void default_gpu_schedule(te::Stage& s);
+
+// Reductions with reuse (conv, matmul): each invocation computes a tile of
+// ta outputs along spatial axis a times tb along axis b (each the largest
+// divisor of the axis up to that size), unrolled, with its accumulators in
+// registers: per reduction step it loads ta + tb operands for ta * tb
+// multiply-adds instead of two loads for each. The remaining spatial loops
+// spread over invocations as in the default schedule.
+void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, int64_t tb);
 
 }  // namespace kiln::lower

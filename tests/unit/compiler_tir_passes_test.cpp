@@ -8,6 +8,7 @@
 
 #include "compiler_test_util.h"
 #include "tir/ir_printer.h"
+#include "tir/hoist_invariants.h"
 #include "tir/ir_visitor.h"
 #include "tir/loop_partition.h"
 #include "tir/unroll_loops.h"
@@ -122,6 +123,7 @@ TEST_CASE("unroll: register tiles around vector loops are unrolled in the IR, ot
   tir::Stmt serial = tir::unroll_loops(nest(tir::ForKind::Serial));
   CHECK(serial.as<tir::For>() != nullptr);
   CHECK(serial.as<tir::For>()->kind == tir::ForKind::Unrolled);
+  CHECK(tir::unroll_loops(nest(tir::ForKind::Serial), /*all=*/true).as<tir::Block>() != nullptr);  // GPU targets
 
   KernelDef k;
   k.name = "tile";
@@ -132,4 +134,63 @@ TEST_CASE("unroll: register tiles around vector loops are unrolled in the IR, ot
   for (int t = 0; t < 24; t++) x[t] = 0.5f * (float)t - 3.0f;
   lib.run(0, {x.data(), y.data()}, 1);
   for (int t = 0; t < 24; t++) CHECK(y[t] == x[t] * (float)(t / 8 + 1));
+}
+
+TEST_CASE("hoist-invariants: index arithmetic leaves the loops it does not depend on") {
+  // A GPU-style kernel: invocation g (a workgroup loop) decomposed with / and
+  // %, then a reduction loop r that reads in[(g / 4) * 8 + r] and, guarded,
+  // in[(g % 4) + r - 1]. The decomposition and the guard's invariant half
+  // move out of r; loads stay.
+  auto in = tir::make_buffer("in", tir::Float(32), 64, 0);
+  auto out = tir::make_buffer("out", tir::Float(32), 16, 1);
+  Expr g = tir::Var::make(tir::Index(), "g"), r = tir::Var::make(tir::Index(), "r");
+  Expr i = g % Expr(4) + r - Expr(1);
+  Expr tap = tir::select(Expr(0) <= i, tir::Load::make(in, tir::max(i, Expr(0))), Expr(0.0f));
+  Expr a = tir::Load::make(in, (g / Expr(4)) * Expr(8) + r);
+  tir::Stmt acc = tir::Store::make(out, g, tir::Load::make(out, g) + a * tap);
+  KernelDef k;
+  k.name = "hoist";
+  k.params = {in, out};
+  k.body = tir::For::make(g, Expr(0), Expr(16), tir::ForKind::WorkgroupX,
+                          tir::Block::make({tir::Store::make(out, g, Expr(0.0f)),
+                                            tir::For::make(r, Expr(0), Expr(8), tir::ForKind::Serial, acc)}));
+  KernelDef h = k;
+  h.body = tir::hoist_invariants(k.body);
+  // Inside the workgroup loop, lets bind g / 4 * 8 and g % 4 - 1 (or the
+  // like) before the loop over r, whose body has no division left.
+  auto* wg = h.body.as<tir::For>();
+  REQUIRE(wg);
+  struct Find : tir::IRVisitor {
+    int lets = 0, divs_in_r = 0;
+    bool in_r = false;
+    using tir::IRVisitor::visit;
+    void visit(const tir::LetStmt* op) override {
+      lets++;
+      tir::IRVisitor::visit(op);
+    }
+    void visit(const tir::For* op) override {
+      bool was = in_r;
+      in_r = op->kind == tir::ForKind::Serial;
+      tir::IRVisitor::visit(op);
+      in_r = was;
+    }
+    void visit(const tir::Div* op) override {
+      divs_in_r += in_r;
+      tir::IRVisitor::visit(op);
+    }
+    void visit(const tir::Mod* op) override {
+      divs_in_r += in_r;
+      tir::IRVisitor::visit(op);
+    }
+  } f;
+  f.visit_stmt(h.body);
+  CHECK(f.lets >= 2);
+  CHECK(f.divs_in_r == 0);
+  Library lib({k, h});
+  std::vector<float> x(64), y0(16), y1(16);
+  for (int t = 0; t < 64; t++) x[t] = 0.25f * (float)(t % 13) - 1.0f;
+  lib.run(0, {x.data(), y0.data()});
+  lib.run(1, {x.data(), y1.data()});
+  CHECK(y0 == y1);
+  CHECK(tir::to_string(tir::hoist_invariants(h.body)) == tir::to_string(h.body));  // nothing left to move
 }
