@@ -684,7 +684,15 @@ def bench_vulkan(names, info, rows, args, kilnc: str, kiln: str) -> Dict[str, ob
                      'order': order}}
     ratio = None  # slowest Vulkan median / CPU median so far
     cache_root = os.path.join(args.out, 'vulkan_shader_cache')
-    for name in order:
+    # Shared-memory GPU tiles (kilnc --vulkan-shared-memory): 'auto' turns
+    # them off on a CPU implementation (lavapipe, SwiftShader), where shared
+    # memory is ordinary memory plus barrier costs: the first model runs
+    # again once the device is known.
+    shared = args.vulkan_shared_memory
+    result['settings']['shared_memory'] = shared
+    queue = list(order)
+    while queue:
+        name = queue.pop(0)
         elapsed = time.monotonic() - started
         if ratio is not None and name in cpu_ms:
             predicted = ratio * cpu_ms[name] * runs_per_model / 1e3 + VULKAN_SKIP_SLACK_S
@@ -694,7 +702,8 @@ def bench_vulkan(names, info, rows, args, kilnc: str, kiln: str) -> Dict[str, ob
                 result['skipped'].append(name)
                 continue
         path = os.path.splitext(info[name]['onnx'])[0] + '.vulkan.kiln'
-        proc = subprocess.run([kilnc, info[name]['onnx'], '--target=vulkan', '-o', path],
+        proc = subprocess.run([kilnc, info[name]['onnx'], '--target=vulkan', '-o', path,
+                               '--vulkan-shared-memory=' + ('off' if shared == 'off' else 'on')],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=1800)
         if proc.returncode != 0:
             err = proc.stderr.decode('utf-8', 'replace').strip()
@@ -729,8 +738,16 @@ def bench_vulkan(names, info, rows, args, kilnc: str, kiln: str) -> Dict[str, ob
         if 'startup' not in startup or 'startup_warm' not in startup:
             raise BenchError('kiln bench --startup printed no startup lines (rebuild kiln):\n%s' % out[-2000:])
         m = re.search(r'^device=(.*)$', out, re.M)
+        device = m.group(1).strip() if m else 'unknown'
+        if shared == 'auto':
+            shared = 'off' if re.search(r'llvmpipe|lavapipe|swiftshader', device, re.I) else 'on'
+            result['settings']['shared_memory'] = 'auto: %s on %s' % (shared, device)
+            if shared == 'off':
+                log('vulkan  %s is a CPU implementation: --vulkan-shared-memory=off, %s again' % (device, name))
+                queue.insert(0, name)
+                continue
         result['available'] = True
-        result['device'] = result['device'] or (m.group(1).strip() if m else 'unknown')
+        result['device'] = result['device'] or device
         cold, warm = startup['startup'], startup['startup_warm']
         result['models'][name] = {
             'median_ms': timing['median_ms'], 'min_ms': timing['min_ms'], 'mean_ms': timing['mean_ms'],
@@ -757,6 +774,8 @@ def render_vulkan(vk: Dict[str, object], names) -> List[str]:
     if not vk['available']:
         return L + ['Not run: no usable Vulkan device (%s).' % vk['reason'], '']
     st = vk['settings']
+    L.append('Shared-memory GPU tiles (`kilnc --vulkan-shared-memory`): %s.' % st.get('shared_memory', 'on'))
+    L.append('')
     L.append('Device: **%s**. `kilnc --target=vulkan`, then `kiln bench --device vulkan --startup --warmup 1 '
              '--iterations %d` per model (fewer runs than on the CPU: software Vulkan is slow), cheapest model '
              'first while the %.0f s budget lasts; %.0f s in all. Median/min: of the %d timed runs. '
@@ -1116,6 +1135,9 @@ def parse_args(argv):
                    help='folder with node_modules/onnxruntime-node (default tests/ort)')
     p.add_argument('--node', default='node', help='the Node.js executable')
     p.add_argument('--no-vulkan', action='store_true', help='skip the Vulkan measurements')
+    p.add_argument('--vulkan-shared-memory', choices=['auto', 'on', 'off'], default='auto',
+                   help='kilnc --vulkan-shared-memory for the Vulkan bundles (default auto: off on CPU '
+                        'implementations such as lavapipe, on elsewhere)')
     p.add_argument('--vulkan-iterations', type=int, default=None,
                    help='timed Vulkan runs per model, after 1 warm-up (default 2; --quick: 1)')
     p.add_argument('--vulkan-budget', type=float, default=180.0,

@@ -188,7 +188,7 @@ class GlslEmitter {
     head << accessors_.str();
     indent_ = 1;
     emit_stmt(k_.body);
-    out.source = head.str() + "void main() {\n" + body_.str() + "}\n";
+    out.source = head.str() + shared_.str() + "void main() {\n" + body_.str() + "}\n";
     return out;
   }
 
@@ -198,6 +198,9 @@ class GlslEmitter {
   bool unroll_ = false;  // unroll innermost loops (kLoopBudget)
   std::array<int64_t, 3> local_size_{1, 1, 1};
   int local_depth_ = 0;
+  int guarded_locals_ = 0;       // enclosing local loops with an invocation guard
+  int64_t shared_bytes_ = 0;     // workgroup memory declared so far
+  std::ostringstream shared_;    // its declarations (global scope)
   int indent_ = 0;
   int next_name_ = 0;
   std::ostringstream body_, accessors_;
@@ -526,6 +529,13 @@ class GlslEmitter {
         return;
       }
       case NodeType::Prefetch: return;  // no cache hint in GLSL compute shaders
+      case NodeType::Barrier:
+        // Every invocation must reach it: not inside a local loop shorter
+        // than the workgroup (whose guard leaves some invocations out).
+        internal_assert(guarded_locals_ == 0) << "kernel " << k_.name << ": barrier under a local-loop guard";
+        line("memoryBarrierShared();");
+        line("barrier();");
+        return;
       case NodeType::LetStmt: {
         auto* l = s.as<LetStmt>();
         with_lets({l->value}, [&] {
@@ -544,6 +554,17 @@ class GlslEmitter {
         internal_assert(a->buffer->size >= 1 && a->buffer->size <= 4096)
             << "kernel " << k_.name << ": local buffer " << a->buffer->name << " of " << a->buffer->size << " elements";
         BufferInfo info{fresh(a->buffer->name), Storage::Local, true};
+        if (a->scope == MemScope::Shared) {
+          // Workgroup memory is declared at global scope; 16 KB is what
+          // every Vulkan device offers (maxComputeSharedMemorySize).
+          shared_bytes_ += a->buffer->size * std::max(a->buffer->dtype.bits / 8, 1);
+          internal_assert(shared_bytes_ <= 16384) << "kernel " << k_.name << ": more than 16 KB of shared memory";
+          shared_ << "shared " << type_name(a->buffer->dtype) << " " << info.name << "[" << a->buffer->size << "];\n";
+          buffers_[a->buffer.get()] = info;
+          emit_stmt(a->body);
+          buffers_.erase(a->buffer.get());
+          return;
+        }
         open("");
         line(type_name(a->buffer->dtype) + " " + info.name + "[" + std::to_string(a->buffer->size) + "];");
         buffers_[a->buffer.get()] = info;
@@ -620,7 +641,9 @@ class GlslEmitter {
         bool guard = local && *as_const_int(f->extent) < local_size_[axis];
         if (guard) open("if (" + it + "(" + builtin + ") < " + ext + ")");
         local_depth_ += local;
+        guarded_locals_ += guard;
         emit_stmt(f->body);
+        guarded_locals_ -= guard;
         local_depth_ -= local;
         if (guard) close();
         close();

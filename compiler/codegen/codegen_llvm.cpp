@@ -378,6 +378,7 @@ class KernelEmitter {
         b_.CreateAlignedStore(v, address(st->buffer, index), align);
         return;
       }
+      case NodeType::Barrier: return;  // local loops run one after another on a CPU
       case NodeType::Prefetch: {
         // llvm.prefetch(address, read, high locality, data cache). The
         // address may lie past the buffer: no inbounds GEP (it would be
@@ -451,6 +452,7 @@ class KernelEmitter {
         return !f.found && !s.as<Store>()->buffer->dtype.is_bool() && may_use(s.as<Store>()->index, lane);
       }
       case NodeType::Prefetch: return true;  // the first lane's line
+      case NodeType::Barrier: return true;
       case NodeType::LetStmt: {
         // A store index could reach the lane through this variable: accept
         // the variable as lane-dependent when its value is.

@@ -54,7 +54,10 @@ class Pipeline {
     if (dumping(name))
       for (auto& k : kernels) before.push_back(tir::to_string(k.body));
     if (enabled)
-      for (auto& k : kernels) k.body = pass(k.body);
+      for (auto& k : kernels) {
+        k.body = pass(k.body);
+        if (k.host_body.defined()) k.host_body = pass(k.host_body);
+      }
     dump_kernels(name, kernels, dumping(name) ? &before : nullptr);
   }
 
@@ -102,7 +105,7 @@ class Pipeline {
     if (dumping("graph-passes")) out_ << "// -- graph after graph-passes\n" << g.str();
 
     // 3. Lower: every node → kernels (TIR) through the operator library.
-    LoweredProgram program = lower_graph(g, vector_info(options_.target), /*gpu=*/vulkan);
+    LoweredProgram program = lower_graph(g, vector_info(options_.target), /*gpu=*/vulkan, options_.vulkan_shared_memory);
     step_done("lower", std::to_string(program.kernels.size()) + " kernels");
     dump_kernels("lower", program.kernels, nullptr);
 
@@ -119,6 +122,7 @@ class Pipeline {
     run_tir_pass("hoist-invariants", vulkan, program.kernels, [](const tir::Stmt& s) { return tir::hoist_invariants(s); });
     for (auto& k : program.kernels) {
       tir::verify_kernel(k.name, k.body, k.params);
+      if (k.host_body.defined()) tir::verify_kernel(k.name, k.host_body, k.params);
       k.workgroup_count = workgroup_count_of(k.body);
       k.inplace = tir::inplace_pairs(k.body, k.params);
     }
@@ -150,6 +154,7 @@ class Pipeline {
         const std::string& why = spirv.kernels[i].cpu_reason;
         if (why.empty()) continue;
         cpu_kernels.push_back(program.kernels[i]);
+        if (cpu_kernels.back().host_body.defined()) cpu_kernels.back().body = cpu_kernels.back().host_body;
         if (options_.report || why.rfind("needs ", 0) != 0)
           out_ << "[kilnc] " << (why.rfind("needs ", 0) == 0 ? "" : "warning: ") << "kernel " << program.kernels[i].name
                << " runs on the CPU: " << why << "\n";
@@ -163,9 +168,13 @@ class Pipeline {
         cpu_library = link_shared_object(compile_kernels(cpu_kernels, host, cg), host);
         if (dumping("llvm")) out_ << "// -- LLVM IR after optimization\n" << llvm_ir;
       }
+      size_t shared = 0;  // GPU kernels tiling through workgroup shared memory
+      for (size_t i = 0; i < program.kernels.size(); i++)
+        shared += spirv.kernels[i].cpu_reason.empty() && program.kernels[i].host_body.defined();
       step_done("codegen", options_.target.str() + ", " +
-                               std::to_string(spirv.kernels.size() - cpu_kernels.size()) + " SPIR-V modules, " +
-                               std::to_string(cpu_kernels.size()) + " CPU kernels");
+                               std::to_string(spirv.kernels.size() - cpu_kernels.size()) + " SPIR-V modules (" +
+                               std::to_string(shared) + " with shared memory), " + std::to_string(cpu_kernels.size()) +
+                               " CPU kernels");
       return write_bundle_step(g, program, plan, cpu_library, &spirv);
     }
     std::string llvm_ir;

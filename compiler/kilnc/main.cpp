@@ -1,7 +1,7 @@
 // kilnc: compiles an ONNX model into a Kiln bundle.
 //
 //   kilnc MODEL.onnx -o MODEL.kiln [--target=host|vulkan|"llvm -mtriple=.. -mcpu=.. -mattr=.."]
-//         [--vulkan-features=none|int64|float64|all]
+//         [--vulkan-features=none|int64|float64|all] [--vulkan-shared-memory=on|off]
 //         [--input-shape NAME=1,3,224,224]... [--dump-after=PASS]... [--dump-graph-after=PASS]...
 //         [--disable-graph-pass=PASS]... [--dump-graph] [--report]
 #include <cstdio>
@@ -19,6 +19,8 @@ void usage(FILE* f) {
   fprintf(f,
           "usage: kilnc MODEL.onnx -o OUT.kiln [options]\n"
           "  --target=T             'host' (default), 'vulkan' (SPIR-V) or 'llvm -mtriple=TRIPLE -mcpu=CPU -mattr=FEATURES'\n"
+          "  --vulkan-shared-memory=on|off  GPU schedules tile matrix products through workgroup shared\n"
+          "                         memory (default on; off for devices where it is no faster, e.g. Mali, lavapipe)\n"
           "  --vulkan-features=F    none|int64|float64|all (default): optional device features (shaderInt64,\n"
           "                         shaderFloat64) Vulkan kernels may use; the others run on the host CPU\n"
           "  --input-shape N=D,D..  static shape for model input N (repeatable)\n"
@@ -84,6 +86,10 @@ int main(int argc, char** argv) {
         std::string v = value("--vulkan-features");
         options.vulkan_features = v == "all" ? 3u : v == "float64" ? 2u : v == "int64" ? 1u : v == "none" ? 0u : 4u;
         user_assert(options.vulkan_features != 4u) << "--vulkan-features takes none, int64, float64 or all, not '" << v << "'";
+      } else if (a.rfind("--vulkan-shared-memory", 0) == 0) {
+        std::string v = value("--vulkan-shared-memory");
+        user_assert(v == "on" || v == "off") << "--vulkan-shared-memory takes on or off, not '" << v << "'";
+        options.vulkan_shared_memory = v == "on";
       } else if (a.rfind("--input-shape", 0) == 0) {
         std::string v = value("--input-shape");
         auto eq = v.rfind('=');

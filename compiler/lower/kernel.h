@@ -16,6 +16,11 @@ enum class Access : uint8_t { Read = 0, Write = 1, ReadWrite = 2 };  // kiln.fb.
 struct KernelDef {
   std::string name;                       // unique symbol-safe name, e.g. "k3_conv_Conv_0"
   tir::Stmt body;                         // the loop nest
+  // GPU kernels whose body shares workgroup memory between invocations (it
+  // needs them to run in parallel): the same schedule without it, for a
+  // host CPU fallback (heterogeneous bundles), where local loops run one
+  // after another. Undefined when body runs as well on the host.
+  tir::Stmt host_body;
   std::vector<tir::Buffer> params;        // params[i] is binding i
   std::vector<int> param_values;          // graph value bound to each param
   std::vector<Access> access;             // how the kernel uses each param

@@ -32,7 +32,7 @@ KernelDef copy_kernel(graph::Graph& g, int from, int to, int kernel_id, bool gpu
 
 }  // namespace
 
-LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu) {
+LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, bool gpu_shared_memory) {
   LoweredProgram p;
   p.storage_root.resize(g.values.size());
   for (size_t i = 0; i < g.values.size(); i++) p.storage_root[i] = (int)i;
@@ -41,6 +41,7 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu) 
   state.fused = choose_fused_values(g);
   state.vector = vector;
   state.gpu = gpu;
+  state.gpu_shared_memory = gpu_shared_memory;
 
   for (size_t ni = 0; ni < g.nodes.size(); ni++) {
     const graph::Node& n = g.nodes[ni];

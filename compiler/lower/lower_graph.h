@@ -23,7 +23,8 @@ struct LoweredProgram {
 };
 
 // `vector` sizes the CPU schedules' register tiles (default: a 16-register
-// machine); `gpu` gives every kernel the default GPU schedule instead.
-LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector = {}, bool gpu = false);
+// machine); `gpu` gives the kernels GPU schedules instead, which may use
+// workgroup shared memory when `gpu_shared_memory`.
+LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector = {}, bool gpu = false, bool gpu_shared_memory = true);
 
 }  // namespace kiln

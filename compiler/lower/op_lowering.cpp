@@ -111,6 +111,11 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
     if (gs != state_->gpu_reduction_schedules.end()) gs->second(stage);
     else default_gpu_schedule(stage);
     k.body = te::lower_stage(stage, out, buffer_of, Expr(0), anchor.defined() ? epilogue : te::Epilogue());
+    if (!stage.shared_caches.empty()) {
+      te::Stage plain = stage;
+      plain.shared_caches.clear();
+      k.host_body = te::lower_stage(plain, out, buffer_of, Expr(0), anchor.defined() ? epilogue : te::Epilogue());
+    }
   } else if (!schedule && rs != state_->reduction_schedules.end()) {
     te::Stage stage(anchor);
     rs->second(stage);

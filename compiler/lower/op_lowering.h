@@ -44,6 +44,7 @@ struct LoweringState {
   std::map<const te::TensorNode*, ScheduleFn> gpu_reduction_schedules;  // per anchor reduction (GPU targets)
   VectorInfo vector;                                 // the target's SIMD unit (schedules size tiles by it)
   bool gpu = false;                                  // GPU target: default_gpu_schedule unless a GPU reduction schedule applies
+  bool gpu_shared_memory = true;                     // GPU schedules may use workgroup shared memory
 };
 
 class OpContext {
@@ -98,6 +99,8 @@ class OpContext {
 
   // The target's SIMD unit (register tiles are sized to fit).
   const VectorInfo& vector() const { return state_->vector; }
+  // Whether GPU schedules may tile through workgroup shared memory.
+  bool gpu_shared_memory() const { return state_->gpu_shared_memory; }
 
   // Requires all float32 inputs/outputs (the only type some ops support so far).
   void require_float32() const;

@@ -45,7 +45,8 @@ void lower_gemm(OpContext& ctx) {
   });
   VectorInfo target = ctx.vector();
   ctx.schedule_reduction(ab, [target](te::Stage& s) { schedule_matmul_cpu(s, target); });
-  ctx.schedule_reduction_gpu(ab, [](te::Stage& s) { schedule_register_tile_gpu(s, 0, 4, 1, 4); });
+  bool shared = ctx.gpu_shared_memory();
+  ctx.schedule_reduction_gpu(ab, [a, b, shared](te::Stage& s) { schedule_matmul_gpu(s, a, b, shared); });
   te::Tensor c = ctx.has_input(2) ? ctx.in(2) : te::Tensor();
   user_assert(!c.defined() || c.ndim() <= 2) << n.describe() << ": C must be at most 2-D";
   ctx.set_output(0, te::compute("gemm_out", ys, [=](const Indices& o) {
@@ -94,7 +95,8 @@ void lower_matmul(OpContext& ctx) {
   });
   VectorInfo target = ctx.vector();
   ctx.schedule_reduction(mm, [target](te::Stage& s) { schedule_matmul_cpu(s, target); });
-  ctx.schedule_reduction_gpu(mm, [batch_rank](te::Stage& s) { schedule_register_tile_gpu(s, batch_rank, 4, batch_rank + 1, 4); });
+  bool shared = ctx.gpu_shared_memory();
+  ctx.schedule_reduction_gpu(mm, [a, b, shared](te::Stage& s) { schedule_matmul_gpu(s, a, b, shared); });
   if (full != ys) {  // a 1-D operand: drop the promoted unit dimension
     te::Tensor src = mm;
     mm = te::compute("matmul_view", ys, [=](const Indices& o) {

@@ -7,6 +7,16 @@
 namespace kiln::lower {
 namespace {
 
+// Binds `groups` to workgroup x, or y and x beyond 65535 groups.
+void bind_groups(te::Stage& s, te::IterVar groups) {
+  if (groups->extent <= kGpuMaxWorkgroupCount) return s.bind(groups, tir::ForKind::WorkgroupX);
+  auto [y, x] = s.split(groups, kGpuMaxWorkgroupCount);
+  internal_assert(y->extent <= kGpuMaxWorkgroupCount) << s.tensor.name() << ": too many elements for one dispatch";
+  s.bind(y, tir::ForKind::WorkgroupY);
+  s.bind(x, tir::ForKind::WorkgroupX);
+}
+
+
 // Fuses `loops` (outermost first) into one and spreads it over invocations:
 // local x within a workgroup, workgroup x (and y beyond 65535 groups).
 // Returns false when there is nothing to spread (a single iteration).
@@ -16,14 +26,7 @@ bool bind_invocations(te::Stage& s, const std::vector<te::IterVar>& loops) {
   if (all->extent <= 1) return false;
   auto [groups, local] = s.split(all, kGpuWorkgroupSize);
   s.bind(local, tir::ForKind::LocalX);
-  if (groups->extent <= kGpuMaxWorkgroupCount) {
-    s.bind(groups, tir::ForKind::WorkgroupX);
-    return true;
-  }
-  auto [y, x] = s.split(groups, kGpuMaxWorkgroupCount);
-  internal_assert(y->extent <= kGpuMaxWorkgroupCount) << s.tensor.name() << ": too many elements for one dispatch";
-  s.bind(y, tir::ForKind::WorkgroupY);
-  s.bind(x, tir::ForKind::WorkgroupX);
+  bind_groups(s, groups);
   return true;
 }
 
@@ -54,6 +57,32 @@ void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, in
   s.reorder(order);
   for (auto& l : inner) s.unroll(l);
   bind_invocations(s, outer);
+}
+
+void schedule_matmul_gpu(te::Stage& s, const te::Tensor& a, const te::Tensor& b, bool shared) {
+  size_t r = s.axes.size();
+  if (r < 2 || s.reduce_axes.size() != 1) return default_gpu_schedule(s);
+  auto i = s.axes[r - 2], j = s.axes[r - 1], k = s.reduce_axes[0];
+  const int64_t tile = 4, side = 8, depth = 16;  // 4x4 per invocation, 8x8 invocations, K tiles of 16
+  if (!shared || i->extent < 2 * tile || j->extent < 2 * tile || k->extent < depth)
+    return schedule_register_tile_gpu(s, r - 2, tile, r - 1, tile);
+  auto [io, ii] = s.split(i, side * tile);
+  auto [ig, it] = s.split(ii, tile);
+  auto [jo, ji] = s.split(j, side * tile);
+  auto [jg, jt] = s.split(ji, tile);
+  auto [ko, ki] = s.split(k, depth);
+  std::vector<te::IterVar> order(s.axes.begin(), s.axes.end() - 2);
+  for (auto& l : {io, jo, ig, jg, ko, ki, it, jt}) order.push_back(l);
+  s.reorder(order);
+  te::IterVar lanes = s.fuse(ig, jg);
+  te::IterVar groups = jo;
+  while (s.leaf_index(groups) > 0) groups = s.fuse(s.leaves[s.leaf_index(groups) - 1], groups);
+  s.bind(lanes, tir::ForKind::LocalX);
+  bind_groups(s, groups);
+  s.unroll(it);
+  s.unroll(jt);
+  s.cache_shared(a, ko);
+  s.cache_shared(b, ko);
 }
 
 }  // namespace kiln::lower

@@ -28,4 +28,13 @@ void default_gpu_schedule(te::Stage& s);
 // spread over invocations as in the default schedule.
 void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, int64_t tb);
 
+// Matrix products [batch..., i, j] over k: a workgroup of 8 x 8 invocations
+// computes a 32 x 32 block, 4 x 4 per invocation in registers; for each
+// slice of 16 along k the invocations copy the slices of a and b the block
+// needs into shared memory together (cache_shared), so each element is read
+// from global memory once per workgroup instead of once per invocation.
+// Small products (under 8 x 8 x 16), and all without `shared` memory, get
+// register tiles only.
+void schedule_matmul_gpu(te::Stage& s, const te::Tensor& a, const te::Tensor& b, bool shared);
+
 }  // namespace kiln::lower

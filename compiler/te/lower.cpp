@@ -1,11 +1,14 @@
 #include "te/lower.h"
 
+#include <climits>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "support/diagnostics.h"
 #include "tir/ir_printer.h"
 #include "tir/ir_visitor.h"
+#include "tir/simplify.h"
 
 namespace kiln::te {
 namespace {
@@ -33,6 +36,9 @@ Expr combine(ReduceKind kind, const Expr& acc, const Expr& v) {
 class Resolver : public tir::IRMutator {
  public:
   explicit Resolver(const BufferOf& buffer_of) : buffer_of_(buffer_of) {}
+  // Reads of `t` become `read(indices)` (a shared-memory tile).
+  using Read = std::function<Expr(const std::vector<Expr>&)>;
+  void override_reads(const TensorNode* t, Read read) { overrides_[t] = std::move(read); }
 
   // Wraps `make(resolved values)`'s statement with the accumulators it needs.
   Stmt build(const std::vector<Expr>& values, const std::function<Stmt(const std::vector<Expr>&)>& make) {
@@ -52,6 +58,8 @@ class Resolver : public tir::IRMutator {
     auto* t = static_cast<const TensorNode*>(op->producer.get());
     std::vector<Expr> idx;
     for (auto& i : op->indices) idx.push_back(mutate(i));
+    auto o = overrides_.find(t);
+    if (o != overrides_.end()) return o->second(idx);
     if (tir::Buffer b = buffer_of(t)) return tir::Load::make(b, flat_index(t->shape, idx));
     internal_assert(t->kind != TensorNode::Kind::Placeholder) << "placeholder " << t->name << " has no buffer";
     if (t->kind == TensorNode::Kind::Compute) return mutate(t->fcompute(idx));
@@ -67,6 +75,7 @@ class Resolver : public tir::IRMutator {
     // The update may itself read reductions: resolve it in a nested scope so
     // their accumulators are computed inside this reduction's loops.
     Resolver inner(buffer_of_);
+    inner.overrides_ = overrides_;
     Stmt update = inner.build({t->fbody(idx, r)}, [&](const std::vector<Expr>& v) {
       return tir::Store::make(acc, Expr(0), combine(t->reduce_kind, tir::Load::make(acc, Expr(0)), v[0]));
     });
@@ -84,7 +93,165 @@ class Resolver : public tir::IRMutator {
   std::vector<tir::Buffer> allocs_;
   std::vector<Stmt> prelude_;
   std::map<std::string, tir::Buffer> accumulators_;
+  std::map<const TensorNode*, Read> overrides_;
 };
+
+// --- Shared-memory tiles (Stage::cache_shared) ---
+
+// The value of integer expression e with the variables in env (others 0);
+// nullopt for anything but integer arithmetic and comparisons.
+std::optional<int64_t> eval_int(const Expr& e, const std::map<const tir::ExprNode*, int64_t>& env) {
+  using tir::NodeType;
+  auto two = [&](const Expr& a, const Expr& b) -> std::optional<std::pair<int64_t, int64_t>> {
+    auto x = eval_int(a, env), y = eval_int(b, env);
+    if (!x || !y) return std::nullopt;
+    return std::make_pair(*x, *y);
+  };
+  switch (e->node_type) {
+    case NodeType::IntImm: return *tir::as_const_int(e);
+    case NodeType::Var: {
+      auto it = env.find(e.get());
+      return it == env.end() ? 0 : it->second;
+    }
+    case NodeType::Cast: return e.type().is_float() ? std::nullopt : eval_int(e.as<tir::Cast>()->value, env);
+#define KILN_EVAL(N, expr)                     \
+  case NodeType::N: {                          \
+    auto v = two(e.as<tir::N>()->a, e.as<tir::N>()->b); \
+    if (!v) return std::nullopt;               \
+    int64_t a = v->first, b = v->second;       \
+    return (expr);                             \
+  }
+    KILN_EVAL(Add, a + b)
+    KILN_EVAL(Sub, a - b)
+    KILN_EVAL(Mul, a * b)
+    KILN_EVAL(Min, std::min(a, b))
+    KILN_EVAL(Max, std::max(a, b))
+    KILN_EVAL(LT, (int64_t)(a < b))
+    KILN_EVAL(LE, (int64_t)(a <= b))
+    KILN_EVAL(EQ, (int64_t)(a == b))
+    KILN_EVAL(NE, (int64_t)(a != b))
+    KILN_EVAL(And, (int64_t)(a && b))
+    KILN_EVAL(Or, (int64_t)(a || b))
+#undef KILN_EVAL
+    case NodeType::Div:
+    case NodeType::Mod: {
+      bool div = e->node_type == NodeType::Div;
+      auto v = div ? two(e.as<tir::Div>()->a, e.as<tir::Div>()->b) : two(e.as<tir::Mod>()->a, e.as<tir::Mod>()->b);
+      if (!v || v->second == 0) return std::nullopt;
+      int64_t a = v->first, b = v->second, q = a / b;
+      if (q * b != a && ((a < 0) != (b < 0))) q--;  // floor semantics
+      return div ? q : a - q * b;
+    }
+    case NodeType::Not: {
+      auto a = eval_int(e.as<tir::Not>()->a, env);
+      return a ? std::optional<int64_t>(!*a) : std::nullopt;
+    }
+    case NodeType::Select: {
+      auto* s = e.as<tir::Select>();
+      auto c = eval_int(s->cond, env);
+      if (!c) return std::nullopt;
+      return eval_int(*c ? s->true_value : s->false_value, env);
+    }
+    default: return std::nullopt;
+  }
+}
+
+// One shared tile: the region [base, base + extent) of `input` per dimension.
+struct SharedTile {
+  Tensor input;
+  size_t loop;                  // leaf position of the reduction loop it serves
+  tir::Buffer buf;              // the shared buffer, row-major over extent
+  std::vector<Expr> base;       // per dimension, over the loops outside `loop`
+  std::vector<int64_t> extent;  // per dimension
+};
+
+// The tile of `spec`, or nullopt where its region cannot be bounded: the
+// reads of the input inside the formula `body`, their indices evaluated over
+// every value of the loops inside `loop` and of the local loop `local`.
+std::optional<SharedTile> plan_shared_tile(const Stage& stage, const Stage::SharedCache& spec, const Expr& body,
+                                           size_t local) {
+  size_t pos = stage.leaf_index(spec.loop);
+  if (pos <= local) return std::nullopt;
+  struct Reads : tir::IRVisitor {
+    const TensorNode* t;
+    std::vector<std::vector<Expr>> found;
+    using tir::IRVisitor::visit;
+    void visit(const tir::ProducerLoad* op) override {
+      if (op->producer.get() == t) found.push_back(op->indices);
+      tir::IRVisitor::visit(op);
+    }
+  } reads;
+  reads.t = spec.input.get();
+  reads.visit_expr(body);
+  if (reads.found.empty()) return std::nullopt;
+  std::vector<IterVar> inner = {stage.leaves[local]};
+  for (size_t i = pos + 1; i < stage.leaves.size(); i++) inner.push_back(stage.leaves[i]);
+  std::vector<std::pair<Expr, Expr>> zero;
+  for (auto& v : inner) zero.push_back({v->var, Expr(0)});
+  SharedTile tile{spec.input, pos, tir::Buffer(), {}, {}};
+  int64_t total = 1;
+  for (size_t d = 0; d < spec.input.ndim(); d++) {
+    Expr base = tir::simplify(tir::substitute(reads.found[0][d], zero));
+    std::vector<IterVar> used;  // the inner loops this dimension's indices vary with
+    for (auto& v : inner) {
+      bool uses = false;
+      for (auto& r : reads.found) uses |= tir::uses_var(r[d], v->var);
+      if (uses) used.push_back(v);
+    }
+    int64_t combos = 1;
+    for (auto& v : used) combos *= v->extent;
+    if (combos > (1 << 16)) return std::nullopt;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    std::map<const tir::ExprNode*, int64_t> env;
+    for (int64_t c = 0; c < combos; c++) {
+      int64_t rest = c;
+      for (auto& v : used) {
+        env[v->var.get()] = rest % v->extent;
+        rest /= v->extent;
+      }
+      for (auto& r : reads.found) {
+        auto x = eval_int(r[d], env);
+        if (!x) return std::nullopt;
+        lo = std::min(lo, *x);
+        hi = std::max(hi, *x);
+      }
+    }
+    // The base (inner loops at 0) must be the smallest index of every read.
+    std::map<const tir::ExprNode*, int64_t> none;
+    for (auto& r : reads.found) {
+      auto at0 = eval_int(tir::substitute(r[d], zero), none);
+      if (!at0 || *at0 != lo || tir::to_string(tir::simplify(tir::substitute(r[d], zero))) != tir::to_string(base))
+        return std::nullopt;
+    }
+    tile.base.push_back(base);
+    tile.extent.push_back(hi - lo + 1);
+    total *= hi - lo + 1;
+  }
+  if (total > 4096) return std::nullopt;
+  tile.buf = tir::make_buffer(spec.input.name() + "_shared", spec.input.dtype(), total, -1);
+  return tile;
+}
+
+// The copy of `tile` by `threads` invocations (local index `lid`), each
+// taking every threads-th element; indices past the input are clamped (the
+// values they give only reach guarded-off outputs).
+Stmt fill_shared_tile(const SharedTile& tile, const Expr& lid, int64_t threads, const BufferOf& buffer_of) {
+  int64_t total = tile.buf->size;
+  Expr f = tir::Var::make(tir::Index(), tile.buf->name + "_f");
+  Expr flat = f * Expr(threads) + lid;
+  std::vector<Expr> idx;
+  int64_t stride = total;
+  for (size_t d = 0; d < tile.extent.size(); d++) {
+    stride /= tile.extent[d];
+    Expr j = (flat / Expr(stride)) % Expr(tile.extent[d]);
+    idx.push_back(tir::clamp(tile.base[d] + j, Expr(0), Expr(tile.input.shape()[d] - 1)));
+  }
+  Stmt copy = Resolver(buffer_of).build({tile.input(idx)}, [&](const std::vector<Expr>& v) {
+    return tir::Store::make(tile.buf, flat, v[0]);
+  });
+  if (total % threads) copy = tir::IfThenElse::make(flat < Expr(total), copy);
+  return tir::For::make(f, Expr(0), Expr((total + threads - 1) / threads), tir::ForKind::Serial, copy);
+}
 
 // The prefetches `stage` schedules, for the innermost reduction loop (leaf
 // r_last) whose body is `update`: each distinct read of the input, with the
@@ -256,28 +423,61 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
         s = tir::For::make(inner_tile[i]->var, Expr(0), Expr(inner_tile[i]->extent), inner_tile[i]->kind, s);
       return s;
     };
-    Stmt update = Resolver(buffer_of).build({t->fbody(axes, raxes)}, [&](const std::vector<Expr>& v) {
+    // Shared-memory tiles (GPU): planned from the formula's reads, which
+    // then come from the tiles; each is filled at the top of its loop.
+    std::vector<SharedTile> tiles;
+    size_t local = stage.leaves.size();
+    for (size_t i = 0; i < stage.leaves.size(); i++) {
+      auto k = stage.leaves[i]->kind;
+      if (k == tir::ForKind::LocalX || k == tir::ForKind::LocalY || k == tir::ForKind::LocalZ) {
+        internal_assert(local == stage.leaves.size() || stage.shared_caches.empty())
+            << "cache_shared: " << t->name << " needs a single local loop";
+        local = i;
+      }
+    }
+    Resolver resolver(buffer_of);
+    for (auto& spec : stage.shared_caches) {
+      if (local == stage.leaves.size()) break;  // no invocations to share with
+      auto planned = plan_shared_tile(stage, spec, t->fbody(axes, raxes), local);
+      if (!planned) continue;
+      tiles.push_back(*planned);
+      SharedTile st = *planned;
+      resolver.override_reads(spec.input.get(), [st](const std::vector<Expr>& idx) {
+        Expr flat = Expr(0);
+        for (size_t d = 0; d < idx.size(); d++) flat = flat * Expr(st.extent[d]) + (idx[d] - st.base[d]);
+        return tir::Load::make(st.buf, flat);
+      });
+    }
+    Stmt update = resolver.build({t->fbody(axes, raxes)}, [&](const std::vector<Expr>& v) {
       return tir::Store::make(reg, reg_index, combine(t->reduce_kind, tir::Load::make(reg, reg_index), v[0]));
     });
     update = guard(reduce_guards, guard(tile.empty() ? std::vector<Expr>() : spatial_guards, update));
     size_t r_last = first_reduce;  // the innermost reduction loop
     for (size_t i = first_reduce; i < stage.leaves.size(); i++)
       if (stage.leaves[i]->reduce) r_last = i;
-    for (size_t i = stage.leaves.size(); i-- > inner_begin;) {
+    auto wrap = [&](size_t i, Stmt body) {
       auto& l = stage.leaves[i];
       if (i == r_last && !stage.prefetches.empty())
-        if (Stmt p = prefetch_stmt(stage, update, r_last, buffer_of); p.defined()) update = tir::Block::make({p, update});
-      update = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, update);
-    }
+        if (Stmt p = prefetch_stmt(stage, body, r_last, buffer_of); p.defined()) body = tir::Block::make({p, body});
+      std::vector<Stmt> seq;
+      for (auto& st : tiles)
+        if (st.loop == i) seq.push_back(fill_shared_tile(st, stage.leaves[local]->var, stage.leaves[local]->extent, buffer_of));
+      if (!seq.empty()) {
+        seq.push_back(tir::Barrier::make());  // the tiles are complete
+        seq.push_back(body);
+        seq.push_back(tir::Barrier::make());  // and read by all before the next fill
+        body = tir::Block::make(seq);
+      }
+      return tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, body);
+    };
+    for (size_t i = stage.leaves.size(); i-- > inner_begin;) update = wrap(i, update);
     if (two_level) {
       Stmt load = over_inner(tir::Store::make(reg, reg_index, tir::Load::make(acc, acc_index)));
       Stmt store = over_inner(tir::Store::make(acc, acc_index, tir::Load::make(reg, reg_index)));
       update = tir::Allocate::make(reg, tir::Block::make({load, update, store}));
-      for (size_t i = inner_begin; i-- > first_reduce;) {
-        auto& l = stage.leaves[i];
-        update = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, update);
-      }
+      for (size_t i = inner_begin; i-- > first_reduce;) update = wrap(i, update);
     }
+    for (auto& st : tiles) update = tir::Allocate::make(st.buf, update, tir::MemScope::Shared);
     Stmt write;
     if (epilogue) {
       write = Resolver(buffer_of).build({epilogue(tir::Load::make(acc, acc_index), axes)}, [&](const std::vector<Expr>& v) {

@@ -98,6 +98,15 @@ struct Stage {
   // first iteration of the spatial loops between `loop` and that point (the
   // data stays in cache for the others).
   void prefetch(const Tensor& input, const IterVar& loop, int64_t offset);
+  // GPU shared-memory tile (TVM's cache_read(.., "shared") + compute_at):
+  // in each iteration of reduction loop `loop` (inside the loop bound to
+  // local x), the invocations of a workgroup copy together the region of
+  // `input` that the iteration reads, over all invocations and inner loops,
+  // into a shared buffer, wait at a barrier, compute from it, and wait again
+  // before the next copy. The region comes from the reads' index
+  // expressions, evaluated over the inner loops (its size must be constant,
+  // at most 4096 elements); where that fails the reads stay global.
+  void cache_shared(const Tensor& input, const IterVar& loop);
 
   IterVar tensorized;                // the outermost replaced loop, if any
   TensorIntrin intrin;               // its replacement
@@ -107,6 +116,11 @@ struct Stage {
     int64_t offset;                  // how many iterations ahead
   };
   std::vector<PrefetchSpec> prefetches;  // in the order scheduled
+  struct SharedCache {
+    Tensor input;                    // the tensor tiled in shared memory
+    IterVar loop;                    // the reduction loop each tile serves
+  };
+  std::vector<SharedCache> shared_caches;  // in the order scheduled
 
   // The position of iv among the leaves (InternalError if absent).
   size_t leaf_index(const IterVar& iv) const;

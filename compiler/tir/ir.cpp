@@ -210,9 +210,12 @@ Stmt Block::make(std::vector<Stmt> stmts) {
   if (flat.size() == 1) return flat[0];
   return Stmt(std::make_shared<Block>(std::move(flat)));
 }
-Stmt Allocate::make(Buffer b, Stmt body) {
+Stmt Allocate::make(Buffer b, Stmt body, MemScope scope) {
   internal_assert(b && b->binding < 0 && b->size > 0) << "bad Allocate";
-  return Stmt(std::make_shared<Allocate>(std::move(b), std::move(body)));
+  return Stmt(std::make_shared<Allocate>(std::move(b), std::move(body), scope));
+}
+
+Stmt Barrier::make() { return Stmt(std::make_shared<Barrier>());
 }
 
 Expr operator+(Expr a, Expr b) { return Add::make(std::move(a), std::move(b)); }

@@ -76,7 +76,8 @@ inline Type Index() { return Int(64); }  // the type of all loop variables and i
   X(IfThenElse)                \
   X(Block)                     \
   X(Allocate)                 \
-  X(Prefetch)
+  X(Prefetch)                 \
+  X(Barrier)
 
 enum class NodeType : uint8_t {
 #define KILN_X(n) n,
@@ -331,13 +332,30 @@ struct Block : StmtNode {
   explicit Block(std::vector<Stmt> s) : StmtNode(kNodeType), stmts(std::move(s)) {}
 };
 
-// A local buffer (e.g. an accumulator) live within body; on the stack.
+// Where an Allocate'd buffer lives.
+enum class MemScope : uint8_t {
+  Local,   // private to one invocation (CPU: the stack; accumulators end up in registers)
+  Shared,  // one per workgroup, shared by its invocations (GPU shared memory; CPU: the stack)
+};
+
+// A local buffer (e.g. an accumulator) live within body.
 struct Allocate : StmtNode {
   static constexpr NodeType kNodeType = NodeType::Allocate;
-  Buffer buffer;  // binding == -1
+  Buffer buffer;   // binding == -1
   Stmt body;
-  static Stmt make(Buffer b, Stmt body);
-  Allocate(Buffer b, Stmt s) : StmtNode(kNodeType), buffer(std::move(b)), body(std::move(s)) {}
+  MemScope scope;  // private or workgroup-shared
+  static Stmt make(Buffer b, Stmt body, MemScope scope = MemScope::Local);
+  Allocate(Buffer b, Stmt s, MemScope sc) : StmtNode(kNodeType), buffer(std::move(b)), body(std::move(s)), scope(sc) {}
+};
+
+// Every invocation of the workgroup waits here until all have arrived, and
+// their writes to shared buffers before it are visible to reads after it.
+// GPU schedules only: it must be reached by all invocations (uniform control
+// flow, inside an unguarded local loop). A no-op on CPU targets.
+struct Barrier : StmtNode {
+  static constexpr NodeType kNodeType = NodeType::Barrier;
+  static Stmt make();
+  Barrier() : StmtNode(kNodeType) {}
 };
 
 // A hint: bring the cache line holding buffer[index] closer to the core

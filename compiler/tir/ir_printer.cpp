@@ -163,8 +163,13 @@ class Printer : public IRVisitor {
   }
   void visit(const Allocate* op) override {
     line();
-    out << "allocate " << op->buffer->name << "[" << op->buffer->dtype.str() << " * " << op->buffer->size << "]\n";
+    out << (op->scope == MemScope::Shared ? "allocate shared " : "allocate ") << op->buffer->name << "["
+        << op->buffer->dtype.str() << " * " << op->buffer->size << "]\n";
     print(op->body);
+  }
+  void visit(const Barrier*) override {
+    line();
+    out << "barrier\n";
   }
 };
 

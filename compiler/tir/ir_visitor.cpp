@@ -80,6 +80,7 @@ void IRVisitor::visit(const Block* op) {
   for (auto& s : op->stmts) visit_stmt(s);
 }
 void IRVisitor::visit(const Allocate* op) { visit_stmt(op->body); }
+void IRVisitor::visit(const Barrier*) {}
 
 // ------------------------------------------------------------- mutator --
 
@@ -189,9 +190,10 @@ Stmt IRMutator::visit(const Block* op, const Stmt& self) {
   }
   return changed ? Block::make(stmts) : self;
 }
+Stmt IRMutator::visit(const Barrier*, const Stmt& self) { return self; }
 Stmt IRMutator::visit(const Allocate* op, const Stmt& self) {
   Stmt b = mutate(op->body);
-  return b.same_as(op->body) ? self : Allocate::make(op->buffer, b);
+  return b.same_as(op->body) ? self : Allocate::make(op->buffer, b, op->scope);
 }
 
 // ---------------------------------------------------------- substitute --

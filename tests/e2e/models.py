@@ -663,6 +663,45 @@ MODELS['const_weights'] = ModelSpec(lambda: None, (1, 3, 12, 10),
                                     build_onnx=build_const_weights_onnx, check_bundle=_check_const_weights_bundle,
                                     description='every weight built at run time from ConstantOfShape (folded)')
 
+def build_matmul_tiles_onnx():
+    """input [2,40,100] -> MatMul(w1 [100,80]) -> Relu -> y; output = MatMul(y, Transpose(y)) [2,40,40];
+    output_1 = Cast(float) of MatMul(Cast(double) of y, w2 [80,48] double) [2,40,48].
+
+    Matrix products big enough for the GPU schedule's shared-memory tiles (32 x 32 blocks, slices of 16
+    along k), with sizes that do not divide them (40 rows, k = 100); the float64 one runs on the host
+    when the device lacks shaderFloat64 (vulkan-hetero), from the kernel's host body."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(11)
+    inits = [
+        numpy_helper.from_array((rng.standard_normal((100, 80)) * 0.1).astype(np.float32), 'tiles_w1'),
+        numpy_helper.from_array((rng.standard_normal((80, 48)) * 0.1).astype(np.float64), 'tiles_w2'),
+    ]
+    nodes = [
+        helper.make_node('MatMul', ['input', 'tiles_w1'], ['xw'], name='linear'),
+        helper.make_node('Relu', ['xw'], ['y'], name='relu'),
+        helper.make_node('Transpose', ['y'], ['yt'], name='transpose', perm=[0, 2, 1]),
+        helper.make_node('MatMul', ['y', 'yt'], ['output'], name='gram'),
+        helper.make_node('Cast', ['y'], ['y_d'], name='to_double', to=TensorProto.DOUBLE),
+        helper.make_node('MatMul', ['y_d', 'tiles_w2'], ['z_d'], name='linear_double'),
+        helper.make_node('Cast', ['z_d'], ['output_1'], name='to_float', to=TensorProto.FLOAT),
+    ]
+    graph = helper.make_graph(nodes, 'matmul_tiles',
+                              [helper.make_tensor_value_info('input', TensorProto.FLOAT, [2, 40, 100])],
+                              [helper.make_tensor_value_info('output', TensorProto.FLOAT, [2, 40, 40]),
+                               helper.make_tensor_value_info('output_1', TensorProto.FLOAT, [2, 40, 48])],
+                              initializer=inits)
+    return _checked_model(graph)
+
+
+def _check_matmul_tiles_bundle(info, report):
+    """On Vulkan, the three matrix products tile through shared memory (kilnc --report's codegen line)."""
+    import re
+    m = re.search(r'SPIR-V modules \((\d+) with shared memory\)', report)
+    if not m or int(m.group(1)) < 3:
+        raise AssertionError('expected 3 kernels with shared memory in the report:\n%s' % report)
+
+
 def build_hetero_float64_onnx():
     """input [2,4,8] -> Softmax -> Cast(double) -> Mul(c) -> Mul(self) -> Add(c2) -> Cast(float) -> MatMul(w [8,5])
     -> Relu -> output [2,4,5], plus output_1 = ReduceMean(double path) cast back to float [2,4,1].
@@ -716,6 +755,10 @@ def _check_hetero_bundle(info, report):
         raise AssertionError('kilnc --report does not say which kernels run on the CPU')
 
 
+MODELS['matmul_tiles'] = ModelSpec(lambda: None, (2, 40, 100), frozenset({'MatMul', 'Relu', 'Transpose', 'Cast'}),
+                                   num_outputs=2, build_onnx=build_matmul_tiles_onnx,
+                                   check_bundle=_check_matmul_tiles_bundle, check_device='vulkan',
+                                   description='matrix products in shared-memory GPU tiles, one in float64')
 MODELS['hetero_float64'] = ModelSpec(lambda: None, (2, 4, 8),
                                      frozenset({'Softmax', 'Cast', 'Mul', 'Add', 'ReduceMean', 'MatMul', 'Relu'}),
                                      num_outputs=2, build_onnx=build_hetero_float64_onnx,
