@@ -19,9 +19,10 @@ struct CompileOptions {
   // 1 shaderInt64, 2 shaderFloat64); kernels needing others run on the host CPU.
   uint32_t vulkan_features = 3;
   // --target=vulkan: GPU schedules may tile through workgroup shared memory
-  // (--vulkan-shared-memory=off where it is no faster than the caches, as
-  // on ARM Mali or lavapipe; see docs/vulkan.md).
-  bool vulkan_shared_memory = true;
+  // (--vulkan-shared-memory=on: desktop-class GPUs; off by default, as it is
+  // no faster than the caches on ARM Mali, Raspberry Pi's V3D or lavapipe,
+  // where barriers made it 2-4x slower; see docs/vulkan.md).
+  bool vulkan_shared_memory = false;
   std::set<std::string> dump_after;  // pass names (see pipeline.cpp); "all" for every pass
   std::set<std::string> dump_graph_after;  // graph pass names (graph/passes.h); "all" for every graph pass
   std::set<std::string> disabled_graph_passes;  // graph passes to skip (debugging)

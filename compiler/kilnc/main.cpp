@@ -19,8 +19,9 @@ void usage(FILE* f) {
   fprintf(f,
           "usage: kilnc MODEL.onnx -o OUT.kiln [options]\n"
           "  --target=T             'host' (default), 'vulkan' (SPIR-V) or 'llvm -mtriple=TRIPLE -mcpu=CPU -mattr=FEATURES'\n"
-          "  --vulkan-shared-memory=on|off  GPU schedules tile matrix products through workgroup shared\n"
-          "                         memory (default on; off for devices where it is no faster, e.g. Mali, lavapipe)\n"
+          "  --vulkan-shared-memory=on|off  GPU schedules tile convolutions and matrix products through\n"
+          "                         workgroup shared memory (default off: on for desktop-class GPUs; it is no\n"
+          "                         faster on Mali, V3D or lavapipe)\n"
           "  --vulkan-features=F    none|int64|float64|all (default): optional device features (shaderInt64,\n"
           "                         shaderFloat64) Vulkan kernels may use; the others run on the host CPU\n"
           "  --input-shape N=D,D..  static shape for model input N (repeatable)\n"

@@ -25,6 +25,6 @@ struct LoweredProgram {
 // `vector` sizes the CPU schedules' register tiles (default: a 16-register
 // machine); `gpu` gives the kernels GPU schedules instead, which may use
 // workgroup shared memory when `gpu_shared_memory`.
-LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector = {}, bool gpu = false, bool gpu_shared_memory = true);
+LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector = {}, bool gpu = false, bool gpu_shared_memory = false);
 
 }  // namespace kiln

@@ -44,7 +44,7 @@ struct LoweringState {
   std::map<const te::TensorNode*, ScheduleFn> gpu_reduction_schedules;  // per anchor reduction (GPU targets)
   VectorInfo vector;                                 // the target's SIMD unit (schedules size tiles by it)
   bool gpu = false;                                  // GPU target: default_gpu_schedule unless a GPU reduction schedule applies
-  bool gpu_shared_memory = true;                     // GPU schedules may use workgroup shared memory
+  bool gpu_shared_memory = false;                    // GPU schedules may use workgroup shared memory
 };
 
 class OpContext {

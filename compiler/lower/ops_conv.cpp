@@ -68,25 +68,33 @@ void lower_conv(OpContext& ctx) {
   int64_t Mg = M / group;
   tir::Type t = x.dtype();
 
+  // The zero-padded input as a tensor of its own (inlined: the same reads
+  // as padding each one), so that the conv's reads of it are affine: what a
+  // GPU shared-memory tile needs to bound them.
+  graph::Shape ps = {xs[0], xs[1]};
+  for (size_t i = 0; i < k; i++)
+    ps.push_back(std::max(xs[2 + i] + pads[i] + pads[k + i], (os[2 + i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1));
+  te::Tensor xpad = te::compute("xpad", ps, [=](const Indices& p) {
+    Indices xi = {p[0], p[1]};
+    for (size_t i = 0; i < k; i++) xi.push_back(p[2 + i] - Expr(pads[i]));
+    return padded_read(x, xi, tir::make_const(t, 0));
+  });
   graph::Shape rshape = {Cg};
   rshape.insert(rshape.end(), kernel.begin(), kernel.end());
   te::Tensor conv = te::reduce("conv", os, rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
     Indices xi = {o[0], (o[1] / Expr(Mg)) * Expr(Cg) + r[0]};
     Indices wi = {o[1], r[0]};
     for (size_t i = 0; i < k; i++) {
-      xi.push_back(o[2 + i] * Expr(strides[i]) - Expr(pads[i]) + r[1 + i] * Expr(dilations[i]));
+      xi.push_back(o[2 + i] * Expr(strides[i]) + r[1 + i] * Expr(dilations[i]));
       wi.push_back(r[1 + i]);
     }
-    return padded_read(x, xi, tir::make_const(t, 0)) * w(wi);
+    return xpad(xi) * w(wi);
   });
   bool pointwise = k == 2 && kernel[0] == 1 && kernel[1] == 1 && strides == std::vector<int64_t>{1, 1} &&
                    pads == std::vector<int64_t>{0, 0, 0, 0};
   if (k == 2) ctx.schedule_reduction(conv, pointwise ? schedule_conv1x1_cpu : schedule_conv2d_cpu);
-  // GPU: 4 output channels x 4 pixels of a row per invocation; a depthwise
-  // conv shares nothing across channels, so 4 pixels only.
-  bool depthwise = group == C && group == M;
-  if (k == 2)
-    ctx.schedule_reduction_gpu(conv, [depthwise](te::Stage& s) { schedule_register_tile_gpu(s, 1, depthwise ? 1 : 4, 3, 4); });
+  bool shared = ctx.gpu_shared_memory() && group == 1;
+  if (k == 2) ctx.schedule_reduction_gpu(conv, [=](te::Stage& s) { schedule_conv2d_gpu(s, xpad, w, shared, group == C && group == M); });
   if (ctx.has_input(2)) {
     te::Tensor b = ctx.in(2), acc = conv;
     conv = te::compute("conv_bias", os, [acc, b](const Indices& o) { return acc(o) + b({o[1]}); });

@@ -85,4 +85,27 @@ void schedule_matmul_gpu(te::Stage& s, const te::Tensor& a, const te::Tensor& b,
   s.cache_shared(b, ko);
 }
 
+void schedule_conv2d_gpu(te::Stage& s, const te::Tensor& xpad, const te::Tensor& w, bool shared, bool depthwise) {
+  if (s.axes.size() != 4 || s.reduce_axes.size() != 3) return default_gpu_schedule(s);
+  auto n = s.axes[0], m = s.axes[1], oh = s.axes[2], ow = s.axes[3];
+  // (Channel counts that tile evenly: a slice of 8 for C = 3 would be 5/8 waste.)
+  if (!shared || depthwise || m->extent % 16 || s.reduce_axes[0]->extent % 8 || oh->extent < 8 || ow->extent < 8)
+    return schedule_register_tile_gpu(s, 1, depthwise ? 1 : 4, 3, 4);
+  auto [mo, mr] = s.split(m, 16);
+  auto [mg, mt] = s.split(mr, 4);
+  auto [oho, ohi] = s.split(oh, 8);
+  auto [owo, owr] = s.split(ow, 8);
+  auto [owg, owt] = s.split(owr, 4);
+  auto [co, ci] = s.split(s.reduce_axes[0], 8);
+  s.reorder({n, mo, oho, owo, mg, ohi, owg, co, ci, s.reduce_axes[1], s.reduce_axes[2], mt, owt});
+  te::IterVar lanes = s.fuse(s.fuse(mg, ohi), owg);  // 4 x 8 x 2 = 64 invocations
+  te::IterVar groups = s.fuse(s.fuse(s.fuse(n, mo), oho), owo);
+  s.bind(lanes, tir::ForKind::LocalX);
+  bind_groups(s, groups);
+  s.unroll(mt);
+  s.unroll(owt);
+  s.cache_shared(xpad, co);
+  s.cache_shared(w, co);
+}
+
 }  // namespace kiln::lower

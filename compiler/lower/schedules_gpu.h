@@ -28,6 +28,15 @@ void default_gpu_schedule(te::Stage& s);
 // spread over invocations as in the default schedule.
 void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, int64_t tb);
 
+// 2-D convolutions [N, M, OH, OW] over [C/group, KH, KW] reading the padded
+// input xpad and weights w. With `shared` memory (group 1, channels in
+// multiples of 16 out and 8 in, maps of 8x8 or more): a workgroup computes 16 channels x 8x8 pixels,
+// 64 invocations of 4 channels x 4 pixels of a row each, and copies the
+// input and weight slices of every 8 input channels into shared memory
+// first. Otherwise register tiles of 4 channels x 4 pixels (a depthwise
+// conv shares nothing across channels: 4 pixels only).
+void schedule_conv2d_gpu(te::Stage& s, const te::Tensor& xpad, const te::Tensor& w, bool shared, bool depthwise);
+
 // Matrix products [batch..., i, j] over k: a workgroup of 8 x 8 invocations
 // computes a 32 x 32 block, 4 x 4 per invocation in registers; for each
 // slice of 16 along k the invocations copy the slices of a and b the block

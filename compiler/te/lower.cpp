@@ -201,31 +201,47 @@ std::optional<SharedTile> plan_shared_tile(const Stage& stage, const Stage::Shar
     int64_t combos = 1;
     for (auto& v : used) combos *= v->extent;
     if (combos > (1 << 16)) return std::nullopt;
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    std::map<const tir::ExprNode*, int64_t> env;
-    for (int64_t c = 0; c < combos; c++) {
-      int64_t rest = c;
-      for (auto& v : used) {
-        env[v->var.get()] = rest % v->extent;
-        rest /= v->extent;
+    for (auto& r : reads.found)
+      if (tir::to_string(tir::simplify(tir::substitute(r[d], zero))) != tir::to_string(base)) return std::nullopt;
+    // The range of the indices over the inner loops, with the outer loops at
+    // `outer`; it must start at the base (inner loops at 0).
+    auto range = [&](const std::map<const tir::ExprNode*, int64_t>& outer) -> std::optional<std::pair<int64_t, int64_t>> {
+      int64_t lo = INT64_MAX, hi = INT64_MIN;
+      std::map<const tir::ExprNode*, int64_t> env = outer;
+      for (int64_t c = 0; c < combos; c++) {
+        int64_t rest = c;
+        for (auto& v : used) {
+          env[v->var.get()] = rest % v->extent;
+          rest /= v->extent;
+        }
+        for (auto& r : reads.found) {
+          auto x = eval_int(r[d], env);
+          if (!x) return std::nullopt;
+          lo = std::min(lo, *x);
+          hi = std::max(hi, *x);
+        }
       }
-      for (auto& r : reads.found) {
-        auto x = eval_int(r[d], env);
-        if (!x) return std::nullopt;
-        lo = std::min(lo, *x);
-        hi = std::max(hi, *x);
+      auto at0 = eval_int(base, outer);
+      if (!at0 || *at0 != lo) return std::nullopt;
+      return std::make_pair(lo, hi);
+    };
+    auto r0 = range({});
+    if (!r0) return std::nullopt;
+    int64_t extent = r0->second - r0->first + 1;
+    // The same (or less) wherever the outer loops are: each outer loop at
+    // 1 and at its last iteration (a clamp or a remainder in an index could
+    // make the range depend on them; then the reads stay global).
+    for (size_t i = 0; i < pos; i++) {
+      if (i == local) continue;
+      for (int64_t at : {int64_t(1), stage.leaves[i]->extent - 1}) {
+        if (at <= 0 || at >= stage.leaves[i]->extent) continue;
+        auto ri = range({{stage.leaves[i]->var.get(), at}});
+        if (!ri || ri->second - ri->first + 1 > extent) return std::nullopt;
       }
-    }
-    // The base (inner loops at 0) must be the smallest index of every read.
-    std::map<const tir::ExprNode*, int64_t> none;
-    for (auto& r : reads.found) {
-      auto at0 = eval_int(tir::substitute(r[d], zero), none);
-      if (!at0 || *at0 != lo || tir::to_string(tir::simplify(tir::substitute(r[d], zero))) != tir::to_string(base))
-        return std::nullopt;
     }
     tile.base.push_back(base);
-    tile.extent.push_back(hi - lo + 1);
-    total *= hi - lo + 1;
+    tile.extent.push_back(extent);
+    total *= extent;
   }
   if (total > 4096) return std::nullopt;
   tile.buf = tir::make_buffer(spec.input.name() + "_shared", spec.input.dtype(), total, -1);
@@ -436,10 +452,15 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
       }
     }
     Resolver resolver(buffer_of);
+    int64_t shared_bytes = 0;
     for (auto& spec : stage.shared_caches) {
       if (local == stage.leaves.size()) break;  // no invocations to share with
       auto planned = plan_shared_tile(stage, spec, t->fbody(axes, raxes), local);
       if (!planned) continue;
+      // Within 16 KB in all, what every Vulkan device offers.
+      int64_t bytes = planned->buf->size * std::max(planned->buf->dtype.bits / 8, 1);
+      if (shared_bytes + bytes > 16384) continue;
+      shared_bytes += bytes;
       tiles.push_back(*planned);
       SharedTile st = *planned;
       resolver.override_reads(spec.input.get(), [st](const std::vector<Expr>& idx) {

@@ -240,6 +240,10 @@ DEVICE_ARGS = {
     # A Vulkan device without shaderFloat64: float64 kernels run on the host
     # CPU in the same bundle (heterogeneous bundles, docs/vulkan.md).
     'vulkan-hetero': (['--target=vulkan', '--vulkan-features=int64'], ['--device', 'vulkan', '--validation']),
+    # GPU schedules with workgroup shared memory (kilnc --vulkan-shared-memory=on; off by default).
+    'vulkan-shared': (['--target=vulkan', '--vulkan-shared-memory=on'], ['--device', 'vulkan', '--validation']),
+    'vulkan-hetero-shared': (['--target=vulkan', '--vulkan-features=int64', '--vulkan-shared-memory=on'],
+                             ['--device', 'vulkan', '--validation']),
 }
 VULKAN_MIN_RTOL, VULKAN_MIN_ATOL = 1e-3, 1e-4
 

@@ -757,7 +757,7 @@ def _check_hetero_bundle(info, report):
 
 MODELS['matmul_tiles'] = ModelSpec(lambda: None, (2, 40, 100), frozenset({'MatMul', 'Relu', 'Transpose', 'Cast'}),
                                    num_outputs=2, build_onnx=build_matmul_tiles_onnx,
-                                   check_bundle=_check_matmul_tiles_bundle, check_device='vulkan',
+                                   check_bundle=_check_matmul_tiles_bundle, check_device='vulkan-shared',
                                    description='matrix products in shared-memory GPU tiles, one in float64')
 MODELS['hetero_float64'] = ModelSpec(lambda: None, (2, 4, 8),
                                      frozenset({'Softmax', 'Cast', 'Mul', 'Add', 'ReduceMean', 'MatMul', 'Relu'}),
