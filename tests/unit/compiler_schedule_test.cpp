@@ -264,3 +264,45 @@ TEST_CASE("vectorized loops run lane by lane: vector loads, stores, gathers and 
       CHECK(cv[i * 16 + j] == doctest::Approx(want).epsilon(1e-6));
     }
 }
+
+TEST_CASE("cache_shared: tiles of a GPU matmul's inputs, none where a block needs more") {
+  // C[i, j] = sum_k A[i, k] * B[k, j] (40x24 by 24x32), 8 invocations of
+  // 4x4 outputs per 8x16 block, scheduled as schedules_gpu.cpp does: the
+  // block's slices of A (8 x 8) and B (8 x 16) per 8 steps of k. With rows
+  // read as select(i < 24, i, 2i - 40), the last blocks read 15 rows of A:
+  // more than the first block's 8, so A is not tiled (B still is).
+  te::Tensor A = te::placeholder("A", {40, 24}, tir::Float(32)), B = te::placeholder("B", {24, 32}, tir::Float(32));
+  auto gemm = [&](bool uneven) {
+    return te::reduce("C", {40, 32}, {24}, te::ReduceKind::Sum, tir::Float(32), [=](const te::Indices& o, const te::Indices& r) {
+      Expr row = uneven ? tir::select(o[0] < Expr(24), o[0], o[0] * Expr(2) - Expr(40)) : o[0];
+      return A({row, r[0]}) * B({r[0], o[1]});
+    });
+  };
+  for (bool uneven : {false, true}) {  // uneven: the select row index
+    CAPTURE(uneven);
+    te::Tensor C = gemm(uneven);
+    te::Stage s(C);
+    auto [io, ii] = s.split(s.axes[0], 8);
+    auto [ig, it] = s.split(ii, 4);
+    auto [jo, ji] = s.split(s.axes[1], 16);
+    auto [jg, jt] = s.split(ji, 4);
+    auto [ko, ki] = s.split(s.reduce_axes[0], 8);
+    s.reorder({io, jo, ig, jg, ko, ki, it, jt});
+    auto lanes = s.fuse(ig, jg);
+    s.bind(lanes, tir::ForKind::LocalX);
+    s.bind(s.fuse(io, jo), tir::ForKind::WorkgroupX);
+    s.unroll(it);
+    s.unroll(jt);
+    s.cache_shared(A, ko);
+    s.cache_shared(B, ko);
+    CHECK_THROWS_AS(s.cache_shared(A, lanes), InternalError);  // not a reduction loop
+    auto a = tir::make_buffer("A", tir::Float(32), 960, 0), b = tir::make_buffer("B", tir::Float(32), 768, 1);
+    auto c = tir::make_buffer("C", tir::Float(32), 1280, 2);
+    tir::Stmt body = te::lower_stage(s, c, [&](const te::TensorNode* n) { return n == A.get() ? a : n == B.get() ? b : tir::Buffer(); });
+    std::string ir = tir::to_string(body);
+    CHECK_NOTHROW(tir::verify_kernel("gemm", tir::simplify(body), {a, b, c}));
+    CHECK(ir.find("allocate shared B_shared[f32 * 128]") != std::string::npos);  // 8 k x 16 columns
+    CHECK((ir.find("allocate shared A_shared[f32 * 64]") != std::string::npos) == !uneven);  // 8 rows x 8 k
+    CHECK(ir.find("barrier") != std::string::npos);
+  }
+}
