@@ -6,6 +6,8 @@
 // the test. Without libvulkan, the layer, lavapipe or glslangValidator those
 // tests print why and skip.
 #include <doctest/doctest.h>
+
+#include <chrono>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -439,6 +441,26 @@ TEST_CASE("vulkan: synchronization validation catches a missing barrier") {
   lavapipe.Close();
   CHECK(lavapipe.messages.count > 0);
   CHECK(lavapipe.messages.first.find("SYNC-HAZARD-READ") != std::string::npos);
+}
+
+TEST_CASE("vulkan: freeing after a submission that never finishes does not hang") {
+  // A list marked pending whose fence nothing will signal stands for a
+  // shader that never ends (a real GPU's watchdog may take seconds to act):
+  // freeing waits at most the transfer timeout, leaks the list's objects and
+  // marks the device wedged, whose free then leaks it instead of waiting.
+  Lavapipe lavapipe;
+  OPEN_OR_SKIP(lavapipe);
+  kiln_vulkan_command_list_t* list = nullptr;
+  kiln_status_t status = kiln_vulkan_command_list_create(lavapipe.device, nullptr, 0, nullptr, &list);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  list->pending = 1;  // as if submitted
+  lavapipe.device->transfer_timeout_ns = 20 * 1000 * 1000;
+  auto t0 = std::chrono::steady_clock::now();
+  kiln_vulkan_command_list_free(list);
+  CHECK(lavapipe.device->wedged == 1);
+  lavapipe.Close();
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(s < 5.0);
 }
 
 TEST_CASE("vulkan: pipeline cache round trip") {

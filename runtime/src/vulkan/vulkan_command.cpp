@@ -280,7 +280,15 @@ void kiln_vulkan_command_list_free(kiln_vulkan_command_list_t* list) {
   if (!list) return;
   kiln_vulkan_device_t* device = list->device;
   const kiln_vulkan_device_functions_t* fn = &device->fn;
-  if (list->pending) fn->vkDeviceWaitIdle(device->device);
+  if (list->pending) {
+    kiln_status_t status = kiln_vulkan_device_wait(device, list->fence, device->transfer_timeout_ns);
+    if (status) {
+      kiln_status_free(status);
+      device->wedged = 1;
+      free(list);
+      return;
+    }
+  }
   if (list->command_buffer != VK_NULL_HANDLE) {
     fn->vkFreeCommandBuffers(device->device, device->command_pool, 1, &list->command_buffer);
   }

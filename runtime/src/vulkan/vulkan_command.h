@@ -65,8 +65,10 @@ kiln_status_t kiln_vulkan_command_list_create(kiln_vulkan_device_t* device,
                                               uint32_t count,
                                               const kiln_vulkan_command_list_options_t* options,
                                               kiln_vulkan_command_list_t** out_list);
-// Waits for a pending submission (without a timeout) and frees the list.
-// NULL is ignored.
+// Waits for a pending submission (at most the device's transfer timeout)
+// and frees the list. If the submission does not finish in time, its Vulkan
+// objects are leaked and the device marked wedged (so that freeing it does
+// not wait either): freeing never hangs. NULL is ignored.
 void kiln_vulkan_command_list_free(kiln_vulkan_command_list_t* list);
 
 // Submits the recorded dispatches. KILN_INVALID_ARGUMENT if the previous

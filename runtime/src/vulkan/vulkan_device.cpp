@@ -379,6 +379,13 @@ kiln_status_t kiln_vulkan_device_create(kiln_vulkan_instance_t* instance,
 void kiln_vulkan_device_free(kiln_vulkan_device_t* device) {
   if (!device) return;
   const kiln_vulkan_device_functions_t* fn = &device->fn;
+  if (device->wedged) {
+    // Destroying objects the device may still use is undefined, and waiting
+    // for it may never end: leak the device (the process exit or the
+    // driver's watchdog reclaims it).
+    free(device);
+    return;
+  }
   if (device->device != VK_NULL_HANDLE && fn->vkDestroyDevice) {
     if (device->command_pool != VK_NULL_HANDLE) {  // every entry point was loaded
       fn->vkDeviceWaitIdle(device->device);

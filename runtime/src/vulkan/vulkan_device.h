@@ -107,6 +107,8 @@ typedef struct kiln_vulkan_device_t {
   VkCommandPool command_pool;                       // one-shot transfers and command lists
   VkFence transfer_fence;                           // signalled by each one-shot transfer
   uint64_t transfer_timeout_ns;                     // from the options (default applied)
+  int wedged;                                       // nonzero: submitted work never finished (a wait
+                                                    // timed out); freeing leaks it instead of waiting
 } kiln_vulkan_device_t;
 
 // Creates the logical device on physical device options->physical_device_index
@@ -114,7 +116,9 @@ typedef struct kiln_vulkan_device_t {
 kiln_status_t kiln_vulkan_device_create(kiln_vulkan_instance_t* instance,
                                         const kiln_vulkan_device_options_t* options,
                                         kiln_vulkan_device_t** out_device);
-// Waits for the device to go idle and destroys it. NULL is ignored.
+// Waits for the device to go idle and destroys it; a wedged device (work
+// that did not finish in time may still run) is left to the driver instead,
+// so that freeing never hangs. NULL is ignored.
 void kiln_vulkan_device_free(kiln_vulkan_device_t* device);
 
 #endif  // KILN_VULKAN_VULKAN_DEVICE_H_

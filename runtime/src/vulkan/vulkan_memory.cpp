@@ -125,10 +125,13 @@ static kiln_status_t kiln_vulkan_copy_now(kiln_vulkan_device_t* device, VkBuffer
   if (!status) status = kiln_vulkan_device_submit(device, command_buffer, device->transfer_fence);
   if (!status) {
     status = kiln_vulkan_device_wait(device, device->transfer_fence, device->transfer_timeout_ns);
-    // Maybe still running: the command buffer is left to the pool, which
-    // kiln_vulkan_device_free destroys after waiting.
+    // Maybe still running: the command buffer is left to the pool, and the
+    // device is marked wedged so that freeing it does not wait forever.
     *out_pending = status != NULL;
-    if (status) return status;
+    if (status) {
+      device->wedged = 1;
+      return status;
+    }
   }
   fn->vkFreeCommandBuffers(device->device, device->command_pool, 1, &command_buffer);
   return status;
