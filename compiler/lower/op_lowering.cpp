@@ -109,12 +109,21 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
     te::Stage stage(anchor.defined() ? anchor : src);
     auto gs = anchor.defined() ? state_->gpu_reduction_schedules.find(anchor.get()) : state_->gpu_reduction_schedules.end();
     if (gs != state_->gpu_reduction_schedules.end()) gs->second(stage);
-    else default_gpu_schedule(stage);
-    k.body = te::lower_stage(stage, out, buffer_of, Expr(0), anchor.defined() ? epilogue : te::Epilogue());
-    if (!stage.shared_caches.empty()) {
+    else if (!(state_->gpu_shared_memory && schedule_reduce_shared_gpu(stage))) default_gpu_schedule(stage);
+    te::Epilogue e = anchor.defined() ? epilogue : te::Epilogue();
+    k.body = te::lower_stage(stage, out, buffer_of, Expr(0), e);
+    // Shared memory needs the invocations to run together: a host fallback
+    // gets the same loops without it (local loops run one after another).
+    std::vector<std::pair<te::IterVar, tir::ForKind>> shared_loops;  // reduction loops bound to invocations
+    for (auto& l : stage.leaves)
+      if (l->reduce && (l->kind == tir::ForKind::LocalX || l->kind == tir::ForKind::LocalY || l->kind == tir::ForKind::LocalZ))
+        shared_loops.push_back({l, l->kind});
+    if (!stage.shared_caches.empty() || !shared_loops.empty()) {
       te::Stage plain = stage;
       plain.shared_caches.clear();
-      k.host_body = te::lower_stage(plain, out, buffer_of, Expr(0), anchor.defined() ? epilogue : te::Epilogue());
+      for (auto& [l, kind] : shared_loops) l->kind = tir::ForKind::Serial;  // (the loops are shared with `stage`)
+      k.host_body = te::lower_stage(plain, out, buffer_of, Expr(0), e);
+      for (auto& [l, kind] : shared_loops) l->kind = kind;
     }
   } else if (!schedule && rs != state_->reduction_schedules.end()) {
     te::Stage stage(anchor);

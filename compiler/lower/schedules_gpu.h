@@ -37,6 +37,13 @@ void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, in
 // conv shares nothing across channels: 4 pixels only).
 void schedule_conv2d_gpu(te::Stage& s, const te::Tensor& xpad, const te::Tensor& w, bool shared, bool depthwise);
 
+// Reductions with few outputs (at most 16384) over 128 elements or more:
+// a workgroup per output, its 64 invocations each accumulating every 64th
+// element (consecutive invocations read consecutive elements) and combining
+// their partial results in shared memory. Returns false (nothing changed)
+// elsewhere.
+bool schedule_reduce_shared_gpu(te::Stage& s);
+
 // Matrix products [batch..., i, j] over k: a workgroup of 8 x 8 invocations
 // computes a 32 x 32 block, 4 x 4 per invocation in registers; for each
 // slice of 16 along k the invocations copy the slices of a and b the block

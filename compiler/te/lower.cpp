@@ -316,6 +316,68 @@ Stmt prefetch_stmt(const Stage& stage, const Stmt& update, size_t r_last, const 
   return out.empty() ? Stmt() : tir::Block::make(out);
 }
 
+bool is_local(tir::ForKind k) {
+  return k == tir::ForKind::LocalX || k == tir::ForKind::LocalY || k == tir::ForKind::LocalZ;
+}
+
+// A reduction whose loop `local` (of the leaves) is bound to local x: the
+// invocations of a workgroup share it (GPU). Each accumulates every
+// local-th element over the other reduction loops, writes its partial
+// result to a shared buffer, and a tree of halving steps (a barrier after
+// each) combines them; invocation 0 writes the output. All spatial loops
+// are outside the reduction loops.
+Stmt lower_cross_invocation(const Stage& stage, size_t local, const tir::Buffer& out, const Expr& out_index,
+                            const Indices& axes, const Indices& raxes, const std::vector<Expr>& spatial_guards,
+                            const std::vector<Expr>& reduce_guards, const BufferOf& buffer_of, const Epilogue& epilogue) {
+  const TensorNode* t = stage.tensor.get();
+  const IterVar& lane = stage.leaves[local];
+  int64_t n = lane->extent;
+  internal_assert(n >= 1 && (n & (n - 1)) == 0 && n <= 128) << t->name << ": a shared reduction over " << n
+                                                            << " invocations (a power of two up to 128)";
+  size_t first_reduce = stage.leaves.size();
+  for (size_t i = 0; i < stage.leaves.size(); i++)
+    if (stage.leaves[i]->reduce && first_reduce == stage.leaves.size()) first_reduce = i;
+  for (size_t i = first_reduce; i < stage.leaves.size(); i++)
+    internal_assert(stage.leaves[i]->reduce) << t->name << ": spatial loop inside a shared reduction";
+  auto guard = [](const std::vector<Expr>& conds, Stmt s) {
+    for (auto& c : conds) s = tir::IfThenElse::make(c, s);
+    return s;
+  };
+  tir::Buffer acc = tir::make_buffer(t->name + "_acc", t->dtype, 1, -1);
+  tir::Buffer red = tir::make_buffer(t->name + "_red", t->dtype, n, -1);
+  Expr lid = lane->var;
+  Stmt update = Resolver(buffer_of).build({t->fbody(axes, raxes)}, [&](const std::vector<Expr>& v) {
+    return tir::Store::make(acc, Expr(0), combine(t->reduce_kind, tir::Load::make(acc, Expr(0)), v[0]));
+  });
+  update = guard(reduce_guards, update);
+  for (size_t i = stage.leaves.size(); i-- > first_reduce;) {
+    if (i == local) continue;
+    auto& l = stage.leaves[i];
+    update = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, update);
+  }
+  std::vector<Stmt> seq = {tir::Store::make(acc, Expr(0), t->init), update,
+                           tir::Store::make(red, lid, tir::Load::make(acc, Expr(0))), tir::Barrier::make()};
+  for (int64_t half = n / 2; half >= 1; half /= 2) {
+    Expr both = combine(t->reduce_kind, tir::Load::make(red, lid), tir::Load::make(red, lid + Expr(half)));
+    seq.push_back(tir::IfThenElse::make(lid < Expr(half), tir::Store::make(red, lid, both)));
+    seq.push_back(tir::Barrier::make());
+  }
+  Expr total = tir::Load::make(red, Expr(0));
+  Stmt write = epilogue ? Resolver(buffer_of).build({epilogue(total, axes)}, [&](const std::vector<Expr>& v) {
+    return tir::Store::make(out, out_index, v[0]);
+  })
+                        : tir::Store::make(out, out_index, total);
+  seq.push_back(tir::IfThenElse::make(tir::EQ::make(lid, Expr(0)), guard(spatial_guards, write)));
+  seq.push_back(tir::Barrier::make());  // invocation 0 has read red[0] before the next output's partials
+  Stmt body = tir::For::make(lid, Expr(0), Expr(n), lane->kind, tir::Allocate::make(acc, tir::Block::make(seq)));
+  body = tir::Allocate::make(red, body, tir::MemScope::Shared);
+  for (size_t i = first_reduce; i-- > 0;) {
+    auto& l = stage.leaves[i];
+    body = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, body);
+  }
+  return body;
+}
+
 }  // namespace
 
 Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of, const Expr& store_offset,
@@ -378,6 +440,10 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
 
   Stmt body;
   Expr out_index = flat_index(t->shape, axes) + store_offset;
+  for (size_t i = 0; i < stage.leaves.size(); i++)
+    if (stage.leaves[i]->reduce && is_local(stage.leaves[i]->kind))
+      return lower_cross_invocation(stage, i, out, out_index, axes, raxes, spatial_guards, reduce_guards, buffer_of,
+                                    epilogue);
   if (t->kind == TensorNode::Kind::Compute) {
     body = Resolver(buffer_of).build({t->fcompute(axes)}, [&](const std::vector<Expr>& v) {
       return tir::Store::make(out, out_index, v[0]);

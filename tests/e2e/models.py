@@ -665,7 +665,10 @@ MODELS['const_weights'] = ModelSpec(lambda: None, (1, 3, 12, 10),
 
 def build_matmul_tiles_onnx():
     """input [2,40,100] -> MatMul(w1 [100,80]) -> Relu -> y; output = MatMul(y, Transpose(y)) [2,40,40];
-    output_1 = Cast(float) of MatMul(Cast(double) of y, w2 [80,48] double) [2,40,48].
+    output_1 = Cast(float) of MatMul(Cast(double) of y, w2 [80,48] double) [2,40,48];
+    output_2 = Softmax(Reshape(output, [2, 1600]) * 0.01) * 1600: two rows whose max and sum are long
+    reductions that the invocations of a workgroup share; output_3 = the float64 mean of each batch of
+    output_1's double values, a shared reduction that runs on the host in vulkan-hetero (its host body).
 
     Matrix products big enough for the GPU schedule's shared-memory tiles (32 x 32 blocks, slices of 16
     along k), with sizes that do not divide them (40 rows, k = 100); the float64 one runs on the host
@@ -676,6 +679,9 @@ def build_matmul_tiles_onnx():
     inits = [
         numpy_helper.from_array((rng.standard_normal((100, 80)) * 0.1).astype(np.float32), 'tiles_w1'),
         numpy_helper.from_array((rng.standard_normal((80, 48)) * 0.1).astype(np.float64), 'tiles_w2'),
+        numpy_helper.from_array(np.array([2, 1600], dtype=np.int64), 'tiles_rows'),
+        numpy_helper.from_array(np.array(0.01, dtype=np.float32), 'tiles_scale'),
+        numpy_helper.from_array(np.array(1600.0, dtype=np.float32), 'tiles_count'),
     ]
     nodes = [
         helper.make_node('MatMul', ['input', 'tiles_w1'], ['xw'], name='linear'),
@@ -685,21 +691,30 @@ def build_matmul_tiles_onnx():
         helper.make_node('Cast', ['y'], ['y_d'], name='to_double', to=TensorProto.DOUBLE),
         helper.make_node('MatMul', ['y_d', 'tiles_w2'], ['z_d'], name='linear_double'),
         helper.make_node('Cast', ['z_d'], ['output_1'], name='to_float', to=TensorProto.FLOAT),
+        helper.make_node('Reshape', ['output', 'tiles_rows'], ['rows'], name='rows'),
+        helper.make_node('Mul', ['rows', 'tiles_scale'], ['scaled'], name='scale'),
+        helper.make_node('Softmax', ['scaled'], ['sm'], name='softmax', axis=-1),
+        helper.make_node('Mul', ['sm', 'tiles_count'], ['output_2'], name='times_count'),
+        helper.make_node('ReduceMean', ['z_d'], ['sum_d'], name='mean_double', axes=[1, 2], keepdims=0),
+        helper.make_node('Cast', ['sum_d'], ['output_3'], name='sum_to_float', to=TensorProto.FLOAT),
     ]
     graph = helper.make_graph(nodes, 'matmul_tiles',
                               [helper.make_tensor_value_info('input', TensorProto.FLOAT, [2, 40, 100])],
                               [helper.make_tensor_value_info('output', TensorProto.FLOAT, [2, 40, 40]),
-                               helper.make_tensor_value_info('output_1', TensorProto.FLOAT, [2, 40, 48])],
+                               helper.make_tensor_value_info('output_1', TensorProto.FLOAT, [2, 40, 48]),
+                               helper.make_tensor_value_info('output_2', TensorProto.FLOAT, [2, 1600]),
+                               helper.make_tensor_value_info('output_3', TensorProto.FLOAT, [2])],
                               initializer=inits)
     return _checked_model(graph)
 
 
 def _check_matmul_tiles_bundle(info, report):
-    """On Vulkan, the three matrix products tile through shared memory (kilnc --report's codegen line)."""
+    """On Vulkan, the three matrix products tile through shared memory and the softmax's max and sum
+    are shared reductions (kilnc --report's codegen line counts the kernels using shared memory)."""
     import re
     m = re.search(r'SPIR-V modules \((\d+) with shared memory\)', report)
-    if not m or int(m.group(1)) < 3:
-        raise AssertionError('expected 3 kernels with shared memory in the report:\n%s' % report)
+    if not m or int(m.group(1)) < 6:
+        raise AssertionError('expected 6 kernels with shared memory in the report:\n%s' % report)
 
 
 def build_hetero_float64_onnx():
@@ -755,8 +770,10 @@ def _check_hetero_bundle(info, report):
         raise AssertionError('kilnc --report does not say which kernels run on the CPU')
 
 
-MODELS['matmul_tiles'] = ModelSpec(lambda: None, (2, 40, 100), frozenset({'MatMul', 'Relu', 'Transpose', 'Cast'}),
-                                   num_outputs=2, build_onnx=build_matmul_tiles_onnx,
+MODELS['matmul_tiles'] = ModelSpec(lambda: None, (2, 40, 100),
+                                   frozenset({'MatMul', 'Relu', 'Transpose', 'Cast', 'Reshape', 'Mul', 'Softmax',
+                                              'ReduceMean'}),
+                                   num_outputs=4, build_onnx=build_matmul_tiles_onnx,
                                    check_bundle=_check_matmul_tiles_bundle, check_device='vulkan-shared',
                                    description='matrix products in shared-memory GPU tiles, one in float64')
 MODELS['hetero_float64'] = ModelSpec(lambda: None, (2, 4, 8),

@@ -16,11 +16,13 @@ void Stage::unroll(const IterVar& iv) {
 
 void Stage::bind(const IterVar& iv, tir::ForKind axis) {
   size_t pos = leaf_index(iv);
-  internal_assert(!iv->reduce) << "cannot bind reduction loop " << iv->name;
   if (axis == tir::ForKind::LocalX || axis == tir::ForKind::LocalY || axis == tir::ForKind::LocalZ) {
-    iv->kind = axis;  // invocations of a workgroup: GPU targets; serial on CPU
+    // Invocations of a workgroup (GPU targets; serial on CPU). A reduction
+    // loop bound here is shared by the invocations (te/lower.cpp).
+    iv->kind = axis;
     return;
   }
+  internal_assert(!iv->reduce) << "cannot bind reduction loop " << iv->name << " to a workgroup axis";
   internal_assert(axis == tir::ForKind::WorkgroupX || axis == tir::ForKind::WorkgroupY || axis == tir::ForKind::WorkgroupZ)
       << "bind takes a workgroup or local axis";
   for (size_t i = 0; i < pos; i++) {
