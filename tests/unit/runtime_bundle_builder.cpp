@@ -175,4 +175,15 @@ std::vector<uint8_t> ReadFile(const char* path) {
   return bytes;
 }
 
+std::vector<uint8_t> MinimalSpirvModule(uint32_t x, uint32_t y, uint32_t z) {
+  const uint32_t words[16] = {
+      0x07230203u, 0x00010000u, 0, 10, 0,             // magic, version 1.0, generator, bound, schema
+      (5u << 16) | 15u, 5, 1, 0x6e69616du, 0,          // OpEntryPoint GLCompute %1 "main"
+      (6u << 16) | 16u, 1, 17, x, y, z,                // OpExecutionMode %1 LocalSize x y z
+  };
+  std::vector<uint8_t> bytes(sizeof(words));
+  memcpy(bytes.data(), words, sizeof(words));
+  return bytes;
+}
+
 }  // namespace kiln_test

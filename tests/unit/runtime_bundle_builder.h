@@ -90,6 +90,10 @@ void SetConstantsAndLibrary(TestBundle* b, int count, float step, kiln::fb::Libr
 // w a constant; one Add node.
 TestBundle MinimalBundle();
 
+// The smallest SPIR-V module the verifier accepts (64 bytes): the header, a
+// GLCompute entry point "main" and its LocalSize (x, y, z).
+std::vector<uint8_t> MinimalSpirvModule(uint32_t x, uint32_t y, uint32_t z);
+
 // File offsets of the fields the content hash depends on (0 if absent).
 struct HashFields {
   size_t hash = 0, data_segment_offset = 0, data_segment_size = 0;

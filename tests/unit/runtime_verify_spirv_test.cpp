@@ -3,6 +3,7 @@
 // a message naming it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -46,6 +47,8 @@ TestBundle SpirvBundle() {
   b.tensors[1].offset = 256;
   b.arena_bytes = 512;
   b.data.resize(256 + 64, 0);
+  std::vector<uint8_t> spirv = kiln_test::MinimalSpirvModule(64, 1, 1);
+  std::copy(spirv.begin(), spirv.end(), b.data.begin() + 256);
   b.libraries = {{fb::LibraryFormat::SpirV, 256, 64}};
   b.vulkan_features[0] = (uint32_t)fb::VulkanFeature::ShaderInt64;
   b.kernels = {{"k0_add", 0, 0}};
@@ -157,6 +160,21 @@ TEST_CASE("verify spirv: module ranges") {
       {"SPIR-V module [4, +64) is outside its library's blob (64 bytes)",
        [](TestBundle& b) { b.spirv[0].offset = 4; }},  // one word past the blob's end
       {"is outside its library's blob", [](TestBundle& b) { b.spirv[0].offset = ~0ull - 3; }},  // overflows
+  });
+}
+
+TEST_CASE("verify spirv: the module itself, at load") {
+  // No device needed: a load (here verify-only) reads the module's framing,
+  // entry point and workgroup size.
+  CheckRejected({
+      {"magic number 0x00000000", [](TestBundle& b) { b.data[256] = b.data[257] = b.data[258] = b.data[259] = 0; }},
+      {"in the other byte order", [](TestBundle& b) {
+         for (int i = 0; i < 2; i++) std::swap(b.data[256 + i], b.data[259 - i]);
+       }},
+      {"has word count 200", [](TestBundle& b) { b.data[256 + 5 * 4 + 2] = 200; }},  // OpEntryPoint runs past the end
+      {"no GLCompute entry point 'kmain'", [](TestBundle& b) { b.spirv[0].entry_point = "kmain"; }},
+      {"the module's workgroup size (64, 1, 1) is not the stated (32, 1, 1)",
+       [](TestBundle& b) { b.spirv[0].workgroup_size = {32, 1, 1}; }},
   });
 }
 

@@ -181,14 +181,14 @@ TEST_CASE("vulkan: SPIR-V framing is checked before Vulkan sees it") {
     MESSAGE("skipped: the test shaders were not compiled (no glslangValidator)");
     return;
   }
-  kiln_vulkan_spirv_info_t info;
-  REQUIRE(kiln_vulkan_spirv_inspect(add.data(), add.size() * 4, NULL, &info) == NULL);
+  kiln_spirv_info_t info;
+  REQUIRE(kiln_spirv_inspect(add.data(), add.size() * 4, NULL, &info) == NULL);
   CHECK(info.word_count == add.size());
   CHECK(info.workgroup_size[0] == 64);
   CHECK(info.workgroup_size[1] == 1);
   CHECK(info.workgroup_size[2] == 1);
   auto inspect = [&](const std::vector<uint32_t>& words, size_t size, const char* entry) {
-    kiln_status_t status = kiln_vulkan_spirv_inspect(words.data(), size, entry, &info);
+    kiln_status_t status = kiln_spirv_inspect(words.data(), size, entry, &info);
     CHECK(kiln_status_code(status) == KILN_INVALID_BUNDLE);
     return Message(status);
   };
@@ -210,7 +210,7 @@ TEST_CASE("vulkan: SPIR-V framing is checked before Vulkan sees it") {
   // also with the WorkgroupSize built-in (glslang's gl_WorkGroupSize), which
   // must resolve to constants.
   std::vector<uint32_t> square = ReadSpirv(RUNTIME_TEST_VULKAN_SQUARE_SPV);
-  REQUIRE(kiln_vulkan_spirv_inspect(square.data(), square.size() * 4, "main", &info) == NULL);
+  REQUIRE(kiln_spirv_inspect(square.data(), square.size() * 4, "main", &info) == NULL);
   CHECK(info.workgroup_size[0] == 32);
   CHECK(info.workgroup_size[1] == 2);
   CHECK(info.workgroup_size[2] == 1);
@@ -227,7 +227,7 @@ TEST_CASE("vulkan: SPIR-V framing is checked before Vulkan sees it") {
         std::string::npos);
   std::vector<uint32_t> shifted(add.size() + 1);
   memcpy((uint8_t*)shifted.data() + 2, add.data(), add.size() * 4 - 2);
-  kiln_status_t status = kiln_vulkan_spirv_inspect((const uint8_t*)shifted.data() + 2,
+  kiln_status_t status = kiln_spirv_inspect((const uint8_t*)shifted.data() + 2,
                                                    add.size() * 4, NULL, &info);
   CHECK(Message(status) == "spirv: code is NULL or not 4-byte aligned");
 }

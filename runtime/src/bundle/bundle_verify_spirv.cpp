@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/checked_math.h"
+#include "bundle/spirv_inspect.h"
 #include "kiln_bundle_version.h"
 
 namespace fb = kiln::fb;
@@ -32,7 +33,8 @@ static kiln_status_t kiln_bundle_verify_spirv_libraries(const fb::Bundle* bundle
 }
 
 // One kernel's module: range inside its library, interface sizes.
-static kiln_status_t kiln_bundle_verify_spirv_kernel(const fb::Bundle* bundle, uint32_t index) {
+static kiln_status_t kiln_bundle_verify_spirv_kernel(const fb::Bundle* bundle, uint32_t index,
+                                                     const kiln_bundle_view_t* view) {
   const fb::Kernel* kernel = bundle->kernels()->Get(index);
   const fb::KernelLibrary* library = bundle->libraries()->Get(kernel->library());
   const char* name = kernel->name()->c_str();
@@ -91,6 +93,26 @@ static kiln_status_t kiln_bundle_verify_spirv_kernel(const fb::Bundle* bundle, u
                               "'): workgroup_size (%u, %u, %u) must be >= 1 per dimension "
                               "and below 2^32 invocations",
                               index, name, size->Get(0), size->Get(1), size->Get(2));
+    }
+  }
+  // The module itself (no device needed): framing, the entry point, and the
+  // workgroup size the bundle states.
+  if (view->data_segment) {
+    kiln_spirv_info_t info;
+    kiln_status_t status = kiln_spirv_inspect(view->data_segment + library->offset() + module->offset(),
+                                              module->size(), entry ? entry->c_str() : NULL, &info);
+    if (status) {
+      return kiln_status_annotate(status, "bundle: kernel %u ('" KILN_NAME_FMT "')", index, name);
+    }
+    for (uint32_t d = 0; d < 3; ++d) {
+      if (info.workgroup_size[d] != size->Get(d)) {
+        return kiln_make_status(KILN_INVALID_BUNDLE,
+                                "bundle: kernel %u ('" KILN_NAME_FMT
+                                "'): the module's workgroup size (%u, %u, %u) is not the stated "
+                                "(%u, %u, %u)",
+                                index, name, info.workgroup_size[0], info.workgroup_size[1],
+                                info.workgroup_size[2], size->Get(0), size->Get(1), size->Get(2));
+      }
     }
   }
   if (module->binding_count() > KILN_BUNDLE_SPIRV_MAX_BINDINGS) {
@@ -182,7 +204,7 @@ kiln_status_t kiln_bundle_verify_spirv(const fb::Bundle* bundle, kiln_bundle_vie
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_spirv_libraries(bundle, &spirv));
   uint32_t kernel_count = bundle->kernels() ? bundle->kernels()->size() : 0;
   for (uint32_t i = 0; i < kernel_count; ++i) {
-    KILN_RETURN_IF_ERROR(kiln_bundle_verify_spirv_kernel(bundle, i));
+    KILN_RETURN_IF_ERROR(kiln_bundle_verify_spirv_kernel(bundle, i, view));
   }
   uint32_t dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
   for (uint32_t i = 0; i < dispatch_count; ++i) {

@@ -20,27 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bundle/spirv_inspect.h"
 #include "vulkan/vulkan_device.h"
-
-#define KILN_SPIRV_MAGIC 0x07230203u  // first word of every SPIR-V module
-
-// What kiln_vulkan_spirv_inspect found in a module.
-typedef struct kiln_vulkan_spirv_info_t {
-  uint32_t word_count;         // words in the module
-  uint32_t workgroup_size[3];  // the entry point's workgroup size
-} kiln_vulkan_spirv_info_t;
-
-// Checks the module's framing and finds the GLCompute entry point named
-// `entry_point` (NULL: "main") and its workgroup size: the WorkgroupSize
-// built-in's constants when the module decorates one (it overrides
-// LocalSize; specialization constants count with their defaults), else
-// OpExecutionMode LocalSize. KILN_INVALID_BUNDLE with a message for a NULL
-// or misaligned pointer, a size that is not a multiple of 4 or shorter than
-// the header, a wrong magic number, an instruction running past the end, a
-// missing entry point, or no workgroup size.
-kiln_status_t kiln_vulkan_spirv_inspect(const void* code, size_t size,
-                                        const char* entry_point,
-                                        kiln_vulkan_spirv_info_t* out_info);
 
 // Zero means the default for every field.
 typedef struct kiln_vulkan_pipeline_options_t {
