@@ -254,3 +254,22 @@ kiln_status_t kiln_model_data_segment(const kiln_model_t* model, const void** ou
   *out_size = model->view.data_segment_size;
   return NULL;
 }
+
+uint32_t kiln_model_bind_dispatch(const kiln_model_t* model, uint32_t index, uint8_t* arena, void** slots,
+                                  kiln_kernel_dispatch_state_t* out_state) {
+  const fb::Bundle* bundle = model->view.bundle;
+  const fb::Dispatch* dispatch = bundle->dispatches()->Get(index);
+  uint32_t count = dispatch->bindings() ? dispatch->bindings()->size() : 0;
+  for (uint32_t b = 0; b < count; ++b) {
+    const fb::Tensor* tensor = bundle->tensors()->Get(dispatch->bindings()->Get(b)->tensor());
+    slots[b] = tensor->storage() == fb::Storage::Constant ? (void*)(model->view.data_segment + tensor->offset())
+                                                          : (void*)(arena + tensor->offset());
+  }
+  out_state->binding_count = count;
+  out_state->bindings = slots;
+  for (uint32_t d = 0; d < 3; ++d) out_state->workgroup_count[d] = dispatch->workgroup_count()->Get(d);
+  const flatbuffers::Vector<uint32_t>* constants = dispatch->push_constants();
+  out_state->push_constant_count = constants ? constants->size() : 0;
+  out_state->push_constants = constants ? constants->data() : NULL;
+  return count;
+}

@@ -35,4 +35,13 @@ struct kiln_model_t {
   kiln_session_load_stats_t load_stats;      // the model_load_ns .. kernel_load_ns fields
 };
 
+// Binds dispatch `index` of the model's bundle for a host kernel: sets
+// `out_state`'s workgroup counts and push constants (pointing into the
+// bundle) and its bindings to `slots` (room for the dispatch's binding
+// count), each the tensor's address: constants in the data segment, the
+// others at their offset in `arena`. Returns the binding count. Shared by
+// CPU sessions and the host steps of heterogeneous Vulkan sessions.
+uint32_t kiln_model_bind_dispatch(const kiln_model_t* model, uint32_t index, uint8_t* arena, void** slots,
+                                  kiln_kernel_dispatch_state_t* out_state);
+
 #endif  // KILN_EXEC_MODEL_H_

@@ -54,15 +54,6 @@ typedef struct kiln_parallel_dispatch_t {
   uint32_t failed_worker;                 // the worker that ran it
 } kiln_parallel_dispatch_t;
 
-// Base pointer of tensor `index`: in the arena or in the data segment.
-static void* kiln_session_tensor_pointer(const kiln_session_t* session, uint32_t index) {
-  const fb::Tensor* tensor = session->model->view.bundle->tensors()->Get(index);
-  if (tensor->storage() == fb::Storage::Constant) {
-    return (void*)(session->model->view.data_segment + tensor->offset());
-  }
-  return session->arena + tensor->offset();
-}
-
 static kiln_status_t kiln_session_bind(kiln_session_t* session) {
   const fb::Bundle* bundle = session->model->view.bundle;
   uint32_t count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
@@ -80,19 +71,7 @@ static kiln_status_t kiln_session_bind(kiln_session_t* session) {
     kiln_bound_dispatch_t* bound = &session->dispatches[i];
     bound->kernel_index = dispatch->kernel();
     bound->kernel = session->model->kernels[dispatch->kernel()];
-    for (uint32_t d = 0; d < 3; ++d) {
-      bound->state.workgroup_count[d] = dispatch->workgroup_count()->Get(d);
-    }
-    uint32_t binding_count = dispatch->bindings() ? dispatch->bindings()->size() : 0;
-    for (uint32_t b = 0; b < binding_count; ++b) {
-      cursor[b] = kiln_session_tensor_pointer(session, dispatch->bindings()->Get(b)->tensor());
-    }
-    bound->state.binding_count = binding_count;
-    bound->state.bindings = cursor;
-    cursor += binding_count;
-    const flatbuffers::Vector<uint32_t>* constants = dispatch->push_constants();
-    bound->state.push_constant_count = constants ? constants->size() : 0;
-    bound->state.push_constants = constants ? constants->data() : NULL;
+    cursor += kiln_model_bind_dispatch(session->model, i, session->arena, cursor, &bound->state);
   }
   return NULL;
 }

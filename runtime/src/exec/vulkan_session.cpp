@@ -295,21 +295,8 @@ static kiln_status_t kiln_vulkan_session_record_segment(kiln_vulkan_session_t* s
 // A host dispatch: its bindings point into the host arena or the data segment.
 static void kiln_vulkan_session_bind_host(kiln_vulkan_session_t* session, uint32_t index,
                                           kiln_vulkan_session_step_t* step, void** cursor) {
-  const kiln_bundle_view_t* view = &session->model->view;
-  const fb::Dispatch* dispatch = view->bundle->dispatches()->Get(index);
   step->dispatch = index;
-  step->state.binding_count = dispatch->bindings() ? dispatch->bindings()->size() : 0;
-  step->state.bindings = cursor;
-  for (uint32_t b = 0; b < step->state.binding_count; ++b) {
-    const fb::Tensor* tensor = view->bundle->tensors()->Get(dispatch->bindings()->Get(b)->tensor());
-    cursor[b] = tensor->storage() == fb::Storage::Constant
-                    ? (void*)(view->data_segment + tensor->offset())
-                    : (void*)(session->host_arena + tensor->offset());
-  }
-  const flatbuffers::Vector<uint32_t>* constants = dispatch->push_constants();
-  step->state.push_constant_count = constants ? constants->size() : 0;
-  step->state.push_constants = constants ? constants->data() : NULL;
-  for (uint32_t d = 0; d < 3; ++d) step->state.workgroup_count[d] = dispatch->workgroup_count()->Get(d);
+  kiln_model_bind_dispatch(session->model, index, session->host_arena, cursor, &step->state);
 }
 
 // Every dispatch of the bundle: device segments recorded once, host
