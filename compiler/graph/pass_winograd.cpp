@@ -15,7 +15,8 @@
 // transform-bound. It stops where the transformed weights (16/9 the size)
 // outgrow what one workgroup's sweep over them can keep in L2: at most 4 MB
 // of U (ResNet's 7x7 stage streams its weights from DRAM; there the direct
-// kernel, which prefetches them, is faster).
+// kernel, which prefetches them, is faster), and where a tile row's
+// transformed input (a stack buffer) would pass 128 KB.
 #include "graph/passes.h"
 
 namespace kiln::graph {
@@ -39,7 +40,11 @@ bool wants_winograd(const Graph& g, const Node& n) {
   int64_t C = w.shape[1] * w.shape[4], M = w.shape[0] * w.shape[5], OH = y.shape[2], OW = y.shape[3];
   if (C < 64 || M < 64 || OH % 2 || OW % 2 || OH < 14 || OW < 14) return false;
   int64_t u_bytes = 16 * C * M * 4;
-  return u_bytes <= (4 << 20);
+  // The kernel keeps a tile row's transformed input on the stack: at most
+  // 128 KB (114 KB for each of ResNet's stages), well within the smallest
+  // thread stacks kiln runs on (512 KB: iOS secondary threads).
+  int64_t v_bytes = 16 * C * (OW / 2) * 4;
+  return u_bytes <= (4 << 20) && v_bytes <= (128 << 10);
 }
 
 }  // namespace
