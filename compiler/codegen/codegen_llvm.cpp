@@ -70,6 +70,7 @@ class KernelEmitter {
   llvm::Value* workgroup_ = nullptr;
   std::map<const ExprNode*, llvm::Value*> vars_;
   std::map<const BufferNode*, llvm::Value*> buffers_;
+  std::map<const BufferNode*, llvm::Value*> allocas_;  // the stack slot of each Allocate'd buffer
   // Vector lanes: a `vectorized` loop of constant extent is emitted as one
   // iteration over all lanes (Halide-style). Its variable is a <lanes x i64>
   // ramp; every value that depends on it is a vector, the rest stay scalars
@@ -403,8 +404,17 @@ class KernelEmitter {
       case NodeType::Allocate: {
         auto* a = s.as<Allocate>();
         // Allocas go in the entry block so LLVM promotes them to registers.
-        llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
-        buffers_[a->buffer.get()] = entry.CreateAlloca(llvm_type(a->buffer->dtype), entry.getInt64(a->buffer->size), a->buffer->name);
+        // One per buffer: loop partitioning and unrolling copy an Allocate
+        // into sibling statements, never live at the same time, which share
+        // it (a Winograd kernel's 114 KB buffer would otherwise be on the
+        // stack twice).
+        llvm::Value*& slot = allocas_[a->buffer.get()];
+        if (!slot) {
+          llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+          slot = entry.CreateAlloca(llvm_type(a->buffer->dtype), entry.getInt64(a->buffer->size), a->buffer->name);
+        }
+        internal_assert(!buffers_.count(a->buffer.get())) << "buffer " << a->buffer->name << " allocated inside itself";
+        buffers_[a->buffer.get()] = slot;
         emit_stmt(a->body);
         buffers_.erase(a->buffer.get());
         return;

@@ -32,6 +32,7 @@ bool wants_winograd(const Graph& g, const Node& n) {
   const Value& w = g.values[n.inputs[1]];
   const Value& y = g.values[n.outputs[0]];
   if (!w.is_constant() || w.shape.size() != 6 || y.shape.size() != 5) return false;
+  if (w.dtype != DType::F32 || y.dtype != DType::F32) return false;  // the kernel computes in float32
   if (w.shape[2] != 3 || w.shape[3] != 3 || n.attr_int("group", 1) != 1) return false;
   if (n.attr_ints("strides", {1, 1}) != std::vector<int64_t>{1, 1}) return false;
   if (n.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return false;
@@ -41,8 +42,9 @@ bool wants_winograd(const Graph& g, const Node& n) {
   if (C < 64 || M < 64 || OH % 2 || OW % 2 || OH < 14 || OW < 14) return false;
   int64_t u_bytes = 16 * C * M * 4;
   // The kernel keeps a tile row's transformed input on the stack: at most
-  // 128 KB (114 KB for each of ResNet's stages), well within the smallest
-  // thread stacks kiln runs on (512 KB: iOS secondary threads).
+  // 128 KB (114 KB for each of ResNet's stages), plus up to 28 KB of GEMM
+  // results; kiln's worker threads have 1 MB stacks (the calling thread
+  // needs 256 KB; see docs/runtime.md).
   int64_t v_bytes = 16 * C * (OW / 2) * 4;
   return u_bytes <= (4 << 20) && v_bytes <= (128 << 10);
 }
@@ -77,7 +79,8 @@ bool pass_winograd(Graph& g, PassContext& ctx) {
     n.attrs["kiln_winograd"].i = 2;
     rewritten++;
   }
-  if (rewritten) ctx.detail = std::to_string(rewritten) + " convolutions to Winograd F(2x2, 3x3)";
+  if (rewritten)
+    ctx.detail = std::to_string(rewritten) + (rewritten == 1 ? " convolution" : " convolutions") + " to Winograd F(2x2, 3x3)";
   return rewritten > 0;
 }
 

@@ -8,7 +8,8 @@
 //   V[.., th, tw, xi, nu] = sum_{i, j} BT[xi][i] BT[nu][j] x[n, co, 2th+i-1, 2tw+j-1, ci]   (0 outside)
 //
 // The CPU schedule tensorizes a workgroup (one row of 2x2 tiles, all output
-// channels) into the fast form, in three steps over local buffers:
+// channels or a group of them) into the fast form, in three steps over
+// local buffers:
 //   1. input transform: V[xi,nu][co][t][ci] for every tile t of the row,
 //      16 vector additions per tile and input channel block;
 //   2. 16 GEMMs, one per (xi, nu): Mt[xi,nu][t][m] = sum_c V[..][t][c] U[..][c][m],

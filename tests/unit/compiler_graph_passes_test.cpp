@@ -463,7 +463,7 @@ TEST_CASE("graph pass winograd: big 3x3 stride-1 blocked convs switch, the resul
   REQUIRE(pass_layout(b.g, ctx));
   PassContext wctx;
   CHECK(pass_winograd(b.g, wctx));
-  CHECK(wctx.detail == "1 convolutions to Winograd F(2x2, 3x3)");
+  CHECK(wctx.detail == "1 convolution to Winograd F(2x2, 3x3)");
   int winograd = 0;
   for (auto& n : b.g.nodes)
     if (n.op == "Conv" && n.attr_int("kiln_winograd", 0) == 2) {

@@ -445,22 +445,33 @@ TEST_CASE("vulkan: synchronization validation catches a missing barrier") {
 
 TEST_CASE("vulkan: freeing after a submission that never finishes does not hang") {
   // A list marked pending whose fence nothing will signal stands for a
-  // shader that never ends (a real GPU's watchdog may take seconds to act):
-  // freeing waits at most the transfer timeout, leaks the list's objects and
-  // marks the device wedged, whose free then leaks it instead of waiting.
+  // shader that never ends (a real GPU's watchdog may take seconds to act).
+  // Freeing waits at most the transfer timeout, leaks the list's objects and
+  // marks the device wedged: nothing more is submitted, and the buffers,
+  // the device and the instance are leaked instead of destroyed while they
+  // may be in use (which the validation layer would report).
   Lavapipe lavapipe;
   OPEN_OR_SKIP(lavapipe);
+  kiln_vulkan_buffer_t buffer = {};
+  kiln_status_t status = kiln_vulkan_buffer_create(lavapipe.device, KILN_VULKAN_BUFFER_DEVICE, 256, &buffer);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
   kiln_vulkan_command_list_t* list = nullptr;
-  kiln_status_t status = kiln_vulkan_command_list_create(lavapipe.device, nullptr, 0, nullptr, &list);
+  status = kiln_vulkan_command_list_create(lavapipe.device, nullptr, 0, nullptr, &list);
   REQUIRE_MESSAGE(status == NULL, Message(status));
   list->pending = 1;  // as if submitted
   lavapipe.device->transfer_timeout_ns = 20 * 1000 * 1000;
   auto t0 = std::chrono::steady_clock::now();
   kiln_vulkan_command_list_free(list);
   CHECK(lavapipe.device->wedged == 1);
-  lavapipe.Close();
+  CHECK(lavapipe.instance->wedged == 1);
+  float data[4] = {1, 2, 3, 4};
+  status = kiln_vulkan_buffer_upload(lavapipe.device, nullptr, &buffer, 0, data, sizeof(data));
+  CHECK(Message(status).find("the device is wedged") != std::string::npos);
+  kiln_status_free(status);
+  kiln_vulkan_buffer_release(lavapipe.device, &buffer);  // leaked
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(s < 5.0);
+  CHECK_NO_VALIDATION_MESSAGES(lavapipe);
 }
 
 TEST_CASE("vulkan: pipeline cache round trip") {

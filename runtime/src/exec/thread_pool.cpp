@@ -173,14 +173,19 @@ kiln_status_t kiln_thread_pool_create(const kiln_thread_pool_options_t* options,
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &previous);
-  int error = 0;
-  for (uint32_t i = 1; i < pool->thread_count; ++i) {
+  // A stack size of our own rather than the C library's default (8 MB with
+  // glibc, 128 KB with musl, 512 KB for iOS threads): kernels keep their
+  // scratch (register tiles, a Winograd tile row: up to ~160 KB) on it.
+  pthread_attr_t attr;
+  int error = pthread_attr_init(&attr);
+  if (!error) error = pthread_attr_setstacksize(&attr, KILN_THREAD_POOL_STACK_BYTES);
+  for (uint32_t i = 1; !error && i < pool->thread_count; ++i) {
     kiln_thread_pool_worker_t* worker = &pool->workers[i];
     worker->pool = pool;
     worker->index = i;
     error = i == options->debug_fail_create_at
                 ? EAGAIN
-                : pthread_create(&worker->thread, NULL, kiln_thread_pool_worker_main, worker);
+                : pthread_create(&worker->thread, &attr, kiln_thread_pool_worker_main, worker);
     if (error) break;
     pool->created = i;
 #if defined(__GLIBC__)
@@ -189,6 +194,7 @@ kiln_status_t kiln_thread_pool_create(const kiln_thread_pool_options_t* options,
     pthread_setname_np(worker->thread, name);  // best effort (at most 15 characters)
 #endif
   }
+  pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &previous, NULL);
   if (error) {
     uint32_t failed = pool->created + 1, count = pool->thread_count;

@@ -22,6 +22,9 @@
 
 // Most threads a pool (the calling thread included) may have.
 #define KILN_THREAD_POOL_MAX_THREADS 1024u
+// Stack of each worker thread: kernels keep their scratch on it (at most
+// ~160 KB; the calling thread, which runs its share too, needs as much).
+#define KILN_THREAD_POOL_STACK_BYTES (1024u * 1024u)
 
 // The task: called once on every worker per kiln_thread_pool_run.
 typedef void (*kiln_thread_pool_task_fn_t)(void* context, uint32_t worker_index);

@@ -284,7 +284,7 @@ void kiln_vulkan_command_list_free(kiln_vulkan_command_list_t* list) {
     kiln_status_t status = kiln_vulkan_device_wait(device, list->fence, device->transfer_timeout_ns);
     if (status) {
       kiln_status_free(status);
-      device->wedged = 1;
+      kiln_vulkan_device_mark_wedged(device);
       free(list);
       return;
     }

@@ -247,6 +247,13 @@ kiln_status_t kiln_vulkan_instance_create(const kiln_vulkan_instance_options_t* 
 
 void kiln_vulkan_instance_free(kiln_vulkan_instance_t* instance) {
   if (!instance) return;
+  if (instance->wedged) {
+    // A device of it may still run work: keep the instance, its messenger
+    // and libvulkan (the process exit reclaims them).
+    free(instance->devices);
+    free(instance);
+    return;
+  }
   if (instance->messenger != VK_NULL_HANDLE) {
     instance->destroy_messenger(instance->instance, instance->messenger, NULL);
   }
@@ -374,6 +381,11 @@ kiln_status_t kiln_vulkan_device_create(kiln_vulkan_instance_t* instance,
   }
   *out_device = device;
   return NULL;
+}
+
+void kiln_vulkan_device_mark_wedged(kiln_vulkan_device_t* device) {
+  device->wedged = 1;
+  device->instance->wedged = 1;
 }
 
 void kiln_vulkan_device_free(kiln_vulkan_device_t* device) {

@@ -61,6 +61,8 @@ typedef struct kiln_vulkan_instance_t {
   void* message_user_data;                     // from the options
   kiln_vulkan_physical_device_t* devices;      // the devices with a compute queue
   uint32_t device_count;                       // entries in `devices` (may be 0)
+  int wedged;                                  // nonzero: a device of it is wedged; freeing leaks the
+                                               // VkInstance and keeps libvulkan loaded
 } kiln_vulkan_instance_t;
 
 // Creates the instance and lists the devices. No libvulkan, no Vulkan driver
@@ -108,7 +110,8 @@ typedef struct kiln_vulkan_device_t {
   VkFence transfer_fence;                           // signalled by each one-shot transfer
   uint64_t transfer_timeout_ns;                     // from the options (default applied)
   int wedged;                                       // nonzero: submitted work never finished (a wait
-                                                    // timed out); freeing leaks it instead of waiting
+                                                    // timed out); nothing more is submitted, and
+                                                    // objects are leaked instead of destroyed
 } kiln_vulkan_device_t;
 
 // Creates the logical device on physical device options->physical_device_index
@@ -116,6 +119,12 @@ typedef struct kiln_vulkan_device_t {
 kiln_status_t kiln_vulkan_device_create(kiln_vulkan_instance_t* instance,
                                         const kiln_vulkan_device_options_t* options,
                                         kiln_vulkan_device_t** out_device);
+// Marks the device (and its instance) wedged after a wait for submitted
+// work timed out: the work may still run, so from now on nothing is
+// submitted (KILN_INTERNAL), and buffers, pipelines, the device and the
+// instance are leaked rather than destroyed (undefined while in use) or
+// waited for (maybe forever).
+void kiln_vulkan_device_mark_wedged(kiln_vulkan_device_t* device);
 // Waits for the device to go idle and destroys it; a wedged device (work
 // that did not finish in time may still run) is left to the driver instead,
 // so that freeing never hangs. NULL is ignored.

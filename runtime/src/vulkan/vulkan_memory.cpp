@@ -91,7 +91,7 @@ kiln_status_t kiln_vulkan_buffer_create(kiln_vulkan_device_t* device,
 }
 
 void kiln_vulkan_buffer_release(kiln_vulkan_device_t* device, kiln_vulkan_buffer_t* buffer) {
-  if (!buffer) return;
+  if (!buffer || device->wedged) return;  // a wedged device may still use it: leaked
   // Unmapping is implicit in vkFreeMemory.
   if (buffer->buffer != VK_NULL_HANDLE) {
     device->fn.vkDestroyBuffer(device->device, buffer->buffer, NULL);
@@ -129,7 +129,7 @@ static kiln_status_t kiln_vulkan_copy_now(kiln_vulkan_device_t* device, VkBuffer
     // device is marked wedged so that freeing it does not wait forever.
     *out_pending = status != NULL;
     if (status) {
-      device->wedged = 1;
+      kiln_vulkan_device_mark_wedged(device);
       return status;
     }
   }

@@ -140,7 +140,7 @@ kiln_status_t kiln_vulkan_pipeline_create(kiln_vulkan_device_t* device,
 
 void kiln_vulkan_pipeline_release(kiln_vulkan_device_t* device,
                                   kiln_vulkan_pipeline_t* pipeline) {
-  if (!pipeline) return;
+  if (!pipeline || device->wedged) return;  // a wedged device may still use it: leaked
   const kiln_vulkan_device_functions_t* fn = &device->fn;
   if (pipeline->pipeline) fn->vkDestroyPipeline(device->device, pipeline->pipeline, NULL);
   if (pipeline->layout) fn->vkDestroyPipelineLayout(device->device, pipeline->layout, NULL);
@@ -211,5 +211,5 @@ kiln_status_t kiln_vulkan_pipeline_cache_serialize(kiln_vulkan_device_t* device,
 }
 
 void kiln_vulkan_pipeline_cache_destroy(kiln_vulkan_device_t* device, VkPipelineCache cache) {
-  if (cache != VK_NULL_HANDLE) device->fn.vkDestroyPipelineCache(device->device, cache, NULL);
+  if (cache != VK_NULL_HANDLE && !device->wedged) device->fn.vkDestroyPipelineCache(device->device, cache, NULL);
 }

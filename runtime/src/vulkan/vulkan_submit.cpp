@@ -41,6 +41,10 @@ kiln_status_t kiln_vulkan_device_begin_commands(kiln_vulkan_device_t* device,
 
 kiln_status_t kiln_vulkan_device_submit(kiln_vulkan_device_t* device,
                                         VkCommandBuffer command_buffer, VkFence fence) {
+  if (device->wedged) {
+    return kiln_make_status(KILN_INTERNAL,
+                            "vulkan: the device is wedged: an earlier submission did not finish in time");
+  }
   KILN_VULKAN_RETURN_IF_FAILED("vkResetFences",
                                device->fn.vkResetFences(device->device, 1, &fence));
   VkSubmitInfo submit;
