@@ -128,16 +128,16 @@ def build_ops_winograd():
     F = torch.nn.functional
 
     class OpsWinograd(nn.Module):
-        """3x3 stride-1 convs big enough for Winograd F(2x2, 3x3) (64 and 80 channels, a 16x20
-        map): one with a fused residual Add and Relu, one with 5 channel blocks of 16 (odd), and a
-        stride-2 one that stays direct."""
+        """3x3 stride-1 convs big enough for Winograd F(2x2, 3x3) (64 and 72 channels, a 16x20
+        map, batch 2): one with a fused residual Add and Relu, one with an odd number of channel
+        blocks (72 = 9 x 8, or padded to 5 x 16), and a stride-2 one that stays direct."""
 
         def __init__(self):
             super().__init__()
             self.stem = nn.Conv2d(3, 64, 3, padding=1)
             self.a = nn.Conv2d(64, 64, 3, padding=1)
-            self.b = nn.Conv2d(64, 80, 3, padding=1, bias=False)
-            self.s2 = nn.Conv2d(80, 64, 3, stride=2, padding=1)
+            self.b = nn.Conv2d(64, 72, 3, padding=1, bias=False)
+            self.s2 = nn.Conv2d(72, 64, 3, stride=2, padding=1)
 
         def forward(self, x):
             y = F.relu(self.stem(x))
@@ -624,7 +624,7 @@ MODELS: Dict[str, ModelSpec] = {
                           frozenset({'Conv', 'Relu', 'Clip', 'Sigmoid'}), num_outputs=2,
                           check_graph=_check_conv_graph,
                           description='Conv (pads, strides, dilations, groups, depthwise), Relu, Clip, Sigmoid'),
-    'ops_winograd': ModelSpec(build_ops_winograd, (1, 3, 16, 20), frozenset({'Conv', 'Relu', 'Add'}),
+    'ops_winograd': ModelSpec(build_ops_winograd, (2, 3, 16, 20), frozenset({'Conv', 'Relu', 'Add'}),
                               check_bundle=_check_winograd_bundle,
                               description='3x3 convs by Winograd F(2x2, 3x3), with a fused residual epilogue'),
     'ops_pool': ModelSpec(build_ops_pool, (1, 4, 17, 21),

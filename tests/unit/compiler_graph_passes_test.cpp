@@ -475,3 +475,18 @@ TEST_CASE("graph pass winograd: big 3x3 stride-1 blocked convs switch, the resul
   CHECK_FALSE(pass_winograd(b.g, again));  // converted once
   check_same_outputs(before, b.g, 1e-4);
 }
+
+TEST_CASE("graph pass winograd: float64 convs stay direct (the kernel computes in float32)") {
+  Builder b;
+  int x = b.input("x", {1, 64, 16, 16}, DType::F64);
+  std::vector<double> w(64 * 64 * 9);
+  for (size_t i = 0; i < w.size(); i++) w[i] = 0.01 * (double)(i % 17) - 0.08;
+  int wv = b.g.add_constant("w", DType::F64, {64, 64, 3, 3}, doubles_to_bytes(w, DType::F64));
+  int y = b.node("Conv", {x, wv}, {1, 64, 16, 16}, {{"pads", ints({1, 1, 1, 1})}}, DType::F64);
+  b.output(y);
+  PassContext ctx;
+  ctx.vector_lanes = 16;
+  pass_layout(b.g, ctx);
+  PassContext wctx;
+  CHECK_FALSE(pass_winograd(b.g, wctx));
+}
