@@ -557,7 +557,8 @@ class GlslEmitter {
         if (a->scope == MemScope::Shared) {
           // Workgroup memory is declared at global scope; 16 KB is what
           // every Vulkan device offers (maxComputeSharedMemorySize).
-          shared_bytes_ += a->buffer->size * std::max(a->buffer->dtype.bits / 8, 1);
+          // (Narrow types are declared as 32-bit elements.)
+          shared_bytes_ += a->buffer->size * std::max(a->buffer->dtype.bits / 8, 4);
           internal_assert(shared_bytes_ <= 16384) << "kernel " << k_.name << ": more than 16 KB of shared memory";
           shared_ << "shared " << type_name(a->buffer->dtype) << " " << info.name << "[" << a->buffer->size << "];\n";
           buffers_[a->buffer.get()] = info;

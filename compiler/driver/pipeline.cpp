@@ -16,6 +16,7 @@
 #include "plan/memory_plan.h"
 #include "support/diagnostics.h"
 #include "tir/hoist_invariants.h"
+#include "tir/ir_visitor.h"
 #include "tir/unroll_loops.h"
 #include "tir/ir_printer.h"
 #include "tir/inplace.h"
@@ -119,7 +120,8 @@ class Pipeline {
     run_tir_pass("unroll", true, program.kernels,
                  [vulkan](const tir::Stmt& s) { return tir::simplify(tir::unroll_loops(s, /*all=*/vulkan)); });
     // GPU only (LLVM does it on CPU targets).
-    run_tir_pass("hoist-invariants", vulkan, program.kernels, [](const tir::Stmt& s) { return tir::hoist_invariants(s); });
+    run_tir_pass("hoist-invariants", vulkan, program.kernels,
+                 [](const tir::Stmt& s) { return tir::simplify(tir::hoist_invariants(s)); });
     for (auto& k : program.kernels) {
       tir::verify_kernel(k.name, k.body, k.params);
       if (k.host_body.defined()) tir::verify_kernel(k.name, k.host_body, k.params);
@@ -168,9 +170,20 @@ class Pipeline {
         cpu_library = link_shared_object(compile_kernels(cpu_kernels, host, cg), host);
         if (dumping("llvm")) out_ << "// -- LLVM IR after optimization\n" << llvm_ir;
       }
-      size_t shared = 0;  // GPU kernels tiling through workgroup shared memory
-      for (size_t i = 0; i < program.kernels.size(); i++)
-        shared += spirv.kernels[i].cpu_reason.empty() && program.kernels[i].host_body.defined();
+      size_t shared = 0;  // GPU kernels allocating workgroup shared memory
+      struct SharedAllocs : tir::IRVisitor {
+        bool found = false;
+        using tir::IRVisitor::visit;
+        void visit(const tir::Allocate* op) override {
+          found |= op->scope == tir::MemScope::Shared;
+          tir::IRVisitor::visit(op);
+        }
+      };
+      for (size_t i = 0; i < program.kernels.size(); i++) {
+        SharedAllocs f;
+        f.visit_stmt(program.kernels[i].body);
+        shared += spirv.kernels[i].cpu_reason.empty() && f.found;
+      }
       step_done("codegen", options_.target.str() + ", " +
                                std::to_string(spirv.kernels.size() - cpu_kernels.size()) + " SPIR-V modules (" +
                                std::to_string(shared) + " with shared memory), " + std::to_string(cpu_kernels.size()) +

@@ -116,7 +116,7 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
     // gets the same loops without it (local loops run one after another).
     std::vector<std::pair<te::IterVar, tir::ForKind>> shared_loops;  // reduction loops bound to invocations
     for (auto& l : stage.leaves)
-      if (l->reduce && (l->kind == tir::ForKind::LocalX || l->kind == tir::ForKind::LocalY || l->kind == tir::ForKind::LocalZ))
+      if (l->reduce && tir::is_local_loop(l->kind))
         shared_loops.push_back({l, l->kind});
     if (!stage.shared_caches.empty() || !shared_loops.empty()) {
       te::Stage plain = stage;

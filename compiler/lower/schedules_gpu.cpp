@@ -16,7 +16,6 @@ void bind_groups(te::Stage& s, te::IterVar groups) {
   s.bind(x, tir::ForKind::WorkgroupX);
 }
 
-
 // Fuses `loops` (outermost first) into one and spreads it over invocations:
 // local x within a workgroup, workgroup x (and y beyond 65535 groups).
 // Returns false when there is nothing to spread (a single iteration).

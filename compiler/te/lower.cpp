@@ -96,6 +96,12 @@ class Resolver : public tir::IRMutator {
   std::map<const TensorNode*, Read> overrides_;
 };
 
+// `s` under every condition of `conds`.
+Stmt guard(const std::vector<Expr>& conds, Stmt s) {
+  for (auto& c : conds) s = tir::IfThenElse::make(c, s);
+  return s;
+}
+
 // --- Shared-memory tiles (Stage::cache_shared) ---
 
 // The value of integer expression e with the variables in env (others 0);
@@ -158,20 +164,78 @@ std::optional<int64_t> eval_int(const Expr& e, const std::map<const tir::ExprNod
 
 // One shared tile: the region [base, base + extent) of `input` per dimension.
 struct SharedTile {
-  Tensor input;
+  Tensor input;                 // the tensor tiled
   size_t loop;                  // leaf position of the reduction loop it serves
   tir::Buffer buf;              // the shared buffer, row-major over extent
   std::vector<Expr> base;       // per dimension, over the loops outside `loop`
+  std::vector<int64_t> lo;      // per dimension: the least inner part of an index
   std::vector<int64_t> extent;  // per dimension
+  std::set<const tir::ExprNode*> inner;  // the variables of the loops the tile serves
 };
 
-// The tile of `spec`, or nullopt where its region cannot be bounded: the
-// reads of the input inside the formula `body`, their indices evaluated over
-// every value of the loops inside `loop` and of the local loop `local`.
+// Splits e into outer + inner, the first using no variable of `inner`, the
+// second only those; nullopt where they mix (a select, a clamp, a product
+// of both): such an index's range could depend on where the outer loops are.
+std::optional<std::pair<Expr, Expr>> separate(const Expr& e, const std::set<const tir::ExprNode*>& inner) {
+  struct Vars : tir::IRVisitor {
+    const std::set<const tir::ExprNode*>* inner;
+    bool in = false, out = false;
+    using tir::IRVisitor::visit;
+    void visit(const tir::Var* op) override { (inner->count(op) ? in : out) = true; }
+  } v;
+  v.inner = &inner;
+  v.visit_expr(e);
+  if (!v.in) return std::make_pair(e, Expr(0));
+  if (!v.out) return std::make_pair(Expr(0), e);
+  if (auto* a = e.as<tir::Add>()) {
+    auto x = separate(a->a, inner), y = separate(a->b, inner);
+    if (!x || !y) return std::nullopt;
+    return std::make_pair(x->first + y->first, x->second + y->second);
+  }
+  if (auto* a = e.as<tir::Sub>()) {
+    auto x = separate(a->a, inner), y = separate(a->b, inner);
+    if (!x || !y) return std::nullopt;
+    return std::make_pair(x->first - y->first, x->second - y->second);
+  }
+  if (auto* m = e.as<tir::Mul>()) {
+    const Expr* k = tir::as_const_int(m->b) ? &m->b : tir::as_const_int(m->a) ? &m->a : nullptr;
+    if (!k) return std::nullopt;
+    auto x = separate(k == &m->b ? m->a : m->b, inner);
+    if (!x) return std::nullopt;
+    return std::make_pair(x->first * *k, x->second * *k);
+  }
+  return std::nullopt;
+}
+
+// The tile of `spec`, or nullopt where its region cannot be bounded: every
+// read of the input in the formula `body` (computes inlined, as lowering
+// will) must index each dimension as outer + inner (see separate), all with
+// the same outer part; the inner parts' range over every value of the
+// loops inside `loop` and of the local loop `local` is the extent, the same
+// for every iteration of the outer loops.
 std::optional<SharedTile> plan_shared_tile(const Stage& stage, const Stage::SharedCache& spec, const Expr& body,
                                            size_t local) {
   size_t pos = stage.leaf_index(spec.loop);
   if (pos <= local) return std::nullopt;
+  // Computes inlined (their reads of the input are redirected too); a
+  // reduction read by the formula could read the input with loop variables
+  // of its own: no tile then.
+  struct Inline : tir::IRMutator {
+    const TensorNode* input;
+    bool nested_reduction = false;
+    using tir::IRMutator::visit;
+    Expr visit(const tir::ProducerLoad* op, const Expr& self) override {
+      auto* t = static_cast<const TensorNode*>(op->producer.get());
+      std::vector<Expr> idx;
+      for (auto& i : op->indices) idx.push_back(mutate(i));
+      if (t != input && t->kind == TensorNode::Kind::Compute) return mutate(t->fcompute(idx));
+      nested_reduction |= t != input && t->kind == TensorNode::Kind::Reduce;
+      return tir::ProducerLoad::make(op->producer, idx);
+    }
+  } inliner;
+  inliner.input = spec.input.get();
+  Expr flat_body = inliner.mutate(body);
+  if (inliner.nested_reduction) return std::nullopt;
   struct Reads : tir::IRVisitor {
     const TensorNode* t;
     std::vector<std::vector<Expr>> found;
@@ -182,66 +246,53 @@ std::optional<SharedTile> plan_shared_tile(const Stage& stage, const Stage::Shar
     }
   } reads;
   reads.t = spec.input.get();
-  reads.visit_expr(body);
+  reads.visit_expr(flat_body);
   if (reads.found.empty()) return std::nullopt;
   std::vector<IterVar> inner = {stage.leaves[local]};
   for (size_t i = pos + 1; i < stage.leaves.size(); i++) inner.push_back(stage.leaves[i]);
-  std::vector<std::pair<Expr, Expr>> zero;
-  for (auto& v : inner) zero.push_back({v->var, Expr(0)});
-  SharedTile tile{spec.input, pos, tir::Buffer(), {}, {}};
+  SharedTile tile{spec.input, pos, tir::Buffer(), {}, {}, {}, {}};
+  for (auto& v : inner) tile.inner.insert(v->var.get());
   int64_t total = 1;
   for (size_t d = 0; d < spec.input.ndim(); d++) {
-    Expr base = tir::simplify(tir::substitute(reads.found[0][d], zero));
+    std::vector<Expr> parts;  // the inner part of each read
+    std::string outer_text;
+    Expr outer;
+    for (auto& r : reads.found) {
+      auto sep = separate(r[d], tile.inner);
+      if (!sep) return std::nullopt;
+      std::string text = tir::to_string(tir::simplify(sep->first));
+      if (!outer.defined()) outer = tir::simplify(sep->first), outer_text = text;
+      else if (text != outer_text) return std::nullopt;
+      parts.push_back(sep->second);
+    }
     std::vector<IterVar> used;  // the inner loops this dimension's indices vary with
     for (auto& v : inner) {
       bool uses = false;
-      for (auto& r : reads.found) uses |= tir::uses_var(r[d], v->var);
+      for (auto& p : parts) uses |= tir::uses_var(p, v->var);
       if (uses) used.push_back(v);
     }
     int64_t combos = 1;
     for (auto& v : used) combos *= v->extent;
     if (combos > (1 << 16)) return std::nullopt;
-    for (auto& r : reads.found)
-      if (tir::to_string(tir::simplify(tir::substitute(r[d], zero))) != tir::to_string(base)) return std::nullopt;
-    // The range of the indices over the inner loops, with the outer loops at
-    // `outer`; it must start at the base (inner loops at 0).
-    auto range = [&](const std::map<const tir::ExprNode*, int64_t>& outer) -> std::optional<std::pair<int64_t, int64_t>> {
-      int64_t lo = INT64_MAX, hi = INT64_MIN;
-      std::map<const tir::ExprNode*, int64_t> env = outer;
-      for (int64_t c = 0; c < combos; c++) {
-        int64_t rest = c;
-        for (auto& v : used) {
-          env[v->var.get()] = rest % v->extent;
-          rest /= v->extent;
-        }
-        for (auto& r : reads.found) {
-          auto x = eval_int(r[d], env);
-          if (!x) return std::nullopt;
-          lo = std::min(lo, *x);
-          hi = std::max(hi, *x);
-        }
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    std::map<const tir::ExprNode*, int64_t> env;
+    for (int64_t c = 0; c < combos; c++) {
+      int64_t rest = c;
+      for (auto& v : used) {
+        env[v->var.get()] = rest % v->extent;
+        rest /= v->extent;
       }
-      auto at0 = eval_int(base, outer);
-      if (!at0 || *at0 != lo) return std::nullopt;
-      return std::make_pair(lo, hi);
-    };
-    auto r0 = range({});
-    if (!r0) return std::nullopt;
-    int64_t extent = r0->second - r0->first + 1;
-    // The same (or less) wherever the outer loops are: each outer loop at
-    // 1 and at its last iteration (a clamp or a remainder in an index could
-    // make the range depend on them; then the reads stay global).
-    for (size_t i = 0; i < pos; i++) {
-      if (i == local) continue;
-      for (int64_t at : {int64_t(1), stage.leaves[i]->extent - 1}) {
-        if (at <= 0 || at >= stage.leaves[i]->extent) continue;
-        auto ri = range({{stage.leaves[i]->var.get(), at}});
-        if (!ri || ri->second - ri->first + 1 > extent) return std::nullopt;
+      for (auto& p : parts) {
+        auto x = eval_int(p, env);
+        if (!x) return std::nullopt;
+        lo = std::min(lo, *x);
+        hi = std::max(hi, *x);
       }
     }
-    tile.base.push_back(base);
-    tile.extent.push_back(extent);
-    total *= extent;
+    tile.base.push_back(tir::simplify(outer + Expr(lo)));
+    tile.lo.push_back(lo);
+    tile.extent.push_back(hi - lo + 1);
+    total *= hi - lo + 1;
   }
   if (total > 4096) return std::nullopt;
   tile.buf = tir::make_buffer(spec.input.name() + "_shared", spec.input.dtype(), total, -1);
@@ -316,10 +367,6 @@ Stmt prefetch_stmt(const Stage& stage, const Stmt& update, size_t r_last, const 
   return out.empty() ? Stmt() : tir::Block::make(out);
 }
 
-bool is_local(tir::ForKind k) {
-  return k == tir::ForKind::LocalX || k == tir::ForKind::LocalY || k == tir::ForKind::LocalZ;
-}
-
 // A reduction whose loop `local` (of the leaves) is bound to local x: the
 // invocations of a workgroup share it (GPU). Each accumulates every
 // local-th element over the other reduction loops, writes its partial
@@ -339,17 +386,15 @@ Stmt lower_cross_invocation(const Stage& stage, size_t local, const tir::Buffer&
     if (stage.leaves[i]->reduce && first_reduce == stage.leaves.size()) first_reduce = i;
   for (size_t i = first_reduce; i < stage.leaves.size(); i++)
     internal_assert(stage.leaves[i]->reduce) << t->name << ": spatial loop inside a shared reduction";
-  auto guard = [](const std::vector<Expr>& conds, Stmt s) {
-    for (auto& c : conds) s = tir::IfThenElse::make(c, s);
-    return s;
-  };
   tir::Buffer acc = tir::make_buffer(t->name + "_acc", t->dtype, 1, -1);
   tir::Buffer red = tir::make_buffer(t->name + "_red", t->dtype, n, -1);
   Expr lid = lane->var;
   Stmt update = Resolver(buffer_of).build({t->fbody(axes, raxes)}, [&](const std::vector<Expr>& v) {
     return tir::Store::make(acc, Expr(0), combine(t->reduce_kind, tir::Load::make(acc, Expr(0)), v[0]));
   });
-  update = guard(reduce_guards, update);
+  // (Outputs past an uneven spatial split accumulate nothing; the barriers
+  // below stay outside every guard.)
+  update = guard(reduce_guards, guard(spatial_guards, update));
   for (size_t i = stage.leaves.size(); i-- > first_reduce;) {
     if (i == local) continue;
     auto& l = stage.leaves[i];
@@ -403,10 +448,6 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
   Indices axes, raxes;
   for (auto& a : stage.axes) axes.push_back(value.at(a.get()));
   for (auto& a : stage.reduce_axes) raxes.push_back(value.at(a.get()));
-  auto guard = [](const std::vector<Expr>& conds, Stmt s) {
-    for (auto& c : conds) s = tir::IfThenElse::make(c, s);
-    return s;
-  };
 
   // tensorize: the loops from the tensorized leaf inward become the intrinsic.
   if (stage.tensorized) {
@@ -441,7 +482,7 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
   Stmt body;
   Expr out_index = flat_index(t->shape, axes) + store_offset;
   for (size_t i = 0; i < stage.leaves.size(); i++)
-    if (stage.leaves[i]->reduce && is_local(stage.leaves[i]->kind))
+    if (stage.leaves[i]->reduce && tir::is_local_loop(stage.leaves[i]->kind))
       return lower_cross_invocation(stage, i, out, out_index, axes, raxes, spatial_guards, reduce_guards, buffer_of,
                                     epilogue);
   if (t->kind == TensorNode::Kind::Compute) {
@@ -511,7 +552,7 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
     size_t local = stage.leaves.size();
     for (size_t i = 0; i < stage.leaves.size(); i++) {
       auto k = stage.leaves[i]->kind;
-      if (k == tir::ForKind::LocalX || k == tir::ForKind::LocalY || k == tir::ForKind::LocalZ) {
+      if (tir::is_local_loop(k)) {
         internal_assert(local == stage.leaves.size() || stage.shared_caches.empty())
             << "cache_shared: " << t->name << " needs a single local loop";
         local = i;
@@ -521,17 +562,27 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
     int64_t shared_bytes = 0;
     for (auto& spec : stage.shared_caches) {
       if (local == stage.leaves.size()) break;  // no invocations to share with
+      // With no spatial loop inside the reduction, an uneven spatial split
+      // guards the whole reduction: its barriers would not be reached by
+      // every invocation.
+      if (tile.empty() && !spatial_guards.empty()) break;
       auto planned = plan_shared_tile(stage, spec, t->fbody(axes, raxes), local);
       if (!planned) continue;
       // Within 16 KB in all, what every Vulkan device offers.
-      int64_t bytes = planned->buf->size * std::max(planned->buf->dtype.bits / 8, 1);
+      int64_t bytes = planned->buf->size * std::max(planned->buf->dtype.bits / 8, 4);  // as GLSL declares it
       if (shared_bytes + bytes > 16384) continue;
       shared_bytes += bytes;
       tiles.push_back(*planned);
       SharedTile st = *planned;
       resolver.override_reads(spec.input.get(), [st](const std::vector<Expr>& idx) {
+        // Each index's inner part, less its least value (the planner
+        // separated the same expressions).
         Expr flat = Expr(0);
-        for (size_t d = 0; d < idx.size(); d++) flat = flat * Expr(st.extent[d]) + (idx[d] - st.base[d]);
+        for (size_t d = 0; d < idx.size(); d++) {
+          auto sep = separate(idx[d], st.inner);
+          internal_assert(sep) << "cache_shared: a read of " << st.input.name() << " changed after planning";
+          flat = flat * Expr(st.extent[d]) + (sep->second - Expr(st.lo[d]));
+        }
         return tir::Load::make(st.buf, flat);
       });
     }

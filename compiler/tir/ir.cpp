@@ -215,8 +215,7 @@ Stmt Allocate::make(Buffer b, Stmt body, MemScope scope) {
   return Stmt(std::make_shared<Allocate>(std::move(b), std::move(body), scope));
 }
 
-Stmt Barrier::make() { return Stmt(std::make_shared<Barrier>());
-}
+Stmt Barrier::make() { return Stmt(std::make_shared<Barrier>()); }
 
 Expr operator+(Expr a, Expr b) { return Add::make(std::move(a), std::move(b)); }
 Expr operator-(Expr a, Expr b) { return Sub::make(std::move(a), std::move(b)); }

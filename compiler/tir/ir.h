@@ -294,6 +294,8 @@ enum class ForKind : uint8_t {
   LocalZ,      // likewise for z
 };
 const char* for_kind_name(ForKind k);
+// LocalX, LocalY or LocalZ: the loop is a workgroup's invocations.
+inline bool is_local_loop(ForKind k) { return k == ForKind::LocalX || k == ForKind::LocalY || k == ForKind::LocalZ; }
 
 struct For : StmtNode {
   static constexpr NodeType kNodeType = NodeType::For;

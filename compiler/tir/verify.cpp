@@ -24,6 +24,7 @@ class Verifier : public IRVisitor {
   std::set<const ExprNode*> vars_;
   std::set<const BufferNode*> buffers_;
   int loop_depth_ = 0;  // enclosing non-workgroup loops
+  int if_depth_ = 0;    // enclosing conditionals
   std::set<ForKind> bound_axes_;
 
   void define(const Expr& v) {
@@ -81,6 +82,17 @@ class Verifier : public IRVisitor {
     visit_stmt(op->body);
     vars_.erase(op->var.get());
     if (!wg) loop_depth_--;
+  }
+  void visit(const IfThenElse* op) override {
+    visit_expr(op->cond);
+    if_depth_++;
+    visit_stmt(op->then_case);
+    visit_stmt(op->else_case);
+    if_depth_--;
+  }
+  void visit(const Barrier*) override {
+    // Every invocation of the workgroup must reach it.
+    internal_assert(if_depth_ == 0) << "kernel " << kernel_ << ": barrier under a condition";
   }
   void visit(const Store* op) override {
     check_buffer(op->buffer, op->index);

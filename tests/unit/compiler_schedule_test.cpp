@@ -269,16 +269,20 @@ TEST_CASE("cache_shared: tiles of a GPU matmul's inputs, none where a block need
   // C[i, j] = sum_k A[i, k] * B[k, j] (40x24 by 24x32), 8 invocations of
   // 4x4 outputs per 8x16 block, scheduled as schedules_gpu.cpp does: the
   // block's slices of A (8 x 8) and B (8 x 16) per 8 steps of k. With rows
-  // read as select(i < 24, i, 2i - 40), the last blocks read 15 rows of A:
-  // more than the first block's 8, so A is not tiled (B still is).
+  // read as select(i < 24, i, 2i - 40) the last blocks read 15 rows of A,
+  // with select(16 <= i < 24, 2i - 16, i) only the third block does: more
+  // than the first block's 8 either way, so A is not tiled (B still is).
   te::Tensor A = te::placeholder("A", {40, 24}, tir::Float(32)), B = te::placeholder("B", {24, 32}, tir::Float(32));
-  auto gemm = [&](bool uneven) {
+  auto gemm = [&](int uneven) {
     return te::reduce("C", {40, 32}, {24}, te::ReduceKind::Sum, tir::Float(32), [=](const te::Indices& o, const te::Indices& r) {
-      Expr row = uneven ? tir::select(o[0] < Expr(24), o[0], o[0] * Expr(2) - Expr(40)) : o[0];
+      Expr i = o[0];
+      Expr row = uneven == 0   ? i
+                 : uneven == 1 ? tir::select(i < Expr(24), i, i * Expr(2) - Expr(40))
+                               : tir::select(Expr(16) <= i && i < Expr(24), i * Expr(2) - Expr(16), i);
       return A({row, r[0]}) * B({r[0], o[1]});
     });
   };
-  for (bool uneven : {false, true}) {  // uneven: the select row index
+  for (int uneven : {0, 1, 2}) {  // uneven: which select row index
     CAPTURE(uneven);
     te::Tensor C = gemm(uneven);
     te::Stage s(C);

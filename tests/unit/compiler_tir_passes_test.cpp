@@ -148,6 +148,11 @@ TEST_CASE("hoist-invariants: index arithmetic leaves the loops it does not depen
   Expr tap = tir::select(Expr(0) <= i, tir::Load::make(in, tir::max(i, Expr(0))), Expr(0.0f));
   Expr a = tir::Load::make(in, (g / Expr(4)) * Expr(8) + r);
   tir::Stmt acc = tir::Store::make(out, g, tir::Load::make(out, g) + a * tap);
+  // Invariant too, but a division by a non-constant under the condition
+  // that keeps it from dividing by zero: it must stay under it.
+  Expr q = g % Expr(4);
+  acc = tir::Block::make({acc, tir::IfThenElse::make(q > Expr(0), tir::Store::make(out, g, tir::Load::make(out, g) +
+                                                                                      tir::cast(tir::Float(32), Expr(12) / q)))});
   KernelDef k;
   k.name = "hoist";
   k.params = {in, out};
@@ -174,8 +179,10 @@ TEST_CASE("hoist-invariants: index arithmetic leaves the loops it does not depen
       tir::IRVisitor::visit(op);
       in_r = was;
     }
+    int nonconst_divs_in_r = 0;
     void visit(const tir::Div* op) override {
-      divs_in_r += in_r;
+      divs_in_r += in_r && tir::as_const_int(op->b);
+      nonconst_divs_in_r += in_r && !tir::as_const_int(op->b);
       tir::IRVisitor::visit(op);
     }
     void visit(const tir::Mod* op) override {
@@ -186,6 +193,7 @@ TEST_CASE("hoist-invariants: index arithmetic leaves the loops it does not depen
   f.visit_stmt(h.body);
   CHECK(f.lets >= 2);
   CHECK(f.divs_in_r == 0);
+  CHECK(f.nonconst_divs_in_r == 1);  // 12 / (g % 4) stayed under its select
   Library lib({k, h});
   std::vector<float> x(64), y0(16), y1(16);
   for (int t = 0; t < 64; t++) x[t] = 0.25f * (float)(t % 13) - 1.0f;

@@ -16,7 +16,7 @@ void Stage::unroll(const IterVar& iv) {
 
 void Stage::bind(const IterVar& iv, tir::ForKind axis) {
   size_t pos = leaf_index(iv);
-  if (axis == tir::ForKind::LocalX || axis == tir::ForKind::LocalY || axis == tir::ForKind::LocalZ) {
+  if (tir::is_local_loop(axis)) {
     // Invocations of a workgroup (GPU targets; serial on CPU). A reduction
     // loop bound here is shared by the invocations (te/lower.cpp).
     iv->kind = axis;
