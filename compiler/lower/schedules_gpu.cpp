@@ -29,6 +29,14 @@ bool bind_invocations(te::Stage& s, const std::vector<te::IterVar>& loops) {
   return true;
 }
 
+// A block of work per workgroup: `lanes` on its invocations, `groups` on
+// the workgroups, each invocation's register tile `unrolled`.
+void bind_block(te::Stage& s, te::IterVar lanes, te::IterVar groups, std::initializer_list<te::IterVar> unrolled) {
+  s.bind(lanes, tir::ForKind::LocalX);
+  bind_groups(s, groups);
+  for (auto& l : unrolled) s.unroll(l);
+}
+
 }  // namespace
 
 void default_gpu_schedule(te::Stage& s) {
@@ -76,10 +84,7 @@ void schedule_matmul_gpu(te::Stage& s, const te::Tensor& a, const te::Tensor& b,
   te::IterVar lanes = s.fuse(ig, jg);
   te::IterVar groups = jo;
   while (s.leaf_index(groups) > 0) groups = s.fuse(s.leaves[s.leaf_index(groups) - 1], groups);
-  s.bind(lanes, tir::ForKind::LocalX);
-  bind_groups(s, groups);
-  s.unroll(it);
-  s.unroll(jt);
+  bind_block(s, lanes, groups, {it, jt});
   s.cache_shared(a, ko);
   s.cache_shared(b, ko);
 }
@@ -99,10 +104,7 @@ void schedule_conv2d_gpu(te::Stage& s, const te::Tensor& xpad, const te::Tensor&
   s.reorder({n, mo, oho, owo, mg, ohi, owg, co, ci, s.reduce_axes[1], s.reduce_axes[2], mt, owt});
   te::IterVar lanes = s.fuse(s.fuse(mg, ohi), owg);  // 4 x 8 x 2 = 64 invocations
   te::IterVar groups = s.fuse(s.fuse(s.fuse(n, mo), oho), owo);
-  s.bind(lanes, tir::ForKind::LocalX);
-  bind_groups(s, groups);
-  s.unroll(mt);
-  s.unroll(owt);
+  bind_block(s, lanes, groups, {mt, owt});
   s.cache_shared(xpad, co);
   s.cache_shared(w, co);
 }
