@@ -94,7 +94,8 @@ struct Stage {
   // Software prefetch (a reduction's input streamed from memory): while
   // iteration i of `loop` runs, prefetch what iteration i + offset of it
   // will read of `input`. Issued in the innermost reduction loop, once per
-  // cache line (a vectorized loop reads at most one line), and only in the
+  // vector read (its first lane: one cache line for AVX-512 weights; with
+  // narrower vectors several prefetches touch a line), and only in the
   // first iteration of the spatial loops between `loop` and that point (the
   // data stays in cache for the others).
   void prefetch(const Tensor& input, const IterVar& loop, int64_t offset);
