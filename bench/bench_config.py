@@ -1,0 +1,22 @@
+"""What bench/run_bench.py measures: the models (name -> display name and input
+shape), the transformer's size, and the per-layer profile's model and row count.
+Shared by run_bench.py and its report modules."""
+
+from typing import Dict, Tuple
+
+PROFILE_MODEL = 'resnet18'
+PROFILE_TOP = 5
+
+# name -> (display name, input shape, builder description)
+MODELS: Dict[str, Tuple[str, Tuple[int, ...]]] = {
+    'resnet18': ('ResNet-18', (1, 3, 224, 224)),
+    'resnet50': ('ResNet-50', (1, 3, 224, 224)),
+    'mobilenet_v2': ('MobileNetV2', (1, 3, 224, 224)),
+    'mobilenet_v3_small': ('MobileNetV3-S', (1, 3, 224, 224)),
+    'squeezenet1_1': ('SqueezeNet1.1', (1, 3, 224, 224)),
+    'shufflenet_v2_x1_0': ('ShuffleNetV2', (1, 3, 224, 224)),
+    'efficientnet_b0': ('EfficientNet-B0', (1, 3, 224, 224)),
+    'googlenet': ('GoogLeNet', (1, 3, 224, 224)),
+    'transformer': ('Transformer', (1, 128, 256)),
+}
+TRANSFORMER = dict(d=256, heads=4, ff=1024, layers=4, seq=128)
