@@ -228,7 +228,10 @@ KILN_API kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t in
 KILN_API kiln_status_t kiln_session_run(kiln_session_t* session);
 // Profiling. When enabled, kiln_session_run times every dispatch
 // (CLOCK_MONOTONIC, around the whole dispatch: all its workgroups on all
-// threads, barrier included). Disabled (the default) it costs nothing but a
+// threads, barrier included; on a Vulkan device, the device's timestamps
+// after each dispatch, from a copy of the command lists recorded with them
+// the first time profiling is enabled: KILN_UNSUPPORTED where the compute
+// queue has no timestamps). Disabled (the default) it costs nothing but a
 // predictable branch per dispatch.
 KILN_API kiln_status_t kiln_session_set_profiling(kiln_session_t* session, int enabled);
 // Number of dispatches a run executes, in order (same as the bundle's

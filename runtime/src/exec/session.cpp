@@ -334,6 +334,7 @@ kiln_status_t kiln_session_load_stats(const kiln_session_t* session,
 
 kiln_status_t kiln_session_set_profiling(kiln_session_t* session, int enabled) {
   if (!session) return kiln_make_status(KILN_INVALID_ARGUMENT, "set_profiling: NULL session");
+  if (session->vulkan) KILN_RETURN_IF_ERROR(kiln_vulkan_session_set_profiling(session->vulkan, enabled));
   session->profiling = enabled != 0;
   return NULL;
 }
@@ -353,10 +354,7 @@ kiln_status_t kiln_session_dispatch_profile(const kiln_session_t* session, size_
                             "dispatch_profile: dispatch %zu out of range (%u dispatches)",
                             dispatch, session->dispatch_count);
   }
-  if (session->vulkan) {
-    return kiln_make_status(KILN_UNSUPPORTED,
-                            "dispatch_profile: no per-dispatch times on Vulkan yet");
-  }
+  if (session->vulkan) return kiln_vulkan_session_dispatch_profile(session->vulkan, dispatch, out_nanoseconds);
   if (!session->profile_valid) {
     return kiln_make_status(KILN_INVALID_ARGUMENT,
                             "dispatch_profile: the last run was not profiled "

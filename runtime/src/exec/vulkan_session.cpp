@@ -21,7 +21,8 @@ namespace fb = kiln::fb;
 // dispatch (an ElfSharedObject kernel of a heterogeneous bundle).
 typedef struct kiln_vulkan_session_step_t {
   kiln_vulkan_command_list_t* list;     // non-NULL: submit and wait
-  uint32_t dispatch;                    // else: this bundle dispatch runs on the host
+  kiln_vulkan_command_list_t* profiled; // the same with timestamps (recorded when profiling starts)
+  uint32_t dispatch;                    // the host dispatch, or the segment's first
   kiln_kernel_dispatch_state_t state;   // its state (bindings into host_arena / the data segment)
 } kiln_vulkan_session_step_t;
 
@@ -42,6 +43,9 @@ struct kiln_vulkan_session_t {
   void** host_bindings;                 // binding pointers of the host dispatches
   uint64_t timeout_ns;                  // longest wait for one run
   void** output_copies;                 // per output: host copy for output_data (lazily allocated)
+  int profiling;                        // nonzero: runs use the profiled lists and time every dispatch
+  int profile_valid;                    // nonzero: the last run was profiled
+  uint64_t* dispatch_ns;                // per bundle dispatch: its time in the last profiled run
   kiln_vulkan_message_callback_t message;  // the application's callback (kiln.h)
   void* message_user_data;              // passed to `message`
 };
@@ -252,7 +256,8 @@ static kiln_status_t kiln_vulkan_session_plan_steps(kiln_vulkan_session_t* sessi
 
 // Device dispatches [first, end) bound to the session's buffers, recorded once.
 static kiln_status_t kiln_vulkan_session_record_segment(kiln_vulkan_session_t* session, uint32_t first,
-                                                        uint32_t end, kiln_vulkan_command_list_t** out_list) {
+                                                        uint32_t end, int timestamps,
+                                                        kiln_vulkan_command_list_t** out_list) {
   const fb::Bundle* bundle = session->model->view.bundle;
   uint32_t count = end - first;
   size_t total_bindings = 0;  // bounded by the bundle size
@@ -286,7 +291,10 @@ static kiln_status_t kiln_vulkan_session_record_segment(kiln_vulkan_session_t* s
     out->push_constants = constants ? constants->data() : NULL;
     for (uint32_t d = 0; d < 3; ++d) out->workgroup_count[d] = dispatch->workgroup_count()->Get(d);
   }
-  if (!status) status = kiln_vulkan_command_list_create(session->device, dispatches, count, NULL, out_list);
+  kiln_vulkan_command_list_options_t options;
+  memset(&options, 0, sizeof(options));
+  options.timestamps = timestamps != 0;
+  if (!status) status = kiln_vulkan_command_list_create(session->device, dispatches, count, &options, out_list);
   free(dispatches);
   free(bindings);
   return status;
@@ -307,7 +315,8 @@ static kiln_status_t kiln_vulkan_session_record(kiln_vulkan_session_t* session) 
   if (!session->step_count) {
     KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session->steps));
     session->step_count = 1;
-    return kiln_vulkan_session_record_segment(session, 0, count, &session->steps[0].list);
+    session->steps[0].dispatch = 0;
+    return kiln_vulkan_session_record_segment(session, 0, count, 0, &session->steps[0].list);
   }
   size_t host_bindings = 0;
   for (uint32_t i = 0; i < count; ++i) {
@@ -328,7 +337,8 @@ static kiln_status_t kiln_vulkan_session_record(kiln_vulkan_session_t* session) 
     }
     uint32_t end = i;
     while (end < count && !kiln_vulkan_session_on_host(bundle, end)) ++end;
-    KILN_RETURN_IF_ERROR(kiln_vulkan_session_record_segment(session, i, end, &session->steps[step++].list));
+    session->steps[step].dispatch = i;
+    KILN_RETURN_IF_ERROR(kiln_vulkan_session_record_segment(session, i, end, 0, &session->steps[step++].list));
     i = end;
   }
   return NULL;
@@ -379,7 +389,9 @@ void kiln_vulkan_session_free(kiln_vulkan_session_t* session) {
   if (!session) return;
   for (uint32_t i = 0; session->steps && i < session->step_count; ++i) {
     kiln_vulkan_command_list_free(session->steps[i].list);  // waits for a pending run
+    kiln_vulkan_command_list_free(session->steps[i].profiled);
   }
+  free(session->dispatch_ns);
   if (session->device) {
     kiln_vulkan_buffer_release(session->device, &session->staging);
     kiln_vulkan_buffer_release(session->device, &session->constants);
@@ -468,18 +480,64 @@ static kiln_status_t kiln_vulkan_session_run_host(kiln_vulkan_session_t* session
 }
 
 kiln_status_t kiln_vulkan_session_run(kiln_vulkan_session_t* session) {
+  const int profiling = session->profiling;
+  session->profile_valid = 0;
   for (uint32_t i = 0; i < session->step_count; ++i) {
     const kiln_vulkan_session_step_t* step = &session->steps[i];
     if (!step->list) {
+      uint64_t start = profiling ? kiln_now_nanoseconds() : 0;
       KILN_RETURN_IF_ERROR(kiln_vulkan_session_run_host(session, step));
+      if (profiling) {
+        uint64_t elapsed = kiln_now_nanoseconds() - start;
+        session->dispatch_ns[step->dispatch] = elapsed ? elapsed : 1;
+      }
       continue;
     }
-    KILN_RETURN_IF_ERROR(kiln_vulkan_command_list_submit(step->list));
-    kiln_status_t status = kiln_vulkan_command_list_wait(step->list, session->timeout_ns);
+    kiln_vulkan_command_list_t* list = profiling ? step->profiled : step->list;
+    KILN_RETURN_IF_ERROR(kiln_vulkan_command_list_submit(list));
+    kiln_status_t status = kiln_vulkan_command_list_wait(list, session->timeout_ns);
     if (status) {
       return kiln_status_annotate(status, "run on '%.256s'", kiln_vulkan_session_device_name(session));
     }
+    if (profiling) KILN_RETURN_IF_ERROR(kiln_vulkan_command_list_timestamps(list, session->dispatch_ns + step->dispatch));
   }
+  session->profile_valid = profiling;
+  return NULL;
+}
+
+kiln_status_t kiln_vulkan_session_set_profiling(kiln_vulkan_session_t* session, int enabled) {
+  if (enabled && !session->dispatch_ns) {
+    // The profiled lists: each device segment again, with timestamps.
+    const fb::Bundle* bundle = session->model->view.bundle;
+    uint32_t count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
+    KILN_RETURN_IF_ERROR(kiln_calloc_array(count ? count : 1, &session->dispatch_ns));
+    for (uint32_t i = 0; i < session->step_count; ++i) {
+      kiln_vulkan_session_step_t* step = &session->steps[i];
+      if (!step->list) continue;
+      kiln_status_t status = kiln_vulkan_session_record_segment(
+          session, step->dispatch, step->dispatch + step->list->dispatch_count, 1, &step->profiled);
+      if (status) {
+        for (uint32_t j = 0; j <= i; ++j) {
+          kiln_vulkan_command_list_free(session->steps[j].profiled);
+          session->steps[j].profiled = NULL;
+        }
+        free(session->dispatch_ns);
+        session->dispatch_ns = NULL;
+        return kiln_status_annotate(status, "set_profiling");
+      }
+    }
+  }
+  session->profiling = enabled != 0;
+  return NULL;
+}
+
+kiln_status_t kiln_vulkan_session_dispatch_profile(const kiln_vulkan_session_t* session, size_t dispatch,
+                                                   uint64_t* out_nanoseconds) {
+  if (!session->profile_valid) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT,
+                            "dispatch_profile: the last run was not profiled (kiln_session_set_profiling)");
+  }
+  *out_nanoseconds = session->dispatch_ns[dispatch];
   return NULL;
 }
 

@@ -42,6 +42,15 @@ kiln_status_t kiln_vulkan_session_read(kiln_vulkan_session_t* session, const kil
 kiln_status_t kiln_vulkan_session_output_data(kiln_vulkan_session_t* session, size_t index,
                                               const void** out_data);
 kiln_status_t kiln_vulkan_session_run(kiln_vulkan_session_t* session);
+// Turns per-dispatch timing on or off. The first time it is turned on, each
+// device segment is recorded again with a timestamp after each dispatch
+// (KILN_UNSUPPORTED where the compute queue has no timestamps); host steps
+// are timed on the CPU.
+kiln_status_t kiln_vulkan_session_set_profiling(kiln_vulkan_session_t* session, int enabled);
+// Dispatch `dispatch`'s time in the last run (which must have been
+// profiled); `dispatch` is in range.
+kiln_status_t kiln_vulkan_session_dispatch_profile(const kiln_vulkan_session_t* session, size_t dispatch,
+                                                   uint64_t* out_nanoseconds);
 
 const char* kiln_vulkan_session_device_name(const kiln_vulkan_session_t* session);
 kiln_status_t kiln_vulkan_session_pipeline_cache(kiln_vulkan_session_t* session, void** out_data,

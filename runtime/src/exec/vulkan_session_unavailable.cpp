@@ -32,6 +32,14 @@ kiln_status_t kiln_vulkan_session_run(kiln_vulkan_session_t*) {
   return kiln_vulkan_session_unreachable();
 }
 
+kiln_status_t kiln_vulkan_session_set_profiling(kiln_vulkan_session_t*, int) {
+  return kiln_vulkan_session_unreachable();
+}
+
+kiln_status_t kiln_vulkan_session_dispatch_profile(const kiln_vulkan_session_t*, size_t, uint64_t*) {
+  return kiln_vulkan_session_unreachable();
+}
+
 const char* kiln_vulkan_session_device_name(const kiln_vulkan_session_t*) { return "none"; }
 
 kiln_status_t kiln_vulkan_session_pipeline_cache(kiln_vulkan_session_t*, void**, size_t*) {

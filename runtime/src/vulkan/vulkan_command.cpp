@@ -176,6 +176,10 @@ static void kiln_vulkan_record(kiln_vulkan_command_list_t* list,
   VkCommandBuffer command_buffer = list->command_buffer;
   VkPipeline bound = VK_NULL_HANDLE;
   uint32_t access_count = 0, set = 0;
+  if (list->timestamps) {
+    fn->vkCmdResetQueryPool(command_buffer, list->timestamps, 0, count + 1);
+    fn->vkCmdWriteTimestamp(command_buffer, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, list->timestamps, 0);
+  }
   for (uint32_t i = 0; i < count; ++i) {
     const kiln_vulkan_dispatch_t* dispatch = &dispatches[i];
     const kiln_vulkan_pipeline_t* pipeline = dispatch->pipeline;
@@ -210,6 +214,9 @@ static void kiln_vulkan_record(kiln_vulkan_command_list_t* list,
     }
     fn->vkCmdDispatch(command_buffer, dispatch->workgroup_count[0],
                       dispatch->workgroup_count[1], dispatch->workgroup_count[2]);
+    if (list->timestamps) {
+      fn->vkCmdWriteTimestamp(command_buffer, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, list->timestamps, i + 1);
+    }
   }
   kiln_vulkan_cmd_barrier(device, command_buffer, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                           VK_ACCESS_SHADER_WRITE_BIT, KILN_VULKAN_LATER_STAGES,
@@ -241,6 +248,18 @@ static kiln_status_t kiln_vulkan_command_list_init(
   KILN_RETURN_IF_ERROR(kiln_vulkan_write_sets(list, dispatches, count, scratch));
 
   KILN_RETURN_IF_ERROR(kiln_vulkan_device_create_fence(device, &list->fence));
+  if (options->timestamps) {
+    if (device->physical->timestamp_valid_bits == 0) {
+      return kiln_make_status(KILN_UNSUPPORTED, "vulkan: the device's compute queue has no timestamps");
+    }
+    VkQueryPoolCreateInfo info;
+    memset(&info, 0, sizeof(info));
+    info.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    info.queryCount = count + 1;
+    KILN_VULKAN_RETURN_IF_FAILED("vkCreateQueryPool",
+                                 fn->vkCreateQueryPool(device->device, &info, NULL, &list->timestamps));
+  }
   // Reusable (no ONE_TIME_SUBMIT), one submission at a time.
   KILN_RETURN_IF_ERROR(kiln_vulkan_device_begin_commands(device, 0, &list->command_buffer));
   kiln_vulkan_record(list, dispatches, count, options, scratch);
@@ -293,6 +312,7 @@ void kiln_vulkan_command_list_free(kiln_vulkan_command_list_t* list) {
     fn->vkFreeCommandBuffers(device->device, device->command_pool, 1, &list->command_buffer);
   }
   if (list->fence != VK_NULL_HANDLE) fn->vkDestroyFence(device->device, list->fence, NULL);
+  if (list->timestamps != VK_NULL_HANDLE) fn->vkDestroyQueryPool(device->device, list->timestamps, NULL);
   if (list->descriptor_pool != VK_NULL_HANDLE) {
     fn->vkDestroyDescriptorPool(device->device, list->descriptor_pool, NULL);
   }
@@ -317,5 +337,33 @@ kiln_status_t kiln_vulkan_command_list_wait(kiln_vulkan_command_list_t* list,
   if (!list->pending) return NULL;
   KILN_RETURN_IF_ERROR(kiln_vulkan_device_wait(list->device, list->fence, timeout_ns));
   list->pending = 0;
+  return NULL;
+}
+
+kiln_status_t kiln_vulkan_command_list_timestamps(const kiln_vulkan_command_list_t* list,
+                                                  uint64_t* out_nanoseconds) {
+  if (!list || !list->timestamps || list->pending) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "vulkan: no timestamps (not profiled, or still running)");
+  }
+  const kiln_vulkan_device_t* device = list->device;
+  uint32_t count = list->dispatch_count + 1;
+  uint64_t* ticks = NULL;
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(count, &ticks));
+  VkResult result = device->fn.vkGetQueryPoolResults(device->device, list->timestamps, 0, count,
+                                                     count * sizeof(uint64_t), ticks, sizeof(uint64_t),
+                                                     VK_QUERY_RESULT_64_BIT);
+  if (result != VK_SUCCESS) {
+    free(ticks);
+    return kiln_vulkan_result_status(result, "vkGetQueryPoolResults");
+  }
+  uint32_t bits = device->physical->timestamp_valid_bits;
+  uint64_t mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
+  double period = device->limits->timestampPeriod;  // nanoseconds per tick
+  for (uint32_t i = 0; i + 1 < count; ++i) {
+    uint64_t delta = (ticks[i + 1] - ticks[i]) & mask;  // a counter may wrap
+    uint64_t ns = (uint64_t)((double)delta * period);
+    out_nanoseconds[i] = ns ? ns : 1;
+  }
+  free(ticks);
   return NULL;
 }

@@ -47,6 +47,7 @@ typedef struct kiln_vulkan_dispatch_t {
 // Zero means the default for every field.
 typedef struct kiln_vulkan_command_list_options_t {
   uint32_t debug_no_barriers;  // tests only: omit the barriers between dispatches
+  uint32_t timestamps;         // nonzero: a timestamp after each dispatch (profiling)
 } kiln_vulkan_command_list_options_t;
 
 typedef struct kiln_vulkan_command_list_t {
@@ -57,6 +58,7 @@ typedef struct kiln_vulkan_command_list_t {
   uint32_t dispatch_count;           // dispatches recorded
   uint32_t barrier_count;            // barriers recorded between dispatches
   int pending;                       // nonzero: submitted and not yet waited for
+  VkQueryPool timestamps;            // with options->timestamps: dispatch_count + 1 timestamps
 } kiln_vulkan_command_list_t;
 
 // Checks and records `count` dispatches (NULL options: defaults).
@@ -79,5 +81,11 @@ kiln_status_t kiln_vulkan_command_list_submit(kiln_vulkan_command_list_t* list);
 // or free it.
 kiln_status_t kiln_vulkan_command_list_wait(kiln_vulkan_command_list_t* list,
                                             uint64_t timeout_ns);
+// The last completed run's time per dispatch (list->dispatch_count entries,
+// each at least 1 ns): the device's timestamps after each dispatch, less
+// the one before (dispatches that overlap share time). Needs a list created
+// with options->timestamps and waited for.
+kiln_status_t kiln_vulkan_command_list_timestamps(const kiln_vulkan_command_list_t* list,
+                                                  uint64_t* out_nanoseconds);
 
 #endif  // KILN_VULKAN_VULKAN_COMMAND_H_

@@ -176,8 +176,10 @@ static kiln_status_t kiln_vulkan_instance_init(kiln_vulkan_instance_t* instance,
 // Sets *out_family to the first queue family of `device` with compute, or
 // UINT32_MAX.
 static kiln_status_t kiln_vulkan_compute_family(const kiln_vulkan_loader_t* loader,
-                                                VkPhysicalDevice device, uint32_t* out_family) {
+                                                VkPhysicalDevice device, uint32_t* out_family,
+                                                uint32_t* out_timestamp_bits) {
   *out_family = UINT32_MAX;
+  *out_timestamp_bits = 0;
   uint32_t count = 0;
   loader->vkGetPhysicalDeviceQueueFamilyProperties(device, &count, NULL);
   VkQueueFamilyProperties* families = NULL;
@@ -186,6 +188,7 @@ static kiln_status_t kiln_vulkan_compute_family(const kiln_vulkan_loader_t* load
   for (uint32_t i = 0; i < count && *out_family == UINT32_MAX; ++i) {
     if ((families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && families[i].queueCount > 0) {
       *out_family = i;
+      *out_timestamp_bits = families[i].timestampValidBits;
     }
   }
   free(families);
@@ -206,12 +209,13 @@ static kiln_status_t kiln_vulkan_instance_list_devices(kiln_vulkan_instance_t* i
       "vkEnumeratePhysicalDevices");
   if (!status) status = kiln_calloc_array(count, &instance->devices);
   for (uint32_t i = 0; !status && i < count; ++i) {
-    uint32_t family = UINT32_MAX;
-    status = kiln_vulkan_compute_family(loader, handles[i], &family);
+    uint32_t family = UINT32_MAX, timestamp_bits = 0;
+    status = kiln_vulkan_compute_family(loader, handles[i], &family, &timestamp_bits);
     if (status || family == UINT32_MAX) continue;
     kiln_vulkan_physical_device_t* device = &instance->devices[instance->device_count++];
     device->handle = handles[i];
     device->queue_family_index = family;
+    device->timestamp_valid_bits = timestamp_bits;
     loader->vkGetPhysicalDeviceProperties(handles[i], &device->properties);
   }
   free(handles);

@@ -49,6 +49,7 @@ typedef struct kiln_vulkan_instance_options_t {
 typedef struct kiln_vulkan_physical_device_t {
   VkPhysicalDevice handle;                // owned by the instance
   uint32_t queue_family_index;            // the first family with VK_QUEUE_COMPUTE_BIT
+  uint32_t timestamp_valid_bits;          // of that family's timestamps (0: none)
   VkPhysicalDeviceProperties properties;  // name, type, limits
 } kiln_vulkan_physical_device_t;
 

@@ -82,7 +82,12 @@
   X(vkCreateDescriptorPool)            /* one per command list */                  \
   X(vkDestroyDescriptorPool)           /* frees its sets too */                    \
   X(vkAllocateDescriptorSets)          /* one per dispatch */                      \
-  X(vkUpdateDescriptorSets)            /* buffer + offset + range per binding */
+  X(vkUpdateDescriptorSets)            /* buffer + offset + range per binding */   \
+  X(vkCreateQueryPool)                 /* timestamps of a profiled command list */ \
+  X(vkDestroyQueryPool)                /* frees them */                            \
+  X(vkCmdResetQueryPool)               /* at the start of the list */              \
+  X(vkCmdWriteTimestamp)               /* after each dispatch */                   \
+  X(vkGetQueryPoolResults)             /* read after the run */
 
 #define KILN_VULKAN_DECLARE_FUNCTION(name) PFN_##name name;
 
