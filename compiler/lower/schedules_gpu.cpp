@@ -46,8 +46,15 @@ void default_gpu_schedule(te::Stage& s) {
 
 void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, int64_t tb) {
   if (s.reduce_axes.empty() || a >= s.axes.size() || b >= s.axes.size() || a == b) return default_gpu_schedule(s);
-  ta = te::largest_divisor(s.axes[a]->extent, ta);
-  tb = te::largest_divisor(s.axes[b]->extent, tb);
+  // The largest divisor of each axis up to the tile size; where that is
+  // under half of it (7 pixels: 1), the tile size itself, the last tile
+  // guarded (7 = 4 + 3 wastes 1/8 where 1 x 4 would reload the weights 4x).
+  auto size = [](int64_t extent, int64_t t) {
+    int64_t d = te::largest_divisor(extent, t);
+    return d * 2 <= t && extent > t ? t : d;
+  };
+  ta = size(s.axes[a]->extent, ta);
+  tb = size(s.axes[b]->extent, tb);
   std::vector<te::IterVar> outer, inner;
   for (size_t i = 0; i < s.axes.size(); i++) {
     if (i != a && i != b) {
