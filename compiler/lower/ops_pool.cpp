@@ -94,9 +94,23 @@ void lower_pool(OpContext& ctx, bool is_max, bool is_lp = false) {
     lo[i] = include_pad ? -pads[i] : 0;
     hi[i] = include_pad ? xs[2 + i] + pads[i + k] : xs[2 + i];
   }
-  te::Tensor count = te::reduce("avgpool_count", os, kernel, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
-    return tir::select(in_range(positions(o, r), lo, hi), tir::make_const(t, 1), tir::make_const(t, 0));
-  });
+  // The number of window cells inside [lo, hi) in closed form (per axis, the
+  // taps r with lo <= o*s - pad + r*d < hi; integer `/` floors), so that the
+  // sum is the kernel's only reduction: it gets the pool schedule, the
+  // division runs at write-back.
+  auto count = [=](const Indices& o) {
+    Expr c;
+    for (size_t i = 0; i < k; i++) {
+      Expr base = o[2 + i] * Expr(strides[i]) - Expr(pads[i]);
+      Expr d = Expr(dilations[i]);
+      Expr first = tir::max(Expr(0), (Expr(lo[i]) - base + d - Expr(1)) / d);
+      Expr last = tir::min(Expr(kernel[i] - 1), (Expr(hi[i] - 1) - base) / d);
+      Expr n = tir::max(last - first + Expr(1), Expr(0));
+      c = c.defined() ? c * n : n;
+    }
+    return tir::cast(t, c);
+  };
+  if (blocked) ctx.schedule_reduction(sum, schedule);
   ctx.set_output(0, te::compute("avgpool", os, [=](const Indices& o) { return sum(o) / count(o); }));
 }
 

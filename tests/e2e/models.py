@@ -133,7 +133,8 @@ def build_ops_winograd():
     class OpsWinograd(nn.Module):
         """3x3 stride-1 convs big enough for Winograd F(2x2, 3x3) (64 and 72 channels, a 16x20
         map, batch 2): one with a fused residual Add and Relu, one with an odd number of channel
-        blocks (72 = 9 x 8, or padded to 5 x 16), and a stride-2 one that stays direct."""
+        blocks (72 = 9 x 8, or padded to 5 x 16), and a stride-2 one that stays direct; blocked
+        average pools between them."""
 
         def __init__(self):
             super().__init__()
@@ -145,8 +146,12 @@ def build_ops_winograd():
         def forward(self, x):
             y = F.relu(self.stem(x))
             y = F.relu(self.a(y) + y)
+            # Average pools on the blocked layout (the count of cells inside
+            # the map in closed form): padded, and strided with ceil mode.
+            y = F.avg_pool2d(y, 3, stride=1, padding=1, count_include_pad=False)
             y = self.b(y)
-            return self.s2(y)
+            z = F.avg_pool2d(y, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+            return self.s2(y), z
 
     return OpsWinograd()
 
@@ -513,7 +518,8 @@ MODELS: Dict[str, ModelSpec] = {
                           frozenset({'Conv', 'Relu', 'Clip', 'Sigmoid'}), num_outputs=2,
                           check_graph=_check_conv_graph,
                           description='Conv (pads, strides, dilations, groups, depthwise), Relu, Clip, Sigmoid'),
-    'ops_winograd': ModelSpec(build_ops_winograd, (2, 3, 16, 20), frozenset({'Conv', 'Relu', 'Add'}),
+    'ops_winograd': ModelSpec(build_ops_winograd, (2, 3, 16, 20), frozenset({'Conv', 'Relu', 'Add', 'AveragePool'}),
+                              num_outputs=2,
                               check_bundle=_check_winograd_bundle,
                               description='3x3 convs by Winograd F(2x2, 3x3), with a fused residual epilogue'),
     'ops_pool': ModelSpec(build_ops_pool, (1, 4, 17, 21),
