@@ -217,6 +217,8 @@ def compare(name: str, got, ref) -> Optional[str]:
 TARGET_ARGS = {
     'cpu': ([], []),
     'vulkan': (['--target=vulkan'], ['--device', 'vulkan', '--validation']),
+    # GPU schedules with workgroup shared memory (tiles, shared reductions).
+    'vulkan-shared': (['--target=vulkan', '--vulkan-shared-memory=on'], ['--device', 'vulkan', '--validation']),
 }
 
 
