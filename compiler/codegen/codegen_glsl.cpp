@@ -554,24 +554,23 @@ class GlslEmitter {
         internal_assert(a->buffer->size >= 1 && a->buffer->size <= 4096)
             << "kernel " << k_.name << ": local buffer " << a->buffer->name << " of " << a->buffer->size << " elements";
         BufferInfo info{fresh(a->buffer->name), Storage::Local, true};
-        if (a->scope == MemScope::Shared) {
+        std::string decl = type_name(a->buffer->dtype) + " " + info.name + "[" + std::to_string(a->buffer->size) + "];";
+        bool shared = a->scope == MemScope::Shared;
+        if (shared) {
           // Workgroup memory is declared at global scope; 16 KB is what
           // every Vulkan device offers (maxComputeSharedMemorySize).
           // (Narrow types are declared as 32-bit elements.)
           shared_bytes_ += a->buffer->size * std::max(a->buffer->dtype.bits / 8, 4);
           internal_assert(shared_bytes_ <= 16384) << "kernel " << k_.name << ": more than 16 KB of shared memory";
-          shared_ << "shared " << type_name(a->buffer->dtype) << " " << info.name << "[" << a->buffer->size << "];\n";
-          buffers_[a->buffer.get()] = info;
-          emit_stmt(a->body);
-          buffers_.erase(a->buffer.get());
-          return;
+          shared_ << "shared " << decl << "\n";
+        } else {
+          open("");
+          line(decl);
         }
-        open("");
-        line(type_name(a->buffer->dtype) + " " + info.name + "[" + std::to_string(a->buffer->size) + "];");
         buffers_[a->buffer.get()] = info;
         emit_stmt(a->body);
         buffers_.erase(a->buffer.get());
-        close();
+        if (!shared) close();
         return;
       }
       case NodeType::IfThenElse: {

@@ -114,17 +114,9 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
     k.body = te::lower_stage(stage, out, buffer_of, Expr(0), e);
     // Shared memory needs the invocations to run together: a host fallback
     // gets the same loops without it (local loops run one after another).
-    std::vector<std::pair<te::IterVar, tir::ForKind>> shared_loops;  // reduction loops bound to invocations
-    for (auto& l : stage.leaves)
-      if (l->reduce && tir::is_local_loop(l->kind))
-        shared_loops.push_back({l, l->kind});
-    if (!stage.shared_caches.empty() || !shared_loops.empty()) {
-      te::Stage plain = stage;
-      plain.shared_caches.clear();
-      for (auto& [l, kind] : shared_loops) l->kind = tir::ForKind::Serial;  // (the loops are shared with `stage`)
-      k.host_body = te::lower_stage(plain, out, buffer_of, Expr(0), e);
-      for (auto& [l, kind] : shared_loops) l->kind = kind;
-    }
+    bool shares = !stage.shared_caches.empty();
+    for (auto& l : stage.leaves) shares |= l->reduce && tir::is_local_loop(l->kind);
+    if (shares) k.host_body = te::lower_stage(stage, out, buffer_of, Expr(0), e, /*host=*/true);
   } else if (!schedule && rs != state_->reduction_schedules.end()) {
     te::Stage stage(anchor);
     rs->second(stage);

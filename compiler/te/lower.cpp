@@ -31,6 +31,39 @@ Expr combine(ReduceKind kind, const Expr& acc, const Expr& v) {
   return Expr();
 }
 
+// Inlines compute producers (but `keep`, if given), leaving reads of
+// reductions and placeholders.
+class InlineComputes : public tir::IRMutator {
+ public:
+  explicit InlineComputes(const TensorNode* keep = nullptr) : keep_(keep) {}
+
+ protected:
+  using tir::IRMutator::visit;
+  Expr visit(const tir::ProducerLoad* op, const Expr& self) override {
+    auto* t = static_cast<const TensorNode*>(op->producer.get());
+    if (t->kind != TensorNode::Kind::Compute || t == keep_) return tir::IRMutator::visit(op, self);
+    std::vector<Expr> idx;
+    for (auto& i : op->indices) idx.push_back(mutate(i));
+    return mutate(t->fcompute(idx));
+  }
+
+ private:
+  const TensorNode* keep_;
+};
+
+// Collects reads of reductions.
+class ReduceReads : public tir::IRVisitor {
+ public:
+  std::vector<const tir::ProducerLoad*> reads;
+
+ protected:
+  using tir::IRVisitor::visit;
+  void visit(const tir::ProducerLoad* op) override {
+    if (static_cast<const TensorNode*>(op->producer.get())->kind == TensorNode::Kind::Reduce) reads.push_back(op);
+    tir::IRVisitor::visit(op);
+  }
+};
+
 // Resolves ProducerLoads in one statement's expressions. Reductions found on
 // the way become accumulators computed before the statement.
 class Resolver : public tir::IRMutator {
@@ -220,22 +253,11 @@ std::optional<SharedTile> plan_shared_tile(const Stage& stage, const Stage::Shar
   // Computes inlined (their reads of the input are redirected too); a
   // reduction read by the formula could read the input with loop variables
   // of its own: no tile then.
-  struct Inline : tir::IRMutator {
-    const TensorNode* input;
-    bool nested_reduction = false;
-    using tir::IRMutator::visit;
-    Expr visit(const tir::ProducerLoad* op, const Expr& self) override {
-      auto* t = static_cast<const TensorNode*>(op->producer.get());
-      std::vector<Expr> idx;
-      for (auto& i : op->indices) idx.push_back(mutate(i));
-      if (t != input && t->kind == TensorNode::Kind::Compute) return mutate(t->fcompute(idx));
-      nested_reduction |= t != input && t->kind == TensorNode::Kind::Reduce;
-      return tir::ProducerLoad::make(op->producer, idx);
-    }
-  } inliner;
-  inliner.input = spec.input.get();
-  Expr flat_body = inliner.mutate(body);
-  if (inliner.nested_reduction) return std::nullopt;
+  Expr flat_body = InlineComputes(spec.input.get()).mutate(body);
+  ReduceReads nested;
+  nested.visit_expr(flat_body);
+  for (auto* r : nested.reads)
+    if (r->producer.get() != spec.input.get()) return std::nullopt;
   struct Reads : tir::IRVisitor {
     const TensorNode* t;
     std::vector<std::vector<Expr>> found;
@@ -426,7 +448,7 @@ Stmt lower_cross_invocation(const Stage& stage, size_t local, const tir::Buffer&
 }  // namespace
 
 Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of, const Expr& store_offset,
-                 const Epilogue& epilogue) {
+                 const Epilogue& epilogue, bool host) {
   const TensorNode* t = stage.tensor.get();
   // Values of every loop: leaves are loop variables; walk the relations
   // backwards to recover the loops they replaced, down to the original axes.
@@ -481,7 +503,7 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
 
   Stmt body;
   Expr out_index = flat_index(t->shape, axes) + store_offset;
-  for (size_t i = 0; i < stage.leaves.size(); i++)
+  for (size_t i = 0; i < stage.leaves.size() && !host; i++)
     if (stage.leaves[i]->reduce && tir::is_local_loop(stage.leaves[i]->kind))
       return lower_cross_invocation(stage, i, out, out_index, axes, raxes, spatial_guards, reduce_guards, buffer_of,
                                     epilogue);
@@ -561,7 +583,7 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
     Resolver resolver(buffer_of);
     int64_t shared_bytes = 0;
     for (auto& spec : stage.shared_caches) {
-      if (local == stage.leaves.size()) break;  // no invocations to share with
+      if (host || local == stage.leaves.size()) break;  // no invocations to share with
       // With no spatial loop inside the reduction, an uneven spatial split
       // guards the whole reduction: its barriers would not be reached by
       // every invocation.
@@ -646,32 +668,6 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
 
 namespace kiln::te {
 namespace {
-
-// Inlines compute producers, leaving reads of reductions and placeholders.
-class InlineComputes : public tir::IRMutator {
- protected:
-  using tir::IRMutator::visit;
-  Expr visit(const tir::ProducerLoad* op, const Expr& self) override {
-    auto* t = static_cast<const TensorNode*>(op->producer.get());
-    if (t->kind != TensorNode::Kind::Compute) return tir::IRMutator::visit(op, self);
-    std::vector<Expr> idx;
-    for (auto& i : op->indices) idx.push_back(mutate(i));
-    return mutate(t->fcompute(idx));
-  }
-};
-
-// Collects reads of reductions.
-class ReduceReads : public tir::IRVisitor {
- public:
-  std::vector<const tir::ProducerLoad*> reads;
-
- protected:
-  using tir::IRVisitor::visit;
-  void visit(const tir::ProducerLoad* op) override {
-    if (static_cast<const TensorNode*>(op->producer.get())->kind == TensorNode::Kind::Reduce) reads.push_back(op);
-    tir::IRVisitor::visit(op);
-  }
-};
 
 // Replaces reads of one tensor with a value.
 class ReplaceReads : public tir::IRMutator {

@@ -25,9 +25,14 @@ using BufferOf = std::function<tir::Buffer(const TensorNode*)>;
 // to the value stored: how an elementwise consumer fused into a reduction
 // (bias, activation, residual add) runs at write-back, inside the
 // reduction's own schedule.
+// `host`: for a CPU that runs a GPU-scheduled kernel (a heterogeneous
+// bundle's fallback), whose local loops run one after another: no
+// workgroup shared memory (the stage's shared caches stay global reads, a
+// reduction loop bound to invocations is an ordinary loop).
 using Epilogue = std::function<tir::Expr(const tir::Expr& acc, const Indices& axes)>;
 tir::Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of,
-                      const tir::Expr& store_offset = tir::Expr(0), const Epilogue& epilogue = nullptr);
+                      const tir::Expr& store_offset = tir::Expr(0), const Epilogue& epilogue = nullptr,
+                      bool host = false);
 
 // If `t`'s formula (with computes inlined) reads exactly one reduction, of
 // t's shape, only at t's own index, returns that reduction and the epilogue

@@ -257,6 +257,7 @@ static kiln_status_t kiln_vulkan_command_list_init(
     info.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
     info.queryType = VK_QUERY_TYPE_TIMESTAMP;
     info.queryCount = count + 1;
+    KILN_RETURN_IF_ERROR(kiln_calloc_array(info.queryCount, &list->ticks));
     KILN_VULKAN_RETURN_IF_FAILED("vkCreateQueryPool",
                                  fn->vkCreateQueryPool(device->device, &info, NULL, &list->timestamps));
   }
@@ -299,6 +300,7 @@ void kiln_vulkan_command_list_free(kiln_vulkan_command_list_t* list) {
   if (!list) return;
   kiln_vulkan_device_t* device = list->device;
   const kiln_vulkan_device_functions_t* fn = &device->fn;
+  free(list->ticks);  // host memory: never in the device's use
   if (list->pending) {
     kiln_status_t status = kiln_vulkan_device_wait(device, list->fence, device->transfer_timeout_ns);
     if (status) {
@@ -347,15 +349,11 @@ kiln_status_t kiln_vulkan_command_list_timestamps(const kiln_vulkan_command_list
   }
   const kiln_vulkan_device_t* device = list->device;
   uint32_t count = list->dispatch_count + 1;
-  uint64_t* ticks = NULL;
-  KILN_RETURN_IF_ERROR(kiln_calloc_array(count, &ticks));
+  uint64_t* ticks = list->ticks;
   VkResult result = device->fn.vkGetQueryPoolResults(device->device, list->timestamps, 0, count,
                                                      count * sizeof(uint64_t), ticks, sizeof(uint64_t),
                                                      VK_QUERY_RESULT_64_BIT);
-  if (result != VK_SUCCESS) {
-    free(ticks);
-    return kiln_vulkan_result_status(result, "vkGetQueryPoolResults");
-  }
+  if (result != VK_SUCCESS) return kiln_vulkan_result_status(result, "vkGetQueryPoolResults");
   uint32_t bits = device->physical->timestamp_valid_bits;
   uint64_t mask = bits >= 64 ? ~0ull : (1ull << bits) - 1;
   double period = device->limits->timestampPeriod;  // nanoseconds per tick
@@ -364,6 +362,5 @@ kiln_status_t kiln_vulkan_command_list_timestamps(const kiln_vulkan_command_list
     uint64_t ns = (uint64_t)((double)delta * period);
     out_nanoseconds[i] = ns ? ns : 1;
   }
-  free(ticks);
   return NULL;
 }

@@ -59,6 +59,7 @@ typedef struct kiln_vulkan_command_list_t {
   uint32_t barrier_count;            // barriers recorded between dispatches
   int pending;                       // nonzero: submitted and not yet waited for
   VkQueryPool timestamps;            // with options->timestamps: dispatch_count + 1 timestamps
+  uint64_t* ticks;                   // room to read them back (allocated with the pool)
 } kiln_vulkan_command_list_t;
 
 // Checks and records `count` dispatches (NULL options: defaults).
