@@ -6,7 +6,7 @@
 #include <string>
 
 #include "codegen/codegen_spirv.h"
-#include "codegen/target.h"
+#include "target/target.h"
 #include "graph/graph.h"
 #include "lower/lower_graph.h"
 #include "plan/memory_plan.h"

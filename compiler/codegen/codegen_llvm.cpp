@@ -15,6 +15,7 @@
 #include <set>
 
 #include "codegen/math_llvm.h"
+#include "codegen/target_machine.h"
 #include "kiln_kernel_abi.h"
 #include "support/diagnostics.h"
 #include "tir/ir_printer.h"

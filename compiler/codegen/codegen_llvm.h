@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/target.h"
+#include "target/target.h"
 #include "lower/kernel.h"
 
 namespace kiln {

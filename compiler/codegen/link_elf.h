@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "codegen/target.h"
+#include "target/target.h"
 
 namespace kiln {
 

@@ -7,13 +7,12 @@
 #include <iostream>
 
 #include "bundle/bundle_writer.h"
-#include "kiln_bundle_version.h"
 #include "codegen/codegen_llvm.h"
 #include "codegen/codegen_spirv.h"
 #include "codegen/link_elf.h"
+#include "driver/evaluate.h"
 #include "graph/passes.h"
-#include "lower/lower_graph.h"
-#include "plan/memory_plan.h"
+#include "kiln_bundle_version.h"
 #include "support/diagnostics.h"
 #include "tir/hoist_invariants.h"
 #include "tir/ir_visitor.h"
@@ -41,7 +40,8 @@ namespace {
 
 class Pipeline {
  public:
-  explicit Pipeline(const CompileOptions& o) : options_(o), out_(o.dump_stream ? *o.dump_stream : std::cerr) {}
+  explicit Pipeline(const CompileOptions& o)
+      : options_(o), out_(o.dump_stream ? *o.dump_stream : std::cerr), last_(std::chrono::steady_clock::now()) {}
 
   bool dumping(const std::string& pass) const {
     return options_.dump_after.count(pass) || options_.dump_after.count("all");
@@ -79,7 +79,6 @@ class Pipeline {
   }
 
   std::string run(const std::string& path) {
-    last_ = std::chrono::steady_clock::now();
     const bool vulkan = options_.target.vulkan;
     user_assert(!vulkan || spirv_codegen_available())
         << "this kilnc was built without glslang and SPIRV-Tools: --target=vulkan is unavailable";
@@ -91,12 +90,15 @@ class Pipeline {
 
     // 2. Graph passes (graph/passes.h): constant folding, dead code, CSE,
     //    algebraic simplification; one list, in order.
+    //    Constant folding compiles and runs constant subgraphs with steps 3
+    //    to 6 below, for the host (driver/evaluate.h).
     graph::PassOptions po;
     po.dump_after = options_.dump_graph_after;
     po.dump_stream = &out_;
     po.disabled = options_.disabled_graph_passes;
-    po.vector_lanes = vulkan ? 0 : vector_info(options_.target).lanes;  // no blocked layout on GPUs
-    po.vector_registers = vulkan ? 16 : vector_info(options_.target).registers;
+    po.env.vector = vector_info(options_.target);
+    po.env.blocked_layout = !vulkan;  // no blocked layout on GPUs
+    po.env.evaluate = evaluate_graph;
     std::vector<graph::PassStats> pass_stats = graph::run_graph_passes(g, po);
     if (options_.report)
       for (auto& s : pass_stats)
@@ -105,39 +107,9 @@ class Pipeline {
     step_done("graph-passes", std::to_string(g.nodes.size()) + " nodes");
     if (dumping("graph-passes")) out_ << "// -- graph after graph-passes\n" << g.str();
 
-    // 3. Lower: every node → kernels (TIR) through the operator library.
-    LoweredProgram program = lower_graph(g, vector_info(options_.target), /*gpu=*/vulkan, options_.vulkan_shared_memory);
-    step_done("lower", std::to_string(program.kernels.size()) + " kernels");
-    dump_kernels("lower", program.kernels, nullptr);
-
-    // 4. TIR passes on every kernel, in order (Halide's Lower.cpp style);
-    //    --dump-after=PASS prints the kernels a pass changed.
-    run_tir_pass("simplify", true, program.kernels, [](const tir::Stmt& s) { return tir::simplify(s); });
-    // Partitioning on CPU only: partitioned copies would duplicate GPU local
-    // loops. Unrolling everywhere (all unrolled loops on GPU targets).
-    run_tir_pass("partition-loops", !vulkan, program.kernels,
-                 [](const tir::Stmt& s) { return tir::simplify(tir::partition_loops(s)); });
-    run_tir_pass("unroll", true, program.kernels,
-                 [vulkan](const tir::Stmt& s) { return tir::simplify(tir::unroll_loops(s, /*all=*/vulkan)); });
-    // GPU only (LLVM does it on CPU targets).
-    run_tir_pass("hoist-invariants", vulkan, program.kernels,
-                 [](const tir::Stmt& s) { return tir::simplify(tir::hoist_invariants(s)); });
-    for (auto& k : program.kernels) {
-      tir::verify_kernel(k.name, k.body, k.params);
-      if (k.host_body.defined()) tir::verify_kernel(k.name, k.host_body, k.params);
-      k.workgroup_count = workgroup_count_of(k.body);
-      k.inplace = tir::inplace_pairs(k.body, k.params);
-    }
-    step_done("simplify+verify", "ok");
-
-    // 5. Static memory plan: one arena.
-    MemoryPlan plan = plan_memory(g, program, vulkan ? KILN_BUNDLE_VULKAN_ALIGNMENT : KILN_ALIGN);
-    step_done("plan-memory", "arena " + std::to_string(plan.arena_bytes) + " bytes (sum of tensors " +
-                                 std::to_string(plan.total_bytes) + ", lower bound " +
-                                 std::to_string(plan.lower_bound) + ")");
-    if (dumping("plan-memory"))
-      for (size_t v = 0; v < g.values.size(); v++)
-        if (plan.offset[v] >= 0) out_ << "  " << g.values[v].name << " @ " << plan.offset[v] << " (" << g.values[v].byte_size() << " bytes)\n";
+    // 3.-5. Lowering, the TIR passes, the memory plan.
+    LoweredProgram program = lower(g);
+    MemoryPlan plan = plan_memory_step(g, program);
 
     // 6. Code generation: TIR → GLSL → SPIR-V for Vulkan, else TIR → LLVM →
     //    object → ELF shared object.
@@ -162,14 +134,7 @@ class Pipeline {
                << " runs on the CPU: " << why << "\n";
       }
       std::string cpu_library;
-      if (!cpu_kernels.empty()) {
-        std::string llvm_ir;
-        CodegenOptions cg;
-        if (dumping("llvm")) cg.llvm_ir_out = &llvm_ir;
-        TargetSpec host = TargetSpec::host();
-        cpu_library = link_shared_object(compile_kernels(cpu_kernels, host, cg), host);
-        if (dumping("llvm")) out_ << "// -- LLVM IR after optimization\n" << llvm_ir;
-      }
+      if (!cpu_kernels.empty()) cpu_library = codegen_cpu(cpu_kernels, TargetSpec::host());
       size_t shared = 0;  // GPU kernels allocating workgroup shared memory
       struct SharedAllocs : tir::IRVisitor {
         bool found = false;
@@ -190,15 +155,64 @@ class Pipeline {
                                " CPU kernels");
       return write_bundle_step(g, program, plan, cpu_library, &spirv);
     }
-    std::string llvm_ir;
-    CodegenOptions cg;
-    if (dumping("llvm")) cg.llvm_ir_out = &llvm_ir;
-    std::string object = compile_kernels(program.kernels, options_.target, cg);
-    if (dumping("llvm")) out_ << "// -- LLVM IR after optimization\n" << llvm_ir;
-    std::string library = link_shared_object(object, options_.target);
+    std::string library = codegen_cpu(program.kernels, options_.target);
     step_done("codegen", options_.target.str() + ", library " + std::to_string(library.size()) + " bytes");
 
     return write_bundle_step(g, program, plan, library, nullptr);
+  }
+
+  // 3. Lower: every node → kernels (TIR) through the operator library.
+  // 4. TIR passes on every kernel, in order (Halide's Lower.cpp style);
+  //    --dump-after=PASS prints the kernels a pass changed.
+  LoweredProgram lower(graph::Graph& g) {
+    const bool vulkan = options_.target.vulkan;
+    LoweredProgram program = lower_graph(g, vector_info(options_.target), /*gpu=*/vulkan, options_.vulkan_shared_memory);
+    step_done("lower", std::to_string(program.kernels.size()) + " kernels");
+    dump_kernels("lower", program.kernels, nullptr);
+
+    run_tir_pass("simplify", true, program.kernels, [](const tir::Stmt& s) { return tir::simplify(s); });
+    // Partitioning on CPU only: partitioned copies would duplicate GPU local
+    // loops. Unrolling everywhere (all unrolled loops on GPU targets).
+    run_tir_pass("partition-loops", !vulkan, program.kernels,
+                 [](const tir::Stmt& s) { return tir::simplify(tir::partition_loops(s)); });
+    run_tir_pass("unroll", true, program.kernels,
+                 [vulkan](const tir::Stmt& s) { return tir::simplify(tir::unroll_loops(s, /*all=*/vulkan)); });
+    // GPU only (LLVM does it on CPU targets).
+    run_tir_pass("hoist-invariants", vulkan, program.kernels,
+                 [](const tir::Stmt& s) { return tir::simplify(tir::hoist_invariants(s)); });
+    for (auto& k : program.kernels) {
+      tir::verify_kernel(k.name, k.body, k.params);
+      if (k.host_body.defined()) tir::verify_kernel(k.name, k.host_body, k.params);
+      k.workgroup_count = workgroup_count_of(k.body);
+      k.inplace = tir::inplace_pairs(k.body, k.params);
+    }
+    step_done("simplify+verify", "ok");
+
+    return program;
+  }
+
+  // 5. Static memory plan: one arena.
+  MemoryPlan plan_memory_step(const graph::Graph& g, const LoweredProgram& program) {
+    const bool vulkan = options_.target.vulkan;
+    MemoryPlan plan = plan_memory(g, program, vulkan ? KILN_BUNDLE_VULKAN_ALIGNMENT : KILN_BUNDLE_ALIGNMENT);
+    step_done("plan-memory", "arena " + std::to_string(plan.arena_bytes) + " bytes (sum of tensors " +
+                                 std::to_string(plan.total_bytes) + ", lower bound " +
+                                 std::to_string(plan.lower_bound) + ")");
+    if (dumping("plan-memory"))
+      for (size_t v = 0; v < g.values.size(); v++)
+        if (plan.offset[v] >= 0) out_ << "  " << g.values[v].name << " @ " << plan.offset[v] << " (" << g.values[v].byte_size() << " bytes)\n";
+
+    return plan;
+  }
+
+  // 6. (CPU targets) TIR → LLVM IR → object code → ELF shared object.
+  std::string codegen_cpu(const std::vector<KernelDef>& kernels, const TargetSpec& target) {
+    std::string llvm_ir;
+    CodegenOptions cg;
+    if (dumping("llvm")) cg.llvm_ir_out = &llvm_ir;
+    std::string object = compile_kernels(kernels, target, cg);
+    if (dumping("llvm")) out_ << "// -- LLVM IR after optimization\n" << llvm_ir;
+    return link_shared_object(object, target);
   }
 
   // 7. The bundle.
@@ -222,13 +236,22 @@ class Pipeline {
   }
 
  private:
-  static constexpr uint64_t KILN_ALIGN = 64;
   const CompileOptions& options_;
   std::ostream& out_;
   std::chrono::steady_clock::time_point last_;
 };
 
 }  // namespace
+
+CompiledGraph compile_graph(graph::Graph& g, const CompileOptions& options) {
+  internal_assert(!options.target.vulkan) << "compile_graph: CPU targets only";
+  Pipeline pipeline(options);
+  CompiledGraph c;
+  c.program = pipeline.lower(g);
+  c.plan = pipeline.plan_memory_step(g, c.program);
+  c.library = pipeline.codegen_cpu(c.program.kernels, options.target);
+  return c;
+}
 
 std::string compile_onnx_file(const std::string& path, const CompileOptions& options) {
   for (auto& p : options.dump_after) {

@@ -7,8 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "codegen/target.h"
+#include "graph/graph.h"
 #include "import/onnx_import.h"
+#include "lower/lower_graph.h"
+#include "plan/memory_plan.h"
+#include "target/target.h"
 
 namespace kiln {
 
@@ -38,5 +41,17 @@ std::vector<std::string> graph_pass_names();
 
 // Compiles the ONNX model at `path`; throws UserError / InternalError.
 std::string compile_onnx_file(const std::string& path, const CompileOptions& options);
+
+// A graph through steps 3 to 6 of the pipeline for a CPU target: its
+// kernels, memory plan and linked kernel library.
+struct CompiledGraph {
+  LoweredProgram program;  // the kernels, after the TIR passes
+  MemoryPlan plan;         // the arena
+  std::string library;     // the ELF shared object of the kernels
+};
+// Lowers `g` (which gains lowering's values) and compiles it for
+// options.target (a CPU), exactly as compile_onnx_file does after the
+// graph passes; the evaluator (driver/evaluate.h) runs the result.
+CompiledGraph compile_graph(graph::Graph& g, const CompileOptions& options);
 
 }  // namespace kiln

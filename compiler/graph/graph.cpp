@@ -8,19 +8,6 @@
 
 namespace kiln::graph {
 
-bool is_elementwise_op(const std::string& op) {
-  static const std::set<std::string> ops = {
-      "Relu", "Clip", "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Add", "Sub", "Mul", "Div", "Tanh",
-      "Exp", "Neg", "Abs", "Sqrt", "Erf", "Elu", "Selu", "Celu", "Softplus", "Softsign", "Mish", "PRelu",
-      "BatchNormalization", "Reciprocal", "Floor", "Ceil", "ThresholdedRelu", "Pow", "Max", "Min", "Sum", "Mean"};
-  return ops.count(op) != 0;
-}
-
-bool is_shape_only_op(const std::string& op) {
-  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity" ||
-         op == "Dropout";
-}
-
 size_t dtype_size(DType t) {
   switch (t) {
     case DType::F32: return 4;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/op_table.h"
 #include "tir/ir.h"
 
 namespace kiln::graph {
@@ -21,15 +22,6 @@ enum class DType : uint8_t { F32 = 0, F16 = 1, F64 = 2, I8 = 3, I16 = 4, I32 = 5
 
 size_t dtype_size(DType t);
 
-// Operators that only reinterpret their input's shape (Reshape, Flatten,
-// Squeeze, Unsqueeze, Identity, inference Dropout): their output holds the
-// input's bytes unchanged, so lowering aliases it and folding copies it.
-bool is_shape_only_op(const std::string& op);
-// Elementwise operators (numpy broadcasting over same-rank operands, no
-// reduction): fusion fuses them into their producer, the layout pass runs
-// them on blocked tensors (BatchNormalization aside: its parameters index
-// the channel axis).
-bool is_elementwise_op(const std::string& op);
 const char* dtype_name(DType t);
 tir::Type dtype_to_tir(DType t);
 
@@ -73,6 +65,9 @@ struct Node {
   std::vector<int> inputs;             // value indices; -1 for an absent optional input
   std::vector<int> outputs;            // value indices; -1 for an unused optional output
 
+  // The operator's row in the operator table (graph/op_table.h).
+  const OpTraits& traits() const { return op_traits(op); }
+  bool is(Op o) const { return traits().op == o; }
   bool has_attr(const std::string& n) const { return attrs.count(n) != 0; }
   int64_t attr_int(const std::string& n, int64_t dflt) const;
   double attr_float(const std::string& n, double dflt) const;

@@ -11,11 +11,12 @@
 // How: Shape/Size and alias ops on constants (Reshape, Flatten, Squeeze,
 // Unsqueeze, Identity, Dropout) are folded directly. Everything else is
 // folded *for real* with the compiler itself: the constant subgraph (a
-// Graph with no inputs whose outputs are the values to fold) goes through
-// lower_graph, the simplifier, plan_memory, LLVM for the host, the linker
-// and dlopen, and runs over a local arena (graph/evaluate.h). So every
-// operator kilnc supports folds, with exactly the semantics it has at run
-// time.
+// Graph with no inputs whose outputs are the values to fold) goes to the
+// evaluator the driver put in the pass environment (driver/evaluate.h:
+// the driver's own steps from lowering to the linked kernel library, for
+// the host, then dlopen and a local arena). So every operator kilnc
+// supports folds, with exactly the semantics it has at run time; without an
+// evaluator only the direct folds happen.
 //
 // Which values become constants: the "frontier", foldable values read by a
 // non-foldable node or that are model outputs (intermediates of the
@@ -23,22 +24,20 @@
 // growing with data that is cheap to compute: a frontier value is folded
 // when it is at most 1 MiB, or at most 2x the bytes of the constants it is
 // computed from, or when every read of it is as a parameter operand
-// (weights/bias/scale: Conv, ConvTranspose, Gemm, MatMul, the
-// normalizations, PRelu), where it would be a constant in any ordinary
-// export. A value that fails the rule stays computed at run time and its
-// inputs are considered instead. Random operators and nodes with subgraph
+// (weights/bias/scale: the Params column of the operator table; Conv,
+// ConvTranspose, Gemm, MatMul, the normalizations, PRelu), where it would
+// be a constant in any ordinary export. A value that fails the rule stays
+// computed at run time and its inputs are considered instead.
+// Nondeterministic operators (and unknown ones) and nodes with subgraph
 // attributes never fold. If the compiler cannot evaluate a constant
-// subgraph (an operator kilnc does not support, say), each frontier value
-// is tried on its own and the ones that fail are left to lowering, which
-// reports unsupported operators as usual.
+// subgraph, each frontier value is tried on its own and the ones that fail
+// are left to lowering, which reports its errors as usual.
 #include <algorithm>
 #include <cstring>
 #include <functional>
 #include <set>
 
-#include "graph/evaluate.h"
 #include "graph/passes.h"
-#include "lower/op_lowering.h"
 #include "support/diagnostics.h"
 
 namespace kiln::graph {
@@ -47,20 +46,11 @@ namespace {
 
 constexpr uint64_t kSmallBytes = 1 << 20;
 
+// Unknown operators (not in the operator table) are nondeterministic too.
 bool never_fold(const Node& n) {
-  if (n.op.rfind("Random", 0) == 0 || n.op == "Multinomial" || n.op == "Bernoulli") return true;
+  if (n.traits().nondeterministic()) return true;
   for (auto& [k, a] : n.attrs)
     if (a.kind == Attr::Kind::Graph) return true;
-  return false;
-}
-
-// Does `consumer` read input position `pos` as a parameter (weights, bias, scale)?
-bool parameter_operand(const Node& consumer, size_t pos) {
-  const std::string& op = consumer.op;
-  if (op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "PRelu" || op == "BatchNormalization" ||
-      op == "InstanceNormalization" || op == "LayerNormalization" || op == "QLinearConv")
-    return pos >= 1;
-  if (op == "MatMul") return true;  // the other operand is a run-time value
   return false;
 }
 
@@ -78,7 +68,7 @@ int fold_direct(Graph& g, std::vector<bool>& remove) {
     Value& out = g.values[n.outputs[0]];
     const Value& in = g.values[n.inputs[0]];
     if (out.is_constant()) continue;
-    if (n.op == "Shape" && out.dtype == DType::I64) {
+    if (n.is(Op::Shape) && out.dtype == DType::I64) {
       int64_t rank = (int64_t)in.shape.size();
       int64_t start = n.attr_int("start", 0), end = n.attr_int("end", rank);
       if (start < 0) start += rank;
@@ -88,10 +78,10 @@ int fold_direct(Graph& g, std::vector<bool>& remove) {
       std::vector<int64_t> dims(in.shape.begin() + start, in.shape.begin() + end);
       if ((int64_t)dims.size() != out.elements()) continue;
       set_i64(out, dims);
-    } else if (n.op == "Size" && out.dtype == DType::I64 && out.elements() == 1) {
+    } else if (n.is(Op::Size) && out.dtype == DType::I64 && out.elements() == 1) {
       set_i64(out, {in.elements()});
-    } else if (is_shape_only_op(n.op) && in.is_constant() && in.dtype == out.dtype && in.byte_size() == out.byte_size()) {
-      if (n.op == "Dropout" && n.inputs.size() > 2 && n.inputs[2] >= 0) {
+    } else if (n.traits().shape_only() && in.is_constant() && in.dtype == out.dtype && in.byte_size() == out.byte_size()) {
+      if (n.is(Op::Dropout) && n.inputs.size() > 2 && n.inputs[2] >= 0) {
         const Value& t = g.values[n.inputs[2]];
         if (!t.is_constant() || t.const_at(0) != 0) continue;
       }
@@ -114,7 +104,6 @@ bool pass_constant_fold(Graph& g, PassContext& ctx) {
   std::vector<bool> remove(g.nodes.size(), false);
   int direct = fold_direct(g, remove);
 
-  const auto& registry = lower::op_registry();
   std::vector<bool> rejected(g.nodes.size(), false);
   std::vector<bool> foldable;
   std::vector<int> frontier;
@@ -130,7 +119,7 @@ bool pass_constant_fold(Graph& g, PassContext& ctx) {
     for (size_t v = 0; v < g.values.size(); v++) computed[v] = g.values[v].is_constant();
     for (size_t i = 0; i < g.nodes.size(); i++) {
       const Node& n = g.nodes[i];
-      if (remove[i] || rejected[i] || never_fold(n) || !registry.count(n.op)) continue;
+      if (remove[i] || rejected[i] || never_fold(n)) continue;
       bool ok = true;
       for (int v : n.inputs) ok &= v < 0 || computed[v];
       bool any_out = false;
@@ -151,7 +140,7 @@ bool pass_constant_fold(Graph& g, PassContext& ctx) {
         for (auto& [r, pos] : readers[o]) {
           if (remove[r] || foldable[r]) continue;
           outside = true;
-          all_param &= parameter_operand(g.nodes[r], pos);
+          all_param &= g.nodes[r].traits().param_input(pos);
         }
         if (!outside) continue;
         // Bytes of the constants this value is computed from.
@@ -207,7 +196,7 @@ bool pass_constant_fold(Graph& g, PassContext& ctx) {
     for (size_t i = 0; i < g.nodes.size(); i++)
       if (in_cone[i]) sub.nodes.push_back(g.nodes[i]);
     sub.outputs = outs;
-    std::vector<std::vector<uint8_t>> results = evaluate_graph(sub, {});
+    std::vector<std::vector<uint8_t>> results = ctx.env.evaluate(sub, {});
     for (size_t k = 0; k < outs.size(); k++)
       g.values[outs[k]].data = std::make_shared<std::vector<uint8_t>>(std::move(results[k]));
     for (size_t i = 0; i < g.nodes.size(); i++)
@@ -216,7 +205,7 @@ bool pass_constant_fold(Graph& g, PassContext& ctx) {
 
   int64_t folded_values = 0, folded_bytes = 0, failed = 0;
   std::vector<int> done;
-  if (!frontier.empty()) {
+  if (!frontier.empty() && ctx.env.evaluate) {
     try {
       evaluate(frontier);
       done = frontier;

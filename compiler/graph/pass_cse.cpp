@@ -6,8 +6,9 @@
 // outputs. Exporters duplicate work this way (e.g. one Shape -> Gather per
 // use, repeated Transposes of the same tensor); rewriting passes can too.
 // Nodes are visited in topological order and rewired at once, so chains of
-// duplicates collapse in one sweep. Random operators and nodes with
-// subgraph attributes are never merged; neither is a node one of whose
+// duplicates collapse in one sweep. Nondeterministic operators (random ones,
+// and any operator missing from the operator table) and nodes with subgraph
+// attributes are never merged; neither is a node one of whose
 // outputs is a model output (the output keeps its own value).
 #include <map>
 #include <sstream>
@@ -19,7 +20,7 @@ namespace kiln::graph {
 namespace {
 
 bool never_merge(const Node& n) {
-  if (n.op.rfind("Random", 0) == 0 || n.op == "Multinomial" || n.op == "Bernoulli") return true;
+  if (n.traits().nondeterministic()) return true;
   for (auto& [k, a] : n.attrs)
     if (a.kind == Attr::Kind::Graph) return true;
   return false;
@@ -44,8 +45,7 @@ std::string key_of(const Node& n) {
 
 bool pass_cse(Graph& g, PassContext& ctx) {
   std::map<std::string, int> seen;
-  std::vector<bool> remove(g.nodes.size(), false);
-  int merged = 0;
+  NodeRemoval r(g);
   for (size_t i = 0; i < g.nodes.size(); i++) {
     const Node& n = g.nodes[i];
     if (never_merge(n)) continue;
@@ -65,13 +65,10 @@ bool pass_cse(Graph& g, PassContext& ctx) {
     if (!ok) continue;
     for (size_t k = 0; k < n.outputs.size(); k++)
       if (n.outputs[k] >= 0) replace_uses(g, n.outputs[k], first.outputs[k]);
-    remove[i] = true;
-    merged++;
+    r.remove[i] = true;
+    r.count++;
   }
-  if (!merged) return false;
-  remove_nodes(g, remove);
-  ctx.detail = std::to_string(merged) + " merged";
-  return true;
+  return r.finish(g, ctx, "merged");
 }
 
 }  // namespace kiln::graph

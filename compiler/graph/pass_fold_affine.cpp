@@ -39,21 +39,21 @@ std::vector<double> per_channel(const Value& c, const Shape& out) {
 
 bool pass_fold_affine(Graph& g, PassContext& ctx) {
   std::vector<int> uses = use_counts(g);
-  std::vector<bool> remove(g.nodes.size(), false);
-  int folded = 0;
+  NodeRemoval r(g);
   for (size_t i = 0; i < g.nodes.size(); i++) {
     const Node& n = g.nodes[i];
-    if ((n.op != "Mul" && n.op != "Add" && n.op != "Sub") || n.inputs.size() != 2 || n.outputs.size() != 1) continue;
+    const Op op = n.traits().op;
+    if ((op != Op::Mul && op != Op::Add && op != Op::Sub) || n.inputs.size() != 2 || n.outputs.size() != 1) continue;
     if (n.inputs[0] < 0 || n.inputs[1] < 0 || n.outputs[0] < 0) continue;
     // Which side is the Conv output?
     int side = -1;
     for (int s = 0; s < 2; s++) {
       int v = n.inputs[s];
       int p = g.values[v].producer;
-      if (p >= 0 && g.nodes[p].op == "Conv" && g.nodes[p].outputs.size() == 1 && g.values[n.inputs[1 - s]].is_constant())
+      if (p >= 0 && g.nodes[p].is(Op::Conv) && g.nodes[p].outputs.size() == 1 && g.values[n.inputs[1 - s]].is_constant())
         side = s;
     }
-    if (side < 0 || (n.op == "Sub" && side != 0)) continue;
+    if (side < 0 || (op == Op::Sub && side != 0)) continue;
     int x = n.inputs[side], y = n.outputs[0];
     const Value& xv = g.values[x];
     if (uses[x] != 1 || is_model_output(g, x)) continue;
@@ -66,19 +66,16 @@ bool pass_fold_affine(Graph& g, PassContext& ctx) {
     int p = xv.producer;
     // Mul: out * c; Add: out + c; Sub: out - c.
     std::vector<double> scale, shift(c.size(), 0.0);
-    if (n.op == "Mul") scale = c;
+    if (op == Op::Mul) scale = c;
     else
-      for (size_t oc = 0; oc < c.size(); oc++) shift[oc] = n.op == "Add" ? c[oc] : -c[oc];
+      for (size_t oc = 0; oc < c.size(); oc++) shift[oc] = op == Op::Add ? c[oc] : -c[oc];
     const Node& conv = g.nodes[p];
     if (conv.inputs.size() < 2 || conv.inputs[1] < 0 || g.values[conv.inputs[1]].dtype != xv.dtype) continue;
-    if (!fold_channel_affine_into_conv(g, g.nodes[p], scale, shift, n.op == "Mul" ? "scaled" : "shifted")) continue;
-    absorb_consumer(g, p, (int)i, remove);
-    folded++;
+    if (!fold_channel_affine_into_conv(g, g.nodes[p], scale, shift, op == Op::Mul ? "scaled" : "shifted")) continue;
+    absorb_consumer(g, p, (int)i, r.remove);
+    r.count++;
   }
-  if (!folded) return false;
-  remove_nodes(g, remove);
-  ctx.detail = std::to_string(folded) + " folded";
-  return true;
+  return r.finish(g, ctx, "folded");
 }
 
 }  // namespace kiln::graph

@@ -76,11 +76,10 @@ bool fold_into_gemm(Graph& g, Node& gemm, const std::vector<double>& f, const st
 
 bool pass_fold_batchnorm(Graph& g, PassContext& ctx) {
   std::vector<int> uses = use_counts(g);
-  std::vector<bool> remove(g.nodes.size(), false);
-  int folded = 0;
+  NodeRemoval r(g);
   for (size_t i = 0; i < g.nodes.size(); i++) {
     Node& bn = g.nodes[i];
-    if (bn.op != "BatchNormalization" || bn.inputs.size() < 5 || bn.outputs.empty() || bn.outputs[0] < 0) continue;
+    if (!bn.is(Op::BatchNormalization) || bn.inputs.size() < 5 || bn.outputs.empty() || bn.outputs[0] < 0) continue;
     if (bn.attr_int("training_mode", 0) != 0 || !extra_outputs_unused(g, bn, uses)) continue;
     bool params_const = true;
     for (int k = 1; k <= 4; k++) params_const &= bn.inputs[k] >= 0 && g.values[bn.inputs[k]].is_constant();
@@ -89,10 +88,10 @@ bool pass_fold_batchnorm(Graph& g, PassContext& ctx) {
     int p = g.values[x].producer;
     if (p < 0 || uses[x] != 1 || is_model_output(g, x)) continue;
     Node& prod = g.nodes[p];
-    if ((prod.op != "Conv" && prod.op != "Gemm") || prod.outputs.size() != 1) continue;
+    if ((!prod.is(Op::Conv) && !prod.is(Op::Gemm)) || prod.outputs.size() != 1) continue;
     const Value& xv = g.values[x];
     if (!is_float(xv.dtype) || xv.shape.size() < 2) continue;
-    if (prod.op == "Gemm" && xv.shape.size() != 2) continue;
+    if (prod.is(Op::Gemm) && xv.shape.size() != 2) continue;
     int64_t C = xv.shape[1];
     bool shapes_ok = true;
     for (int k = 1; k <= 4; k++) shapes_ok &= g.values[bn.inputs[k]].elements() == C;
@@ -105,7 +104,7 @@ bool pass_fold_batchnorm(Graph& g, PassContext& ctx) {
     std::vector<double> f(C);
     for (int64_t c = 0; c < C; c++) f[(size_t)c] = scale[(size_t)c] / std::sqrt(var[(size_t)c] + eps);
     bool ok;
-    if (prod.op == "Conv") {
+    if (prod.is(Op::Conv)) {
       // (y - mean) * f + beta = y * f + (beta - mean * f)
       std::vector<double> beta(C);
       for (int64_t c = 0; c < C; c++) beta[(size_t)c] = shift[(size_t)c] - mean[(size_t)c] * f[(size_t)c];
@@ -114,13 +113,10 @@ bool pass_fold_batchnorm(Graph& g, PassContext& ctx) {
       ok = fold_into_gemm(g, g.nodes[p], f, shift, mean);
     }
     if (!ok) continue;
-    absorb_consumer(g, p, (int)i, remove);
-    folded++;
+    absorb_consumer(g, p, (int)i, r.remove);
+    r.count++;
   }
-  if (!folded) return false;
-  remove_nodes(g, remove);
-  ctx.detail = std::to_string(folded) + " folded";
-  return true;
+  return r.finish(g, ctx, "folded");
 }
 
 }  // namespace kiln::graph

@@ -1,4 +1,5 @@
-// identity: removes Identity and inference-mode Dropout nodes.
+// identity: removes Identity and inference-mode Dropout nodes (role
+// Passthrough in the operator table).
 //
 // Both forward their input unchanged (kilnc compiles inference only, so a
 // Dropout is the identity unless its training_mode input is a constant
@@ -17,8 +18,8 @@ namespace {
 
 bool is_forwarding(const Graph& g, const Node& n) {
   if (n.inputs.empty() || n.inputs[0] < 0 || n.outputs.empty() || n.outputs[0] < 0) return false;
-  if (n.op == "Identity") return true;
-  if (n.op != "Dropout") return false;
+  if (n.traits().role != OpRole::Passthrough) return false;
+  if (!n.is(Op::Dropout)) return true;
   // The mask output must be unused.
   if (n.outputs.size() > 1 && n.outputs[1] >= 0) {
     int m = n.outputs[1];
@@ -38,8 +39,7 @@ bool is_forwarding(const Graph& g, const Node& n) {
 }  // namespace
 
 bool pass_identity(Graph& g, PassContext& ctx) {
-  std::vector<bool> remove(g.nodes.size(), false);
-  int removed = 0;
+  NodeRemoval r(g);
   for (size_t i = 0; i < g.nodes.size(); i++) {
     const Node& n = g.nodes[i];
     if (!is_forwarding(g, n)) continue;
@@ -57,13 +57,10 @@ bool pass_identity(Graph& g, PassContext& ctx) {
       g.values[in].producer = -1;
       replace_uses(g, in, out);
     }
-    remove[i] = true;
-    removed++;
+    r.remove[i] = true;
+    r.count++;
   }
-  if (!removed) return false;
-  remove_nodes(g, remove);
-  ctx.detail = std::to_string(removed) + " removed";
-  return true;
+  return r.finish(g, ctx, "removed");
 }
 
 }  // namespace kiln::graph

@@ -12,20 +12,22 @@
 // the lanes are padded up to one when that costs at most a third more
 // (ShuffleNet's 58 -> 64, a 1000-class 1x1 conv -> 1008): the padding
 // channels have zero weights and bias, and only ops that keep finite values
-// finite run on them (so a consumer's zero weights cancel them);
-// FromBlocked drops them.
+// finite (flag kKeepsFinite in the operator table) run on them (so a
+// consumer's zero weights cancel them); FromBlocked drops them.
 //
-// Rewrites, in topological order:
+// Rewrites, in topological order, by each operator's Layout column in the
+// operator table (graph/op_table.def):
 //   Conv (2-D; group 1 or depthwise)   -> Conv{kiln_layout=NCHWc} with weights
 //                                          packed at compile time:
 //                                          [M/m, C/c, KH, KW, c, m] (depthwise [M/m, 1, KH, KW, 1, m])
-//   MaxPool, AveragePool, Global*Pool  -> the same op on the blocked tensor
-//   elementwise ops                    -> the same op on blocked operands
+//   Pool: MaxPool, AveragePool,        -> the same op on the blocked tensor
+//         Global{Average,Max}Pool
+//   Any: elementwise ops               -> the same op on blocked operands
 //                                          (constant operands re-laid out here)
 //   Concat over channels               -> Concat over channel blocks
 // and, for the same reason (vector loads along a weight's rows), MatMul and
-// Gemm get constant weights packed into column panels [N/nb, K, nb] (a Gemm
-// with transB=1 has them transposed first).
+// Gemm (PackWeights) get constant weights packed into column panels
+// [N/nb, K, nb] (a Gemm with transB=1 has them transposed first).
 // A conv whose input is not blocked yet is rewritten only when it does at
 // least kMinMacs multiply-adds (a tiny conv would not pay for the
 // conversions). Each rewritten node reads its inputs through kiln.ToBlocked and its
@@ -37,34 +39,17 @@
 #include <set>
 
 #include "graph/passes.h"
-#include "lower/schedules_cpu.h"
+#include "target/register_tiles.h"
 #include "support/diagnostics.h"
 
 namespace kiln::graph {
 namespace {
 
-bool is_layout_free(const std::string& op) { return is_elementwise_op(op) && op != "BatchNormalization"; }
-
-// Elementwise ops that map finite values to finite values: the only ones
-// allowed on padded channels (whose values are then still finite, so the
-// zero weights of a consumer convolution cancel them: 0 * inf would not).
-bool keeps_finite(const std::string& op) {
-  static const std::set<std::string> ops = {
-      "Relu", "Clip", "Sigmoid", "LeakyRelu", "HardSigmoid", "HardSwish", "Tanh", "Neg", "Abs", "Erf", "Elu", "Selu",
-      "Celu", "Mish", "Softsign", "Floor", "Ceil", "ThresholdedRelu", "Add", "Sub", "Mul", "Max", "Min", "Sum", "Mean",
-      "PRelu"};
-  return ops.count(op) != 0;
-}
-
-bool is_pool(const std::string& op) {
-  return op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool";
-}
-
 constexpr int64_t kMinMacs = 1 << 18;  // smallest conv worth converting its input for
 
 class Blocker {
  public:
-  Blocker(Graph& g, int64_t lanes, int registers) : g_(g), lanes_(lanes), registers_(registers) {}
+  Blocker(Graph& g, const VectorInfo& vector) : g_(g), vector_(vector), lanes_(vector.lanes) {}
 
   bool run(PassContext& ctx) {
     std::vector<Node> old = std::move(g_.nodes);
@@ -86,8 +71,8 @@ class Blocker {
 
  private:
   Graph& g_;
-  int64_t lanes_;
-  int registers_;  // vector registers (matmul panel widths)
+  VectorInfo vector_;  // the target's vector unit (matmul panel widths)
+  int64_t lanes_;      // its float32 lanes: the widest channel block
   std::map<int, int> blocked_;  // NCHW value -> its blocked twin
   int conversions_ = 0;
   int transposed_ = 0;  // matmul weights packed
@@ -134,7 +119,7 @@ class Blocker {
     const Value src = g_.values[v];
     int out = new_value(src, blocked_shape(src.shape, b), ".nchwc");
     Node t;
-    t.op = "kiln.ToBlocked";
+    t.op = op_name(Op::KilnToBlocked);
     t.name = src.name + ".to_nchwc";
     t.attrs["block"].i = b;
     t.inputs = {v};
@@ -153,7 +138,7 @@ class Blocker {
     for (size_t i = 0; i < orig.size(); i++) {
       int bv = g_.nodes.back().outputs[i];
       Node f;
-      f.op = "kiln.FromBlocked";
+      f.op = op_name(Op::KilnFromBlocked);
       f.name = name + ".from_nchwc";
       f.inputs = {bv};
       f.outputs = {orig[i]};
@@ -165,30 +150,35 @@ class Blocker {
 
   bool rewrite(Node& n) {
     if (n.outputs.size() != 1 || n.outputs[0] < 0) return false;
-    if (n.op == "Conv") return rewrite_conv(n);
-    if (is_pool(n.op)) return rewrite_pool(n);
-    if (is_layout_free(n.op)) return rewrite_elementwise(n);
-    if (n.op == "Concat") return rewrite_concat(n);
-    if (n.op == "Gemm") pretranspose_gemm(n);
-    if (n.op == "Gemm" || n.op == "MatMul") pack_matmul_weights(n);
+    switch (n.traits().layout) {
+      case OpLayout::Conv: return rewrite_conv(n);
+      case OpLayout::Pool: return rewrite_pool(n);
+      case OpLayout::Any: return rewrite_elementwise(n);
+      case OpLayout::Concat: return rewrite_concat(n);
+      case OpLayout::PackWeights:
+        if (n.is(Op::Gemm)) pretranspose_gemm(n);
+        pack_matmul_weights(n);
+        return false;
+      case OpLayout::Nchw: return false;
+    }
     return false;
   }
 
   // MatMul/Gemm with constant 2-D weights B [K, N] (Gemm: transB=0):
   // packed into panels [N/nb, K, nb] (kiln_packed_b=nb), nb the column tile
-  // of the matmul schedule (lower::matmul_panel_width), so that one tile's
+  // of the matmul schedule (matmul_panel_width), so that one tile's
   // weights are one contiguous block. The node is changed in place.
   void pack_matmul_weights(Node& n) {
     if (n.inputs.size() < 2 || n.inputs[1] < 0 || n.has_attr("kiln_packed_b")) return;
-    if (n.op == "Gemm" && n.attr_int("transB", 0) != 0) return;
+    if (n.is(Op::Gemm) && n.attr_int("transB", 0) != 0) return;
     const Value b = g_.values[n.inputs[1]];
     if (!b.is_constant() || b.shape.size() != 2 || (b.dtype != DType::F32 && b.dtype != DType::F64)) return;
     if (n.inputs[0] < 0) return;
     const Shape& as = g_.values[n.inputs[0]].shape;
-    bool ta = n.op == "Gemm" && n.attr_int("transA", 0) != 0;
+    bool ta = n.is(Op::Gemm) && n.attr_int("transA", 0) != 0;
     int64_t M = as.size() < 2 ? 1 : ta ? as[as.size() - 1] : as[as.size() - 2];  // rows per batch
     int64_t K = b.shape[0], N = b.shape[1];
-    int64_t nb = lower::matmul_panel_width(M, N, VectorInfo{(int)lanes_, registers_});
+    int64_t nb = matmul_panel_width(M, N, vector_);
     if (!nb) return;
     std::vector<double> d = constant_as_doubles(b), p(d.size());
     for (int64_t k = 0; k < K; k++)
@@ -295,7 +285,7 @@ class Blocker {
     const Value y = g_.values[n.outputs[0]];
     if (!is_float4d(y)) return false;
     int64_t C = y.shape[1], b = block_of(C);
-    if (!b || (padded(C, b) != C && !keeps_finite(n.op))) return false;
+    if (!b || (padded(C, b) != C && !n.traits().keeps_finite())) return false;
     std::vector<int> inputs = n.inputs;
     bool any_blocked = false;
     for (size_t i = 0; i < inputs.size(); i++) {
@@ -350,8 +340,8 @@ class Blocker {
 }  // namespace
 
 bool pass_layout(Graph& g, PassContext& ctx) {
-  if (ctx.vector_lanes < 4) return false;
-  return Blocker(g, ctx.vector_lanes, ctx.vector_registers).run(ctx);
+  if (!ctx.env.blocked_layout || ctx.env.vector.lanes < 4) return false;
+  return Blocker(g, ctx.env.vector).run(ctx);
 }
 
 }  // namespace kiln::graph

@@ -20,9 +20,8 @@ namespace kiln::graph {
 
 namespace {
 
-bool reshape_like(const std::string& op) {
-  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze";
-}
+// Reshape, Flatten, Squeeze, Unsqueeze (role Reshape in the operator table).
+bool reshape_like(const Node& n) { return n.traits().role == OpRole::Reshape; }
 
 std::vector<int64_t> perm_of(const Graph& g, const Node& n) {
   size_t rank = g.values[n.inputs[0]].shape.size();
@@ -37,11 +36,11 @@ void make_forward(Graph& g, Node& n, int src) {
   if (!is_model_output(g, out)) {
     replace_uses(g, out, src);
     n.inputs = {src};
-    n.op = "Identity";  // unused now: removed below
+    n.op = op_name(Op::Identity);  // unused now: removed below
     n.attrs.clear();
     return;
   }
-  n.op = "Identity";
+  n.op = op_name(Op::Identity);
   n.inputs = {src};
   n.attrs.clear();
 }
@@ -57,13 +56,13 @@ bool pass_reshape_chain(Graph& g, PassContext& ctx) {
     if (n.inputs.empty() || n.inputs[0] < 0 || n.outputs.empty() || n.outputs[0] < 0) continue;
     int in = n.inputs[0], out = n.outputs[0];
     int p = g.values[in].producer;
-    if (reshape_like(n.op)) {
+    if (reshape_like(n)) {
       const Shape& final_shape = g.values[out].shape;
       bool has_zero = false;
       for (int64_t d : final_shape) has_zero |= d == 0;
       if (has_zero) continue;
       int src = in;
-      if (p >= 0 && reshape_like(g.nodes[p].op) && !g.nodes[p].inputs.empty() && g.nodes[p].inputs[0] >= 0) {
+      if (p >= 0 && reshape_like(g.nodes[p]) && !g.nodes[p].inputs.empty() && g.nodes[p].inputs[0] >= 0) {
         src = g.nodes[p].inputs[0];
         touched_inner.push_back((size_t)p);
       }
@@ -77,14 +76,14 @@ bool pass_reshape_chain(Graph& g, PassContext& ctx) {
       std::vector<uint8_t> bytes(final_shape.size() * 8);
       memcpy(bytes.data(), final_shape.data(), bytes.size());
       int shape_const = g.add_constant(g.values[out].name + ".shape", DType::I64, {(int64_t)final_shape.size()}, bytes);
-      n.op = "Reshape";
+      n.op = op_name(Op::Reshape);
       n.attrs.clear();
       n.inputs = {src, shape_const};
       collapsed++;
-    } else if (n.op == "Transpose") {
+    } else if (n.is(Op::Transpose)) {
       std::vector<int64_t> q = perm_of(g, n);
       int src = in;
-      if (p >= 0 && g.nodes[p].op == "Transpose" && g.nodes[p].inputs[0] >= 0) {
+      if (p >= 0 && g.nodes[p].is(Op::Transpose) && g.nodes[p].inputs[0] >= 0) {
         std::vector<int64_t> p1 = perm_of(g, g.nodes[p]), p2 = q;
         for (size_t k = 0; k < p2.size(); k++) q[k] = p1[(size_t)p2[k]];
         src = g.nodes[p].inputs[0];

@@ -92,6 +92,13 @@ bool fold_channel_affine_into_conv(Graph& g, Node& conv, const std::vector<doubl
   return true;
 }
 
+bool NodeRemoval::finish(Graph& g, PassContext& ctx, const char* what) const {
+  if (!count) return false;
+  remove_nodes(g, remove);
+  ctx.detail = std::to_string(count) + " " + what;
+  return true;
+}
+
 void absorb_consumer(Graph& g, int producer, int consumer, std::vector<bool>& remove) {
   int x = g.nodes[producer].outputs[0], y = g.nodes[consumer].outputs[0];
   g.nodes[producer].outputs[0] = y;  // keeps the consumer's output name

@@ -27,7 +27,7 @@ namespace {
 constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 
 bool wants_winograd(const Graph& g, const Node& n) {
-  if (n.op != "Conv" || n.attr_string("kiln_layout", "") != "NCHWc" || n.has_attr("kiln_winograd")) return false;
+  if (!n.is(Op::Conv) || n.attr_string("kiln_layout", "") != "NCHWc" || n.has_attr("kiln_winograd")) return false;
   if (n.inputs.size() < 2 || n.inputs[1] < 0 || n.outputs.empty() || n.outputs[0] < 0) return false;
   const Value& w = g.values[n.inputs[1]];
   const Value& y = g.values[n.outputs[0]];

@@ -39,8 +39,7 @@ std::vector<PassStats> run_graph_passes(Graph& g, const PassOptions& options) {
     s.name = p.name;
     s.nodes_before = g.nodes.size();
     PassContext ctx;
-    ctx.vector_lanes = options.vector_lanes;
-    ctx.vector_registers = options.vector_registers;
+    ctx.env = options.env;
     auto t0 = std::chrono::steady_clock::now();
     s.changed = p.run(g, ctx);
     s.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -8,22 +8,39 @@
 // --report.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "graph/graph.h"
+#include "target/target.h"
 
 namespace kiln::graph {
 
-// What a pass may read besides the graph, and where it reports details.
+// Runs a graph: inputs[i] holds the bytes of g.inputs[i]; returns the bytes
+// of each g.outputs[i]. Throws UserError / InternalError like compilation.
+using GraphEvaluator =
+    std::function<std::vector<std::vector<uint8_t>>(const Graph& g, const std::vector<std::vector<uint8_t>>& inputs)>;
+
+// What the passes may read besides the graph; the driver sets it up.
+struct PassEnvironment {
+  VectorInfo vector;            // layout: the target's vector unit (block widths, matmul panels)
+  bool blocked_layout = false;  // layout: move convolutions to NCHWc (CPU targets; false keeps NCHW)
+  // constant-fold: compiles and runs constant subgraphs with the compiler's
+  // own steps (driver/evaluate.h; the graph layer never generates code
+  // itself). Unset: only Shape/Size and alias ops on constants fold.
+  GraphEvaluator evaluate;
+};
+
+// One pass's environment, and where it reports details.
 struct PassContext {
+  PassEnvironment env;         // set by the runner (or a test)
   int64_t folded_values = 0;   // constant-fold: values turned into constants
   int64_t folded_bytes = 0;    // constant-fold: bytes of those constants
   std::string detail;          // optional one-line note for --report (set by the pass)
-  int64_t vector_lanes = 0;    // layout: the target's float32 vector lanes (0: keep NCHW)
-  int vector_registers = 16;   // layout: the target's vector registers (matmul panel widths)
 };
 
 struct GraphPass {
@@ -46,11 +63,10 @@ bool pass_cse(Graph& g, PassContext& ctx);             // pass_cse.cpp
 bool pass_dead_code(Graph& g, PassContext& ctx);       // pass_dead_code.cpp
 
 struct PassOptions {
-  std::set<std::string> dump_after;   // pass names, or "all"
+  std::set<std::string> dump_after;    // pass names, or "all"
   std::ostream* dump_stream = nullptr; // where dumps go (stderr if null)
-  std::set<std::string> disabled;     // passes to skip (tests, debugging)
-  int64_t vector_lanes = 0;           // the target's float32 vector lanes (layout; 0: keep NCHW)
-  int vector_registers = 16;          // the target's vector registers (layout)
+  std::set<std::string> disabled;      // passes to skip (tests, debugging)
+  PassEnvironment env;                 // handed to every pass
 };
 
 struct PassStats {
@@ -89,5 +105,16 @@ bool fold_channel_affine_into_conv(Graph& g, Node& conv, const std::vector<doubl
 // Node `producer` takes over node `consumer`'s (first) output, whose work it
 // now does; `consumer` is flagged for removal.
 void absorb_consumer(Graph& g, int producer, int consumer, std::vector<bool>& remove);
+
+// The bookkeeping of a pass that rewrites node by node and removes the nodes
+// it made redundant: which nodes go and how many rewrites were made.
+struct NodeRemoval {
+  explicit NodeRemoval(const Graph& g) : remove(g.nodes.size(), false) {}
+  std::vector<bool> remove;  // per node: remove it at finish()
+  int count = 0;             // rewrites made
+  // Removes the flagged nodes and reports "<count> <what>" in ctx.detail;
+  // returns whether the graph changed (count > 0).
+  bool finish(Graph& g, PassContext& ctx, const char* what) const;
+};
 
 }  // namespace kiln::graph

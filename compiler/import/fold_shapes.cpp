@@ -9,12 +9,18 @@
 #include <map>
 #include <set>
 
+#include "graph/op_table.h"
 #include "support/diagnostics.h"
 
 namespace kiln {
 namespace {
 
 using TP = onnx::TensorProto;
+using graph::ImportFold;
+using graph::Op;
+
+// A Constant node (its value is a constant at import).
+bool is_constant_node(const onnx::NodeProto& n) { return graph::op_traits(n.op_type()).fold == ImportFold::Constant; }
 
 // A small constant: integers (and bools) as int64, floats as double.
 struct Const {
@@ -158,7 +164,7 @@ class Folder {
     for (int ni = 0; ni < g_.node_size(); ni++) {
       const onnx::NodeProto& n = g_.node(ni);
       if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
-      if (n.op_type() == "Constant" || n.output_size() != 1 || n.output(0).empty()) continue;
+      if (is_constant_node(n) || n.output_size() != 1 || n.output(0).empty()) continue;
       Const r;
       if (!eval(n, &r) || r.size() > kMaxElements) continue;
       consts_[n.output(0)] = r;
@@ -192,7 +198,7 @@ class Folder {
     for (auto& n : g_.node()) {
       const onnx::AttributeProto* v = attr(n, "value");
       Const c;
-      if (n.op_type() == "Constant" && v && v->has_t() && from_proto(v->t(), &c)) consts_[n.output(0)] = c;
+      if (is_constant_node(n) && v && v->has_t() && from_proto(v->t(), &c)) consts_[n.output(0)] = c;
     }
     auto add_shape = [&](const onnx::ValueInfoProto& vi) {
       if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
@@ -221,12 +227,16 @@ class Folder {
   }
 
   bool eval(const onnx::NodeProto& n, Const* r) {
-    const std::string& op = n.op_type();
-    if (op == "Shape" || op == "Size") {
+    // What to compute: the operator's ImportFold rule (graph/op_table.def).
+    const graph::OpTraits& traits = graph::op_traits(n.op_type());
+    const Op op = traits.op;
+    const ImportFold fold = traits.fold;
+    if (fold == ImportFold::None) return false;
+    if (fold == ImportFold::Shape || fold == ImportFold::Size) {
       auto it = shapes_.find(n.input(0));
       if (it == shapes_.end()) return false;
       const auto& s = it->second;
-      if (op == "Size") {
+      if (fold == ImportFold::Size) {
         int64_t total = 1;
         for (auto d : s) total *= d;
         *r = make_ints({}, {total});
@@ -241,11 +251,11 @@ class Folder {
     if (!all_const(n) || n.input_size() == 0) return false;
     const Const* a = in(n, 0);
     if (!a) return false;
-    if (op == "Identity") {
+    if (fold == ImportFold::Identity) {
       *r = *a;
       return true;
     }
-    if (op == "Cast") {
+    if (fold == ImportFold::Cast) {
       int to = (int)attr_i(n, "to", 0);
       if (!supported_elem(to)) return false;
       Const c;
@@ -260,7 +270,7 @@ class Folder {
       *r = c;
       return true;
     }
-    if (op == "Unsqueeze" || op == "Squeeze") {
+    if (fold == ImportFold::Unsqueeze || fold == ImportFold::Squeeze) {
       std::vector<int64_t> axes;
       if (opset_ >= 13) {
         if (const Const* ax = in(n, 1))
@@ -269,7 +279,7 @@ class Folder {
         axes.assign(at->ints().begin(), at->ints().end());
       }
       Const c = *a;
-      if (op == "Unsqueeze") {
+      if (fold == ImportFold::Unsqueeze) {
         int64_t rank = (int64_t)a->dims.size() + (int64_t)axes.size();
         std::vector<bool> is_new(rank, false);
         for (auto x : axes) {
@@ -292,7 +302,7 @@ class Folder {
       *r = c;
       return true;
     }
-    if (op == "Reshape") {
+    if (fold == ImportFold::Reshape) {
       const Const* sh = in(n, 1);
       auto it = shapes_.find(n.output(0));
       if (!sh || it == shapes_.end()) return false;  // rely on shape inference for the shape
@@ -302,7 +312,7 @@ class Folder {
       *r = c;
       return true;
     }
-    if (op == "Concat") {
+    if (fold == ImportFold::Concat) {
       int64_t rank = (int64_t)a->dims.size();
       int64_t axis = norm_axis(attr_i(n, "axis", 0), rank);
       if (rank != 1 || axis != 0) return false;  // 1-D shape vectors only
@@ -317,7 +327,7 @@ class Folder {
       *r = c;
       return true;
     }
-    if (op == "Gather") {
+    if (fold == ImportFold::Gather) {
       const Const* idx = in(n, 1);
       if (!idx || a->dims.size() != 1 || attr_i(n, "axis", 0) != 0) return false;
       Const c;
@@ -333,7 +343,7 @@ class Folder {
       *r = c;
       return true;
     }
-    if (op == "Slice") {
+    if (fold == ImportFold::Slice) {
       if (a->dims.size() != 1 || opset_ < 10) return false;
       const Const *st = in(n, 1), *en = in(n, 2), *ax = in(n, 3), *sp = in(n, 4);
       if (!st || !en || st->size() != 1 || en->size() != 1) return false;
@@ -358,7 +368,7 @@ class Folder {
       *r = c;
       return true;
     }
-    if (op == "ConstantOfShape") {
+    if (fold == ImportFold::ConstantOfShape) {
       if (a->dims.size() != 1) return false;
       Const c;
       c.elem = TP::FLOAT;
@@ -377,7 +387,7 @@ class Folder {
       *r = c;
       return true;
     }
-    if (op == "Range") {
+    if (fold == ImportFold::Range) {
       const Const *lim = in(n, 1), *dl = in(n, 2);
       if (!lim || !dl) return false;
       double s = a->at(0), l = lim->at(0), step = dl->at(0);
@@ -395,27 +405,26 @@ class Folder {
       return true;
     }
     // Elementwise arithmetic on small constants.
-    static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Equal", "Less", "Greater", "Max", "Min"};
-    if (binary.count(op) && n.input_size() == 2) {
+    if ((fold == ImportFold::Arith || fold == ImportFold::Compare) && n.input_size() == 2) {
       const Const* b = in(n, 1);
-      bool cmp = op == "Equal" || op == "Less" || op == "Greater";
+      bool cmp = fold == ImportFold::Compare;
       bool fl = a->is_float();
       if (b->is_float() != fl) return false;
       return broadcast2(*a, *b, r, cmp ? (int)TP::BOOL : a->elem, [&](int64_t ia, int64_t ib, Const& o) {
         if (fl) {
           double x = a->f[ia], y = b->f[ib];
-          if (cmp) o.i.push_back(op == "Equal" ? x == y : op == "Less" ? x < y : x > y);
-          else o.f.push_back(op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y : op == "Div" ? x / y
-                             : op == "Max" ? std::max(x, y) : std::min(x, y));
+          if (cmp) o.i.push_back(op == Op::Equal ? x == y : op == Op::Less ? x < y : x > y);
+          else o.f.push_back(op == Op::Add ? x + y : op == Op::Sub ? x - y : op == Op::Mul ? x * y : op == Op::Div ? x / y
+                             : op == Op::Max ? std::max(x, y) : std::min(x, y));
         } else {
           int64_t x = a->i[ia], y = b->i[ib];
-          if (cmp) o.i.push_back(op == "Equal" ? x == y : op == "Less" ? x < y : x > y);
-          else o.i.push_back(op == "Add" ? x + y : op == "Sub" ? x - y : op == "Mul" ? x * y
-                             : op == "Div" ? (y == 0 ? 0 : x / y) : op == "Max" ? std::max(x, y) : std::min(x, y));
+          if (cmp) o.i.push_back(op == Op::Equal ? x == y : op == Op::Less ? x < y : x > y);
+          else o.i.push_back(op == Op::Add ? x + y : op == Op::Sub ? x - y : op == Op::Mul ? x * y
+                             : op == Op::Div ? (y == 0 ? 0 : x / y) : op == Op::Max ? std::max(x, y) : std::min(x, y));
         }
       });
     }
-    if (op == "Where" && n.input_size() == 3) {
+    if (fold == ImportFold::Where && n.input_size() == 3) {
       const Const *x = in(n, 1), *y = in(n, 2);
       if (x->is_float() || y->is_float()) return false;
       Const xy;
@@ -431,16 +440,16 @@ class Folder {
         o.i.push_back(a->i[ic] ? xy.i[2 * idx.i[ik]] : xy.i[2 * idx.i[ik] + 1]);
       });
     }
-    if ((op == "Neg" || op == "Abs") && !a->is_float()) {
+    if (fold == ImportFold::IntUnary && !a->is_float()) {
       Const c = *a;
-      for (auto& v : c.i) v = op == "Neg" ? -v : std::abs(v);
+      for (auto& v : c.i) v = op == Op::Neg ? -v : std::abs(v);
       *r = c;
       return true;
     }
-    if ((op == "ReduceProd" || op == "ReduceSum") && !a->is_float() && n.input_size() == 1 &&
+    if (fold == ImportFold::IntReduce && !a->is_float() && n.input_size() == 1 &&
         attr_i(n, "keepdims", 1) == 0 && !attr(n, "axes")) {
-      int64_t v = op == "ReduceProd" ? 1 : 0;
-      for (auto x : a->i) v = op == "ReduceProd" ? v * x : v + x;
+      int64_t v = op == Op::ReduceProd ? 1 : 0;
+      for (auto x : a->i) v = op == Op::ReduceProd ? v * x : v + x;
       *r = make_ints({}, {v}, a->elem);
       return true;
     }

@@ -279,7 +279,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
       user_error << n.op_type() << " node '" << name << "': operators of domain '" << n.domain()
                  << "' are not supported; only the default ONNX domain is";
     }
-    if (n.op_type() == "Constant") {
+    if (graph::op_traits(n.op_type()).role == graph::OpRole::Import) {  // Constant
       graph::Value v = constant_node_value(n, model_dir);
       std::string vname = v.name;
       value_ids[vname] = out.add_value(std::move(v));

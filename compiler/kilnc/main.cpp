@@ -4,6 +4,7 @@
 //         [--vulkan-features=none|int64|float64|all] [--vulkan-shared-memory=on|off]
 //         [--input-shape NAME=1,3,224,224]... [--dump-after=PASS]... [--dump-graph-after=PASS]...
 //         [--disable-graph-pass=PASS]... [--dump-graph] [--report]
+//   kilnc --list-operators
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "driver/pipeline.h"
+#include "graph/op_table.h"
 #include "support/diagnostics.h"
 
 namespace {
@@ -18,6 +20,7 @@ namespace {
 void usage(FILE* f) {
   fprintf(f,
           "usage: kilnc MODEL.onnx -o OUT.kiln [options]\n"
+          "       kilnc --list-operators   print the supported operators (name, family, role)\n"
           "  --target=T             'host' (default), 'vulkan' (SPIR-V) or 'llvm -mtriple=TRIPLE -mcpu=CPU -mattr=FEATURES'\n"
           "  --vulkan-shared-memory=on|off  GPU schedules tile convolutions and matrix products through\n"
           "                         workgroup shared memory (default off: on for desktop-class GPUs; it is no\n"
@@ -46,6 +49,12 @@ void usage(FILE* f) {
           "  --disable-graph-pass=P skip graph pass P (debugging)\n"
           "  --dump-graph           print the graph after import\n"
           "  --report               print per-step and per-graph-pass statistics\n");
+}
+
+// The operator table (graph/op_table.def): one line per operator.
+void list_operators() {
+  for (const auto& t : kiln::graph::op_table())
+    printf("%-28s %-12s %s\n", t.name, kiln::graph::family_name(t.family), kiln::graph::role_name(t.role));
 }
 
 std::vector<int64_t> parse_dims(const std::string& text, const std::string& arg) {
@@ -78,6 +87,9 @@ int main(int argc, char** argv) {
       };
       if (a == "-h" || a == "--help") {
         usage(stdout);
+        return 0;
+      } else if (a == "--list-operators") {
+        list_operators();
         return 0;
       } else if (a == "-o") {
         output = value("-o");

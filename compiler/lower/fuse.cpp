@@ -4,16 +4,6 @@
 
 namespace kiln {
 
-namespace {
-
-// Operators whose kernels are reductions with a schedule of their own.
-bool is_heavy(const std::string& op) {
-  return op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul" || op == "Einsum" ||
-         op == "MaxPool" || op == "AveragePool" || op == "LpPool";
-}
-
-}  // namespace
-
 std::set<int> choose_fused_values(const graph::Graph& g) {
   std::map<int, int> uses;
   std::map<int, int> consumer;
@@ -26,11 +16,11 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
   for (int v : g.outputs) uses[v] += 2;  // never fuse a model output
   std::set<int> fused;
   for (const graph::Node& n : g.nodes) {
-    if (graph::is_shape_only_op(n.op) || n.outputs.size() != 1 || n.outputs[0] < 0) continue;
+    if (n.traits().shape_only() || n.outputs.size() != 1 || n.outputs[0] < 0) continue;
     int v = n.outputs[0];
     if (uses[v] != 1 || g.values[v].is_constant()) continue;
     const graph::Node& c = g.nodes[consumer[v]];
-    if (!graph::is_elementwise_op(c.op) || c.outputs.empty() || c.outputs[0] < 0) continue;
+    if (!c.traits().elementwise() || c.outputs.empty() || c.outputs[0] < 0) continue;
     if (g.values[c.outputs[0]].shape != g.values[v].shape) continue;
     fused.insert(v);
   }
@@ -41,7 +31,7 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
   for (const graph::Node& c : g.nodes) {
     std::vector<int> heavy;
     for (int v : c.inputs)
-      if (v >= 0 && fused.count(v) && is_heavy(g.nodes[g.values[v].producer].op)) heavy.push_back(v);
+      if (v >= 0 && fused.count(v) && g.nodes[g.values[v].producer].traits().role == graph::OpRole::Heavy) heavy.push_back(v);
     for (size_t i = 0; i + 1 < heavy.size(); i++) fused.erase(heavy[i]);
   }
   return fused;

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "lower/fuse.h"
-#include "lower/op_lowering.h"
+#include "lower/op_registry.h"
 #include "lower/schedules_gpu.h"
 #include "te/lower.h"
 #include "support/diagnostics.h"
@@ -36,7 +36,6 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
   LoweredProgram p;
   p.storage_root.resize(g.values.size());
   for (size_t i = 0; i < g.values.size(); i++) p.storage_root[i] = (int)i;
-  const auto& registry = lower::op_registry();
   lower::LoweringState state;
   state.fused = choose_fused_values(g);
   state.vector = vector;
@@ -45,17 +44,17 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
 
   for (size_t ni = 0; ni < g.nodes.size(); ni++) {
     const graph::Node& n = g.nodes[ni];
-    if (graph::is_shape_only_op(n.op) && !n.inputs.empty() && n.inputs[0] >= 0 && g.values[n.inputs[0]].is_constant()) {
+    if (n.traits().shape_only() && !n.inputs.empty() && n.inputs[0] >= 0 && g.values[n.inputs[0]].is_constant()) {
       g.values[n.outputs.at(0)].data = g.values[n.inputs[0]].data;  // a constant reshaped is a constant
       continue;
     }
-    auto it = registry.find(n.op);
-    if (it == registry.end()) {
+    lower::OpLowering lowering = lower::op_lowering(n.traits().op);
+    if (!lowering) {
       user_error << n.describe() << ": operator '" << n.op << "' (opset " << g.opset
                  << ") is not supported by kilnc yet";
     }
     lower::OpContext ctx(g, (int)ni, (int)p.kernels.size(), &state);
-    it->second(ctx);
+    lowering(ctx);
     for (size_t i = p.storage_root.size(); i < g.values.size(); i++) p.storage_root.push_back((int)i);  // new constants
     for (auto& [out, in] : ctx.aliases) p.storage_root[out] = p.storage_root[in];
     for (auto& k : ctx.kernels) p.kernels.push_back(std::move(k));

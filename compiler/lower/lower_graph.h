@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "codegen/target.h"
+#include "target/target.h"
 #include "graph/graph.h"
 #include "lower/kernel.h"
 

@@ -283,28 +283,4 @@ int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank) {
   return axis;
 }
 
-const std::map<std::string, OpLowering>& op_registry() {
-  static const std::map<std::string, OpLowering> registry = [] {
-    std::map<std::string, OpLowering> r;
-    register_conv_ops(r);
-    register_pool_ops(r);
-    register_layout_ops(r);
-    register_elementwise_ops(r);
-    register_matmul_ops(r);
-    register_shape_ops(r);
-    register_softmax_ops(r);
-    register_math_ops(r);
-    register_reduce_ops(r);
-    register_index_ops(r);
-    register_norm_ops(r);
-    register_scan_ops(r);
-    register_loss_ops(r);
-    register_rnn_ops(r);
-    register_resize_ops(r);
-    register_quant_ops(r);
-    return r;
-  }();
-  return registry;
-}
-
 }  // namespace kiln::lower

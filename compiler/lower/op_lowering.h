@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/target.h"
+#include "target/target.h"
 #include "graph/graph.h"
 #include "lower/kernel.h"
 #include "te/schedule.h"
@@ -58,6 +58,8 @@ class OpContext {
   std::vector<std::pair<int, int>> aliases;  // (output value, input value) sharing storage
 
   const graph::Node& node() const { return graph.nodes[node_index]; }
+  // The node's operator (several operators may share one lowering function).
+  graph::Op op() const { return node().traits().op; }
   const graph::Value& value(int v) const { return graph.values[v]; }
   // Input i's value index; a missing required input is a user error.
   int input(size_t i) const;
@@ -115,34 +117,26 @@ class OpContext {
   std::string kernel_name(const std::string& what);
 };
 
-using OpLowering = std::function<void(OpContext&)>;
-
-// The registry of supported ONNX operators.
-const std::map<std::string, OpLowering>& op_registry();
-
-// Registration functions, one per operator family (lower/ops_*.cpp).
-void register_conv_ops(std::map<std::string, OpLowering>& r);
-void register_pool_ops(std::map<std::string, OpLowering>& r);
-void register_elementwise_ops(std::map<std::string, OpLowering>& r);
-void register_matmul_ops(std::map<std::string, OpLowering>& r);
-void register_shape_ops(std::map<std::string, OpLowering>& r);
-void register_softmax_ops(std::map<std::string, OpLowering>& r);
-void register_math_ops(std::map<std::string, OpLowering>& r);
-void register_reduce_ops(std::map<std::string, OpLowering>& r);
-void register_index_ops(std::map<std::string, OpLowering>& r);
-void register_norm_ops(std::map<std::string, OpLowering>& r);
-void register_scan_ops(std::map<std::string, OpLowering>& r);
-void register_loss_ops(std::map<std::string, OpLowering>& r);
-void register_rnn_ops(std::map<std::string, OpLowering>& r);
-void register_resize_ops(std::map<std::string, OpLowering>& r);
-void register_quant_ops(std::map<std::string, OpLowering>& r);
-void register_layout_ops(std::map<std::string, OpLowering>& r);
+// The lowering functions, one per name in the Lowering column of the
+// operator table (graph/op_table.def), each defined in the file of its
+// family (lower/ops_<family>.cpp); lower/op_registry.h maps operators to them.
+#define KILN_OP(id, name, family, lowering, ...) void lowering(OpContext& ctx);
+#include "graph/op_table.def"
+#undef KILN_OP
 
 // Helpers shared by the families.
 std::vector<int64_t> spatial_pads(const OpContext& ctx, const graph::Shape& in, const graph::Shape& out,
                                   const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                                   const std::vector<int64_t>& dilations);
 int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank);
+// Which input dimensions a reduction reduces (ops_reduce.cpp, ops_softmax.cpp).
+struct ReduceAxes {
+  std::vector<bool> reduced;  // per input dim
+  graph::Shape rshape;        // extents of the reduced dims, in order
+  bool keepdims;              // the output keeps reduced dims as extent 1
+};
+// The input index for output index o and reduce index r.
+Indices input_index(const ReduceAxes& ax, const Indices& o, const Indices& r);
 // Index into an input of shape `in_shape` broadcast (numpy rules) to an output indexed by `out_idx`.
 Indices broadcast_index(const graph::Shape& in_shape, const Indices& out_idx);
 // All of idx[i] inside [lo[i], hi[i]).

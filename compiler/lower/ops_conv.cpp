@@ -45,6 +45,8 @@ void lower_conv_blocked(OpContext& ctx) {
   ctx.set_output(0, conv);
 }
 
+}  // namespace
+
 void lower_conv(OpContext& ctx) {
   ctx.require_float();
   const graph::Node& n = ctx.node();
@@ -155,13 +157,6 @@ void lower_conv_transpose(OpContext& ctx) {
     conv = te::compute("convtranspose_bias", os, [acc, b](const Indices& o) { return acc(o) + b({o[1]}); });
   }
   ctx.set_output(0, conv);
-}
-
-}  // namespace
-
-void register_conv_ops(std::map<std::string, OpLowering>& r) {
-  r["Conv"] = lower_conv;
-  r["ConvTranspose"] = lower_conv_transpose;
 }
 
 }  // namespace kiln::lower

@@ -1,5 +1,6 @@
-// Elementwise operators: unary activations, broadcasting binary arithmetic,
-// Clip (float and integer), Shrink and inference-mode BatchNormalization.
+// Elementwise operators: unary activations, Round, broadcasting binary
+// arithmetic, Clip (float and integer), Shrink and inference-mode
+// BatchNormalization.
 #include <cmath>
 #include <cstring>
 
@@ -9,16 +10,31 @@
 namespace kiln::lower {
 namespace {
 
-using UnaryFn = std::function<Expr(const graph::Node&, const Expr&)>;
+using graph::Op;
 
 Expr call(tir::Intrinsic op, const Expr& x) { return tir::Call::make(op, {x}); }
 Expr fconst(const Expr& like, double v) { return tir::make_const(like.type(), v); }
 
-void lower_unary(OpContext& ctx, const UnaryFn& f) {
-  ctx.require_float32();
-  te::Tensor x = ctx.in(0);
-  const graph::Node& n = ctx.node();
-  ctx.set_output(0, te::compute(n.op, x.shape(), [x, f, n](const Indices& i) { return f(n, x(i)); }));
+// The formula of a unary activation of lower_unary.
+Expr unary_formula(Op op, const graph::Node& n, const Expr& x) {
+  switch (op) {
+    case Op::Relu: return tir::max(x, fconst(x, 0));
+    case Op::Sigmoid: return fconst(x, 1) / (fconst(x, 1) + call(tir::Intrinsic::Exp, fconst(x, 0) - x));
+    case Op::Exp: return call(tir::Intrinsic::Exp, x);
+    case Op::Sqrt: return call(tir::Intrinsic::Sqrt, x);
+    case Op::Abs: return call(tir::Intrinsic::Abs, x);
+    case Op::Floor: return call(tir::Intrinsic::Floor, x);
+    case Op::Ceil: return call(tir::Intrinsic::Ceil, x);
+    case Op::Neg: return fconst(x, 0) - x;
+    case Op::Reciprocal: return fconst(x, 1) / x;
+    case Op::LeakyRelu: return tir::select(x < fconst(x, 0), x * fconst(x, n.attr_float("alpha", 0.01)), x);
+    case Op::HardSigmoid:
+      return tir::clamp(x * fconst(x, n.attr_float("alpha", 0.2)) + fconst(x, n.attr_float("beta", 0.5)), fconst(x, 0),
+                        fconst(x, 1));
+    case Op::HardSwish: return x * tir::clamp(x * fconst(x, 1.0 / 6.0) + fconst(x, 0.5), fconst(x, 0), fconst(x, 1));
+    default: internal_error << n.describe() << ": not a unary activation";
+  }
+  return Expr();
 }
 
 void lower_binary(OpContext& ctx, bool ints_ok, Expr (*f)(Expr, Expr)) {
@@ -50,6 +66,8 @@ Expr clip_bound(OpContext& ctx, size_t input, const char* attr, tir::Type t) {
   te::Tensor b = ctx.in(input);
   return b(Indices(b.ndim(), Expr(0)));
 }
+
+}  // namespace
 
 // y = min(max(x, lo), hi), for float and integer types.
 void lower_clip(OpContext& ctx) {
@@ -85,11 +103,15 @@ void lower_shrink(OpContext& ctx) {
   }));
 }
 
+namespace {
+
 std::vector<uint8_t> float_bytes(const std::vector<float>& v) {
   std::vector<uint8_t> r(v.size() * 4);
   memcpy(r.data(), v.data(), r.size());
   return r;
 }
+
+}  // namespace
 
 // y = (x - mean) / sqrt(var + eps) * scale + bias, per channel (axis 1).
 // With constant statistics the per-channel factors are folded at compile
@@ -129,41 +151,33 @@ void lower_batchnorm(OpContext& ctx) {
   }));
 }
 
-}  // namespace
+void lower_unary(OpContext& ctx) {
+  ctx.require_float32();
+  te::Tensor x = ctx.in(0);
+  const graph::Node& n = ctx.node();
+  Op op = ctx.op();
+  ctx.set_output(0, te::compute(n.op, x.shape(), [x, op, n](const Indices& i) { return unary_formula(op, n, x(i)); }));
+}
 
-void register_elementwise_ops(std::map<std::string, OpLowering>& r) {
-  auto unary = [&](const char* op, UnaryFn f) { r[op] = [f](OpContext& c) { lower_unary(c, f); }; };
-  unary("Relu", [](const graph::Node&, const Expr& x) { return tir::max(x, fconst(x, 0)); });
-  unary("Sigmoid", [](const graph::Node&, const Expr& x) {
-    return fconst(x, 1) / (fconst(x, 1) + call(tir::Intrinsic::Exp, fconst(x, 0) - x));
-  });
-  unary("Exp", [](const graph::Node&, const Expr& x) { return call(tir::Intrinsic::Exp, x); });
-  unary("Sqrt", [](const graph::Node&, const Expr& x) { return call(tir::Intrinsic::Sqrt, x); });
-  unary("Abs", [](const graph::Node&, const Expr& x) { return call(tir::Intrinsic::Abs, x); });
-  unary("Floor", [](const graph::Node&, const Expr& x) { return call(tir::Intrinsic::Floor, x); });
-  unary("Ceil", [](const graph::Node&, const Expr& x) { return call(tir::Intrinsic::Ceil, x); });
-  unary("Neg", [](const graph::Node&, const Expr& x) { return fconst(x, 0) - x; });
-  unary("Reciprocal", [](const graph::Node&, const Expr& x) { return fconst(x, 1) / x; });
-  unary("LeakyRelu", [](const graph::Node& n, const Expr& x) {
-    return tir::select(x < fconst(x, 0), x * fconst(x, n.attr_float("alpha", 0.01)), x);
-  });
-  unary("HardSigmoid", [](const graph::Node& n, const Expr& x) {
-    return tir::clamp(x * fconst(x, n.attr_float("alpha", 0.2)) + fconst(x, n.attr_float("beta", 0.5)), fconst(x, 0), fconst(x, 1));
-  });
-  unary("HardSwish", [](const graph::Node&, const Expr& x) {
-    return x * tir::clamp(x * fconst(x, 1.0 / 6.0) + fconst(x, 0.5), fconst(x, 0), fconst(x, 1));
-  });
-  r["Add"] = [](OpContext& c) { lower_binary(c, true, [](Expr a, Expr b) { return a + b; }); };
-  r["Sub"] = [](OpContext& c) { lower_binary(c, true, [](Expr a, Expr b) { return a - b; }); };
-  r["Mul"] = [](OpContext& c) { lower_binary(c, true, [](Expr a, Expr b) { return a * b; }); };
-  r["Div"] = [](OpContext& c) {
-    bool f = c.in_dtype(0) == graph::DType::F32 || c.in_dtype(0) == graph::DType::F64;
-    if (f) lower_binary(c, false, [](Expr a, Expr b) { return a / b; });
-    else lower_binary(c, true, [](Expr a, Expr b) { return trunc_divide(a, b); });
-  };
-  r["Clip"] = lower_clip;
-  r["Shrink"] = lower_shrink;
-  r["BatchNormalization"] = lower_batchnorm;
+// Round half to even (float types).
+void lower_round(OpContext& ctx) {
+  ctx.require_float();
+  te::Tensor x = ctx.in(0);
+  ctx.set_output(0, te::compute("round", x.shape(), [x](const Indices& i) { return round_half_even(x(i)); }));
+}
+
+// Add, Sub, Mul, Div (integer Div truncates toward zero, as ONNX's).
+void lower_arithmetic(OpContext& ctx) {
+  switch (ctx.op()) {
+    case Op::Add: return lower_binary(ctx, true, [](Expr a, Expr b) { return a + b; });
+    case Op::Sub: return lower_binary(ctx, true, [](Expr a, Expr b) { return a - b; });
+    case Op::Mul: return lower_binary(ctx, true, [](Expr a, Expr b) { return a * b; });
+    case Op::Div:
+      if (ctx.in_dtype(0) == graph::DType::F32 || ctx.in_dtype(0) == graph::DType::F64)
+        return lower_binary(ctx, false, [](Expr a, Expr b) { return a / b; });
+      return lower_binary(ctx, true, [](Expr a, Expr b) { return trunc_divide(a, b); });
+    default: internal_error << ctx.node().describe() << ": not an arithmetic operator";
+  }
 }
 
 }  // namespace kiln::lower

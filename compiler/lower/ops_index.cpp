@@ -1,14 +1,21 @@
 // Data-movement operators whose output positions map to input positions:
-// Gather, GatherElements, Slice, Expand, Tile, Pad, Split, DepthToSpace,
-// SpaceToDepth, Trilu, EyeLike, ConstantOfShape, Range, Size.
+// Gather, GatherElements, GatherND, Scatter(Elements), ScatterND, OneHot,
+// Slice, Expand, Tile, Pad, Split, DepthToSpace, SpaceToDepth, Trilu,
+// EyeLike, ConstantOfShape, Range.
 //
 // Shapes are static, so operands that only decide a shape (Expand's shape,
 // Tile's repeats, Split's sizes) are never read; operands that decide
 // positions (Slice's starts and steps, Pad's pads) must be constants.
 // Indices read at run time (Gather) are wrapped for negatives and clamped
 // into range, so a bad index never reads outside the tensor.
+//
+// Scatters are written as formulas over the output: element i takes the
+// last update whose (wrapped, clamped) index lands on i, else the data
+// value; this is a reduction over the updates, correct and race-free
+// (quadratic, which is fine for the sizes these operators see).
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
@@ -24,6 +31,8 @@ std::vector<int64_t> const_ints(OpContext& ctx, size_t input, const char* what) 
   for (int64_t i = 0; i < v.elements(); i++) r.push_back(v.const_int_at(i));
   return r;
 }
+
+}  // namespace
 
 void lower_gather(OpContext& ctx) {
   te::Tensor data = ctx.in(0), ind = ctx.in(1);
@@ -164,7 +173,8 @@ void lower_split(OpContext& ctx) {
 }
 
 // DepthToSpace (DCR or CRD) and SpaceToDepth on NCHW.
-void lower_depth_space(OpContext& ctx, bool to_space) {
+void lower_depth_space(OpContext& ctx) {
+  const bool to_space = ctx.op() == graph::Op::DepthToSpace;
   const graph::Node& n = ctx.node();
   te::Tensor x = ctx.in(0);
   user_assert(x.ndim() == 4) << n.describe() << ": input must be 4-D";
@@ -234,48 +244,118 @@ void lower_range(OpContext& ctx) {
   }));
 }
 
-// Shape (opset 15 adds start/end). Shapes are static, so import folds every
-// Shape node to a constant; this lowering is what runs if one remains.
-void lower_shape(OpContext& ctx) {
-  graph::Shape s = ctx.in_shape(0);
-  int64_t rank = (int64_t)s.size();
-  int64_t start = ctx.node().attr_int("start", 0), end = ctx.node().attr_int("end", rank);
-  if (start < 0) start += rank;
-  if (end < 0) end += rank;
-  start = std::clamp<int64_t>(start, 0, rank);
-  end = std::clamp<int64_t>(end, start, rank);
-  graph::Shape dims(s.begin() + start, s.begin() + end);
-  ctx.set_output(0, te::compute("shape", ctx.out_shape(0), [dims](const Indices& o) {
-    Expr v = tir::IntImm::make(tir::Int(64), 0);
-    for (size_t i = 0; i < dims.size(); i++)
-      v = tir::select(tir::EQ::make(o[0], Expr((int64_t)i)), tir::IntImm::make(tir::Int(64), dims[i]), v);
-    return v;
+void lower_onehot(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor ind = ctx.in(0), values = ctx.in(2);
+  const graph::Shape os = ctx.out_shape(0);
+  int64_t axis = normalize_axis(ctx, n.attr_int("axis", -1), (int64_t)os.size());
+  int64_t depth = os[axis];
+  ctx.set_output(0, te::compute("onehot", os, [=](const Indices& o) {
+    Indices ii(o.begin(), o.begin() + axis);
+    ii.insert(ii.end(), o.begin() + axis + 1, o.end());
+    Expr i = tir::cast(tir::Index(), ind(ii));
+    i = tir::select(i < Expr(0), i + Expr(depth), i);
+    return tir::select(tir::EQ::make(i, o[axis]), values({Expr(1)}), values({Expr(0)}));
   }));
 }
 
-void lower_size(OpContext& ctx) {
-  int64_t n = graph::num_elements(ctx.in_shape(0));
-  ctx.set_output(0, te::compute("size", ctx.out_shape(0), [n](const Indices&) { return tir::IntImm::make(tir::Int(64), n); }));
+void lower_gather_nd(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor data = ctx.in(0), ind = ctx.in(1);
+  int64_t b = n.attr_int("batch_dims", 0);
+  int64_t q = (int64_t)ind.ndim(), m = ind.shape().back();
+  ctx.set_output(0, te::compute("gather_nd", ctx.out_shape(0), [=](const Indices& o) {
+    // o = batch (b) + index-prefix (q - 1 - b) + slice of data after b + m dims
+    Indices di(o.begin(), o.begin() + b);
+    Indices prefix(o.begin(), o.begin() + (q - 1));
+    for (int64_t k = 0; k < m; k++) {
+      Indices ii = prefix;
+      ii.push_back(Expr(k));
+      di.push_back(wrap_index(ind(ii), data.shape()[b + k]));
+    }
+    di.insert(di.end(), o.begin() + (q - 1), o.end());
+    return data(di);
+  }));
+}
+
+namespace {
+
+Indices unflatten(Expr flat, const graph::Shape& shape) {
+  Indices idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % Expr(shape[d]);
+    flat = flat / Expr(shape[d]);
+  }
+  return idx;
+}
+
+// The scatter result at o, given which update positions (over `ushape`)
+// land on o (`hit`) and the update value at each (`value`).
+Expr scatter_value(const std::string& mode, const te::Tensor& data, const Indices& o, const graph::Shape& ushape,
+                   const std::function<Expr(const Indices&, const Indices&)>& hit,
+                   const std::function<Expr(const Indices&, const Indices&)>& value) {
+  tir::Type t = data.dtype();
+  graph::Shape os = data.shape();
+  if (mode == "none") {  // the last update that lands here wins
+    te::Tensor last = te::reduce("last", os, ushape, te::ReduceKind::Max, tir::Int(64), [=](const Indices& oo, const Indices& u) {
+      return tir::select(hit(oo, u), te::flat_index(ushape, u), Expr(-1));
+    }, Expr(-1));
+    Expr l = last(o);
+    return tir::select(Expr(0) <= l, value(o, unflatten(tir::max(l, Expr(0)), ushape)), data(o));
+  }
+  bool add = mode == "add";
+  te::Tensor acc = te::reduce("acc", os, ushape, add ? te::ReduceKind::Sum : te::ReduceKind::Prod, t,
+                              [=](const Indices& oo, const Indices& u) {
+                                return tir::select(hit(oo, u), value(oo, u), tir::make_const(t, add ? 0 : 1));
+                              });
+  return add ? data(o) + acc(o) : data(o) * acc(o);
 }
 
 }  // namespace
 
-void register_index_ops(std::map<std::string, OpLowering>& r) {
-  r["Gather"] = lower_gather;
-  r["GatherElements"] = lower_gather_elements;
-  r["Slice"] = lower_slice;
-  r["Expand"] = lower_expand;
-  r["Tile"] = lower_tile;
-  r["Pad"] = lower_pad;
-  r["Split"] = lower_split;
-  r["DepthToSpace"] = [](OpContext& c) { lower_depth_space(c, true); };
-  r["SpaceToDepth"] = [](OpContext& c) { lower_depth_space(c, false); };
-  r["Trilu"] = lower_trilu;
-  r["EyeLike"] = lower_eye_like;
-  r["ConstantOfShape"] = lower_constant_of_shape;
-  r["Range"] = lower_range;
-  r["Size"] = lower_size;
-  r["Shape"] = lower_shape;
+void lower_scatter_elements(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor data = ctx.in(0), ind = ctx.in(1), upd = ctx.in(2);
+  int64_t axis = normalize_axis(ctx, n.attr_int("axis", 0), (int64_t)data.ndim());
+  std::string mode = n.attr_string("reduction", "none");
+  user_assert(mode == "none" || mode == "add" || mode == "mul") << n.describe() << ": reduction '" << mode << "' is not supported";
+  graph::Shape us = upd.shape();
+  ctx.set_output(0, te::compute("scatter_elements", data.shape(), [=](const Indices& o) {
+    auto hit = [=](const Indices& oo, const Indices& u) {
+      Expr same = tir::EQ::make(wrap_index(ind(u), data.shape()[axis]), oo[axis]);
+      for (size_t d = 0; d < u.size(); d++)
+        if ((int64_t)d != axis) same = same && tir::EQ::make(u[d], oo[d]);
+      return same;
+    };
+    auto value = [=](const Indices&, const Indices& u) { return upd(u); };
+    return scatter_value(mode, data, o, us, hit, value);
+  }));
+}
+
+void lower_scatter_nd(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor data = ctx.in(0), ind = ctx.in(1), upd = ctx.in(2);
+  std::string mode = n.attr_string("reduction", "none");
+  user_assert(mode == "none" || mode == "add" || mode == "mul") << n.describe() << ": reduction '" << mode << "' is not supported";
+  int64_t k = ind.shape().back();
+  graph::Shape prefix(ind.shape().begin(), ind.shape().end() - 1);
+  ctx.set_output(0, te::compute("scatter_nd", data.shape(), [=](const Indices& o) {
+    auto hit = [=](const Indices& oo, const Indices& u) {
+      Expr same = tir::IntImm::make(tir::Bool(), 1);
+      for (int64_t j = 0; j < k; j++) {
+        Indices ii = u;
+        ii.push_back(Expr(j));
+        same = same && tir::EQ::make(wrap_index(ind(ii), data.shape()[j]), oo[j]);
+      }
+      return same;
+    };
+    auto value = [=](const Indices& oo, const Indices& u) {
+      Indices ui = u;
+      ui.insert(ui.end(), oo.begin() + k, oo.end());
+      return upd(ui);
+    };
+    return scatter_value(mode, data, o, prefix, hit, value);
+  }));
 }
 
 }  // namespace kiln::lower

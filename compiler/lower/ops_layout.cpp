@@ -7,7 +7,6 @@
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
-namespace {
 
 void lower_to_blocked(OpContext& ctx) {
   te::Tensor x = ctx.in(0);
@@ -31,13 +30,6 @@ void lower_from_blocked(OpContext& ctx) {
   ctx.set_output(0, te::compute("from_nchwc", os, [x, c](const Indices& o) {
     return x({o[0], o[1] / Expr(c), o[2], o[3], o[1] % Expr(c)});
   }));
-}
-
-}  // namespace
-
-void register_layout_ops(std::map<std::string, OpLowering>& r) {
-  r["kiln.ToBlocked"] = lower_to_blocked;
-  r["kiln.FromBlocked"] = lower_from_blocked;
 }
 
 }  // namespace kiln::lower

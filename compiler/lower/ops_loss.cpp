@@ -8,9 +8,9 @@
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
-namespace {
 
-void lower_nll(OpContext& ctx, bool softmax) {
+void lower_nll(OpContext& ctx) {
+  const bool softmax = ctx.op() == graph::Op::SoftmaxCrossEntropyLoss;
   const graph::Node& n = ctx.node();
   user_assert(ctx.in_dtype(0) == graph::DType::F32 || ctx.in_dtype(0) == graph::DType::F64)
       << n.describe() << ": scores must be float32 or float64";
@@ -71,13 +71,6 @@ void lower_nll(OpContext& ctx, bool softmax) {
   }
   te::Tensor wsum = te::reduce("weight_sum", {}, ts, te::ReduceKind::Sum, t, [=](const Indices&, const Indices& r) { return w_of(r); });
   ctx.set_output(0, te::compute("loss", {}, [=](const Indices& i) { return total(i) / wsum(i); }));
-}
-
-}  // namespace
-
-void register_loss_ops(std::map<std::string, OpLowering>& r) {
-  r["NegativeLogLikelihoodLoss"] = [](OpContext& c) { lower_nll(c, false); };
-  r["SoftmaxCrossEntropyLoss"] = [](OpContext& c) { lower_nll(c, true); };
 }
 
 }  // namespace kiln::lower

@@ -1,6 +1,7 @@
 // Elementwise math beyond the basic activations: more unary functions,
 // comparisons and logic (bool results), Pow, Mod, PRelu, Where, the variadic
-// Min/Max/Sum/Mean, Cast, and integer Div (truncating, as ONNX specifies).
+// Min/Max/Sum/Mean, Cast and CastLike, and integer Div (truncating, as ONNX
+// specifies).
 //
 // Bool tensors are stored as one byte; reads convert to Bool with != 0 and
 // results are converted back when stored (OpContext handles the store).
@@ -12,6 +13,7 @@
 namespace kiln::lower {
 namespace {
 
+using graph::Op;
 using tir::Intrinsic;
 
 Expr call(Intrinsic op, const Expr& x) { return tir::Call::make(op, {x}); }
@@ -45,28 +47,6 @@ void lower_nary(OpContext& ctx, const std::function<Expr(const std::vector<Expr>
 void require(OpContext& ctx, bool ok, const char* what) {
   user_assert(ok) << ctx.node().describe() << ": element type " << graph::dtype_name(ctx.in_dtype(0))
                   << " is not supported (" << what << ")";
-}
-
-void unary_float(std::map<std::string, OpLowering>& r, const char* op, std::function<Expr(const graph::Node&, Expr)> f) {
-  r[op] = [f](OpContext& c) {
-    require(c, is_float(c.in_dtype(0)), "float types only");
-    const graph::Node& n = c.node();
-    lower_nary(c, [f, n](const std::vector<Expr>& v) { return f(n, v[0]); });
-  };
-}
-
-void compare(std::map<std::string, OpLowering>& r, const char* op, Expr (*f)(Expr, Expr)) {
-  r[op] = [f](OpContext& c) {
-    require(c, !is_bool(c.in_dtype(0)) || std::string(c.node().op) == "Equal", "comparison of bools");
-    lower_nary(c, [f](const std::vector<Expr>& v) { return f(v[0], v[1]); });
-  };
-}
-
-void logic(std::map<std::string, OpLowering>& r, const char* op, Expr (*f)(Expr, Expr)) {
-  r[op] = [f](OpContext& c) {
-    require(c, is_bool(c.in_dtype(0)), "bool only");
-    lower_nary(c, [f](const std::vector<Expr>& v) { return f(v[0], v[1]); });
-  };
 }
 
 // Truncating integer division built from the IR's floor division.
@@ -104,208 +84,255 @@ Expr int_pow(const Expr& x, const Expr& e_in, tir::Type t) {
   return tir::Let::make(e, e_in, tir::select(e < Expr(0), neg, body));
 }
 
-}  // namespace
-
-void register_math_ops(std::map<std::string, OpLowering>& r) {
-  unary_float(r, "Tanh", [](const graph::Node&, Expr x) { return call(Intrinsic::Tanh, x); });
-  unary_float(r, "Log", [](const graph::Node&, Expr x) { return call(Intrinsic::Log, x); });
-  unary_float(r, "Erf", [](const graph::Node&, Expr x) { return call(Intrinsic::Erf, x); });
-  unary_float(r, "Sin", [](const graph::Node&, Expr x) { return call(Intrinsic::Sin, x); });
-  unary_float(r, "Cos", [](const graph::Node&, Expr x) { return call(Intrinsic::Cos, x); });
-  unary_float(r, "Tan", [](const graph::Node&, Expr x) { return call(Intrinsic::Tan, x); });
-  unary_float(r, "Asin", [](const graph::Node&, Expr x) { return call(Intrinsic::Asin, x); });
-  unary_float(r, "Acos", [](const graph::Node&, Expr x) { return call(Intrinsic::Acos, x); });
-  unary_float(r, "Atan", [](const graph::Node&, Expr x) { return call(Intrinsic::Atan, x); });
-  unary_float(r, "Sinh", [](const graph::Node&, Expr x) {
-    return (call(Intrinsic::Exp, x) - call(Intrinsic::Exp, k(x, 0) - x)) * k(x, 0.5);
-  });
-  unary_float(r, "Cosh", [](const graph::Node&, Expr x) {
-    return (call(Intrinsic::Exp, x) + call(Intrinsic::Exp, k(x, 0) - x)) * k(x, 0.5);
-  });
-  unary_float(r, "Asinh", [](const graph::Node&, Expr x) {  // odd: computed on |x|
-    Expr a = call(Intrinsic::Abs, x);
-    Expr v = call(Intrinsic::Log, a + call(Intrinsic::Sqrt, a * a + k(x, 1)));
-    return tir::select(x < k(x, 0), k(x, 0) - v, v);
-  });
-  unary_float(r, "Acosh", [](const graph::Node&, Expr x) {
-    return call(Intrinsic::Log, x + call(Intrinsic::Sqrt, x * x - k(x, 1)));
-  });
-  unary_float(r, "Atanh", [](const graph::Node&, Expr x) {
-    return call(Intrinsic::Log, (k(x, 1) + x) / (k(x, 1) - x)) * k(x, 0.5);
-  });
-  unary_float(r, "Softplus", [](const graph::Node&, Expr x) {
-    // log(1 + exp(x)), stable for large x.
-    return tir::select(x > k(x, 20), x, call(Intrinsic::Log, k(x, 1) + call(Intrinsic::Exp, x)));
-  });
-  unary_float(r, "Softsign", [](const graph::Node&, Expr x) { return x / (k(x, 1) + call(Intrinsic::Abs, x)); });
-  unary_float(r, "Elu", [](const graph::Node& n, Expr x) {
-    return tir::select(x < k(x, 0), k(x, n.attr_float("alpha", 1.0)) * (call(Intrinsic::Exp, x) - k(x, 1)), x);
-  });
-  unary_float(r, "Celu", [](const graph::Node& n, Expr x) {
-    Expr a = k(x, n.attr_float("alpha", 1.0));
-    return tir::max(x, k(x, 0)) + tir::min(k(x, 0), a * (call(Intrinsic::Exp, x / a) - k(x, 1)));
-  });
-  unary_float(r, "Selu", [](const graph::Node& n, Expr x) {
-    Expr a = k(x, n.attr_float("alpha", 1.67326319217681884765625));
-    Expr g = k(x, n.attr_float("gamma", 1.05070102214813232421875));
-    return tir::select(x > k(x, 0), g * x, g * (a * call(Intrinsic::Exp, x) - a));
-  });
-  unary_float(r, "ThresholdedRelu", [](const graph::Node& n, Expr x) {
-    return tir::select(x > k(x, n.attr_float("alpha", 1.0)), x, k(x, 0));
-  });
-  unary_float(r, "Mish", [](const graph::Node&, Expr x) {
-    Expr sp = tir::select(x > k(x, 20), x, call(Intrinsic::Log, k(x, 1) + call(Intrinsic::Exp, x)));
-    return x * call(Intrinsic::Tanh, sp);
-  });
-  r["Sign"] = [](OpContext& c) {
-    require(c, !is_bool(c.in_dtype(0)), "numbers only");
-    lower_nary(c, [](const std::vector<Expr>& v) {
-      Expr x = v[0];
-      return tir::select(x > k(x, 0), k(x, 1), tir::select(x < k(x, 0), k(x, -1), k(x, 0)));
-    });
-  };
-  r["Not"] = [](OpContext& c) {
-    require(c, is_bool(c.in_dtype(0)), "bool only");
-    lower_nary(c, [](const std::vector<Expr>& v) { return !v[0]; });
-  };
-  r["IsNaN"] = [](OpContext& c) {
-    require(c, is_float(c.in_dtype(0)), "float types only");
-    lower_nary(c, [](const std::vector<Expr>& v) { return tir::NE::make(v[0], v[0]); });
-  };
-  r["IsInf"] = [](OpContext& c) {
-    require(c, is_float(c.in_dtype(0)), "float types only");
-    bool pos = c.node().attr_int("detect_positive", 1) != 0, neg = c.node().attr_int("detect_negative", 1) != 0;
-    lower_nary(c, [pos, neg](const std::vector<Expr>& v) {
-      Expr x = v[0];
-      Expr p = pos ? tir::EQ::make(x, k(x, INFINITY)) : tir::IntImm::make(tir::Bool(), 0);
-      Expr m = neg ? tir::EQ::make(x, k(x, -INFINITY)) : tir::IntImm::make(tir::Bool(), 0);
-      return p || m;
-    });
-  };
-
-  compare(r, "Equal", [](Expr a, Expr b) { return tir::EQ::make(a, b); });
-  compare(r, "Less", [](Expr a, Expr b) { return a < b; });
-  compare(r, "LessOrEqual", [](Expr a, Expr b) { return a <= b; });
-  compare(r, "Greater", [](Expr a, Expr b) { return a > b; });
-  compare(r, "GreaterOrEqual", [](Expr a, Expr b) { return a >= b; });
-  logic(r, "And", [](Expr a, Expr b) { return a && b; });
-  logic(r, "Or", [](Expr a, Expr b) { return a || b; });
-  logic(r, "Xor", [](Expr a, Expr b) { return tir::NE::make(a, b); });
-
-  r["Pow"] = [](OpContext& c) {
-    // Float base: pow in the base's type. Integer base (numpy's power cast to
-    // the base's type): a constant small non-negative integer exponent is
-    // repeated multiplication, an integer exponent is exact binary
-    // exponentiation (both wrap like numpy); a float exponent is pow in
-    // float64, truncated toward zero.
-    graph::DType bt = c.in_dtype(0);
-    require(c, !is_bool(bt) && bt != graph::DType::F16 && !is_bool(c.in_dtype(1)), "numbers only");
-    tir::Type t = graph::dtype_to_tir(bt);
-    if (is_float(bt)) {
-      lower_nary(c, [t](const std::vector<Expr>& v) { return tir::Call::make(Intrinsic::Pow, {v[0], tir::cast(t, v[1])}); });
-      return;
+// The formula of a float unary function of lower_unary_float.
+Expr unary_float_formula(Op op, const graph::Node& n, Expr x) {
+  switch (op) {
+    case Op::Tanh: return call(Intrinsic::Tanh, x);
+    case Op::Log: return call(Intrinsic::Log, x);
+    case Op::Erf: return call(Intrinsic::Erf, x);
+    case Op::Sin: return call(Intrinsic::Sin, x);
+    case Op::Cos: return call(Intrinsic::Cos, x);
+    case Op::Tan: return call(Intrinsic::Tan, x);
+    case Op::Asin: return call(Intrinsic::Asin, x);
+    case Op::Acos: return call(Intrinsic::Acos, x);
+    case Op::Atan: return call(Intrinsic::Atan, x);
+    case Op::Sinh: return (call(Intrinsic::Exp, x) - call(Intrinsic::Exp, k(x, 0) - x)) * k(x, 0.5);
+    case Op::Cosh: return (call(Intrinsic::Exp, x) + call(Intrinsic::Exp, k(x, 0) - x)) * k(x, 0.5);
+    case Op::Asinh: {  // odd: computed on |x|
+      Expr a = call(Intrinsic::Abs, x);
+      Expr v = call(Intrinsic::Log, a + call(Intrinsic::Sqrt, a * a + k(x, 1)));
+      return tir::select(x < k(x, 0), k(x, 0) - v, v);
     }
-    const graph::Value& e = c.value(c.input(1));
-    if (e.is_constant() && e.elements() == 1) {
-      double p = e.const_at(0);
-      if (p >= 0 && p <= 64 && p == std::floor(p)) {
-        int64_t n = (int64_t)p;
-        lower_nary(c, [t, n](const std::vector<Expr>& v) {
-          Expr r = tir::make_const(t, 1);
-          for (int64_t i = 0; i < n; i++) r = r * v[0];
-          return r;
-        });
-        return;
-      }
+    case Op::Acosh: return call(Intrinsic::Log, x + call(Intrinsic::Sqrt, x * x - k(x, 1)));
+    case Op::Atanh: return call(Intrinsic::Log, (k(x, 1) + x) / (k(x, 1) - x)) * k(x, 0.5);
+    case Op::Softplus:  // log(1 + exp(x)), stable for large x.
+      return tir::select(x > k(x, 20), x, call(Intrinsic::Log, k(x, 1) + call(Intrinsic::Exp, x)));
+    case Op::Softsign: return x / (k(x, 1) + call(Intrinsic::Abs, x));
+    case Op::Elu:
+      return tir::select(x < k(x, 0), k(x, n.attr_float("alpha", 1.0)) * (call(Intrinsic::Exp, x) - k(x, 1)), x);
+    case Op::Celu: {
+      Expr a = k(x, n.attr_float("alpha", 1.0));
+      return tir::max(x, k(x, 0)) + tir::min(k(x, 0), a * (call(Intrinsic::Exp, x / a) - k(x, 1)));
     }
-    if (!is_float(c.in_dtype(1))) {
-      lower_nary(c, [t](const std::vector<Expr>& v) { return int_pow(v[0], tir::cast(tir::Int(64), v[1]), t); });
-      return;
+    case Op::Selu: {
+      Expr a = k(x, n.attr_float("alpha", 1.67326319217681884765625));
+      Expr g = k(x, n.attr_float("gamma", 1.05070102214813232421875));
+      return tir::select(x > k(x, 0), g * x, g * (a * call(Intrinsic::Exp, x) - a));
     }
-    tir::Type f64 = tir::Float(64);
-    double lo = t.is_int() ? -std::ldexp(1.0, t.bits - 1) : 0, hi = std::ldexp(1.0, t.bits - 1) * (t.is_int() ? 1 : 2);
-    lower_nary(c, [t, f64, lo, hi](const std::vector<Expr>& v) {
-      Expr p = tir::Call::make(Intrinsic::Pow, {tir::cast(f64, v[0]), tir::cast(f64, v[1])});
-      // Truncate toward zero; out-of-range (and NaN) results saturate instead of being undefined.
-      p = tir::select(p < tir::make_const(f64, 0), tir::Call::make(Intrinsic::Ceil, {p}), tir::Call::make(Intrinsic::Floor, {p}));
-      p = tir::select(tir::NE::make(p, p), tir::make_const(f64, 0), p);
-      p = tir::clamp(p, tir::make_const(f64, lo), tir::make_const(f64, hi - (t.bits >= 53 ? 1024 : 1)));
-      return tir::cast(t, p);
-    });
-  };
-  r["Mod"] = [](OpContext& c) {
-    bool fmod = c.node().attr_int("fmod", 0) != 0;
-    bool f = is_float(c.in_dtype(0));
-    user_assert(!f || fmod) << c.node().describe() << ": float Mod needs fmod=1";
-    lower_nary(c, [fmod, f](const std::vector<Expr>& v) {
-      Expr a = v[0], b = v[1];
-      if (f) {  // C fmod: a - trunc(a / b) * b
-        Expr q = a / b;
-        Expr tq = tir::select(q < k(q, 0), call(Intrinsic::Ceil, q), call(Intrinsic::Floor, q));
-        return a - tq * b;
-      }
-      if (!fmod) return a % b;  // integer Mod: the sign of the divisor (floor semantics)
-      return a - trunc_div(a, b) * b;
-    });
-  };
-  r["PRelu"] = [](OpContext& c) {
-    require(c, is_float(c.in_dtype(0)), "float types only");
-    te::Tensor x = c.in(0), slope = c.in(1);
-    // Models converted from opset < 7 keep a 1-D per-channel slope that numpy
-    // broadcasting would reject: broadcast it along axis 1 instead.
-    bool channel = slope.ndim() == 1 && x.ndim() > 2 && slope.shape()[0] == x.shape()[1] &&
-                   slope.shape()[0] != x.shape().back() && slope.shape()[0] != 1;
-    c.set_output(0, te::compute("prelu", x.shape(), [=](const Indices& i) {
-      Expr s = channel ? slope({i[1]}) : slope(broadcast_index(slope.shape(), i));
-      return tir::select(x(i) < k(x(i), 0), x(i) * s, x(i));
-    }));
-  };
-  r["Where"] = [](OpContext& c) {
-    lower_nary(c, [](const std::vector<Expr>& v) { return tir::select(v[0], v[1], v[2]); });
-  };
-  r["Max"] = [](OpContext& c) {
-    lower_nary(c, [](const std::vector<Expr>& v) {
-      Expr m = v[0];
-      for (size_t i = 1; i < v.size(); i++) m = tir::max(m, v[i]);
-      return m;
-    });
-  };
-  r["Min"] = [](OpContext& c) {
-    lower_nary(c, [](const std::vector<Expr>& v) {
-      Expr m = v[0];
-      for (size_t i = 1; i < v.size(); i++) m = tir::min(m, v[i]);
-      return m;
-    });
-  };
-  r["Sum"] = [](OpContext& c) {
-    lower_nary(c, [](const std::vector<Expr>& v) {
-      Expr s = v[0];
-      for (size_t i = 1; i < v.size(); i++) s = s + v[i];
-      return s;
-    });
-  };
-  r["Mean"] = [](OpContext& c) {
-    require(c, is_float(c.in_dtype(0)), "float types only");
-    lower_nary(c, [](const std::vector<Expr>& v) {
-      Expr s = v[0];
-      for (size_t i = 1; i < v.size(); i++) s = s + v[i];
-      return s / k(s, (double)v.size());
-    });
-  };
-  r["Cast"] = [](OpContext& c) {
-    graph::DType to = c.value(c.output(0)).dtype;
-    graph::DType from = c.in_dtype(0);
-    tir::Type t = is_bool(to) ? tir::Bool() : graph::dtype_to_tir(to);
-    lower_nary(c, [t, from](const std::vector<Expr>& v) {
-      Expr x = v[0];
-      if (is_bool(from) && !t.is_bool()) x = tir::cast(tir::UInt(8), x);
-      return tir::cast(t, x);
-    });
-  };
+    case Op::ThresholdedRelu: return tir::select(x > k(x, n.attr_float("alpha", 1.0)), x, k(x, 0));
+    case Op::Mish: {
+      Expr sp = tir::select(x > k(x, 20), x, call(Intrinsic::Log, k(x, 1) + call(Intrinsic::Exp, x)));
+      return x * call(Intrinsic::Tanh, sp);
+    }
+    default: internal_error << n.describe() << ": not a float unary function";
+  }
+  return Expr();
 }
 
-// Integer Div (truncating) is registered by ops_elementwise's Div when the
-// element type is an integer; exposed here for it.
+}  // namespace
+
+void lower_unary_float(OpContext& ctx) {
+  require(ctx, is_float(ctx.in_dtype(0)), "float types only");
+  const graph::Node& n = ctx.node();
+  Op op = ctx.op();
+  lower_nary(ctx, [op, n](const std::vector<Expr>& v) { return unary_float_formula(op, n, v[0]); });
+}
+
+void lower_sign(OpContext& ctx) {
+  require(ctx, !is_bool(ctx.in_dtype(0)), "numbers only");
+  lower_nary(ctx, [](const std::vector<Expr>& v) {
+    Expr x = v[0];
+    return tir::select(x > k(x, 0), k(x, 1), tir::select(x < k(x, 0), k(x, -1), k(x, 0)));
+  });
+}
+
+void lower_not(OpContext& ctx) {
+  require(ctx, is_bool(ctx.in_dtype(0)), "bool only");
+  lower_nary(ctx, [](const std::vector<Expr>& v) { return !v[0]; });
+}
+
+void lower_is_nan(OpContext& ctx) {
+  require(ctx, is_float(ctx.in_dtype(0)), "float types only");
+  lower_nary(ctx, [](const std::vector<Expr>& v) { return tir::NE::make(v[0], v[0]); });
+}
+
+void lower_is_inf(OpContext& ctx) {
+  require(ctx, is_float(ctx.in_dtype(0)), "float types only");
+  bool pos = ctx.node().attr_int("detect_positive", 1) != 0, neg = ctx.node().attr_int("detect_negative", 1) != 0;
+  lower_nary(ctx, [pos, neg](const std::vector<Expr>& v) {
+    Expr x = v[0];
+    Expr p = pos ? tir::EQ::make(x, k(x, INFINITY)) : tir::IntImm::make(tir::Bool(), 0);
+    Expr m = neg ? tir::EQ::make(x, k(x, -INFINITY)) : tir::IntImm::make(tir::Bool(), 0);
+    return p || m;
+  });
+}
+
+// Equal, Less, LessOrEqual, Greater, GreaterOrEqual (bools: Equal only).
+void lower_compare(OpContext& ctx) {
+  Op op = ctx.op();
+  require(ctx, !is_bool(ctx.in_dtype(0)) || op == Op::Equal, "comparison of bools");
+  lower_nary(ctx, [op](const std::vector<Expr>& v) {
+    switch (op) {
+      case Op::Equal: return tir::EQ::make(v[0], v[1]);
+      case Op::Less: return v[0] < v[1];
+      case Op::LessOrEqual: return v[0] <= v[1];
+      case Op::Greater: return v[0] > v[1];
+      case Op::GreaterOrEqual: return v[0] >= v[1];
+      default: internal_error << "lower_compare: not a comparison";
+    }
+    return Expr();
+  });
+}
+
+// And, Or, Xor on bools.
+void lower_logic(OpContext& ctx) {
+  Op op = ctx.op();
+  require(ctx, is_bool(ctx.in_dtype(0)), "bool only");
+  lower_nary(ctx, [op](const std::vector<Expr>& v) {
+    switch (op) {
+      case Op::And: return v[0] && v[1];
+      case Op::Or: return v[0] || v[1];
+      case Op::Xor: return tir::NE::make(v[0], v[1]);
+      default: internal_error << "lower_logic: not a logic operator";
+    }
+    return Expr();
+  });
+}
+
+// Float base: pow in the base's type. Integer base (numpy's power cast to
+// the base's type): a constant small non-negative integer exponent is
+// repeated multiplication, an integer exponent is exact binary
+// exponentiation (both wrap like numpy); a float exponent is pow in
+// float64, truncated toward zero.
+void lower_pow(OpContext& ctx) {
+  graph::DType bt = ctx.in_dtype(0);
+  require(ctx, !is_bool(bt) && bt != graph::DType::F16 && !is_bool(ctx.in_dtype(1)), "numbers only");
+  tir::Type t = graph::dtype_to_tir(bt);
+  if (is_float(bt)) {
+    lower_nary(ctx, [t](const std::vector<Expr>& v) { return tir::Call::make(Intrinsic::Pow, {v[0], tir::cast(t, v[1])}); });
+    return;
+  }
+  const graph::Value& e = ctx.value(ctx.input(1));
+  if (e.is_constant() && e.elements() == 1) {
+    double p = e.const_at(0);
+    if (p >= 0 && p <= 64 && p == std::floor(p)) {
+      int64_t n = (int64_t)p;
+      lower_nary(ctx, [t, n](const std::vector<Expr>& v) {
+        Expr r = tir::make_const(t, 1);
+        for (int64_t i = 0; i < n; i++) r = r * v[0];
+        return r;
+      });
+      return;
+    }
+  }
+  if (!is_float(ctx.in_dtype(1))) {
+    lower_nary(ctx, [t](const std::vector<Expr>& v) { return int_pow(v[0], tir::cast(tir::Int(64), v[1]), t); });
+    return;
+  }
+  tir::Type f64 = tir::Float(64);
+  double lo = t.is_int() ? -std::ldexp(1.0, t.bits - 1) : 0, hi = std::ldexp(1.0, t.bits - 1) * (t.is_int() ? 1 : 2);
+  lower_nary(ctx, [t, f64, lo, hi](const std::vector<Expr>& v) {
+    Expr p = tir::Call::make(Intrinsic::Pow, {tir::cast(f64, v[0]), tir::cast(f64, v[1])});
+    // Truncate toward zero; out-of-range (and NaN) results saturate instead of being undefined.
+    p = tir::select(p < tir::make_const(f64, 0), tir::Call::make(Intrinsic::Ceil, {p}), tir::Call::make(Intrinsic::Floor, {p}));
+    p = tir::select(tir::NE::make(p, p), tir::make_const(f64, 0), p);
+    p = tir::clamp(p, tir::make_const(f64, lo), tir::make_const(f64, hi - (t.bits >= 53 ? 1024 : 1)));
+    return tir::cast(t, p);
+  });
+}
+
+void lower_mod(OpContext& ctx) {
+  bool fmod = ctx.node().attr_int("fmod", 0) != 0;
+  bool f = is_float(ctx.in_dtype(0));
+  user_assert(!f || fmod) << ctx.node().describe() << ": float Mod needs fmod=1";
+  lower_nary(ctx, [fmod, f](const std::vector<Expr>& v) {
+    Expr a = v[0], b = v[1];
+    if (f) {  // C fmod: a - trunc(a / b) * b
+      Expr q = a / b;
+      Expr tq = tir::select(q < k(q, 0), call(Intrinsic::Ceil, q), call(Intrinsic::Floor, q));
+      return a - tq * b;
+    }
+    if (!fmod) return a % b;  // integer Mod: the sign of the divisor (floor semantics)
+    return a - trunc_div(a, b) * b;
+  });
+}
+
+void lower_prelu(OpContext& ctx) {
+  require(ctx, is_float(ctx.in_dtype(0)), "float types only");
+  te::Tensor x = ctx.in(0), slope = ctx.in(1);
+  // Models converted from opset < 7 keep a 1-D per-channel slope that numpy
+  // broadcasting would reject: broadcast it along axis 1 instead.
+  bool channel = slope.ndim() == 1 && x.ndim() > 2 && slope.shape()[0] == x.shape()[1] &&
+                 slope.shape()[0] != x.shape().back() && slope.shape()[0] != 1;
+  ctx.set_output(0, te::compute("prelu", x.shape(), [=](const Indices& i) {
+    Expr s = channel ? slope({i[1]}) : slope(broadcast_index(slope.shape(), i));
+    return tir::select(x(i) < k(x(i), 0), x(i) * s, x(i));
+  }));
+}
+
+void lower_where(OpContext& ctx) {
+  lower_nary(ctx, [](const std::vector<Expr>& v) { return tir::select(v[0], v[1], v[2]); });
+}
+
+void lower_cast(OpContext& ctx) {
+  graph::DType to = ctx.value(ctx.output(0)).dtype;
+  graph::DType from = ctx.in_dtype(0);
+  tir::Type t = is_bool(to) ? tir::Bool() : graph::dtype_to_tir(to);
+  lower_nary(ctx, [t, from](const std::vector<Expr>& v) {
+    Expr x = v[0];
+    if (is_bool(from) && !t.is_bool()) x = tir::cast(tir::UInt(8), x);
+    return tir::cast(t, x);
+  });
+}
+
+// The variadic Max, Min, Sum and Mean (numpy broadcasting over all inputs).
+void lower_variadic(OpContext& ctx) {
+  switch (ctx.op()) {
+    case Op::Max:
+      lower_nary(ctx, [](const std::vector<Expr>& v) {
+        Expr m = v[0];
+        for (size_t i = 1; i < v.size(); i++) m = tir::max(m, v[i]);
+        return m;
+      });
+      return;
+    case Op::Min:
+      lower_nary(ctx, [](const std::vector<Expr>& v) {
+        Expr m = v[0];
+        for (size_t i = 1; i < v.size(); i++) m = tir::min(m, v[i]);
+        return m;
+      });
+      return;
+    case Op::Sum:
+      lower_nary(ctx, [](const std::vector<Expr>& v) {
+        Expr s = v[0];
+        for (size_t i = 1; i < v.size(); i++) s = s + v[i];
+        return s;
+      });
+      return;
+    case Op::Mean:
+      require(ctx, is_float(ctx.in_dtype(0)), "float types only");
+      lower_nary(ctx, [](const std::vector<Expr>& v) {
+        Expr s = v[0];
+        for (size_t i = 1; i < v.size(); i++) s = s + v[i];
+        return s / k(s, (double)v.size());
+      });
+      return;
+    default: internal_error << ctx.node().describe() << ": not a variadic operator";
+  }
+}
+
+void lower_cast_like(OpContext& ctx) {
+  graph::DType to = ctx.value(ctx.output(0)).dtype;
+  tir::Type t = to == graph::DType::Bool ? tir::Bool() : graph::dtype_to_tir(to);
+  te::Tensor x = ctx.in(0);
+  bool from_bool = ctx.in_dtype(0) == graph::DType::Bool;
+  ctx.set_output(0, te::compute("castlike", x.shape(), [=](const Indices& i) {
+    Expr v = x(i);
+    if (from_bool && !t.is_bool()) return tir::cast(t, tir::cast(tir::Bool(), v));
+    return tir::cast(t, v);
+  }));
+}
+
 Expr trunc_divide(const Expr& a, const Expr& b) { return trunc_div(a, b); }
 
 }  // namespace kiln::lower

@@ -26,6 +26,8 @@ Expr weight_at(const te::Tensor& b, int64_t nb, const Expr& k, const Expr& j) {
   return b({j / Expr(nb), k, j % Expr(nb)});
 }
 
+}  // namespace
+
 // Y = alpha * op(A) * op(B) + beta * C, C broadcast to [M, N].
 void lower_gemm(OpContext& ctx) {
   ctx.require_float();
@@ -214,14 +216,6 @@ void lower_einsum(OpContext& ctx) {
   } else {
     ctx.set_output(0, te::reduce("einsum", os, rshape, te::ReduceKind::Sum, t, product));
   }
-}
-
-}  // namespace
-
-void register_matmul_ops(std::map<std::string, OpLowering>& r) {
-  r["Gemm"] = lower_gemm;
-  r["MatMul"] = lower_matmul;
-  r["Einsum"] = lower_einsum;
 }
 
 }  // namespace kiln::lower

@@ -66,6 +66,8 @@ Indices keep(const Indices& i, const std::vector<bool>& reduced) {
   return o;
 }
 
+}  // namespace
+
 void lower_layer_norm(OpContext& ctx) {
   ctx.require_float();
   const graph::Node& n = ctx.node();
@@ -164,16 +166,6 @@ void lower_lrn(OpContext& ctx) {
     Expr base = tir::make_const(t, bias) + tir::make_const(t, alpha / (double)size) * sq(i);
     return x(i) / tir::Call::make(tir::Intrinsic::Pow, {base, tir::make_const(t, beta)});
   }));
-}
-
-}  // namespace
-
-void register_norm_ops(std::map<std::string, OpLowering>& r) {
-  r["MeanVarianceNormalization"] = lower_mvn;
-  r["LpNormalization"] = lower_lp_normalization;
-  r["LRN"] = lower_lrn;
-  r["LayerNormalization"] = lower_layer_norm;
-  r["InstanceNormalization"] = lower_instance_norm;
 }
 
 }  // namespace kiln::lower

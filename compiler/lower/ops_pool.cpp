@@ -36,7 +36,10 @@ double lp_order(OpContext& ctx) {
   return p;
 }
 
-void lower_pool(OpContext& ctx, bool is_max, bool is_lp = false) {
+}  // namespace
+
+void lower_pool(OpContext& ctx) {
+  const bool is_max = ctx.op() == graph::Op::MaxPool, is_lp = ctx.op() == graph::Op::LpPool;
   ctx.require_float();
   const graph::Node& n = ctx.node();
   user_assert(n.outputs.size() < 2 || n.outputs[1] < 0)
@@ -114,7 +117,8 @@ void lower_pool(OpContext& ctx, bool is_max, bool is_lp = false) {
   ctx.set_output(0, te::compute("avgpool", os, [=](const Indices& o) { return sum(o) / count(o); }));
 }
 
-void lower_global_pool(OpContext& ctx, bool is_max, bool is_lp = false) {
+void lower_global_pool(OpContext& ctx) {
+  const bool is_max = ctx.op() == graph::Op::GlobalMaxPool, is_lp = ctx.op() == graph::Op::GlobalLpPool;
   ctx.require_float();
   te::Tensor x = ctx.in(0);
   const graph::Shape& xs = x.shape();
@@ -146,17 +150,6 @@ void lower_global_pool(OpContext& ctx, bool is_max, bool is_lp = false) {
   if (blocked) ctx.schedule_reduction(sum, schedule);
   Expr count = tir::make_const(t, (double)graph::num_elements(spatial));
   ctx.set_output(0, te::compute("globalavgpool", os, [=](const Indices& o) { return sum(o) / count; }));
-}
-
-}  // namespace
-
-void register_pool_ops(std::map<std::string, OpLowering>& r) {
-  r["MaxPool"] = [](OpContext& c) { lower_pool(c, true); };
-  r["AveragePool"] = [](OpContext& c) { lower_pool(c, false); };
-  r["GlobalAveragePool"] = [](OpContext& c) { lower_global_pool(c, false); };
-  r["GlobalMaxPool"] = [](OpContext& c) { lower_global_pool(c, true); };
-  r["LpPool"] = [](OpContext& c) { lower_pool(c, false, true); };
-  r["GlobalLpPool"] = [](OpContext& c) { lower_global_pool(c, false, true); };
 }
 
 }  // namespace kiln::lower

@@ -84,6 +84,8 @@ Expr quantize(const Expr& v, const Expr& zp, tir::Type t, std::pair<double, doub
   return tir::cast(t, q);
 }
 
+}  // namespace
+
 void lower_quantize(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   te::Tensor x = ctx.in(0);
@@ -137,14 +139,6 @@ void lower_dynamic_quantize(OpContext& ctx) {
     ctx.set_output(1, te::compute("scale", {}, [=](const Indices&) { return scale(); }));
   if (ctx.node().outputs.size() > 2 && ctx.node().outputs[2] >= 0)
     ctx.set_output(2, te::compute("zero_point", {}, [=](const Indices&) { return zero_point(); }));
-}
-
-}  // namespace
-
-void register_quant_ops(std::map<std::string, OpLowering>& r) {
-  r["QuantizeLinear"] = lower_quantize;
-  r["DequantizeLinear"] = lower_dequantize;
-  r["DynamicQuantizeLinear"] = lower_dynamic_quantize;
 }
 
 }  // namespace kiln::lower

@@ -1,5 +1,5 @@
 // Reductions: Reduce{Sum,Mean,Max,Min,Prod,L1,L2,LogSum,LogSumExp,SumSquare},
-// ArgMax/ArgMin, LogSoftmax, Hardmax and TopK.
+// ArgMax/ArgMin and TopK.
 //
 // TopK (k a constant) ranks every element of a slice along the axis:
 //   rank(i) = #{j : x[j] better than x[i]} + #{j < i : x[j] == x[i]}
@@ -20,16 +20,11 @@
 namespace kiln::lower {
 namespace {
 
+using graph::Op;
 using tir::Intrinsic;
 
 Expr call(Intrinsic op, const Expr& x) { return tir::Call::make(op, {x}); }
 Expr k(tir::Type t, double v) { return tir::make_const(t, v); }
-
-struct ReduceAxes {
-  std::vector<bool> reduced;  // per input dim
-  graph::Shape rshape;        // extents of the reduced dims, in order
-  bool keepdims;
-};
 
 ReduceAxes reduce_axes(OpContext& ctx, bool axes_from_input) {
   const graph::Node& n = ctx.node();
@@ -58,28 +53,16 @@ ReduceAxes reduce_axes(OpContext& ctx, bool axes_from_input) {
   return r;
 }
 
-// The input index for output index o and reduce index r.
-Indices input_index(const ReduceAxes& ax, const Indices& o, const Indices& r) {
-  Indices idx;
-  size_t oi = 0, ri = 0;
-  for (size_t d = 0; d < ax.reduced.size(); d++) {
-    if (ax.reduced[d]) {
-      idx.push_back(r[ri++]);
-      if (ax.keepdims) oi++;
-    } else {
-      idx.push_back(o[oi++]);
-    }
-  }
-  return idx;
-}
+}  // namespace
 
-void lower_reduce(OpContext& ctx, const std::string& kind) {
+void lower_reduce(OpContext& ctx) {
   const graph::Node& n = ctx.node();
-  bool from_input = n.op == "ReduceSum" ? ctx.graph.opset >= 13 : ctx.graph.opset >= 18;
+  const Op op = ctx.op();
+  bool from_input = op == Op::ReduceSum ? ctx.graph.opset >= 13 : ctx.graph.opset >= 18;
   ReduceAxes ax = reduce_axes(ctx, from_input);
   te::Tensor x = ctx.in(0);
   tir::Type t = x.dtype();
-  user_assert(t.is_float() || kind == "Sum" || kind == "Max" || kind == "Min" || kind == "Prod")
+  user_assert(t.is_float() || op == Op::ReduceSum || op == Op::ReduceMax || op == Op::ReduceMin || op == Op::ReduceProd)
       << n.describe() << ": " << n.op << " needs a float input";
   const graph::Shape& os = ctx.out_shape(0);
   double count = (double)graph::num_elements(ax.rshape);
@@ -87,14 +70,14 @@ void lower_reduce(OpContext& ctx, const std::string& kind) {
     return [=](const Indices& o, const Indices& r) { return f(x(input_index(ax, o, r))); };
   };
   auto id = [](Expr v) { return v; };
-  te::ReduceKind rk = kind == "Max" ? te::ReduceKind::Max
-                      : kind == "Min" ? te::ReduceKind::Min
-                      : kind == "Prod" ? te::ReduceKind::Prod
+  te::ReduceKind rk = op == Op::ReduceMax ? te::ReduceKind::Max
+                      : op == Op::ReduceMin ? te::ReduceKind::Min
+                      : op == Op::ReduceProd ? te::ReduceKind::Prod
                                        : te::ReduceKind::Sum;
   te::Tensor red;
-  if (kind == "L1") red = te::reduce(n.op, os, ax.rshape, rk, t, body([](Expr v) { return call(Intrinsic::Abs, v); }));
-  else if (kind == "L2" || kind == "SumSquare") red = te::reduce(n.op, os, ax.rshape, rk, t, body([](Expr v) { return v * v; }));
-  else if (kind == "LogSumExp") {
+  if (op == Op::ReduceL1) red = te::reduce(n.op, os, ax.rshape, rk, t, body([](Expr v) { return call(Intrinsic::Abs, v); }));
+  else if (op == Op::ReduceL2 || op == Op::ReduceSumSquare) red = te::reduce(n.op, os, ax.rshape, rk, t, body([](Expr v) { return v * v; }));
+  else if (op == Op::ReduceLogSumExp) {
     te::Tensor m = ctx.materialize(te::reduce("max", os, ax.rshape, te::ReduceKind::Max, t, body(id)));
     te::Tensor s = te::reduce(n.op, os, ax.rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
       return call(Intrinsic::Exp, x(input_index(ax, o, r)) - m(o));
@@ -106,13 +89,14 @@ void lower_reduce(OpContext& ctx, const std::string& kind) {
     return;
   } else red = te::reduce(n.op, os, ax.rshape, rk, t, body(id));
   te::Tensor out = red;
-  if (kind == "Mean") out = te::compute(n.op, os, [=](const Indices& o) { return red(o) / k(t, count); });
-  if (kind == "L2") out = te::compute(n.op, os, [=](const Indices& o) { return call(Intrinsic::Sqrt, red(o)); });
-  if (kind == "LogSum") out = te::compute(n.op, os, [=](const Indices& o) { return call(Intrinsic::Log, red(o)); });
+  if (op == Op::ReduceMean) out = te::compute(n.op, os, [=](const Indices& o) { return red(o) / k(t, count); });
+  if (op == Op::ReduceL2) out = te::compute(n.op, os, [=](const Indices& o) { return call(Intrinsic::Sqrt, red(o)); });
+  if (op == Op::ReduceLogSum) out = te::compute(n.op, os, [=](const Indices& o) { return call(Intrinsic::Log, red(o)); });
   ctx.set_output(0, out);
 }
 
-void lower_arg(OpContext& ctx, bool is_max) {
+void lower_arg(OpContext& ctx) {
+  const bool is_max = ctx.op() == Op::ArgMax;
   const graph::Node& n = ctx.node();
   te::Tensor x = ctx.in(0);
   int64_t rank = (int64_t)x.ndim();
@@ -135,58 +119,6 @@ void lower_arg(OpContext& ctx, bool is_max) {
                                  return tir::select(hit, r[0], Expr(none));
                                },
                                Expr(none)));
-}
-
-// LogSoftmax (y = x - max - log(sum(exp(x - max)))) and Hardmax over the
-// normalized axis, with the opset < 13 coercion to 2-D.
-void lower_axis_normalize(OpContext& ctx, bool hardmax) {
-  const graph::Node& n = ctx.node();
-  te::Tensor x = ctx.in(0);
-  const graph::Shape& s = x.shape();
-  int64_t rank = (int64_t)s.size();
-  bool new_style = ctx.graph.opset >= 13;
-  int64_t axis = normalize_axis(ctx, n.attr_int("axis", new_style ? -1 : 1), rank);
-  // Reduced dims: {axis} (opset >= 13) or all dims from axis on (coerced 2-D).
-  ReduceAxes ax;
-  ax.keepdims = true;
-  ax.reduced.assign(rank, false);
-  for (int64_t d = axis; d < (new_style ? axis + 1 : rank); d++) {
-    ax.reduced[d] = true;
-    ax.rshape.push_back(s[d]);
-  }
-  graph::Shape ks = s;  // the kept-dims shape of the per-row statistics
-  for (int64_t d = 0; d < rank; d++)
-    if (ax.reduced[d]) ks[d] = 1;
-  auto row = [=](const Indices& i) {
-    Indices o = i;
-    for (int64_t d = 0; d < rank; d++)
-      if (ax.reduced[d]) o[d] = Expr(0);
-    return o;
-  };
-  tir::Type t = x.dtype();
-  te::Tensor m = ctx.materialize(te::reduce("max", ks, ax.rshape, te::ReduceKind::Max, t,
-                                            [=](const Indices& o, const Indices& r) { return x(input_index(ax, o, r)); }));
-  if (!hardmax) {
-    te::Tensor sum = ctx.materialize(te::reduce("sum", ks, ax.rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
-      return call(Intrinsic::Exp, x(input_index(ax, o, r)) - m(o));
-    }));
-    ctx.set_output(0, te::compute(n.op, s, [=](const Indices& i) { return x(i) - m(row(i)) - call(Intrinsic::Log, sum(row(i))); }));
-    return;
-  }
-  // Flat position within the reduced block, and the first position of the max.
-  auto pos = [=](const Indices& r) { return te::flat_index(ax.rshape, r); };
-  int64_t block = graph::num_elements(ax.rshape);
-  te::Tensor first = ctx.materialize(te::reduce("first", ks, ax.rshape, te::ReduceKind::Min, tir::Int(64),
-                                                [=](const Indices& o, const Indices& r) {
-                                                  return tir::select(tir::EQ::make(x(input_index(ax, o, r)), m(o)), pos(r), Expr(block));
-                                                },
-                                                Expr(block)));
-  ctx.set_output(0, te::compute(n.op, s, [=](const Indices& i) {
-    Indices r;
-    for (int64_t d = 0; d < rank; d++)
-      if (ax.reduced[d]) r.push_back(i[d]);
-    return tir::select(tir::EQ::make(pos(r), first(row(i))), k(t, 1), k(t, 0));
-  }));
 }
 
 void lower_topk(OpContext& ctx) {
@@ -231,16 +163,18 @@ void lower_topk(OpContext& ctx) {
     ctx.set_output(1, te::compute("indices", os, [=](const Indices& o) { return safe(o); }));
 }
 
-}  // namespace
-
-void register_reduce_ops(std::map<std::string, OpLowering>& r) {
-  for (std::string kind : {"Sum", "Mean", "Max", "Min", "Prod", "L1", "L2", "LogSum", "LogSumExp", "SumSquare"})
-    r["Reduce" + kind] = [kind](OpContext& c) { lower_reduce(c, kind); };
-  r["ArgMax"] = [](OpContext& c) { lower_arg(c, true); };
-  r["ArgMin"] = [](OpContext& c) { lower_arg(c, false); };
-  r["LogSoftmax"] = [](OpContext& c) { lower_axis_normalize(c, false); };
-  r["Hardmax"] = [](OpContext& c) { lower_axis_normalize(c, true); };
-  r["TopK"] = lower_topk;
+Indices input_index(const ReduceAxes& ax, const Indices& o, const Indices& r) {
+  Indices idx;
+  size_t oi = 0, ri = 0;
+  for (size_t d = 0; d < ax.reduced.size(); d++) {
+    if (ax.reduced[d]) {
+      idx.push_back(r[ri++]);
+      if (ax.keepdims) oi++;
+    } else {
+      idx.push_back(o[oi++]);
+    }
+  }
+  return idx;
 }
 
 }  // namespace kiln::lower

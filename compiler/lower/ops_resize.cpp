@@ -288,6 +288,8 @@ void set_scales(OpContext& ctx, ResizeSpec& sp, const std::vector<Expr>& scales)
   (void)ctx;
 }
 
+}  // namespace
+
 void lower_resize(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   int64_t opset = ctx.graph.opset;
@@ -390,13 +392,6 @@ void lower_upsample(OpContext& ctx) {
   user_assert(s.size() == rank) << n.describe() << ": scales must have " << rank << " entries";
   set_scales(ctx, sp, s);
   lower_resize_spec(ctx, sp);
-}
-
-}  // namespace
-
-void register_resize_ops(std::map<std::string, OpLowering>& r) {
-  r["Resize"] = lower_resize;
-  r["Upsample"] = lower_upsample;
 }
 
 }  // namespace kiln::lower

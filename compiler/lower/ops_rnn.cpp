@@ -47,9 +47,10 @@ Expr activate(const Activation& a, const Expr& x) {
   user_error << "activation '" << n << "' is not supported in recurrent layers";
 }
 
-enum class Cell { RNN, GRU, LSTM };
+}  // namespace
 
-void lower_recurrent(OpContext& ctx, Cell cell) {
+void lower_recurrent(OpContext& ctx) {
+  const graph::Op cell = ctx.op();
   const graph::Node& n = ctx.node();
   user_assert(ctx.in_dtype(0) == graph::DType::F32 || ctx.in_dtype(0) == graph::DType::F64)
       << n.describe() << ": X must be float32 or float64";
@@ -58,7 +59,7 @@ void lower_recurrent(OpContext& ctx, Cell cell) {
   int64_t layout = n.attr_int("layout", 0);
   const graph::Shape& xs = x.shape();
   int64_t T = layout ? xs[1] : xs[0], B = layout ? xs[0] : xs[1], I = xs[2];
-  int64_t G = cell == Cell::LSTM ? 4 : cell == Cell::GRU ? 3 : 1;
+  int64_t G = cell == graph::Op::LSTM ? 4 : cell == graph::Op::GRU ? 3 : 1;
   int64_t H = n.attr_int("hidden_size", w.shape()[1] / G);
   std::string direction = n.attr_string("direction", "forward");
   int64_t D = direction == "bidirectional" ? 2 : 1;
@@ -71,15 +72,15 @@ void lower_recurrent(OpContext& ctx, Cell cell) {
     user_assert(full) << n.describe() << ": sequence_lens must be a constant equal to the sequence length";
   }
   te::Tensor init_h = ctx.has_input(5) ? ctx.in(5) : te::Tensor();
-  te::Tensor init_c = cell == Cell::LSTM && ctx.has_input(6) ? ctx.in(6) : te::Tensor();
-  te::Tensor peep = cell == Cell::LSTM && ctx.has_input(7) ? ctx.in(7) : te::Tensor();
+  te::Tensor init_c = cell == graph::Op::LSTM && ctx.has_input(6) ? ctx.in(6) : te::Tensor();
+  te::Tensor peep = cell == graph::Op::LSTM && ctx.has_input(7) ? ctx.in(7) : te::Tensor();
   bool has_clip = n.has_attr("clip");
   double clip = n.attr_float("clip", 0);
   bool input_forget = n.attr_int("input_forget", 0) != 0;
   bool lbr = n.attr_int("linear_before_reset", 0) != 0;
 
   // Activations: f, g, h per direction (RNN: f only; GRU: f, g).
-  int per_dir = cell == Cell::LSTM ? 3 : cell == Cell::GRU ? 2 : 1;
+  int per_dir = cell == graph::Op::LSTM ? 3 : cell == graph::Op::GRU ? 2 : 1;
   std::vector<Activation> acts;
   {
     std::vector<std::string> names;
@@ -88,8 +89,8 @@ void lower_recurrent(OpContext& ctx, Cell cell) {
     std::vector<double> alphas, betas;
     if (n.attrs.count("activation_alpha")) alphas = n.attrs.at("activation_alpha").floats;
     if (n.attrs.count("activation_beta")) betas = n.attrs.at("activation_beta").floats;
-    std::vector<std::string> dflt = cell == Cell::RNN ? std::vector<std::string>{"Tanh"}
-                                    : cell == Cell::GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
+    std::vector<std::string> dflt = cell == graph::Op::RNN ? std::vector<std::string>{"Tanh"}
+                                    : cell == graph::Op::GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
                                                         : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
     for (int64_t d = 0; d < D; d++)
       for (int i = 0; i < per_dir; i++) {
@@ -110,8 +111,8 @@ void lower_recurrent(OpContext& ctx, Cell cell) {
     const Activation& g = acts[d * per_dir + (per_dir > 1 ? 1 : 0)];
     const Activation& hact = acts[d * per_dir + (per_dir > 2 ? 2 : 0)];
     te::Tensor Hs = ctx.scan_state("h" + std::to_string(d), {T, B, H}, t);
-    te::Tensor Cs = cell == Cell::LSTM ? ctx.scan_state("c" + std::to_string(d), {T, B, H}, t) : te::Tensor();
-    te::Tensor Rs = cell == Cell::GRU && !lbr ? ctx.scan_state("r" + std::to_string(d), {T, B, H}, t) : te::Tensor();
+    te::Tensor Cs = cell == graph::Op::LSTM ? ctx.scan_state("c" + std::to_string(d), {T, B, H}, t) : te::Tensor();
+    te::Tensor Rs = cell == graph::Op::GRU && !lbr ? ctx.scan_state("r" + std::to_string(d), {T, B, H}, t) : te::Tensor();
     hs[d] = Hs;
     cs[d] = Cs;
     auto tt_of = [=](const Expr& step) { return reverse ? Expr(T - 1) - step : step; };
@@ -140,7 +141,7 @@ void lower_recurrent(OpContext& ctx, Cell cell) {
     auto clipped = [=](const Expr& v) { return has_clip ? tir::clamp(v, k(v, -clip), k(v, clip)) : v; };
 
     std::vector<OpContext::ScanState> states;
-    if (cell == Cell::LSTM) {
+    if (cell == graph::Op::LSTM) {
       auto peep_at = [=](int64_t which, const Expr& h) { return peep.defined() ? peep({Expr(d), Expr(which * H) + h}) : zero; };
       states.push_back({Cs, [=](const Expr& step) {
         return te::compute("c", {B, H}, [=](const Indices& o) {
@@ -162,7 +163,7 @@ void lower_recurrent(OpContext& ctx, Cell cell) {
           return og * activate(hact, c);
         });
       }});
-    } else if (cell == Cell::GRU) {
+    } else if (cell == graph::Op::GRU) {
       if (!lbr) {
         states.push_back({Rs, [=](const Expr& step) {
           return te::compute("r", {B, H}, [=](const Indices& o) {
@@ -222,15 +223,7 @@ void lower_recurrent(OpContext& ctx, Cell cell) {
     });
   };
   if (n.outputs.size() > 1 && n.outputs[1] >= 0) ctx.set_output(1, last(hs));
-  if (cell == Cell::LSTM && n.outputs.size() > 2 && n.outputs[2] >= 0) ctx.set_output(2, last(cs));
-}
-
-}  // namespace
-
-void register_rnn_ops(std::map<std::string, OpLowering>& r) {
-  r["RNN"] = [](OpContext& c) { lower_recurrent(c, Cell::RNN); };
-  r["GRU"] = [](OpContext& c) { lower_recurrent(c, Cell::GRU); };
-  r["LSTM"] = [](OpContext& c) { lower_recurrent(c, Cell::LSTM); };
+  if (cell == graph::Op::LSTM && n.outputs.size() > 2 && n.outputs[2] >= 0) ctx.set_output(2, last(cs));
 }
 
 }  // namespace kiln::lower

@@ -1,11 +1,13 @@
 // Shape operators. Reshape, Flatten, Squeeze, Unsqueeze, Identity and Dropout
 // (inference) only reinterpret their input: the output aliases the input's
-// storage and no kernel runs. Concat and Transpose move data.
+// storage and no kernel runs. Concat and Transpose move data; Shape and Size
+// describe their input's static shape.
+#include <algorithm>
+
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
-namespace {
 
 void lower_alias(OpContext& ctx) {
   const graph::Node& n = ctx.node();
@@ -14,7 +16,7 @@ void lower_alias(OpContext& ctx) {
   user_assert(in.elements() == out.elements() && in.dtype == out.dtype)
       << n.describe() << ": output " << graph::shape_str(out.shape) << " does not hold the same elements as input "
       << graph::shape_str(in.shape);
-  if (n.op == "Dropout") {
+  if (ctx.op() == graph::Op::Dropout) {
     bool training = false;
     bool zero_ratio = ctx.has_input(1) && ctx.value(ctx.input(1)).is_constant() && ctx.value(ctx.input(1)).const_at(0) == 0;
     if (ctx.has_input(2) && !zero_ratio) {  // with ratio 0, training mode is the identity too
@@ -80,15 +82,28 @@ void lower_transpose(OpContext& ctx) {
   }));
 }
 
-}  // namespace
+// Shape (opset 15 adds start/end). Shapes are static, so import folds every
+// Shape node to a constant; this lowering is what runs if one remains.
+void lower_shape(OpContext& ctx) {
+  graph::Shape s = ctx.in_shape(0);
+  int64_t rank = (int64_t)s.size();
+  int64_t start = ctx.node().attr_int("start", 0), end = ctx.node().attr_int("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  graph::Shape dims(s.begin() + start, s.begin() + end);
+  ctx.set_output(0, te::compute("shape", ctx.out_shape(0), [dims](const Indices& o) {
+    Expr v = tir::IntImm::make(tir::Int(64), 0);
+    for (size_t i = 0; i < dims.size(); i++)
+      v = tir::select(tir::EQ::make(o[0], Expr((int64_t)i)), tir::IntImm::make(tir::Int(64), dims[i]), v);
+    return v;
+  }));
+}
 
-void register_shape_ops(std::map<std::string, OpLowering>& r) {
-  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"}) {
-    internal_assert(graph::is_shape_only_op(op)) << op << " registered as an alias but not shape-only";
-    r[op] = lower_alias;
-  }
-  r["Concat"] = lower_concat;
-  r["Transpose"] = lower_transpose;
+void lower_size(OpContext& ctx) {
+  int64_t n = graph::num_elements(ctx.in_shape(0));
+  ctx.set_output(0, te::compute("size", ctx.out_shape(0), [n](const Indices&) { return tir::IntImm::make(tir::Int(64), n); }));
 }
 
 }  // namespace kiln::lower

@@ -1,14 +1,23 @@
-// Softmax. Opset >= 13 normalizes along one axis; older opsets flatten the
-// input to 2-D at `axis` and normalize each row.
+// Softmax, LogSoftmax and Hardmax. Opset >= 13 normalizes along one axis;
+// older opsets flatten the input to 2-D at `axis` and normalize each row.
 //
 //   m = max(x); s = sum(exp(x - m)); y = exp(x - m) / s
 // The max and the sum are materialized (each read once per output element,
 // they would otherwise be recomputed for every element of the row).
+#include <cmath>
+
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
 namespace {
+
+using tir::Intrinsic;
+
+Expr call(Intrinsic op, const Expr& x) { return tir::Call::make(op, {x}); }
+Expr k(tir::Type t, double v) { return tir::make_const(t, v); }
+
+}  // namespace
 
 void lower_softmax(OpContext& ctx) {
   ctx.require_float32();
@@ -67,8 +76,57 @@ void lower_softmax(OpContext& ctx) {
   }));
 }
 
-}  // namespace
-
-void register_softmax_ops(std::map<std::string, OpLowering>& r) { r["Softmax"] = lower_softmax; }
+// LogSoftmax (y = x - max - log(sum(exp(x - max)))) and Hardmax over the
+// normalized axis, with the opset < 13 coercion to 2-D.
+void lower_log_softmax_hardmax(OpContext& ctx) {
+  const bool hardmax = ctx.op() == graph::Op::Hardmax;
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0);
+  const graph::Shape& s = x.shape();
+  int64_t rank = (int64_t)s.size();
+  bool new_style = ctx.graph.opset >= 13;
+  int64_t axis = normalize_axis(ctx, n.attr_int("axis", new_style ? -1 : 1), rank);
+  // Reduced dims: {axis} (opset >= 13) or all dims from axis on (coerced 2-D).
+  ReduceAxes ax;
+  ax.keepdims = true;
+  ax.reduced.assign(rank, false);
+  for (int64_t d = axis; d < (new_style ? axis + 1 : rank); d++) {
+    ax.reduced[d] = true;
+    ax.rshape.push_back(s[d]);
+  }
+  graph::Shape ks = s;  // the kept-dims shape of the per-row statistics
+  for (int64_t d = 0; d < rank; d++)
+    if (ax.reduced[d]) ks[d] = 1;
+  auto row = [=](const Indices& i) {
+    Indices o = i;
+    for (int64_t d = 0; d < rank; d++)
+      if (ax.reduced[d]) o[d] = Expr(0);
+    return o;
+  };
+  tir::Type t = x.dtype();
+  te::Tensor m = ctx.materialize(te::reduce("max", ks, ax.rshape, te::ReduceKind::Max, t,
+                                            [=](const Indices& o, const Indices& r) { return x(input_index(ax, o, r)); }));
+  if (!hardmax) {
+    te::Tensor sum = ctx.materialize(te::reduce("sum", ks, ax.rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+      return call(Intrinsic::Exp, x(input_index(ax, o, r)) - m(o));
+    }));
+    ctx.set_output(0, te::compute(n.op, s, [=](const Indices& i) { return x(i) - m(row(i)) - call(Intrinsic::Log, sum(row(i))); }));
+    return;
+  }
+  // Flat position within the reduced block, and the first position of the max.
+  auto pos = [=](const Indices& r) { return te::flat_index(ax.rshape, r); };
+  int64_t block = graph::num_elements(ax.rshape);
+  te::Tensor first = ctx.materialize(te::reduce("first", ks, ax.rshape, te::ReduceKind::Min, tir::Int(64),
+                                                [=](const Indices& o, const Indices& r) {
+                                                  return tir::select(tir::EQ::make(x(input_index(ax, o, r)), m(o)), pos(r), Expr(block));
+                                                },
+                                                Expr(block)));
+  ctx.set_output(0, te::compute(n.op, s, [=](const Indices& i) {
+    Indices r;
+    for (int64_t d = 0; d < rank; d++)
+      if (ax.reduced[d]) r.push_back(i[d]);
+    return tir::select(tir::EQ::make(pos(r), first(row(i))), k(t, 1), k(t, 0));
+  }));
+}
 
 }  // namespace kiln::lower

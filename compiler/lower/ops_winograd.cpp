@@ -22,11 +22,11 @@
 #include "lower/op_lowering.h"
 #include "lower/ops_winograd.h"
 #include "support/diagnostics.h"
+#include "support/int_math.h"
 
 namespace kiln::lower {
 namespace {
 
-using te::largest_divisor;
 using tir::Stmt;
 
 // F(2x2, 3x3): B^T (4x4) and A^T (2x4).

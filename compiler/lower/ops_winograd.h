@@ -1,7 +1,7 @@
 // Conv 3x3 by Winograd's F(2x2, 3x3) in the blocked layout (see ops_winograd.cpp).
 #pragma once
 
-#include "codegen/target.h"
+#include "target/target.h"
 #include "lower/op_lowering.h"
 
 namespace kiln::lower {

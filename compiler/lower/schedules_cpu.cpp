@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "support/int_math.h"
+#include "target/register_tiles.h"
+
 namespace kiln::lower {
 namespace {
 
@@ -11,8 +14,6 @@ int64_t tile_for(int64_t n, std::initializer_list<int64_t> options) {
     if (t <= n && n % t == 0) return t;
   return 1;
 }
-
-using te::largest_divisor;
 
 // Binds `iv` to workgroup x after fusing it with every outer loop (so the
 // bound loop is outermost, as bind requires).
@@ -162,25 +163,6 @@ void schedule_conv1x1_cpu(te::Stage& s) {
   bind_outer(s, mo);
   s.unroll(mi);
   s.unroll(fi);
-}
-
-int64_t matmul_lanes(int64_t n, const VectorInfo& target) {
-  for (int64_t l = std::min(target.lanes, 16); l >= 4; l /= 2)
-    if (n % l == 0) return l;
-  return 0;
-}
-
-// Accumulators of a matmul tile: 16, fewer where registers are short (AVX2).
-static int64_t matmul_accumulators(const VectorInfo& target) { return std::min(16, std::max(target.registers - 4, 4)); }
-
-int64_t matmul_panel_width(int64_t m, int64_t n, const VectorInfo& target) {
-  int64_t lanes = matmul_lanes(n, target);
-  if (!lanes) return 0;
-  // Up to 8 rows; the columns fill the rest of the accumulators (a
-  // matrix-vector product, one row, gets up to 16 independent vectors).
-  int64_t acc = matmul_accumulators(target);
-  int64_t rows = largest_divisor(m, 8);
-  return lanes * largest_divisor(n / lanes, std::max<int64_t>(acc / rows, 1));
 }
 
 void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target) {

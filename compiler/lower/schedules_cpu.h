@@ -5,7 +5,7 @@
 // the outermost tile loop is bound to workgroup x so threads split it.
 #pragma once
 
-#include "codegen/target.h"
+#include "target/target.h"
 #include "te/schedule.h"
 
 namespace kiln::lower {
@@ -28,10 +28,6 @@ void schedule_pool_blocked_cpu(te::Stage& s);
 // MatMul/Gemm-like: output [..., M, N], one reduction axis K; vectors and
 // accumulators sized for `target`.
 void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target);
-// The vector lanes of a matmul tile for N output columns (0: no vector tile),
-// and its column count for M rows per batch: also the panel width of weights
-// packed at compile time (graph/pass_layout.cpp), so one tile = one panel.
-int64_t matmul_lanes(int64_t n, const VectorInfo& target);
-int64_t matmul_panel_width(int64_t m, int64_t n, const VectorInfo& target);
+// (Its tile sizes: target/register_tiles.h, shared with the layout pass.)
 
 }  // namespace kiln::lower

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "support/diagnostics.h"
+#include "support/int_math.h"
 
 namespace kiln::lower {
 namespace {
@@ -50,7 +51,7 @@ void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, in
   // under half of it (7 pixels: 1), the tile size itself, the last tile
   // guarded (7 = 4 + 3 wastes 1/8 where 1 x 4 would reload the weights 4x).
   auto size = [](int64_t extent, int64_t t) {
-    int64_t d = te::largest_divisor(extent, t);
+    int64_t d = largest_divisor(extent, t);
     return d * 2 <= t && extent > t ? t : d;
   };
   ta = size(s.axes[a]->extent, ta);

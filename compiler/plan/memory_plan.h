@@ -15,12 +15,13 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "kiln_bundle_version.h"
 #include "lower/lower_graph.h"
 
 namespace kiln {
 
 struct MemoryPlan {
-  uint64_t alignment = 64;       // of every offset (and of every root's size)
+  uint64_t alignment = KILN_BUNDLE_ALIGNMENT;  // of every offset (and of every root's size)
   uint64_t arena_bytes = 0;      // size of the arena
   std::vector<int64_t> offset;   // per value: arena offset of its storage root, -1 if none
   uint64_t total_bytes = 0;      // sum of all planned roots (the no-sharing size)

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "support/diagnostics.h"
+#include "support/int_math.h"
 #include "tir/ir_visitor.h"
 
 namespace kiln::te {
@@ -130,12 +131,6 @@ void vectorize_sum(Stage& s) {
   reads.last = raxes.back();
   reads.visit_expr(s.tensor->fbody(axes, raxes));
   if (reads.any && reads.contiguous) s.vectorize(s.reduce_axes.back());
-}
-
-int64_t largest_divisor(int64_t n, int64_t limit) {
-  for (int64_t d = std::min(n, limit); d > 1; d--)
-    if (n % d == 0) return d;
-  return 1;
 }
 
 void default_cpu_schedule(Stage& s) {

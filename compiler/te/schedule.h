@@ -133,8 +133,4 @@ IterVar make_iter_var(const std::string& name, int64_t extent, bool reduce);
 // workgroup x; everything else stays serial.
 void default_cpu_schedule(Stage& s);
 
-// The largest divisor of n that is at most `limit` (1 if none above 1):
-// tile sizes that need no guard.
-int64_t largest_divisor(int64_t n, int64_t limit);
-
 }  // namespace kiln::te

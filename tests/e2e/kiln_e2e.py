@@ -18,7 +18,8 @@ Run with Debian's /usr/bin/python3 (it has python3-torch, -torchvision, -onnx, -
       .npy round trip of ort_run.js, and the operator coverage of the models.
   kiln_e2e.py unsupported --kilnc PATH --workdir DIR
       kilnc must reject a model with an unsupported operator: exit 1 and a
-      message naming the operator type and the node.
+      message naming the operator type and the node; `kilnc --list-operators`
+      must list every operator the e2e models use, and not that one.
   kiln_e2e.py list
       The models and the ONNX operators each one must export.
 
@@ -501,6 +502,23 @@ def cmd_unsupported(args) -> int:
         ok = False
     if os.path.exists(bundle) and os.path.getsize(bundle) > 0:
         log('FAIL: kilnc left an output file %s behind' % bundle)
+        ok = False
+    # kilnc --list-operators (the operator table) names every operator the
+    # e2e models compile with, and not the unsupported one.
+    listing = run_tool('kilnc', [kilnc, '--list-operators'], timeout=60)
+    listed = {line.split()[0] for line in listing.stdout.decode().splitlines() if line.strip()}
+    if listing.returncode != 0:
+        log('FAIL: kilnc --list-operators exit status %s' % listing.returncode)
+        ok = False
+    compiled = set()
+    for spec_ in models.MODELS.values():
+        compiled |= set(spec_.expected_ops)
+    missing = sorted(compiled - listed)
+    if missing:
+        log('FAIL: kilnc --list-operators does not list %s' % ', '.join(missing))
+        ok = False
+    if models.UNSUPPORTED_OP in listed:
+        log('FAIL: kilnc --list-operators lists the unsupported %s' % models.UNSUPPORTED_OP)
         ok = False
     log('unsupported: %s' % ('PASS' if ok else 'FAIL'))
     return 0 if ok else 1

@@ -44,6 +44,7 @@ TEST_CASE("kernels run and the library has no undefined symbols") {
   // dynamic symbol table holds nothing but the query function (checked by -z defs
   // at link time; here we check that linking succeeded and the table is sane).
   CHECK(lib.so.compare(0, 4, "\x7f" "ELF") == 0);
+  CHECK_THROWS_AS(HostLibrary(lib.so, KILN_KERNEL_ABI_VERSION + 1), kiln::InternalError);  // no table for another ABI
 
   std::vector<float> in(n), out(n);
   for (int64_t i = 0; i < n; i++) in[i] = -87.0f + 175.0f * (float)i / (float)(n - 1);

@@ -1,15 +1,15 @@
 // Units for the graph optimizer (compiler/graph/passes.h): one test per pass
 // on a small hand-built graph, checking the graph after the pass and, where
 // values change, that the graph computes the same outputs before and after
-// (both run through the real compiler: lower_graph, LLVM, dlopen; see
-// graph/evaluate.h).
+// (both run through the real compiler: the driver's steps from lowering to
+// the kernel library, then dlopen; see driver/evaluate.h).
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
 #include <sstream>
 
-#include "graph/evaluate.h"
+#include "driver/evaluate.h"
 #include "graph/passes.h"
 
 namespace {
@@ -121,8 +121,8 @@ std::vector<std::vector<uint8_t>> inputs_for(const Graph& g) {
 // Runs before and after through the compiler and compares every output.
 void check_same_outputs(const Graph& before, const Graph& after, double tol = 1e-5) {
   auto in = inputs_for(before);
-  auto a = evaluate_graph(before, in);
-  auto b = evaluate_graph(after, in);
+  auto a = kiln::evaluate_graph(before, in);
+  auto b = kiln::evaluate_graph(after, in);
   REQUIRE(a.size() == b.size());
   for (size_t k = 0; k < a.size(); k++) {
     auto x = floats_of(a[k]), y = floats_of(b[k]);
@@ -146,6 +146,22 @@ bool all_consumers_valid(const Graph& g) {
 }
 
 }  // namespace
+
+// A pass context whose constant folding evaluates with the compiler, as the
+// driver sets it up.
+PassContext with_evaluator() {
+  PassContext ctx;
+  ctx.env.evaluate = kiln::evaluate_graph;
+  return ctx;
+}
+
+// A pass context for a CPU target with `lanes` float32 lanes.
+PassContext with_vectors(int lanes) {
+  PassContext ctx;
+  ctx.env.vector = kiln::VectorInfo{lanes, 16};
+  ctx.env.blocked_layout = true;
+  return ctx;
+}
 
 TEST_CASE("graph pass identity: Identity and inference Dropout are removed, output names kept") {
   Builder b;
@@ -340,7 +356,11 @@ TEST_CASE("graph pass constant-fold: weights built at run time from ConstantOfSh
   int conv = b.node("Conv", {x, w, bias}, {1, 3, 3, 3});
   b.output(conv);
   Graph before = b.g;
-  PassContext ctx;
+  Graph unevaluated = b.g;
+  PassContext direct;  // no evaluator: only the Shape node folds
+  CHECK(pass_constant_fold(unevaluated, direct));
+  CHECK(ops_of(unevaluated) == std::vector<std::string>{"ConstantOfShape", "Mul", "Sin", "Gather", "Add", "Expand", "Conv"});
+  PassContext ctx = with_evaluator();
   CHECK(pass_constant_fold(b.g, ctx));
   CHECK(ops_of(b.g) == std::vector<std::string>{"Conv"});
   const Value& wv = b.g.values[b.g.nodes[0].inputs[1]];
@@ -351,7 +371,7 @@ TEST_CASE("graph pass constant-fold: weights built at run time from ConstantOfSh
   CHECK(bv.const_at(2) == 0.25);
   CHECK(all_consumers_valid(b.g));
   check_same_outputs(before, b.g, 1e-6);
-  PassContext ctx2;
+  PassContext ctx2 = with_evaluator();
   CHECK_FALSE(pass_constant_fold(b.g, ctx2));
 }
 
@@ -364,7 +384,7 @@ TEST_CASE("graph pass constant-fold: the size rule keeps a large broadcast at ru
   int w = b.node("Neg", {b.constant("wsmall", {4}, {1, 2, 3, 4})}, {4});  // small: folded
   int z = b.node("Mul", {y, b.node("ReduceSum", {w}, {}, {{"keepdims", integer(0)}})}, {512, 1024});
   b.output(z);
-  PassContext ctx;
+  PassContext ctx = with_evaluator();
   CHECK(pass_constant_fold(b.g, ctx));
   CHECK(ops_of(b.g) == std::vector<std::string>{"Expand", "Add", "Mul"});
   CHECK(b.g.values[b.g.nodes[2].inputs[1]].is_constant());
@@ -391,8 +411,7 @@ TEST_CASE("graph pass layout: convs and their neighbours go NCHWc, conversions o
   b.output(flat);
   b.output(r1);
   Graph before = b.g;
-  PassContext ctx;
-  ctx.vector_lanes = 8;
+  PassContext ctx = with_vectors(8);
   CHECK(pass_layout(b.g, ctx));
   CHECK(pass_dead_code(b.g, ctx));
   std::map<std::string, int> count;
@@ -413,8 +432,11 @@ TEST_CASE("graph pass layout: convs and their neighbours go NCHWc, conversions o
   check_same_outputs(before, b.g, 1e-5);
   // A target without wide vectors keeps NCHW.
   Graph plain = before;
-  PassContext narrow;
+  PassContext narrow = with_vectors(2);
   CHECK_FALSE(pass_layout(plain, narrow));
+  // Nor does a target without the blocked layout (Vulkan).
+  PassContext gpu;
+  CHECK_FALSE(pass_layout(plain, gpu));
 }
 
 TEST_CASE("run_graph_passes: the list, statistics and --dump-graph-after") {
@@ -458,8 +480,7 @@ TEST_CASE("graph pass winograd: big 3x3 stride-1 blocked convs switch, the resul
   b.output(c2);
   b.output(c3);
   Graph before = b.g;
-  PassContext ctx;
-  ctx.vector_lanes = 16;
+  PassContext ctx = with_vectors(16);
   REQUIRE(pass_layout(b.g, ctx));
   PassContext wctx;
   CHECK(pass_winograd(b.g, wctx));
@@ -484,8 +505,7 @@ TEST_CASE("graph pass winograd: float64 convs stay direct (the kernel computes i
   int wv = b.g.add_constant("w", DType::F64, {64, 64, 3, 3}, doubles_to_bytes(w, DType::F64));
   int y = b.node("Conv", {x, wv}, {1, 64, 16, 16}, {{"pads", ints({1, 1, 1, 1})}}, DType::F64);
   b.output(y);
-  PassContext ctx;
-  ctx.vector_lanes = 16;
+  PassContext ctx = with_vectors(16);
   pass_layout(b.g, ctx);
   PassContext wctx;
   CHECK_FALSE(pass_winograd(b.g, wctx));

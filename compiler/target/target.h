@@ -1,4 +1,8 @@
-// The machine a bundle's kernels are compiled for.
+// The target description: the machine a bundle's kernels are compiled for,
+// and what the schedules and graph passes need to know about its vector
+// unit. The bottom layer of the compiler: every other layer may include it,
+// it includes nothing of theirs (LLVM's target registry answers the
+// questions about CPUs).
 //
 // `--target=host` (the default) detects the host's triple, CPU and features.
 // `--target=llvm` with -mtriple/-mcpu/-mattr picks another, TVM-style:
@@ -7,12 +11,7 @@
 // (docs/vulkan.md).
 #pragma once
 
-#include <memory>
 #include <string>
-
-namespace llvm {
-class TargetMachine;
-}
 
 namespace kiln {
 
@@ -35,12 +34,13 @@ struct VectorInfo {
   int lanes = 4;       // float32 lanes of the widest vector register worth using
   int registers = 16;  // vector registers (accumulator budget of register tiles)
 };
-// Asks LLVM's subtarget (so -mcpu alone is enough, e.g. -mcpu=skylake-avx512);
-// the defaults for Vulkan.
+// Asks LLVM's subtarget description (so -mcpu alone is enough, e.g.
+// -mcpu=skylake-avx512); the defaults for Vulkan. User error if LLVM does
+// not know the target.
 VectorInfo vector_info(const TargetSpec& spec);
 
-// Creates an LLVM TargetMachine for position-independent code (user error if
-// LLVM does not know the target).
-std::unique_ptr<llvm::TargetMachine> create_target_machine(const TargetSpec& spec);
+// Registers the LLVM targets kilnc can generate code for (x86-64, AArch64,
+// ARM) with LLVM's target registry; idempotent.
+void initialize_llvm_targets();
 
 }  // namespace kiln

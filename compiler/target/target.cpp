@@ -1,4 +1,7 @@
-#include "codegen/target.h"
+// The target description (target.h): parsing --target, host detection and
+// the vector unit of a CPU, through LLVM's target registry (the MC layer:
+// no code generation here).
+#include "target/target.h"
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/Triple.h>
@@ -6,16 +9,15 @@
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/Host.h>
 #include <llvm/Support/TargetSelect.h>
-#include <llvm/Target/TargetMachine.h>
-#include <llvm/Target/TargetOptions.h>
 
+#include <memory>
 #include <sstream>
 
 #include "support/diagnostics.h"
 
 namespace kiln {
 
-static void init_llvm_targets() {
+void initialize_llvm_targets() {
   static bool done = [] {
     LLVMInitializeX86TargetInfo();
     LLVMInitializeX86Target();
@@ -94,24 +96,14 @@ std::string TargetSpec::str() const {
   return triple + " cpu=" + cpu + (features.empty() ? "" : " features=" + features);
 }
 
-std::unique_ptr<llvm::TargetMachine> create_target_machine(const TargetSpec& spec) {
-  internal_assert(!spec.vulkan) << "no LLVM target machine for the Vulkan target";
-  init_llvm_targets();
+VectorInfo vector_info(const TargetSpec& spec) {
+  if (spec.vulkan) return VectorInfo();
+  initialize_llvm_targets();
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(spec.triple, error);
   user_assert(target) << "target triple '" << spec.triple << "' is not supported: " << error;
-  llvm::TargetOptions options;
-  options.AllowFPOpFusion = llvm::FPOpFusion::Standard;  // fuse a * b + c where the IR allows (contract)
-  auto* tm = target->createTargetMachine(spec.triple, spec.cpu, spec.features, options, llvm::Reloc::PIC_,
-                                         llvm::CodeModel::Small, llvm::CodeGenOpt::Aggressive);
-  user_assert(tm) << "LLVM could not create a target machine for " << spec.str();
-  return std::unique_ptr<llvm::TargetMachine>(tm);
-}
-
-VectorInfo vector_info(const TargetSpec& spec) {
-  if (spec.vulkan) return VectorInfo();
-  auto tm = create_target_machine(spec);
-  const llvm::MCSubtargetInfo* sti = tm->getMCSubtargetInfo();
+  std::unique_ptr<const llvm::MCSubtargetInfo> sti(target->createMCSubtargetInfo(spec.triple, spec.cpu, spec.features));
+  user_assert(sti) << "LLVM has no subtarget description for " << spec.str();
   VectorInfo v;
   llvm::Triple triple(spec.triple);
   if (triple.isAArch64()) {
