@@ -285,40 +285,16 @@ void lower_cast(OpContext& ctx) {
   });
 }
 
-// The variadic Max, Min, Sum and Mean (numpy broadcasting over all inputs).
+// The variadic Max, Min, Sum and Mean (numpy broadcasting over all inputs),
+// folded left to right.
 void lower_variadic(OpContext& ctx) {
-  switch (ctx.op()) {
-    case Op::Max:
-      lower_nary(ctx, [](const std::vector<Expr>& v) {
-        Expr m = v[0];
-        for (size_t i = 1; i < v.size(); i++) m = tir::max(m, v[i]);
-        return m;
-      });
-      return;
-    case Op::Min:
-      lower_nary(ctx, [](const std::vector<Expr>& v) {
-        Expr m = v[0];
-        for (size_t i = 1; i < v.size(); i++) m = tir::min(m, v[i]);
-        return m;
-      });
-      return;
-    case Op::Sum:
-      lower_nary(ctx, [](const std::vector<Expr>& v) {
-        Expr s = v[0];
-        for (size_t i = 1; i < v.size(); i++) s = s + v[i];
-        return s;
-      });
-      return;
-    case Op::Mean:
-      require(ctx, is_float(ctx.in_dtype(0)), "float types only");
-      lower_nary(ctx, [](const std::vector<Expr>& v) {
-        Expr s = v[0];
-        for (size_t i = 1; i < v.size(); i++) s = s + v[i];
-        return s / k(s, (double)v.size());
-      });
-      return;
-    default: internal_error << ctx.node().describe() << ": not a variadic operator";
-  }
+  const Op op = ctx.op();
+  if (op == Op::Mean) require(ctx, is_float(ctx.in_dtype(0)), "float types only");
+  lower_nary(ctx, [op](const std::vector<Expr>& v) {
+    Expr r = v[0];
+    for (size_t i = 1; i < v.size(); i++) r = op == Op::Max ? tir::max(r, v[i]) : op == Op::Min ? tir::min(r, v[i]) : r + v[i];
+    return op == Op::Mean ? r / k(r, (double)v.size()) : r;
+  });
 }
 
 void lower_cast_like(OpContext& ctx) {
