@@ -12,7 +12,7 @@ namespace fb = kiln::fb;
 
 // Maps every ELF kernel library and resolves each of its kernels to its
 // entry point. SPIR-V modules become pipelines on each session's device
-// (exec/vulkan_session.h): their libraries stay unloaded, their kernels NULL.
+// (vulkan/vulkan_backend.cpp): their libraries stay unloaded, their kernels NULL.
 static kiln_status_t kiln_model_load_kernels(kiln_model_t* model) {
   const fb::Bundle* bundle = model->view.bundle;
   uint32_t library_count = bundle->libraries() ? bundle->libraries()->size() : 0;
