@@ -14,6 +14,8 @@
 
 namespace {
 
+using kiln_test::Contains;
+
 std::vector<uint8_t> Library(const char* path) {
   std::vector<uint8_t> bytes = kiln_test::ReadFile(path);
   REQUIRE_MESSAGE(!bytes.empty(), "cannot read " << path);
@@ -32,10 +34,6 @@ std::string LoadError(const std::vector<uint8_t>& blob, size_t size = SIZE_MAX) 
   std::string message = kiln_status_message(status);
   kiln_status_free(status);
   return message;
-}
-
-bool Contains(const std::string& text, const char* words) {
-  return text.find(words) != std::string::npos;
 }
 
 Elf64_Ehdr Header(const std::vector<uint8_t>& blob) {

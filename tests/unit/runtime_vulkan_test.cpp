@@ -23,16 +23,12 @@
 
 namespace {
 
+using kiln_test::Message;
+
 constexpr uint32_t kN = 1000;  // elements per vector (not a multiple of the workgroup size)
 constexpr uint64_t kVectorBytes = kN * 4;
 constexpr uint64_t kStride = 4096;  // vectors start at multiples of this in the arena
 constexpr uint64_t kTimeoutNs = 10ull * 1000 * 1000 * 1000;
-
-std::string Message(kiln_status_t status) {
-  std::string text = kiln_status_message(status);
-  kiln_status_free(status);
-  return text;
-}
 
 // The SPIR-V words of a compiled test shader (empty when glslang was missing).
 std::vector<uint32_t> ReadSpirv(const char* path) {

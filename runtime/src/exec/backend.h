@@ -31,10 +31,10 @@ typedef struct kiln_backend_t {
   // Releases everything `create` made (joins threads, waits for the device).
   void (*free)(kiln_backend_state_t* state);
   // Copies `size` bytes (the input's byte size) into model input `io`.
-  kiln_status_t (*write_input)(kiln_backend_state_t* state, const kiln_model_io_t* io,
+  kiln_status_t (*write_input)(kiln_backend_state_t* state, const kiln_tensor_info_t* io,
                                const void* data, size_t size);
   // Copies model output `io` (its byte size) into `data`.
-  kiln_status_t (*read_output)(kiln_backend_state_t* state, const kiln_model_io_t* io,
+  kiln_status_t (*read_output)(kiln_backend_state_t* state, const kiln_tensor_info_t* io,
                                void* data);
   // A view of output `index`, valid until the next run or free.
   kiln_status_t (*get_output_view)(kiln_backend_state_t* state, size_t index,

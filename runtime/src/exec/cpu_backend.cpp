@@ -140,16 +140,16 @@ static kiln_status_t kiln_cpu_session_create(const kiln_model_t* model,
 }
 
 static kiln_status_t kiln_cpu_session_write_input(kiln_backend_state_t* state,
-                                                  const kiln_model_io_t* io, const void* data,
+                                                  const kiln_tensor_info_t* io, const void* data,
                                                   size_t size) {
-  if (size) memcpy(kiln_cpu_session(state)->arena + io->arena_offset, data, size);
+  if (size) memcpy(kiln_cpu_session(state)->arena + io->offset, data, size);
   return NULL;
 }
 
 static kiln_status_t kiln_cpu_session_read_output(kiln_backend_state_t* state,
-                                                  const kiln_model_io_t* io, void* data) {
-  if (io->info.byte_size) {
-    memcpy(data, kiln_cpu_session(state)->arena + io->arena_offset, io->info.byte_size);
+                                                  const kiln_tensor_info_t* io, void* data) {
+  if (io->byte_size) {
+    memcpy(data, kiln_cpu_session(state)->arena + io->offset, io->byte_size);
   }
   return NULL;
 }
@@ -157,7 +157,7 @@ static kiln_status_t kiln_cpu_session_read_output(kiln_backend_state_t* state,
 static kiln_status_t kiln_cpu_session_get_output_view(kiln_backend_state_t* state, size_t index,
                                                       const void** out_data) {
   const kiln_cpu_session_t* session = kiln_cpu_session(state);
-  *out_data = session->arena + session->model->outputs[index].arena_offset;
+  *out_data = session->arena + session->model->outputs[index].offset;
   return NULL;
 }
 

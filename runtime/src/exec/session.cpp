@@ -7,6 +7,7 @@
 
 #include "base/allocator.h"
 #include "base/clock.h"
+#include "base/struct_size.h"
 #include "exec/backend.h"
 
 namespace fb = kiln::fb;
@@ -16,7 +17,7 @@ struct kiln_session_t {
   const kiln_backend_t* backend;        // the device's functions
   kiln_backend_state_t* state;          // the backend's session state
   uint32_t dispatch_count;              // dispatches a run executes (the bundle's)
-  kiln_session_load_stats_t load_stats; // start-up timing (kiln_session_load_stats)
+  kiln_session_load_stats_t load_stats; // start-up timing (kiln_session_get_load_stats)
 };
 
 kiln_status_t kiln_session_create(const kiln_model_t* model,
@@ -31,11 +32,18 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
                             "session: the model was loaded with KILN_MODEL_LOAD_VERIFY_ONLY "
                             "and has no kernels");
   }
-  kiln_session_options_t defaults;  // NULL options: every field zero (its default)
-  memset(&defaults, 0, sizeof(defaults));
-  if (!options) options = &defaults;
+  // The caller's options as this library's struct: fields the caller's
+  // kiln.h lacks (or NULL options) are zero, their default.
+  kiln_session_options_t complete;
+  kiln_session_options_init(&complete);
+  if (options) {
+    kiln_status_t status = kiln_struct_read(options, sizeof(complete), KILN_SESSION_OPTIONS_MIN_SIZE,
+                                            "kiln_session_options_t", &complete);
+    if (status) return kiln_status_annotate(status, "session");
+  }
+  options = &complete;
   uint32_t device = options->device;
-  if (device > KILN_DEVICE_VULKAN) {
+  if (device > KILN_DEVICE_VULKAN) {  // KILN_DEVICE_HOST describes dispatches only
     return kiln_make_status(KILN_INVALID_ARGUMENT, "session: unknown device kind %u", device);
   }
   // A bundle without kernel libraries (nothing to run) runs anywhere.
@@ -56,7 +64,7 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
   KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session));
   session->model = model;
   session->backend = model->view.spirv ? &kiln_vulkan_backend : &kiln_cpu_backend;
-  session->dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
+  session->dispatch_count = model->dispatch_count;
   session->load_stats = model->load_stats;
   kiln_status_t status = session->backend->create(model, options, &session->load_stats,
                                                   &session->state);
@@ -84,11 +92,11 @@ kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index, cons
                             "set_input: index %zu out of range (%zu inputs)", index,
                             model->input_count);
   }
-  const kiln_model_io_t* input = &model->inputs[index];
-  if (byte_size != input->info.byte_size) {
+  const kiln_tensor_info_t* input = &model->inputs[index];
+  if (byte_size != input->byte_size) {
     return kiln_make_status(KILN_INVALID_ARGUMENT,
                             "set_input: input '%.64s' takes %zu bytes, got %zu",
-                            input->info.name, input->info.byte_size, byte_size);
+                            input->name, input->byte_size, byte_size);
   }
   if (byte_size && !data) return kiln_make_status(KILN_INVALID_ARGUMENT, "set_input: NULL data");
   return session->backend->write_input(session->state, input, data, byte_size);
@@ -96,7 +104,7 @@ kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index, cons
 
 kiln_status_t kiln_session_run(kiln_session_t* session) {
   if (!session) return kiln_make_status(KILN_INVALID_ARGUMENT, "run: NULL session");
-  // The first successful run ends the start-up (kiln_session_load_stats).
+  // The first successful run ends the start-up (kiln_session_get_load_stats).
   const bool first = session->load_stats.first_run_ns == 0;
   uint64_t start = first ? kiln_now_nanoseconds() : 0;
   kiln_status_t status = session->backend->run(session->state);
@@ -108,13 +116,13 @@ kiln_status_t kiln_session_run(kiln_session_t* session) {
   return status;
 }
 
-kiln_status_t kiln_session_load_stats(const kiln_session_t* session,
-                                      kiln_session_load_stats_t* out_stats) {
+kiln_status_t kiln_session_get_load_stats(const kiln_session_t* session,
+                                          kiln_session_load_stats_t* out_stats) {
   if (!session || !out_stats) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "load_stats: NULL session or out_stats");
   }
-  *out_stats = session->load_stats;
-  return NULL;
+  return kiln_struct_write(&session->load_stats, sizeof(session->load_stats),
+                           KILN_SESSION_LOAD_STATS_MIN_SIZE, "kiln_session_load_stats_t", out_stats);
 }
 
 kiln_status_t kiln_session_set_profiling(kiln_session_t* session, int enabled) {
@@ -126,8 +134,8 @@ size_t kiln_session_dispatch_count(const kiln_session_t* session) {
   return session ? session->dispatch_count : 0;
 }
 
-kiln_status_t kiln_session_dispatch_profile(const kiln_session_t* session, size_t dispatch,
-                                            uint64_t* out_nanoseconds) {
+kiln_status_t kiln_session_get_dispatch_profile(const kiln_session_t* session, size_t dispatch,
+                                                uint64_t* out_nanoseconds) {
   if (!session || !out_nanoseconds) {
     return kiln_make_status(KILN_INVALID_ARGUMENT,
                             "dispatch_profile: NULL session or out_nanoseconds");
@@ -154,18 +162,18 @@ kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index, voi
     return kiln_make_status(KILN_INVALID_ARGUMENT, "output: index %zu out of range (%zu outputs)",
                             index, session->model->output_count);
   }
-  const kiln_model_io_t* output = &session->model->outputs[index];
-  if (byte_size != output->info.byte_size) {
+  const kiln_tensor_info_t* output = &session->model->outputs[index];
+  if (byte_size != output->byte_size) {
     return kiln_make_status(KILN_INVALID_ARGUMENT,
                             "get_output: output '%.64s' has %zu bytes, buffer has %zu",
-                            output->info.name, output->info.byte_size, byte_size);
+                            output->name, output->byte_size, byte_size);
   }
   if (byte_size && !data) return kiln_make_status(KILN_INVALID_ARGUMENT, "get_output: NULL data");
   return session->backend->read_output(session->state, output, data);
 }
 
-kiln_status_t kiln_session_output_data(kiln_session_t* session, size_t index,
-                                       const void** out_data) {
+kiln_status_t kiln_session_get_output_view(kiln_session_t* session, size_t index,
+                                           const void** out_data) {
   if (!session || !out_data) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "output: NULL session or out_data");
   }
@@ -181,26 +189,13 @@ const char* kiln_session_device_name(const kiln_session_t* session) {
   return session->backend->device_name(session->state);
 }
 
-kiln_status_t kiln_session_vulkan_pipeline_cache(kiln_session_t* session, void** out_data,
-                                                 size_t* out_size) {
-  if (!session || !out_data || !out_size) {
+kiln_status_t kiln_session_get_vulkan_pipeline_cache(kiln_session_t* session, void* data,
+                                                     size_t capacity, size_t* out_size) {
+  if (!session || !out_size) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "pipeline_cache: NULL argument");
   }
   if (!session->backend->get_pipeline_cache) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "pipeline_cache: not a Vulkan session");
   }
-  size_t size = 0;
-  KILN_RETURN_IF_ERROR(session->backend->get_pipeline_cache(session->state, NULL, 0, &size));
-  void* data = NULL;
-  KILN_RETURN_IF_ERROR(kiln_calloc(size, 1, &data));
-  kiln_status_t status = session->backend->get_pipeline_cache(session->state, data, size, &size);
-  if (status) {
-    free(data);
-    return status;
-  }
-  *out_data = data;
-  *out_size = size;
-  return NULL;
+  return session->backend->get_pipeline_cache(session->state, data, capacity, out_size);
 }
-
-void kiln_free(void* data) { free(data); }

@@ -210,9 +210,9 @@ static kiln_status_t kiln_vulkan_session_create_buffers(kiln_vulkan_session_t* s
     }
   }
   for (size_t i = 0; i < model->input_count + model->output_count; ++i) {
-    const kiln_model_io_t* io = i < model->input_count ? &model->inputs[i]
+    const kiln_tensor_info_t* io = i < model->input_count ? &model->inputs[i]
                                                        : &model->outputs[i - model->input_count];
-    if (io->info.byte_size > staging_size) staging_size = io->info.byte_size;
+    if (io->byte_size > staging_size) staging_size = io->byte_size;
   }
   uint32_t dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
   for (uint32_t i = 0; i < dispatch_count; ++i) {
@@ -444,28 +444,28 @@ static void kiln_vulkan_session_free(kiln_backend_state_t* state) {
 }
 
 static kiln_status_t kiln_vulkan_session_write_input(kiln_backend_state_t* state,
-                                                     const kiln_model_io_t* io, const void* data,
+                                                     const kiln_tensor_info_t* io, const void* data,
                                                      size_t size) {
   kiln_vulkan_session_t* session = kiln_vulkan_session(state);
   if (size == 0) return NULL;
   return kiln_vulkan_buffer_upload(session->device, &session->staging, &session->arena,
-                                   io->arena_offset, data, size);
+                                   io->offset, data, size);
 }
 
 static kiln_status_t kiln_vulkan_session_read_output(kiln_backend_state_t* state,
-                                                     const kiln_model_io_t* io, void* data) {
+                                                     const kiln_tensor_info_t* io, void* data) {
   kiln_vulkan_session_t* session = kiln_vulkan_session(state);
-  if (io->info.byte_size == 0) return NULL;
+  if (io->byte_size == 0) return NULL;
   return kiln_vulkan_buffer_download(session->device, &session->staging, &session->arena,
-                                     io->arena_offset, data, io->info.byte_size);
+                                     io->offset, data, io->byte_size);
 }
 
 static kiln_status_t kiln_vulkan_session_get_output_view(kiln_backend_state_t* state, size_t index,
                                                          const void** out_data) {
   kiln_vulkan_session_t* session = kiln_vulkan_session(state);
-  const kiln_model_io_t* output = &session->model->outputs[index];
+  const kiln_tensor_info_t* output = &session->model->outputs[index];
   if (!session->output_copies[index]) {
-    KILN_RETURN_IF_ERROR(kiln_calloc(output->info.byte_size ? output->info.byte_size : 1, 1,
+    KILN_RETURN_IF_ERROR(kiln_calloc(output->byte_size ? output->byte_size : 1, 1,
                                      &session->output_copies[index]));
   }
   KILN_RETURN_IF_ERROR(kiln_vulkan_session_read_output(state, output, session->output_copies[index]));

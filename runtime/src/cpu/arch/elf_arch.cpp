@@ -51,41 +51,40 @@ const char* kiln_elf_machine_name(uint16_t machine) {
   return "unknown";
 }
 
+// Entry layouts: r_offset, r_info (and r_addend for RELA), each one word of
+// the class (8 bytes for ELFCLASS64, 4 for ELFCLASS32).
 size_t kiln_elf_relocation_entry_size(uint8_t elf_class, kiln_elf_relocation_format_t format,
                                       const char** out_type_name) {
+  static const char names[2][2][11] = {{"Elf32_Rel", "Elf32_Rela"}, {"Elf64_Rel", "Elf64_Rela"}};
   const int rela = format == KILN_ELF_RELA;
-  if (elf_class == ELFCLASS64) {
-    *out_type_name = rela ? "Elf64_Rela" : "Elf64_Rel";
-    return rela ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel);
+  if (elf_class != ELFCLASS64 && elf_class != ELFCLASS32) {
+    *out_type_name = "?";
+    return 0;
   }
-  if (elf_class == ELFCLASS32) {
-    *out_type_name = rela ? "Elf32_Rela" : "Elf32_Rel";
-    return rela ? sizeof(Elf32_Rela) : sizeof(Elf32_Rel);
-  }
-  *out_type_name = "?";
-  return 0;
+  *out_type_name = names[elf_class == ELFCLASS64][rela];
+  return (size_t)(rela ? 3 : 2) * (elf_class == ELFCLASS64 ? 8 : 4);
+}
+
+// Word `index` of an entry, zero-extended (`word` bytes, little-endian).
+static uint64_t kiln_elf_entry_word(const uint8_t* entry, uint32_t word, uint32_t index) {
+  uint64_t value = 0;
+  memcpy(&value, entry + index * word, word);
+  return value;
 }
 
 void kiln_elf_relocation_decode(const uint8_t* entry, uint8_t elf_class,
                                 kiln_elf_relocation_format_t format,
                                 kiln_elf_relocation_entry_t* out_entry) {
-  memset(out_entry, 0, sizeof(*out_entry));
-  if (elf_class == ELFCLASS64) {
-    Elf64_Rela rela;  // an Elf64_Rel is its first two fields
-    memset(&rela, 0, sizeof(rela));
-    memcpy(&rela, entry, format == KILN_ELF_RELA ? sizeof(Elf64_Rela) : sizeof(Elf64_Rel));
-    out_entry->offset = rela.r_offset;
-    out_entry->type = (uint32_t)ELF64_R_TYPE(rela.r_info);
-    out_entry->symbol = (uint32_t)ELF64_R_SYM(rela.r_info);
-    out_entry->addend = rela.r_addend;
-  } else {
-    Elf32_Rela rela;  // an Elf32_Rel is its first two fields
-    memset(&rela, 0, sizeof(rela));
-    memcpy(&rela, entry, format == KILN_ELF_RELA ? sizeof(Elf32_Rela) : sizeof(Elf32_Rel));
-    out_entry->offset = rela.r_offset;
-    out_entry->type = ELF32_R_TYPE(rela.r_info);
-    out_entry->symbol = ELF32_R_SYM(rela.r_info);
-    out_entry->addend = rela.r_addend;
+  const int is64 = elf_class == ELFCLASS64;
+  const uint32_t word = is64 ? 8 : 4;
+  uint64_t info = kiln_elf_entry_word(entry, word, 1);
+  out_entry->offset = kiln_elf_entry_word(entry, word, 0);
+  out_entry->type = (uint32_t)(is64 ? ELF64_R_TYPE(info) : ELF32_R_TYPE(info));
+  out_entry->symbol = (uint32_t)(is64 ? ELF64_R_SYM(info) : ELF32_R_SYM(info));
+  out_entry->addend = 0;
+  if (format == KILN_ELF_RELA) {
+    uint64_t addend = kiln_elf_entry_word(entry, word, 2);
+    out_entry->addend = is64 ? (int64_t)addend : (int64_t)(int32_t)(uint32_t)addend;
   }
 }
 
