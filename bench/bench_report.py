@@ -21,7 +21,7 @@ def render_vulkan(vk: Dict[str, object], names) -> List[str]:
              '(`MESA_SHADER_CACHE_DIR`, `__GL_SHADER_DISK_CACHE_PATH`), no pipeline cache. **Warm**: a second load '
              'in the same process, seeded with the first session\'s pipeline cache (`vulkan_pipeline_cache`; its '
              'size in bytes is given) and with the shader cache the first load filled. Load -> first run: from the '
-             'load call to the end of the first `kiln_session_run` (`kiln_session_load_stats`); first-run '
+             'load call to the end of the first `kiln_session_run` (`kiln_session_get_load_stats`); first-run '
              'overhead: first run minus the median (shader compilation a driver defers to the first dispatch, '
              'first touch of memory). CPU: kiln at %d thread(s), the same load -> first run.' % (
                  vk['device'], st['iterations'], st['budget_s'], vk['wall_s'], st['iterations'],

@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     kiln_status_free(status);
     return 1;
   }
-  check(library.module.machine == 183 /* EM_AARCH64 */, "library is EM_AARCH64");
+  check(library.module.arch && library.module.arch->machine == 183 /* EM_AARCH64 */, "library is EM_AARCH64");
   check(library.table->kernel_count == 4, "kernel table (R_AARCH64_RELATIVE): 4 kernels");
 
   int32_t i = 0;

@@ -1,10 +1,12 @@
 // Test helper; see runtime_bundle_builder.h.
 #include "runtime_bundle_builder.h"
 
+#include <doctest/doctest.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/hash.h"
+#include "runtime_test_config.h"
 
 namespace fb = kiln::fb;
 
@@ -164,6 +166,71 @@ TestBundle MinimalBundle() {
   return b;
 }
 
+// out = (a + b) * 2: dispatch 0 adds the input a and the constant b into t,
+// dispatch 1 scales t into out. Library blob at data segment offset 1024.
+TestBundle AddScaleBundle() {
+  std::vector<uint8_t> library = ReadFile(RUNTIME_TEST_KERNELS_SO);
+  REQUIRE(!library.empty());
+  TestBundle bundle;
+  const int64_t n = kAddScaleElements;
+  bundle.tensors = {
+      {"a", fb::DType::Float32, {1, n}, fb::Storage::Arena, 0},
+      {"b", fb::DType::Float32, {1, n}, fb::Storage::Constant, 0},
+      {"t", fb::DType::Float32, {1, n}, fb::Storage::Arena, 1024},
+      {"out/final", fb::DType::Float32, {1, n}, fb::Storage::Arena, 2048},
+  };
+  bundle.inputs = {0};
+  bundle.outputs = {3};
+  bundle.nodes = {{"add", "Add", {}, {0, 1}, {2}}, {"mul", "Mul", {}, {2}, {3}}};
+  bundle.arena_bytes = 3072;
+  SetConstantsAndLibrary(&bundle, kAddScaleElements, 0.5f, fb::LibraryFormat::ElfSharedObject, 1024, library);
+  bundle.kernels = {{"vector_add", 0, 0}, {"scale", 0, 1}, {"always_fail", 0, 2}};
+  float two = 2.0f;
+  uint32_t two_bits;
+  memcpy(&two_bits, &two, 4);
+  bundle.dispatches = {
+      {0, {kAddScaleElements / kAddScalePerGroup, 1, 1}, {{0, fb::Access::Read}, {1, fb::Access::Read}, {2, fb::Access::Write}}, {kAddScalePerGroup}, {0}},
+      {1, {kAddScaleElements / kAddScalePerGroup, 1, 1}, {{2, fb::Access::Read}, {3, fb::Access::Write}}, {kAddScalePerGroup, two_bits}, {1}},
+  };
+  return bundle;
+}
+
+// x (input) at 0 and y (output) at 256 in the arena, w a constant; one SpirV
+// library with a (fake) 64-byte module for kernel 0, dispatched with 3
+// bindings and 2 push constants.
+TestBundle SpirvBundle() {
+  TestBundle b = MinimalBundle();
+  b.tensors[1].offset = 256;
+  b.arena_bytes = 512;
+  b.data.resize(256 + 64, 0);
+  std::vector<uint8_t> spirv = MinimalSpirvModule(64, 1, 1);
+  std::copy(spirv.begin(), spirv.end(), b.data.begin() + 256);
+  b.libraries = {{fb::LibraryFormat::SpirV, 256, 64}};
+  b.vulkan_features[0] = (uint32_t)fb::VulkanFeature::ShaderInt64;
+  b.kernels = {{"k0_add", 0, 0}};
+  TestSpirv& module = b.spirv[0];
+  module.offset = 0;
+  module.size = 64;
+  module.entry_point = "main";
+  module.workgroup_size = {64, 1, 1};
+  module.binding_count = 3;
+  module.push_constant_size = 8;
+  b.dispatches = {{0, {1, 1, 1}, {{0, fb::Access::Read}, {2, fb::Access::Read}, {1, fb::Access::Write}}, {4, 5}, {0}}};
+  return b;
+}
+
+// SpirvBundle() plus a host kernel (an ELF library at 320) dispatched after
+// the device one: it reads y and writes x, downloading both, uploading x.
+TestBundle HeterogeneousBundle() {
+  TestBundle b = SpirvBundle();
+  b.data.resize(320 + 64, 0);
+  b.libraries.push_back({fb::LibraryFormat::ElfSharedObject, 320, 64});
+  b.kernels.push_back({"k1_host", 1, 0});
+  b.dispatches.push_back({1, {1, 1, 1}, {{1, fb::Access::Read}, {0, fb::Access::Write}, {2, fb::Access::Read}},
+                          {}, {0}, {1, 0}, {0}});
+  return b;
+}
+
 std::vector<uint8_t> ReadFile(const char* path) {
   std::vector<uint8_t> bytes;
   FILE* f = fopen(path, "rb");
@@ -184,6 +251,18 @@ std::vector<uint8_t> MinimalSpirvModule(uint32_t x, uint32_t y, uint32_t z) {
   std::vector<uint8_t> bytes(sizeof(words));
   memcpy(bytes.data(), words, sizeof(words));
   return bytes;
+}
+
+std::string Message(kiln_status_t status) {
+  std::string text = kiln_status_message(status);
+  kiln_status_free(status);
+  return text;
+}
+
+bool Contains(const std::string& text, const char* words) {
+  if (text.find(words) != std::string::npos) return true;
+  MESSAGE("'" << text << "' does not contain '" << words << "'");
+  return false;
 }
 
 }  // namespace kiln_test

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bundle_generated.h"
+#include "kiln/kiln.h"
 #include "kiln_bundle_version.h"
 
 namespace kiln_test {
@@ -90,6 +91,22 @@ void SetConstantsAndLibrary(TestBundle* b, int count, float step, kiln::fb::Libr
 // w a constant; one Add node.
 TestBundle MinimalBundle();
 
+// out = (a + b) * 2 with the test kernels (RUNTIME_TEST_KERNELS_SO): a
+// (input), t and out/final in the arena, b[i] = 0.5 * i a constant;
+// dispatch 0 adds a and b into t (node "add"), dispatch 1 scales t into
+// out/final (node "mul"), each kAddScaleElements / kAddScalePerGroup workgroups.
+constexpr int kAddScaleElements = 256;     // elements per tensor
+constexpr uint32_t kAddScalePerGroup = 64;  // elements per workgroup
+TestBundle AddScaleBundle();
+
+// MinimalBundle() on Vulkan: y at 256 in the arena; one SpirV library with a
+// (fake) 64-byte module for kernel 0, dispatched with 3 bindings and 2 push
+// constants.
+TestBundle SpirvBundle();
+// SpirvBundle() plus a host kernel (an ELF library at 320) dispatched after
+// the device one: it reads y and writes x, downloading both, uploading x.
+TestBundle HeterogeneousBundle();
+
 // The smallest SPIR-V module the verifier accepts (64 bytes): the header, a
 // GLCompute entry point "main" and its LocalSize (x, y, z).
 std::vector<uint8_t> MinimalSpirvModule(uint32_t x, uint32_t y, uint32_t z);
@@ -104,6 +121,11 @@ HashFields FindHashFields(const std::vector<uint8_t>& file);
 void RehashBundle(std::vector<uint8_t>* file, const HashFields& fields);
 
 std::vector<uint8_t> ReadFile(const char* path);
+
+// A status's message; frees the status ("OK" for NULL).
+std::string Message(kiln_status_t status);
+// Whether `text` contains `words` (if not, says so in the test's log).
+bool Contains(const std::string& text, const char* words);
 
 }  // namespace kiln_test
 

@@ -14,6 +14,8 @@
 
 namespace {
 
+using kiln_test::Contains;
+
 std::vector<uint8_t> Library(const char* path) {
   std::vector<uint8_t> bytes = kiln_test::ReadFile(path);
   REQUIRE_MESSAGE(!bytes.empty(), "cannot read " << path);
@@ -32,10 +34,6 @@ std::string LoadError(const std::vector<uint8_t>& blob, size_t size = SIZE_MAX) 
   std::string message = kiln_status_message(status);
   kiln_status_free(status);
   return message;
-}
-
-bool Contains(const std::string& text, const char* words) {
-  return text.find(words) != std::string::npos;
 }
 
 Elf64_Ehdr Header(const std::vector<uint8_t>& blob) {
@@ -271,4 +269,87 @@ TEST_CASE("elf: undefined symbols are named") {
   std::string error = LoadError(blob);
   CHECK(Contains(error, "undefined symbol 'external_helper'"));
   CHECK(Contains(error, "self-contained"));
+}
+
+TEST_CASE("elf arch: descriptors are found by machine and class; the host's is one of them") {
+  const kiln_elf_arch_t* x86 = kiln_elf_arch_find(EM_X86_64, ELFCLASS64);
+  const kiln_elf_arch_t* arm64 = kiln_elf_arch_find(EM_AARCH64, ELFCLASS64);
+  REQUIRE(x86 == &kiln_elf_arch_x86_64);
+  REQUIRE(arm64 == &kiln_elf_arch_aarch64);
+  CHECK(std::string(x86->name) == "x86_64");
+  CHECK(std::string(arm64->name) == "aarch64");
+  CHECK(x86->relocation_formats == KILN_ELF_RELA);
+  CHECK(kiln_elf_arch_find(EM_X86_64, ELFCLASS32) == NULL);  // the class is part of the key
+  CHECK(kiln_elf_arch_find(EM_ARM, ELFCLASS32) == NULL);
+  CHECK(std::string(kiln_elf_machine_name(EM_ARM)) == "arm");
+  CHECK(std::string(kiln_elf_machine_name(EM_AARCH64)) == "aarch64");
+  // The host's descriptor is the one the test libraries (built for the host) match.
+  const std::vector<uint8_t> library = Library(RUNTIME_TEST_KERNELS_SO);
+  CHECK(kiln_elf_arch_host() == kiln_elf_arch_find(Header(library).e_machine, ELFCLASS64));
+}
+
+TEST_CASE("elf arch: relocation entries of both classes and formats decode") {
+  const char* name = NULL;
+  CHECK(kiln_elf_relocation_entry_size(ELFCLASS64, KILN_ELF_RELA, &name) == sizeof(Elf64_Rela));
+  CHECK(std::string(name) == "Elf64_Rela");
+  CHECK(kiln_elf_relocation_entry_size(ELFCLASS32, KILN_ELF_REL, &name) == sizeof(Elf32_Rel));
+  CHECK(std::string(name) == "Elf32_Rel");
+  CHECK(kiln_elf_relocation_entry_size(7, KILN_ELF_REL, &name) == 0);
+
+  Elf64_Rela rela64 = {0x1234, ELF64_R_INFO(77, R_X86_64_64), -16};
+  kiln_elf_relocation_entry_t entry;
+  kiln_elf_relocation_decode((const uint8_t*)&rela64, ELFCLASS64, KILN_ELF_RELA, &entry);
+  CHECK(entry.offset == 0x1234);
+  CHECK(entry.symbol == 77);
+  CHECK(entry.type == R_X86_64_64);
+  CHECK(entry.addend == -16);
+  Elf32_Rel rel32 = {0x800, ELF32_R_INFO(5, R_ARM_ABS32)};
+  kiln_elf_relocation_decode((const uint8_t*)&rel32, ELFCLASS32, KILN_ELF_REL, &entry);
+  CHECK(entry.offset == 0x800);
+  CHECK(entry.symbol == 5);
+  CHECK(entry.type == R_ARM_ABS32);
+  CHECK(entry.addend == 0);  // REL: the loader reads it from the target
+  Elf32_Rela rela32 = {0x900, ELF32_R_INFO(3, R_ARM_RELATIVE), 40};
+  kiln_elf_relocation_decode((const uint8_t*)&rela32, ELFCLASS32, KILN_ELF_RELA, &entry);
+  CHECK(entry.offset == 0x900);
+  CHECK(entry.symbol == 3);
+  CHECK(entry.addend == 40);
+}
+
+TEST_CASE("elf arch: the x86_64 and aarch64 functions compute and write their words") {
+  uint8_t target[12];
+  memset(target, 0xAA, sizeof(target));
+  kiln_elf_relocation_t relocation;
+  memset(&relocation, 0, sizeof(relocation));
+  relocation.target = target + 1;  // unaligned
+  relocation.target_size = 8;
+  relocation.load_bias = 0x10000;
+  relocation.addend = 0x20;
+  relocation.symbol_name = "";
+  relocation.type = R_X86_64_RELATIVE;
+  REQUIRE(kiln_elf_arch_x86_64.apply_relocation(&relocation) == NULL);
+  uint64_t value = 0;
+  memcpy(&value, target + 1, 8);
+  CHECK(value == 0x10020);
+  CHECK(target[0] == 0xAA);
+  CHECK(target[9] == 0xAA);
+
+  relocation.type = R_AARCH64_ABS64;  // needs a symbol
+  kiln_status_t status = kiln_elf_arch_aarch64.apply_relocation(&relocation);
+  CHECK(Contains(kiln_status_message(status), "(type 257) has no symbol"));
+  kiln_status_free(status);
+  relocation.has_symbol = 1;
+  relocation.symbol_value = 0x5000;
+  REQUIRE(kiln_elf_arch_aarch64.apply_relocation(&relocation) == NULL);
+  memcpy(&value, target + 1, 8);
+  CHECK(value == 0x5020);
+
+  // A 32-bit target (ELFCLASS32) gets its low four bytes only.
+  memset(target, 0xAA, sizeof(target));
+  relocation.target_size = 4;
+  REQUIRE(kiln_elf_relocation_write(&relocation, 0x1122334455667788ull) == NULL);
+  uint32_t word = 0;
+  memcpy(&word, target + 1, 4);
+  CHECK(word == 0x55667788u);
+  CHECK(target[5] == 0xAA);
 }

@@ -17,37 +17,8 @@ namespace fb = kiln::fb;
 
 namespace {
 
-constexpr int kN = 256;  // elements per tensor
-constexpr uint32_t kPerGroup = 64;
-
-// out = (a + b) * 2: dispatch 0 adds the input a and the constant b into t,
-// dispatch 1 scales t into out. Library blob at data segment offset 1024.
-TestBundle AddScaleBundle() {
-  std::vector<uint8_t> library = kiln_test::ReadFile(RUNTIME_TEST_KERNELS_SO);
-  REQUIRE(!library.empty());
-  TestBundle bundle;
-  const int64_t n = kN;
-  bundle.tensors = {
-      {"a", fb::DType::Float32, {1, n}, fb::Storage::Arena, 0},
-      {"b", fb::DType::Float32, {1, n}, fb::Storage::Constant, 0},
-      {"t", fb::DType::Float32, {1, n}, fb::Storage::Arena, 1024},
-      {"out/final", fb::DType::Float32, {1, n}, fb::Storage::Arena, 2048},
-  };
-  bundle.inputs = {0};
-  bundle.outputs = {3};
-  bundle.nodes = {{"add", "Add", {}, {0, 1}, {2}}, {"mul", "Mul", {}, {2}, {3}}};
-  bundle.arena_bytes = 3072;
-  kiln_test::SetConstantsAndLibrary(&bundle, kN, 0.5f, fb::LibraryFormat::ElfSharedObject, 1024, library);
-  bundle.kernels = {{"vector_add", 0, 0}, {"scale", 0, 1}, {"always_fail", 0, 2}};
-  float two = 2.0f;
-  uint32_t two_bits;
-  memcpy(&two_bits, &two, 4);
-  bundle.dispatches = {
-      {0, {kN / kPerGroup, 1, 1}, {{0, fb::Access::Read}, {1, fb::Access::Read}, {2, fb::Access::Write}}, {kPerGroup}, {0}},
-      {1, {kN / kPerGroup, 1, 1}, {{2, fb::Access::Read}, {3, fb::Access::Write}}, {kPerGroup, two_bits}, {1}},
-  };
-  return bundle;
-}
+constexpr int kN = kiln_test::kAddScaleElements;  // elements per tensor
+using kiln_test::AddScaleBundle;
 
 std::string WriteTemp(const std::vector<uint8_t>& bytes) {
   char path[] = "/tmp/kiln_runtime_test_XXXXXX";
@@ -67,7 +38,9 @@ TEST_CASE("exec: load from file, run two dispatches, read the output") {
   unlink(path.c_str());  // the mapping stays valid
   REQUIRE_MESSAGE(status.ok(), status.message());
   kiln::Session session;
-  kiln_session_options_t options = {4, NULL, NULL};  // four threads
+  kiln_session_options_t options;
+  kiln_session_options_init(&options);
+  options.thread_count = 4;
   status = kiln::Session::Create(model, &options, &session);
   REQUIRE_MESSAGE(status.ok(), status.message());
 
@@ -82,7 +55,7 @@ TEST_CASE("exec: load from file, run two dispatches, read the output") {
     for (int i = 0; i < kN; ++i) a[i] += 1.0f;
   }
   const void* view = NULL;
-  REQUIRE(session.output_data(0, &view).ok());
+  REQUIRE(session.get_output_view(0, &view).ok());
   CHECK(((uintptr_t)view % 64) == 0);
 
   kiln::Status wrong_size = session.set_input(0, a.data(), 12);
@@ -92,19 +65,20 @@ TEST_CASE("exec: load from file, run two dispatches, read the output") {
   CHECK(session.get_output(0, out.data(), 4).code() == KILN_INVALID_ARGUMENT);
 }
 
-TEST_CASE("exec: start-up timing (kiln_session_load_stats) on the CPU") {
+TEST_CASE("exec: start-up timing (kiln_session_get_load_stats) on the CPU") {
   std::string path = WriteTemp(AddScaleBundle().Build());
   kiln::Model model;
   kiln::Status status = kiln::Model::LoadFile(path.c_str(), &model);
   unlink(path.c_str());
   REQUIRE_MESSAGE(status.ok(), status.message());
   kiln::Session session;
-  kiln_session_options_t options = {};
+  kiln_session_options_t options;
+  kiln_session_options_init(&options);
   options.thread_count = 2;
   REQUIRE(kiln::Session::Create(model, &options, &session).ok());
   kiln_session_load_stats_t stats;
   memset(&stats, 0xff, sizeof(stats));
-  REQUIRE(session.load_stats(&stats).ok());
+  REQUIRE(session.get_load_stats(&stats).ok());
   // Every stage a CPU session has ran (at least 1 ns); no run yet.
   CHECK(stats.bundle_map_ns > 0);
   CHECK(stats.bundle_verify_ns > 0);
@@ -127,18 +101,18 @@ TEST_CASE("exec: start-up timing (kiln_session_load_stats) on the CPU") {
   std::vector<float> a(kN, 1.0f);
   REQUIRE(session.set_input(0, a.data(), a.size() * 4).ok());
   REQUIRE(session.run().ok());
-  REQUIRE(session.load_stats(&stats).ok());
+  REQUIRE(session.get_load_stats(&stats).ok());
   CHECK(stats.first_run_ns > 0);
   CHECK(stats.load_to_first_run_ns >=
         stats.model_load_ns + stats.session_create_ns + stats.first_run_ns);
   kiln_session_load_stats_t again;
   REQUIRE(session.run().ok());  // later runs change nothing
-  REQUIRE(session.load_stats(&again).ok());
+  REQUIRE(session.get_load_stats(&again).ok());
   CHECK(memcmp(&again, &stats, sizeof(stats)) == 0);
 
-  kiln::Status null_session(kiln_session_load_stats(NULL, &stats));
+  kiln::Status null_session(kiln_session_get_load_stats(NULL, &stats));
   CHECK(null_session.code() == KILN_INVALID_ARGUMENT);
-  CHECK(session.load_stats(NULL).code() == KILN_INVALID_ARGUMENT);
+  CHECK(session.get_load_stats(NULL).code() == KILN_INVALID_ARGUMENT);
 }
 
 TEST_CASE("exec: a failing kernel is reported with dispatch and kernel name") {

@@ -66,7 +66,8 @@ TestBundle ThreadsBundle(uint32_t x, uint32_t y, uint32_t z, uint32_t second_ker
 }
 
 kiln_session_options_t Options(uint32_t threads) {
-  kiln_session_options_t options = {};
+  kiln_session_options_t options;
+  kiln_session_options_init(&options);
   options.thread_count = threads;
   return options;
 }
@@ -352,18 +353,18 @@ TEST_CASE("profiling: per-dispatch times when enabled, an error otherwise") {
     REQUIRE(kiln::Session::Create(model, &options, &session).ok());
     CHECK(session.dispatch_count() == 3);
     uint64_t nanoseconds = 0;
-    CHECK(session.dispatch_profile(0, &nanoseconds).code() == KILN_INVALID_ARGUMENT);  // no run yet
+    CHECK(session.get_dispatch_profile(0, &nanoseconds).code() == KILN_INVALID_ARGUMENT);  // no run yet
     uint32_t control = kNoFailure;
     REQUIRE(session.set_input(0, &control, 4).ok());
     REQUIRE(session.set_profiling(true).ok());
     REQUIRE(session.run().ok());
     for (size_t d = 0; d < 3; ++d) {
       nanoseconds = 0;
-      REQUIRE(session.dispatch_profile(d, &nanoseconds).ok());
+      REQUIRE(session.get_dispatch_profile(d, &nanoseconds).ok());
       CHECK(nanoseconds > 0);
       CHECK(nanoseconds < 10ull * 1000 * 1000 * 1000);
     }
-    kiln::Status status = session.dispatch_profile(3, &nanoseconds);
+    kiln::Status status = session.get_dispatch_profile(3, &nanoseconds);
     CHECK(status.code() == KILN_INVALID_ARGUMENT);
     CHECK(std::string(status.message()).find("dispatch 3 out of range (3 dispatches)") !=
           std::string::npos);
@@ -372,16 +373,16 @@ TEST_CASE("profiling: per-dispatch times when enabled, an error otherwise") {
     control = 5;
     REQUIRE(session.set_input(0, &control, 4).ok());
     CHECK(session.run().code() == KILN_INTERNAL);
-    REQUIRE(session.dispatch_profile(1, &nanoseconds).ok());
+    REQUIRE(session.get_dispatch_profile(1, &nanoseconds).ok());
     CHECK(nanoseconds > 0);
-    REQUIRE(session.dispatch_profile(2, &nanoseconds).ok());
+    REQUIRE(session.get_dispatch_profile(2, &nanoseconds).ok());
     CHECK(nanoseconds > 0);  // dispatch 2 is the one that failed: it ran
 
     REQUIRE(session.set_profiling(false).ok());
     control = kNoFailure;
     REQUIRE(session.set_input(0, &control, 4).ok());
     REQUIRE(session.run().ok());
-    status = session.dispatch_profile(0, &nanoseconds);
+    status = session.get_dispatch_profile(0, &nanoseconds);
     CHECK(status.code() == KILN_INVALID_ARGUMENT);
     CHECK(std::string(status.message()).find("not profiled") != std::string::npos);
   }
@@ -401,7 +402,7 @@ TEST_CASE("profiling: dispatches after a failing one read 0") {
     REQUIRE(session.set_profiling(true).ok());
     CHECK(session.run().code() == KILN_INTERNAL);
     uint64_t times[3] = {0, 0, 0};
-    for (size_t d = 0; d < 3; ++d) REQUIRE(session.dispatch_profile(d, &times[d]).ok());
+    for (size_t d = 0; d < 3; ++d) REQUIRE(session.get_dispatch_profile(d, &times[d]).ok());
     CHECK(times[0] > 0);
     CHECK(times[1] > 0);
     CHECK(times[2] == 0);

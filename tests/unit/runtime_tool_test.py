@@ -4,8 +4,8 @@
   runtime_tool_test.py KILN_RUNTIME_TESTS KILN WORKDIR
 
 out = (a + b) * 2 where b[i] = 0.5 * i. Checks run (outputs, --top, errors),
-inspect (text and --json) and bench (with its start-up lines), and that bad
-input exits 1 cleanly. Then `kiln bench --device vulkan --startup` on the unit
+inspect (text and --json) and bench (with its start-up lines and --input),
+and that bad input exits 1 cleanly. Then `kiln bench --device vulkan --startup` on the unit
 tests' vector-add Vulkan bundle (skipped without lavapipe).
 """
 import json
@@ -119,6 +119,14 @@ def main():
     startup = startup_lines(proc.stdout)
     assert list(startup) == ['startup'], proc.stdout  # always printed; the rest with --startup
     assert startup['startup']['pipeline_cache'] == 'none' and startup['startup']['first_run_ms'] > 0, startup
+
+    # --input (shared with run): the file's values instead of pseudo-random
+    # ones; a file that does not match the input is an error.
+    proc = run([kiln, 'bench', bundle, '--iterations', '2', '--input', 'a=' + os.path.join(work, 'a.npy')])
+    assert 'input a: float32[1,256] (--input)' in proc.stdout, proc.stdout
+    write_npy(os.path.join(work, 'short.npy'), '<f4', (1, 8), b'\0' * 32)
+    run([kiln, 'bench', bundle, '--input', 'a=' + os.path.join(work, 'short.npy')], 1)
+    run([kiln, 'bench', bundle, '--input', 'nope'], 2)
 
     # --startup: every stage, and a second load (CPU: nothing to cache).
     proc = run([kiln, 'bench', bundle, '--iterations', '2', '--threads', '2', '--startup'])

@@ -17,6 +17,11 @@ namespace fb = kiln::fb;
 
 namespace {
 
+using kiln_test::Contains;
+
+using kiln_test::HeterogeneousBundle;
+using kiln_test::SpirvBundle;
+
 // "" when `file` verifies, else the message.
 std::string VerifyError(const TestBundle& b) {
   std::vector<uint8_t> file = b.Build();
@@ -31,48 +36,6 @@ std::string VerifyError(const TestBundle& b) {
   std::string message = kiln_status_message(status);
   kiln_status_free(status);
   return message;
-}
-
-bool Contains(const std::string& text, const char* words) {
-  if (text.find(words) != std::string::npos) return true;
-  MESSAGE("'" << text << "' does not contain '" << words << "'");
-  return false;
-}
-
-// x (input) at 0 and y (output) at 256 in the arena, w a constant; one SpirV
-// library with a (fake) 64-byte module for kernel 0, dispatched with 3
-// bindings and 2 push constants.
-TestBundle SpirvBundle() {
-  TestBundle b = MinimalBundle();
-  b.tensors[1].offset = 256;
-  b.arena_bytes = 512;
-  b.data.resize(256 + 64, 0);
-  std::vector<uint8_t> spirv = kiln_test::MinimalSpirvModule(64, 1, 1);
-  std::copy(spirv.begin(), spirv.end(), b.data.begin() + 256);
-  b.libraries = {{fb::LibraryFormat::SpirV, 256, 64}};
-  b.vulkan_features[0] = (uint32_t)fb::VulkanFeature::ShaderInt64;
-  b.kernels = {{"k0_add", 0, 0}};
-  kiln_test::TestSpirv& module = b.spirv[0];
-  module.offset = 0;
-  module.size = 64;
-  module.entry_point = "main";
-  module.workgroup_size = {64, 1, 1};
-  module.binding_count = 3;
-  module.push_constant_size = 8;
-  b.dispatches = {{0, {1, 1, 1}, {{0, fb::Access::Read}, {2, fb::Access::Read}, {1, fb::Access::Write}}, {4, 5}, {0}}};
-  return b;
-}
-
-// SpirvBundle() plus a host kernel (an ELF library at 320) dispatched after
-// the device one: it reads y and writes x, downloading both, uploading x.
-TestBundle HeterogeneousBundle() {
-  TestBundle b = SpirvBundle();
-  b.data.resize(320 + 64, 0);
-  b.libraries.push_back({fb::LibraryFormat::ElfSharedObject, 320, 64});
-  b.kernels.push_back({"k1_host", 1, 0});
-  b.dispatches.push_back({1, {1, 1, 1}, {{1, fb::Access::Read}, {0, fb::Access::Write}, {2, fb::Access::Read}},
-                          {}, {0}, {1, 0}, {0}});
-  return b;
 }
 
 }  // namespace

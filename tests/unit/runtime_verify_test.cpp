@@ -16,6 +16,8 @@ namespace fb = kiln::fb;
 
 namespace {
 
+using kiln_test::Contains;
+
 // Loads `file` (verify-only when asked) and returns "" on success, else the
 // error message; also checks the code when `expected_code` is not KILN_OK.
 std::string LoadError(const std::vector<uint8_t>& file, uint32_t flags = 0,
@@ -30,10 +32,6 @@ std::string LoadError(const std::vector<uint8_t>& file, uint32_t flags = 0,
   std::string message = kiln_status_message(status);
   kiln_status_free(status);
   return message;
-}
-
-bool Contains(const std::string& text, const char* words) {
-  return text.find(words) != std::string::npos;
 }
 
 // A bundle with one (fake) library, kernel and dispatch; verify-only loads it.
@@ -59,7 +57,8 @@ TEST_CASE("verify: a minimal valid bundle loads, aligned or not") {
   CHECK(kiln_model_input_count(model) == 1);
   CHECK(kiln_model_output_count(model) == 1);
   kiln_tensor_info_t info;
-  REQUIRE(kiln_model_input_info(model, 0, &info) == NULL);
+  kiln_tensor_info_init(&info);
+  REQUIRE(kiln_model_get_input_info(model, 0, &info) == NULL);
   CHECK(std::string(info.name) == "x");
   CHECK(info.rank == 1);
   CHECK(info.shape[0] == 4);
@@ -70,11 +69,16 @@ TEST_CASE("verify: a minimal valid bundle loads, aligned or not") {
   kiln_status_t missing = kiln_model_find_input(model, "nope", &index);
   CHECK(kiln_status_code(missing) == KILN_NOT_FOUND);
   kiln_status_free(missing);
-  const void* data = NULL;
-  size_t size = 0;
-  REQUIRE(kiln_model_bundle_data(model, &data, &size) == NULL);
-  CHECK(data == aligned);
-  CHECK(fb::GetSizePrefixedBundle(data)->tensors()->size() == 3);
+  // The constant is read in place, inside the caller's (aligned) memory.
+  REQUIRE(kiln_model_get_tensor_info(model, 2, &info) == NULL);
+  CHECK(info.storage == KILN_STORAGE_CONSTANT);
+  CHECK((const uint8_t*)info.data >= (const uint8_t*)aligned);
+  CHECK((const uint8_t*)info.data + info.byte_size <= (const uint8_t*)aligned + file.size());
+  CHECK(((const float*)info.data)[3] == 4.0f);
+  kiln_model_info_t model_info;
+  kiln_model_info_init(&model_info);
+  REQUIRE(kiln_model_get_info(model, &model_info) == NULL);
+  CHECK(model_info.tensor_count == 3);
   kiln_model_free(model);
   free(aligned);
   CHECK(LoadError(DispatchBundle().Build(), KILN_MODEL_LOAD_VERIFY_ONLY) == "");

@@ -19,14 +19,10 @@ namespace fb = kiln::fb;
 
 namespace {
 
+using kiln_test::Message;
+
 constexpr uint32_t kElements = 40;  // fewer than the shader's 64 invocations
 constexpr float kScale = 0.5f;
-
-std::string Message(kiln_status_t status) {
-  std::string text = kiln_status_message(status);
-  kiln_status_free(status);
-  return text;
-}
 
 void CountMessage(void* user_data, int, const char* text) {
   MESSAGE("vulkan: " << text);
@@ -59,11 +55,30 @@ std::vector<uint8_t> AddBundle(const std::vector<uint8_t>& spirv) {
   return b.Build();
 }
 
+kiln_session_options_t Defaults() {
+  kiln_session_options_t options;
+  kiln_session_options_init(&options);
+  return options;
+}
+
+// The session's pipeline cache, read in two calls (size, then bytes).
+std::vector<uint8_t> PipelineCache(kiln_session_t* session) {
+  size_t size = 0;
+  kiln_status_t status = kiln_session_get_vulkan_pipeline_cache(session, NULL, 0, &size);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  std::vector<uint8_t> cache(size);
+  size_t written = 0;
+  status = kiln_session_get_vulkan_pipeline_cache(session, cache.data(), cache.size(), &written);
+  REQUIRE_MESSAGE(status == NULL, Message(status));
+  CHECK(written == size);
+  return cache;
+}
+
 // A loaded Vulkan bundle and the options that put its session on lavapipe.
 struct VulkanModel {
   std::vector<uint8_t> file;  // the bundle; outlives `model`
   kiln_model_t* model = nullptr;
-  kiln_session_options_t options = {};
+  kiln_session_options_t options = Defaults();
   int messages = 0;
   std::string skip;
 
@@ -124,7 +139,7 @@ void RunAndCheck(kiln_session_t* session, float start) {
   REQUIRE_MESSAGE(status == NULL, Message(status));
   for (uint32_t i = 0; i < kElements; ++i) CHECK(c[i] == a[i] + kScale * 100.0f * (float)i);
   const void* view = nullptr;
-  status = kiln_session_output_data(session, 0, &view);
+  status = kiln_session_get_output_view(session, 0, &view);
   REQUIRE_MESSAGE(status == NULL, Message(status));
   CHECK(memcmp(view, c.data(), c.size() * 4) == 0);
 }
@@ -140,32 +155,33 @@ TEST_CASE("vulkan session: a SPIR-V bundle runs and replays through kiln.h") {
   RunAndCheck(session, 1.0f);
   RunAndCheck(session, -7.0f);  // the recorded list replays with new inputs
   uint64_t ns = 0;
-  kiln_status_t status = kiln_session_dispatch_profile(session, 0, &ns);
+  kiln_status_t status = kiln_session_get_dispatch_profile(session, 0, &ns);
   CHECK(Message(status).find("was not profiled") != std::string::npos);  // not yet
   kiln_status_free(status);
   // Profiled runs: the dispatch's time from the device's timestamps (the
   // list recorded again with them), results unchanged.
   REQUIRE(kiln_session_set_profiling(session, 1) == NULL);
   RunAndCheck(session, 3.0f);
-  status = kiln_session_dispatch_profile(session, 0, &ns);
+  status = kiln_session_get_dispatch_profile(session, 0, &ns);
   REQUIRE_MESSAGE(status == NULL, Message(status));
   CHECK(ns >= 1);
   CHECK(ns < 10ull * 1000 * 1000 * 1000);
   REQUIRE(kiln_session_set_profiling(session, 0) == NULL);
   RunAndCheck(session, 5.0f);  // the plain list again
-  status = kiln_session_dispatch_profile(session, 0, &ns);
+  status = kiln_session_get_dispatch_profile(session, 0, &ns);
   CHECK(Message(status).find("was not profiled") != std::string::npos);
   kiln_status_free(status);
   kiln_session_free(session);
   CHECK(m.messages == 0);
 }
 
-TEST_CASE("vulkan session: start-up timing (kiln_session_load_stats)") {
+TEST_CASE("vulkan session: start-up timing (kiln_session_get_load_stats)") {
   VulkanModel m;
   OPEN_OR_SKIP(m);
   kiln_session_t* session = m.CreateSession();
   kiln_session_load_stats_t stats;
-  REQUIRE(kiln_session_load_stats(session, &stats) == NULL);
+  kiln_session_load_stats_init(&stats);
+  REQUIRE(kiln_session_get_load_stats(session, &stats) == NULL);
   CHECK(stats.bundle_verify_ns > 0);
   CHECK(stats.kernel_load_ns == 0);  // SPIR-V becomes pipelines per session
   CHECK(stats.instance_create_ns > 0);
@@ -183,23 +199,19 @@ TEST_CASE("vulkan session: start-up timing (kiln_session_load_stats)") {
   CHECK(stats.first_run_ns == 0);
   CHECK(stats.load_to_first_run_ns == 0);
   RunAndCheck(session, 2.0f);
-  REQUIRE(kiln_session_load_stats(session, &stats) == NULL);
+  REQUIRE(kiln_session_get_load_stats(session, &stats) == NULL);
   CHECK(stats.first_run_ns > 0);
   CHECK(stats.load_to_first_run_ns >= stats.session_create_ns + stats.first_run_ns);
   CHECK(stats.load_to_first_run_ns >= stats.pipeline_create_ns);
 
   // A session seeded with this one's pipeline cache reports it as used.
-  void* blob = nullptr;
-  size_t size = 0;
-  kiln_status_t status = kiln_session_vulkan_pipeline_cache(session, &blob, &size);
-  REQUIRE_MESSAGE(status == NULL, Message(status));
+  std::vector<uint8_t> blob = PipelineCache(session);
   kiln_session_free(session);
   kiln_session_options_t options = m.options;
-  options.vulkan_pipeline_cache = blob;
-  options.vulkan_pipeline_cache_size = size;
+  options.vulkan_pipeline_cache = blob.data();
+  options.vulkan_pipeline_cache_size = blob.size();
   session = m.CreateSession(&options);
-  kiln_free(blob);
-  REQUIRE(kiln_session_load_stats(session, &stats) == NULL);
+  REQUIRE(kiln_session_get_load_stats(session, &stats) == NULL);
   CHECK(stats.pipeline_cache_used == 1);
   CHECK(stats.pipeline_create_ns > 0);
   kiln_session_free(session);
@@ -241,17 +253,17 @@ TEST_CASE("vulkan session: device kinds, device index and the pipeline cache") {
   options.device = KILN_DEVICE_VULKAN;
   status = kiln_session_create(m.model, &options, &session);
   REQUIRE_MESSAGE(status == NULL, Message(status));
-  void* blob = nullptr;
+  std::vector<uint8_t> blob = PipelineCache(session);
+  CHECK(blob.size() >= 32);  // at least the header
   size_t size = 0;
-  status = kiln_session_vulkan_pipeline_cache(session, &blob, &size);
-  REQUIRE_MESSAGE(status == NULL, Message(status));
-  CHECK(size >= 32);  // at least the header
+  status = kiln_session_get_vulkan_pipeline_cache(session, blob.data(), blob.size() - 1, &size);
+  CHECK(kiln_status_code(status) == KILN_INVALID_ARGUMENT);  // a buffer one byte short
+  CHECK(Message(status).find("too small") != std::string::npos);
   kiln_session_free(session);
-  options.vulkan_pipeline_cache = blob;
-  options.vulkan_pipeline_cache_size = size;
+  options.vulkan_pipeline_cache = blob.data();
+  options.vulkan_pipeline_cache_size = blob.size();
   status = kiln_session_create(m.model, &options, &session);
   REQUIRE_MESSAGE(status == NULL, Message(status));
-  kiln_free(blob);
   RunAndCheck(session, 3.0f);
   kiln_session_free(session);
   CHECK(m.messages == 0);
@@ -280,7 +292,7 @@ TEST_CASE("vulkan session: device kinds, device index and the pipeline cache") {
   CHECK(Message(status).find("compiled for the CPU and cannot run on Vulkan") != std::string::npos);
   REQUIRE(kiln_session_create(cpu_model, NULL, &session) == NULL);
   CHECK(std::string(kiln_session_device_name(session)) == "cpu");
-  status = kiln_session_vulkan_pipeline_cache(session, &blob, &size);
+  status = kiln_session_get_vulkan_pipeline_cache(session, NULL, 0, &size);
   CHECK(kiln_status_code(status) == KILN_INVALID_ARGUMENT);
   kiln_status_free(status);
   kiln_session_free(session);

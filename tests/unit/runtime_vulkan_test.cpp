@@ -23,16 +23,12 @@
 
 namespace {
 
+using kiln_test::Message;
+
 constexpr uint32_t kN = 1000;  // elements per vector (not a multiple of the workgroup size)
 constexpr uint64_t kVectorBytes = kN * 4;
 constexpr uint64_t kStride = 4096;  // vectors start at multiples of this in the arena
 constexpr uint64_t kTimeoutNs = 10ull * 1000 * 1000 * 1000;
-
-std::string Message(kiln_status_t status) {
-  std::string text = kiln_status_message(status);
-  kiln_status_free(status);
-  return text;
-}
 
 // The SPIR-V words of a compiled test shader (empty when glslang was missing).
 std::vector<uint32_t> ReadSpirv(const char* path) {
@@ -487,13 +483,18 @@ TEST_CASE("vulkan: pipeline cache round trip") {
     options.cache = cache;
     kiln_vulkan_pipeline_t first = {};
     REQUIRE(kiln_vulkan_pipeline_create(device, &options, &first) == NULL);
-    void* blob = nullptr;
-    size_t blob_size = 0;
-    REQUIRE(kiln_vulkan_pipeline_cache_serialize(device, cache, &blob, &blob_size) == NULL);
+    size_t blob_size = 0;  // two calls: the size, then the bytes
+    REQUIRE(kiln_vulkan_pipeline_cache_get_data(device, cache, NULL, 0, &blob_size) == NULL);
     CHECK(blob_size >= 16 + VK_UUID_SIZE);  // lavapipe's holds just the header
+    std::vector<uint8_t> saved(blob_size);
+    kiln_status_t small = kiln_vulkan_pipeline_cache_get_data(device, cache, saved.data(), 8, &blob_size);
+    CHECK(kiln_status_code(small) == KILN_INVALID_ARGUMENT);
+    CHECK(std::string(kiln_status_message(small)).find("too small") != std::string::npos);
+    kiln_status_free(small);
+    size_t written = 0;
+    REQUIRE(kiln_vulkan_pipeline_cache_get_data(device, cache, saved.data(), saved.size(), &written) == NULL);
+    CHECK(written == blob_size);
     kiln_vulkan_pipeline_cache_destroy(device, cache);
-    std::vector<uint8_t> saved((uint8_t*)blob, (uint8_t*)blob + blob_size);
-    free(blob);
 
     // A second pipeline from a cache seeded with the saved blob runs.
     VkPipelineCache restored = VK_NULL_HANDLE;

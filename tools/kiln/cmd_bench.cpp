@@ -1,11 +1,12 @@
 // kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile] [--startup]
+//                       [--input NAME=FILE.npy ...]
 //                       [--device auto|cpu|vulkan] [--vulkan-device N] [--validation[=sync]]
-// Inputs are filled deterministically (fixed seed); the last line is
-// "median_ms=X min_ms=Y mean_ms=Z iterations=K".
+// Inputs come from --input files or are filled deterministically (fixed
+// seed); the last line is "median_ms=X min_ms=Y mean_ms=Z iterations=K".
 // --profile times every dispatch (kiln_session_set_profiling) and prints the
 // 100 slowest by median time, with their kernel and source node names.
 // Before it, a "startup:" line gives the time from the load call to the end
-// of the first run and the largest stages (kiln_session_load_stats);
+// of the first run and the largest stages (kiln_session_get_load_stats);
 // --startup adds "startup_stages:" (every stage) and, after the timed runs,
 // loads the model again into a new session ("startup_warm:"): on Vulkan
 // seeded with the first session's pipeline cache.
@@ -16,7 +17,6 @@
 #include <numeric>
 #include <string>
 
-#include "bundle_generated.h"
 #include "common.h"
 
 namespace kiln_tool {
@@ -105,16 +105,25 @@ kiln::Status LoadAndRunOnce(const char* path, const kiln_session_options_t& opti
   return status;
 }
 
-// Prints the slowest dispatches by median time. `times[d]` holds dispatch d's
-// time (ms) in every timed iteration. Names come from the bundle, which the
-// runtime verified at load.
-void PrintProfile(const kiln::Model& model, const std::vector<std::vector<double>>& times) {
-  const void* data = nullptr;
-  size_t size = 0;
-  const kiln::fb::Bundle* bundle = nullptr;
-  if (kiln_model_bundle_data(model.get(), &data, &size) == nullptr) {
-    bundle = kiln::fb::GetSizePrefixedBundle(data);
+// "kernel" and "node,node" of dispatch `d` (names from the bundle).
+void DispatchNames(const kiln::Model& model, size_t d, std::string* kernel, std::string* nodes) {
+  kiln_dispatch_info_t dispatch;
+  kiln_kernel_info_t kernel_info;
+  if (!model.get_dispatch_info(d, &dispatch).ok() ||
+      !model.get_kernel_info(dispatch.kernel, &kernel_info).ok()) {
+    return;
   }
+  *kernel = kernel_info.name;
+  for (uint32_t i = 0; i < dispatch.source_node_count; ++i) {
+    kiln_node_info_t node;
+    if (i) *nodes += ',';
+    *nodes += model.get_node_info(dispatch.source_nodes[i], &node).ok() ? node.name : "?";
+  }
+}
+
+// Prints the slowest dispatches by median time. `times[d]` holds dispatch d's
+// time (ms) in every timed iteration.
+void PrintProfile(const kiln::Model& model, const std::vector<std::vector<double>>& times) {
   size_t count = times.size();
   std::vector<double> medians(count);
   for (size_t d = 0; d < count; ++d) medians[d] = Median(times[d]);
@@ -129,16 +138,7 @@ void PrintProfile(const kiln::Model& model, const std::vector<std::vector<double
   for (size_t rank = 0; rank < shown; ++rank) {
     size_t d = order[rank];
     std::string kernel = "?", nodes;
-    if (bundle && bundle->dispatches() && d < bundle->dispatches()->size()) {
-      const kiln::fb::Dispatch* dispatch = bundle->dispatches()->Get((uint32_t)d);
-      kernel = bundle->kernels()->Get(dispatch->kernel())->name()->str();
-      const flatbuffers::Vector<uint32_t>* sources = dispatch->source_nodes();
-      for (uint32_t i = 0; sources && i < sources->size(); ++i) {
-        const flatbuffers::String* name = bundle->nodes()->Get(sources->Get(i))->name();
-        if (i) nodes += ',';
-        nodes += name ? name->str() : "?";
-      }
-    }
+    DispatchNames(model, d, &kernel, &nodes);
     printf("  %10.4f %5.1f%% %9zu  %-40s %s\n", medians[d], sum > 0 ? 100.0 * medians[d] / sum : 0.0,
            d, kernel.c_str(), nodes.c_str());
   }
@@ -147,62 +147,52 @@ void PrintProfile(const kiln::Model& model, const std::vector<std::vector<double
 }  // namespace
 
 int CmdBench(int argc, char** argv) {
-  const char* model_path = nullptr;
-  uint64_t threads = 1, iterations = 10, warmup = 2;
+  uint64_t warmup = 2;
   bool profile = false, startup = false;
-  DeviceOptions device;
-  for (int i = 0; i < argc; ++i) {
-    int parsed = ParseDeviceOption(argc, argv, &i, &device);
-    if (parsed == 1) continue;
-    if (parsed) return parsed;
-    const char* arg = argv[i];
-    const char* next = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (!strcmp(arg, "--threads")) {
-      if (!ParseCount(next, KILN_SESSION_MAX_THREADS, &threads)) {
-        return UsageError("--threads needs a count (at most %u)", KILN_SESSION_MAX_THREADS);
+  CommandArgs args;
+  args.iterations = 10;
+  auto own = [&](int count, char** values, int* i) -> int {
+    const char* arg = values[*i];
+    if (!strcmp(arg, "--warmup")) {
+      if (!ParseCount(*i + 1 < count ? values[++*i] : nullptr, 1u << 30, &warmup)) {
+        return UsageError("--warmup needs a count");
       }
-      ++i;
-    } else if (!strcmp(arg, "--iterations")) {
-      if (!ParseCount(next, 1u << 30, &iterations) || iterations == 0) {
-        return UsageError("--iterations needs a positive count");
-      }
-      ++i;
-    } else if (!strcmp(arg, "--warmup")) {
-      if (!ParseCount(next, 1u << 30, &warmup)) return UsageError("--warmup needs a count");
-      ++i;
     } else if (!strcmp(arg, "--profile")) {
       profile = true;
     } else if (!strcmp(arg, "--startup")) {
       startup = true;
-    } else if (arg[0] == '-' && arg[1]) {
-      return UsageError("bench: unknown option '%s'", arg);
-    } else if (!model_path) {
-      model_path = arg;
     } else {
-      return UsageError("bench: unexpected argument '%s'", arg);
+      return 0;
     }
-  }
-  if (!model_path) return UsageError("bench: missing MODEL.kiln");
+    return 1;
+  };
+  int result = ParseCommandArgs("bench", argc, argv, own, &args);
+  if (result != kExitOk) return result;
 
   kiln::Model model;
-  kiln::Status status = kiln::Model::LoadFile(model_path, &model);
-  if (!status.ok()) return FailStatus(status);
+  result = OpenModel(args, &model);
+  if (result != kExitOk) return result;
+  std::vector<NpyArray> arrays;
+  std::vector<bool> given;
+  result = ReadInputs(model, args, &arrays, &given);
+  if (result != kExitOk) return result;
   kiln::Session session;
-  kiln_session_options_t options = {};  // zero: defaults
-  options.thread_count = (uint32_t)threads;
-  device.Apply(&options);
-  status = kiln::Session::Create(model, &options, &session);
-  if (!status.ok()) return FailStatus(status);
-  PrintDevice(session);
+  kiln_session_options_t options;
+  result = OpenSession(args, model, &options, &session);
+  if (result != kExitOk) return result;
 
   Random random;
   std::vector<std::vector<uint8_t>> inputs(model.input_count());
   for (size_t i = 0; i < model.input_count(); ++i) {
     kiln_tensor_info_t info;
-    model.input_info(i, &info);
-    inputs[i].resize(info.byte_size);
-    Fill(info.dtype, &inputs[i], &random);
-    printf("input %s: %s\n", info.name, DescribeTensor(info).c_str());
+    model.get_input_info(i, &info);
+    if (given[i]) {
+      inputs[i] = std::move(arrays[i].data);
+    } else {
+      inputs[i].resize(info.byte_size);
+      Fill(info.dtype, &inputs[i], &random);
+    }
+    printf("input %s: %s%s\n", info.name, DescribeTensor(info).c_str(), given[i] ? " (--input)" : "");
   }
   // Inputs are copied in before every run (the memory plan may reuse their
   // space); only session.run() is timed.
@@ -213,7 +203,9 @@ int CmdBench(int argc, char** argv) {
     }
     return kiln::Status();
   };
-  printf("threads=%llu warmup=%llu iterations=%llu%s\n", (unsigned long long)threads, (unsigned long long)warmup, (unsigned long long)iterations, profile ? " profile" : "");
+  printf("threads=%llu warmup=%llu iterations=%llu%s\n", (unsigned long long)args.threads,
+         (unsigned long long)warmup, (unsigned long long)args.iterations, profile ? " profile" : "");
+  kiln::Status status;
   for (uint64_t i = 0; i < warmup; ++i) {
     status = set_inputs();
     if (!status.ok()) return FailStatus(status);
@@ -228,7 +220,7 @@ int CmdBench(int argc, char** argv) {
   }
   std::vector<std::vector<double>> dispatch_times(profile ? session.dispatch_count() : 0);
   std::vector<double> times;
-  for (uint64_t i = 0; i < iterations; ++i) {
+  for (uint64_t i = 0; i < args.iterations; ++i) {
     status = set_inputs();
     if (!status.ok()) return FailStatus(status);
     double start = NowMs();
@@ -238,7 +230,7 @@ int CmdBench(int argc, char** argv) {
     times.push_back(elapsed);
     for (size_t d = 0; d < dispatch_times.size(); ++d) {
       uint64_t nanoseconds = 0;
-      status = session.dispatch_profile(d, &nanoseconds);
+      status = session.get_dispatch_profile(d, &nanoseconds);
       if (!status.ok()) return FailStatus(status);
       dispatch_times[d].push_back((double)nanoseconds / 1e6);
     }
@@ -246,35 +238,37 @@ int CmdBench(int argc, char** argv) {
   if (profile) PrintProfile(model, dispatch_times);
 
   // Start-up: the first run above (a warm-up run unless --warmup 0) ended it.
-  kiln_session_load_stats_t stats = {};
-  status = session.load_stats(&stats);
+  kiln_session_load_stats_t stats;
+  kiln_session_load_stats_init(&stats);
+  status = session.get_load_stats(&stats);
   if (!status.ok()) return FailStatus(status);
   PrintStartup("startup", stats, 0);
   if (startup) {
     PrintStartupStages(stats);
     // A second load into a new session, after the first is gone; on Vulkan
     // seeded with the first session's pipeline cache.
-    void* cache = nullptr;
+    std::vector<uint8_t> cache;
     size_t cache_size = 0;
-    if (stats.pipeline_count) {
-      status = kiln::Status(kiln_session_vulkan_pipeline_cache(session.get(), &cache, &cache_size));
+    if (stats.pipeline_count) {  // two calls: the size, then the bytes
+      status = session.get_vulkan_pipeline_cache(nullptr, 0, &cache_size);
+      cache.resize(cache_size);
+      if (status.ok()) status = session.get_vulkan_pipeline_cache(cache.data(), cache.size(), &cache_size);
       if (!status.ok()) return FailStatus(status);
     }
     session = kiln::Session();
     model = kiln::Model();
-    options.vulkan_pipeline_cache = cache;
+    options.vulkan_pipeline_cache = cache.data();
     options.vulkan_pipeline_cache_size = cache_size;
-    status = LoadAndRunOnce(model_path, options, inputs, &model, &session);
-    kiln_free(cache);
+    status = LoadAndRunOnce(args.model_path, options, inputs, &model, &session);
     options.vulkan_pipeline_cache = nullptr;
-    if (status.ok()) status = session.load_stats(&stats);
+    if (status.ok()) status = session.get_load_stats(&stats);
     if (!status.ok()) return FailStatus(status);
     PrintStartup("startup_warm", stats, cache_size);
   }
   double min = *std::min_element(times.begin(), times.end());
   double mean = std::accumulate(times.begin(), times.end(), 0.0) / (double)times.size();
   printf("median_ms=%.4f min_ms=%.4f mean_ms=%.4f iterations=%llu\n", Median(times), min, mean,
-         (unsigned long long)iterations);
+         (unsigned long long)args.iterations);
   return CheckValidationMessages();
 }
 

@@ -1,72 +1,111 @@
 // kiln inspect MODEL.kiln [--json]
-// Reads the bundle only after the runtime has verified it
-// (KILN_MODEL_LOAD_VERIFY_ONLY + kiln_model_bundle_data), so every index and
-// string used below is known to be valid; kernels are not mapped, so
-// bundles built for another architecture can be inspected too.
+// Reads the bundle through the runtime's public accessors (kiln_model_get_*)
+// after a KILN_MODEL_LOAD_VERIFY_ONLY load: the bundle is verified, so the
+// indices it holds are valid; kernels are not mapped, so bundles built for
+// another architecture can be inspected too.
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <string>
+#include <vector>
 
-#include "bundle_generated.h"
 #include "common.h"
 
 namespace kiln_tool {
 
 namespace {
 
-namespace fb = kiln::fb;
-
-const char* Str(const flatbuffers::String* s) { return s ? s->c_str() : ""; }
-
-const char* AccessName(fb::Access access) {
+const char* AccessName(kiln_access_t access) {
   switch (access) {
-    case fb::Access::Read: return "read";
-    case fb::Access::Write: return "write";
-    case fb::Access::ReadWrite: return "readwrite";
+    case KILN_ACCESS_READ: return "read";
+    case KILN_ACCESS_WRITE: return "write";
+    case KILN_ACCESS_READ_WRITE: return "readwrite";
   }
   return "?";
 }
 
-const char* StorageName(fb::Storage storage) {
-  return storage == fb::Storage::Constant ? "constant" : "arena";
+const char* StorageName(kiln_storage_t storage) {
+  return storage == KILN_STORAGE_CONSTANT ? "constant" : "arena";
 }
 
-const char* FormatName(fb::LibraryFormat format) {
-  return format == fb::LibraryFormat::SpirV ? "spirv" : "elf";
+const char* FormatName(kiln_library_format_t format) {
+  return format == KILN_LIBRARY_FORMAT_SPIRV ? "spirv" : "elf";
 }
 
-template <typename T>
-uint32_t Size(const flatbuffers::Vector<T>* v) {
-  return v ? v->size() : 0;
+const char* DeviceName(kiln_device_kind_t device) {
+  return device == KILN_DEVICE_VULKAN ? "vulkan" : device == KILN_DEVICE_HOST ? "host" : "cpu";
 }
 
-std::string Shape(const fb::Tensor* t) {
+// Everything inspect prints, read once through the model's accessors (the
+// model was verified at load, so every index below is in range).
+struct Contents {
+  kiln_model_info_t info;                     // header facts, memory plan, counts
+  std::vector<kiln_tensor_info_t> tensors;    // by index
+  std::vector<kiln_tensor_info_t> inputs;     // model inputs, in order
+  std::vector<kiln_tensor_info_t> outputs;    // model outputs, in order
+  std::vector<kiln_node_info_t> nodes;        // by index
+  std::vector<std::vector<kiln_attribute_info_t>> attributes;  // per node
+  std::vector<kiln_library_info_t> libraries; // by index
+  std::vector<kiln_kernel_info_t> kernels;    // by index
+  std::vector<kiln_dispatch_info_t> dispatches;               // in run order
+  std::vector<std::vector<kiln_binding_info_t>> bindings;     // per dispatch
+};
+
+// Fills `out` with `count` entries: get(i, &(*out)[i]) until one fails.
+template <typename Info, typename Get>
+kiln::Status ReadAll(size_t count, std::vector<Info>* out, Get get) {
+  out->resize(count);
+  kiln::Status status;
+  for (size_t i = 0; status.ok() && i < count; ++i) status = get(i, &(*out)[i]);
+  return status;
+}
+
+kiln::Status Read(const kiln::Model& model, Contents* out) {
+  kiln::Status status = model.get_info(&out->info);
+  const kiln_model_info_t& info = out->info;
+  auto tensor = [&](size_t i, kiln_tensor_info_t* t) { return model.get_tensor_info(i, t); };
+  auto input = [&](size_t i, kiln_tensor_info_t* t) { return model.get_input_info(i, t); };
+  auto output = [&](size_t i, kiln_tensor_info_t* t) { return model.get_output_info(i, t); };
+  auto library = [&](size_t i, kiln_library_info_t* l) { return model.get_library_info(i, l); };
+  auto kernel = [&](size_t i, kiln_kernel_info_t* k) { return model.get_kernel_info(i, k); };
+  auto node = [&](size_t i, kiln_node_info_t* n) {
+    kiln::Status read = model.get_node_info(i, n);
+    if (!read.ok()) return read;
+    return ReadAll(n->attribute_count, &out->attributes[i], [&](size_t a, kiln_attribute_info_t* x) {
+      return model.get_attribute_info(i, a, x);
+    });
+  };
+  auto dispatch = [&](size_t i, kiln_dispatch_info_t* d) {
+    kiln::Status read = model.get_dispatch_info(i, d);
+    if (!read.ok()) return read;
+    return ReadAll(d->binding_count, &out->bindings[i], [&](size_t b, kiln_binding_info_t* x) {
+      return model.get_binding_info(i, b, x);
+    });
+  };
+  out->attributes.resize(info.node_count);
+  out->bindings.resize(info.dispatch_count);
+  if (status.ok()) status = ReadAll(info.tensor_count, &out->tensors, tensor);
+  if (status.ok()) status = ReadAll(model.input_count(), &out->inputs, input);
+  if (status.ok()) status = ReadAll(model.output_count(), &out->outputs, output);
+  if (status.ok()) status = ReadAll(info.node_count, &out->nodes, node);
+  if (status.ok()) status = ReadAll(info.library_count, &out->libraries, library);
+  if (status.ok()) status = ReadAll(info.kernel_count, &out->kernels, kernel);
+  if (status.ok()) status = ReadAll(info.dispatch_count, &out->dispatches, dispatch);
+  return status;
+}
+
+std::string Shape(const kiln_tensor_info_t& t) {
   std::string s = "[";
-  for (uint32_t d = 0; d < Size(t->shape()); ++d) {
+  for (uint32_t d = 0; d < t.rank; ++d) {
     if (d) s += ",";
-    s += std::to_string(t->shape()->Get(d));
+    s += std::to_string(t.shape[d]);
   }
   return s + "]";
 }
 
-std::string TensorText(const fb::Bundle* b, uint32_t index) {
-  const fb::Tensor* t = b->tensors()->Get(index);
-  return std::string(Str(t->name())) + ":" + kiln_dtype_name((kiln_dtype_t)t->dtype()) + Shape(t);
-}
-
-uint64_t ConstantBytes(const fb::Bundle* b, uint32_t* count) {
-  uint64_t total = 0;
-  *count = 0;
-  for (uint32_t i = 0; i < Size(b->tensors()); ++i) {
-    const fb::Tensor* t = b->tensors()->Get(i);
-    if (t->storage() == fb::Storage::Constant) {
-      total += t->byte_size();
-      ++*count;
-    }
-  }
-  return total;
+std::string TensorText(const kiln_tensor_info_t& t) {
+  return std::string(t.name) + ":" + kiln_dtype_name(t.dtype) + Shape(t);
 }
 
 //===--------------------------------------------------------------------===//
@@ -95,127 +134,110 @@ std::string Json(const char* s) {
   return out + "\"";
 }
 
-std::string JsonShape(const fb::Tensor* t) { return Shape(t); }
-
-std::string JsonTensorList(const fb::Bundle* b, const flatbuffers::Vector<uint32_t>* list) {
+std::string JsonTensorList(const std::vector<kiln_tensor_info_t>& list) {
   std::string out = "[";
-  for (uint32_t i = 0; i < Size(list); ++i) {
-    const fb::Tensor* t = b->tensors()->Get(list->Get(i));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const kiln_tensor_info_t& t = list[i];
     if (i) out += ", ";
-    out += "{\"name\": " + Json(Str(t->name())) + ", \"tensor\": " + std::to_string(list->Get(i)) +
-           ", \"dtype\": \"" + kiln_dtype_name((kiln_dtype_t)t->dtype()) +
-           "\", \"shape\": " + JsonShape(t) + ", \"byte_size\": " + std::to_string(t->byte_size()) +
-           "}";
+    out += "{\"name\": " + Json(t.name) + ", \"tensor\": " + std::to_string(t.index) +
+           ", \"dtype\": \"" + kiln_dtype_name(t.dtype) + "\", \"shape\": " + Shape(t) +
+           ", \"byte_size\": " + std::to_string(t.byte_size) + "}";
   }
   return out + "]";
 }
 
-// Where a dispatch runs: "vulkan" (SpirV kernel), "cpu" in a CPU bundle,
-// "host" (an ELF kernel of a heterogeneous Vulkan bundle; verified indices).
-const char* DispatchDevice(const fb::Bundle* b, const fb::Dispatch* d) {
-  const fb::Kernel* k = b->kernels()->Get(d->kernel());
-  if (b->libraries()->Get(k->library())->format() == fb::LibraryFormat::SpirV) return "vulkan";
-  for (uint32_t i = 0; i < Size(b->libraries()); ++i) {
-    if (b->libraries()->Get(i)->format() == fb::LibraryFormat::SpirV) return "host";
-  }
-  return "cpu";
-}
-
-std::string JsonNameList(const fb::Bundle* b, const flatbuffers::Vector<uint32_t>* list) {
+// ["name", ...] of `count` tensor indices.
+std::string JsonNameList(const Contents& c, const uint32_t* list, uint32_t count) {
   std::string out = "[";
-  for (uint32_t i = 0; i < Size(list); ++i) {
+  for (uint32_t i = 0; i < count; ++i) {
     if (i) out += ", ";
-    out += Json(Str(b->tensors()->Get(list->Get(i))->name()));
+    out += Json(c.tensors[list[i]].name);
   }
   return out + "]";
 }
 
-void PrintJson(const fb::Bundle* b) {
-  uint32_t constant_count = 0;
-  uint64_t constant_bytes = ConstantBytes(b, &constant_count);
+void PrintJson(const Contents& c) {
+  const kiln_model_info_t& info = c.info;
   std::string out = "{\n";
-  out += "  \"version\": \"" + std::to_string(b->version_major()) + "." +
-         std::to_string(b->version_minor()) + "\",\n";
-  out += "  \"min_runtime_minor\": " + std::to_string(b->min_runtime_minor()) + ",\n";
-  out += "  \"producer\": " + Json(Str(b->producer())) + ",\n";
-  out += "  \"arena_bytes\": " + std::to_string(b->memory() ? b->memory()->arena_bytes() : 0) + ",\n";
-  out += "  \"constant_count\": " + std::to_string(constant_count) + ",\n";
-  out += "  \"constant_bytes\": " + std::to_string(constant_bytes) + ",\n";
-  out += "  \"data_segment_bytes\": " + std::to_string(b->data_segment_size()) + ",\n";
-  out += "  \"inputs\": " + JsonTensorList(b, b->inputs()) + ",\n";
-  out += "  \"outputs\": " + JsonTensorList(b, b->outputs()) + ",\n";
+  out += "  \"version\": \"" + std::to_string(info.version_major) + "." +
+         std::to_string(info.version_minor) + "\",\n";
+  out += "  \"min_runtime_minor\": " + std::to_string(info.min_runtime_minor) + ",\n";
+  out += "  \"producer\": " + Json(info.producer) + ",\n";
+  out += "  \"arena_bytes\": " + std::to_string(info.arena_bytes) + ",\n";
+  out += "  \"constant_count\": " + std::to_string(info.constant_count) + ",\n";
+  out += "  \"constant_bytes\": " + std::to_string(info.constant_bytes) + ",\n";
+  out += "  \"data_segment_bytes\": " + std::to_string(info.data_segment_size) + ",\n";
+  out += "  \"inputs\": " + JsonTensorList(c.inputs) + ",\n";
+  out += "  \"outputs\": " + JsonTensorList(c.outputs) + ",\n";
   out += "  \"tensors\": [";
-  for (uint32_t i = 0; i < Size(b->tensors()); ++i) {
-    const fb::Tensor* t = b->tensors()->Get(i);
+  for (size_t i = 0; i < c.tensors.size(); ++i) {
+    const kiln_tensor_info_t& t = c.tensors[i];
     out += std::string(i ? ",\n    " : "\n    ") + "{\"index\": " + std::to_string(i) +
-           ", \"name\": " + Json(Str(t->name())) + ", \"dtype\": \"" +
-           kiln_dtype_name((kiln_dtype_t)t->dtype()) + "\", \"shape\": " + JsonShape(t) +
-           ", \"storage\": \"" + StorageName(t->storage()) + "\", \"offset\": " +
-           std::to_string(t->offset()) + ", \"byte_size\": " + std::to_string(t->byte_size()) + "}";
+           ", \"name\": " + Json(t.name) + ", \"dtype\": \"" + kiln_dtype_name(t.dtype) +
+           "\", \"shape\": " + Shape(t) + ", \"storage\": \"" + StorageName(t.storage) +
+           "\", \"offset\": " + std::to_string(t.offset) + ", \"byte_size\": " +
+           std::to_string(t.byte_size) + "}";
   }
   out += "],\n  \"nodes\": [";
-  for (uint32_t i = 0; i < Size(b->nodes()); ++i) {
-    const fb::Node* n = b->nodes()->Get(i);
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
+    const kiln_node_info_t& n = c.nodes[i];
     std::string attributes = "{";
-    for (uint32_t a = 0; a < Size(n->attributes()); ++a) {
-      const fb::Attribute* attribute = n->attributes()->Get(a);
-      attributes += std::string(a ? ", " : "") + Json(Str(attribute->name())) + ": " +
-                    Json(Str(attribute->value()));
+    for (size_t a = 0; a < c.attributes[i].size(); ++a) {
+      const kiln_attribute_info_t& attribute = c.attributes[i][a];
+      attributes += std::string(a ? ", " : "") + Json(attribute.name) + ": " + Json(attribute.value);
     }
     attributes += "}";
-    out += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + Json(Str(n->name())) +
-           ", \"op_type\": " + Json(Str(n->op_type())) + ", \"attributes\": " + attributes +
-           ", \"inputs\": " + JsonNameList(b, n->inputs()) +
-           ", \"outputs\": " + JsonNameList(b, n->outputs()) + "}";
+    out += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + Json(n.name) +
+           ", \"op_type\": " + Json(n.op_type) + ", \"attributes\": " + attributes +
+           ", \"inputs\": " + JsonNameList(c, n.inputs, n.input_count) +
+           ", \"outputs\": " + JsonNameList(c, n.outputs, n.output_count) + "}";
   }
   out += "],\n  \"libraries\": [";
-  for (uint32_t i = 0; i < Size(b->libraries()); ++i) {
-    const fb::KernelLibrary* l = b->libraries()->Get(i);
-    out += std::string(i ? ",\n    " : "\n    ") + "{\"format\": \"" + FormatName(l->format()) +
-           "\", \"target_triple\": " + Json(Str(l->target_triple())) + ", \"cpu\": " +
-           Json(Str(l->cpu())) + ", \"features\": " + Json(Str(l->features())) +
-           ", \"offset\": " + std::to_string(l->offset()) + ", \"size\": " + std::to_string(l->size()) + "}";
+  for (size_t i = 0; i < c.libraries.size(); ++i) {
+    const kiln_library_info_t& l = c.libraries[i];
+    out += std::string(i ? ",\n    " : "\n    ") + "{\"format\": \"" + FormatName(l.format) +
+           "\", \"target_triple\": " + Json(l.target_triple) + ", \"cpu\": " + Json(l.cpu) +
+           ", \"features\": " + Json(l.features) + ", \"offset\": " + std::to_string(l.offset) +
+           ", \"size\": " + std::to_string(l.size) + "}";
   }
   out += "],\n  \"kernels\": [";
-  for (uint32_t i = 0; i < Size(b->kernels()); ++i) {
-    const fb::Kernel* k = b->kernels()->Get(i);
-    out += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + Json(Str(k->name())) +
-           ", \"library\": " + std::to_string(k->library()) + ", \"ordinal\": " +
-           std::to_string(k->ordinal()) + "}";
+  for (size_t i = 0; i < c.kernels.size(); ++i) {
+    const kiln_kernel_info_t& k = c.kernels[i];
+    out += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + Json(k.name) +
+           ", \"library\": " + std::to_string(k.library) + ", \"ordinal\": " +
+           std::to_string(k.ordinal) + "}";
   }
   out += "],\n  \"dispatches\": [";
-  for (uint32_t i = 0; i < Size(b->dispatches()); ++i) {
-    const fb::Dispatch* d = b->dispatches()->Get(i);
+  for (size_t i = 0; i < c.dispatches.size(); ++i) {
+    const kiln_dispatch_info_t& d = c.dispatches[i];
     std::string workgroups = "[";
-    for (uint32_t w = 0; w < 3; ++w) workgroups += (w ? ", " : "") + std::to_string(d->workgroup_count()->Get(w));
+    for (uint32_t w = 0; w < 3; ++w) workgroups += (w ? ", " : "") + std::to_string(d.workgroup_count[w]);
     workgroups += "]";
     std::string bindings = "[";
-    for (uint32_t x = 0; x < Size(d->bindings()); ++x) {
-      const fb::Binding* binding = d->bindings()->Get(x);
-      bindings += std::string(x ? ", " : "") + "{\"tensor\": " +
-                  Json(Str(b->tensors()->Get(binding->tensor())->name())) + ", \"tensor_index\": " +
-                  std::to_string(binding->tensor()) + ", \"access\": \"" +
-                  AccessName(binding->access()) + "\"}";
+    for (size_t x = 0; x < c.bindings[i].size(); ++x) {
+      const kiln_binding_info_t& binding = c.bindings[i][x];
+      bindings += std::string(x ? ", " : "") + "{\"tensor\": " + Json(c.tensors[binding.tensor].name) +
+                  ", \"tensor_index\": " + std::to_string(binding.tensor) + ", \"access\": \"" +
+                  AccessName(binding.access) + "\"}";
     }
     bindings += "]";
     std::string push = "[";
-    for (uint32_t x = 0; x < Size(d->push_constants()); ++x) {
-      push += (x ? ", " : "") + std::to_string(d->push_constants()->Get(x));
+    for (uint32_t x = 0; x < d.push_constant_count; ++x) {
+      push += (x ? ", " : "") + std::to_string(d.push_constants[x]);
     }
     push += "]";
     std::string sources = "[";
-    for (uint32_t x = 0; x < Size(d->source_nodes()); ++x) {
-      sources += (x ? ", " : "") + Json(Str(b->nodes()->Get(d->source_nodes()->Get(x))->name()));
+    for (uint32_t x = 0; x < d.source_node_count; ++x) {
+      sources += (x ? ", " : "") + Json(c.nodes[d.source_nodes[x]].name);
     }
     sources += "]";
-    std::string device = std::string(", \"device\": \"") + DispatchDevice(b, d) +
-                         "\", \"host_downloads\": " + JsonNameList(b, d->host_downloads()) +
-                         ", \"host_uploads\": " + JsonNameList(b, d->host_uploads());
+    std::string device = std::string(", \"device\": \"") + DeviceName(d.device) +
+                         "\", \"host_downloads\": " + JsonNameList(c, d.host_downloads, d.host_download_count) +
+                         ", \"host_uploads\": " + JsonNameList(c, d.host_uploads, d.host_upload_count);
     out += std::string(i ? ",\n    " : "\n    ") + "{\"index\": " + std::to_string(i) +
-           ", \"kernel\": " + Json(Str(b->kernels()->Get(d->kernel())->name())) +
-           ", \"kernel_index\": " + std::to_string(d->kernel()) + ", \"workgroup_count\": " +
-           workgroups + ", \"bindings\": " + bindings + ", \"push_constants\": " + push +
-           ", \"source_nodes\": " + sources + device + "}";
+           ", \"kernel\": " + Json(c.kernels[d.kernel].name) + ", \"kernel_index\": " +
+           std::to_string(d.kernel) + ", \"workgroup_count\": " + workgroups + ", \"bindings\": " +
+           bindings + ", \"push_constants\": " + push + ", \"source_nodes\": " + sources + device + "}";
   }
   out += "]\n}\n";
   fputs(out.c_str(), stdout);
@@ -225,86 +247,86 @@ void PrintJson(const fb::Bundle* b) {
 // Text
 //===--------------------------------------------------------------------===//
 
-std::string NameList(const fb::Bundle* b, const flatbuffers::Vector<uint32_t>* list) {
+std::string NameList(const std::vector<kiln_tensor_info_t>& list) {
   std::string out;
-  for (uint32_t i = 0; i < Size(list); ++i) out += (i ? ", " : "") + TensorText(b, list->Get(i));
+  for (size_t i = 0; i < list.size(); ++i) out += (i ? ", " : "") + TensorText(list[i]);
   return out;
 }
 
-void PrintText(const fb::Bundle* b) {
-  uint32_t constant_count = 0;
-  uint64_t constant_bytes = ConstantBytes(b, &constant_count);
-  printf("bundle version %u.%u (needs runtime minor >= %u), producer \"%s\"\n", b->version_major(),
-         b->version_minor(), b->min_runtime_minor(), Str(b->producer()));
-  printf("inputs:  %s\n", NameList(b, b->inputs()).c_str());
-  printf("outputs: %s\n", NameList(b, b->outputs()).c_str());
-  printf("memory plan: arena %" PRIu64 " bytes, alignment %u\n",
-         b->memory() ? b->memory()->arena_bytes() : 0, b->memory() ? b->memory()->alignment() : 0);
+// "name:dtype[shape], ..." of `count` tensor indices.
+std::string NameList(const Contents& c, const uint32_t* list, uint32_t count) {
+  std::string out;
+  for (uint32_t i = 0; i < count; ++i) out += (i ? ", " : "") + TensorText(c.tensors[list[i]]);
+  return out;
+}
+
+void PrintText(const Contents& c) {
+  const kiln_model_info_t& info = c.info;
+  printf("bundle version %u.%u (needs runtime minor >= %u), producer \"%s\"\n", info.version_major,
+         info.version_minor, info.min_runtime_minor, info.producer);
+  printf("inputs:  %s\n", NameList(c.inputs).c_str());
+  printf("outputs: %s\n", NameList(c.outputs).c_str());
+  printf("memory plan: arena %" PRIu64 " bytes, alignment %u\n", info.arena_bytes, info.arena_alignment);
   printf("constants: %u tensors, %" PRIu64 " bytes (data segment %" PRIu64 " bytes)\n",
-         constant_count, constant_bytes, b->data_segment_size());
+         info.constant_count, info.constant_bytes, info.data_segment_size);
 
-  printf("\ntensors (%u):\n  %5s  %-9s %-8s %12s %12s  %-20s %s\n", Size(b->tensors()), "index",
+  printf("\ntensors (%zu):\n  %5s  %-9s %-8s %12s %12s  %-20s %s\n", c.tensors.size(), "index",
          "storage", "dtype", "offset", "bytes", "shape", "name");
-  for (uint32_t i = 0; i < Size(b->tensors()); ++i) {
-    const fb::Tensor* t = b->tensors()->Get(i);
-    printf("  %5u  %-9s %-8s %12" PRIu64 " %12" PRIu64 "  %-20s %s\n", i, StorageName(t->storage()),
-           kiln_dtype_name((kiln_dtype_t)t->dtype()), t->offset(), t->byte_size(),
-           Shape(t).c_str(), Str(t->name()));
+  for (size_t i = 0; i < c.tensors.size(); ++i) {
+    const kiln_tensor_info_t& t = c.tensors[i];
+    printf("  %5zu  %-9s %-8s %12" PRIu64 " %12zu  %-20s %s\n", i, StorageName(t.storage),
+           kiln_dtype_name(t.dtype), t.offset, t.byte_size, Shape(t).c_str(), t.name);
   }
 
-  printf("\nnodes (%u):\n", Size(b->nodes()));
-  for (uint32_t i = 0; i < Size(b->nodes()); ++i) {
-    const fb::Node* n = b->nodes()->Get(i);
-    printf("  %u: %s \"%s\"\n", i, Str(n->op_type()), Str(n->name()));
-    for (uint32_t a = 0; a < Size(n->attributes()); ++a) {
-      printf("      %s = %s\n", Str(n->attributes()->Get(a)->name()), Str(n->attributes()->Get(a)->value()));
+  printf("\nnodes (%zu):\n", c.nodes.size());
+  for (size_t i = 0; i < c.nodes.size(); ++i) {
+    const kiln_node_info_t& n = c.nodes[i];
+    printf("  %zu: %s \"%s\"\n", i, n.op_type, n.name);
+    for (const kiln_attribute_info_t& attribute : c.attributes[i]) {
+      printf("      %s = %s\n", attribute.name, attribute.value);
     }
-    printf("      inputs:  %s\n      outputs: %s\n", NameList(b, n->inputs()).c_str(),
-           NameList(b, n->outputs()).c_str());
+    printf("      inputs:  %s\n      outputs: %s\n", NameList(c, n.inputs, n.input_count).c_str(),
+           NameList(c, n.outputs, n.output_count).c_str());
   }
 
-  printf("\nlibraries (%u):\n", Size(b->libraries()));
-  for (uint32_t i = 0; i < Size(b->libraries()); ++i) {
-    const fb::KernelLibrary* l = b->libraries()->Get(i);
-    printf("  %u: %s %s cpu=%s features=%s, %" PRIu64 " bytes at %" PRIu64 "\n", i,
-           FormatName(l->format()), Str(l->target_triple()), Str(l->cpu()), Str(l->features()),
-           l->size(), l->offset());
+  printf("\nlibraries (%zu):\n", c.libraries.size());
+  for (size_t i = 0; i < c.libraries.size(); ++i) {
+    const kiln_library_info_t& l = c.libraries[i];
+    printf("  %zu: %s %s cpu=%s features=%s, %" PRIu64 " bytes at %" PRIu64 "\n", i,
+           FormatName(l.format), l.target_triple, l.cpu, l.features, l.size, l.offset);
   }
-  printf("\nkernels (%u):\n", Size(b->kernels()));
-  for (uint32_t i = 0; i < Size(b->kernels()); ++i) {
-    const fb::Kernel* k = b->kernels()->Get(i);
-    printf("  %u: %s (library %u, ordinal %u)\n", i, Str(k->name()), k->library(), k->ordinal());
+  printf("\nkernels (%zu):\n", c.kernels.size());
+  for (size_t i = 0; i < c.kernels.size(); ++i) {
+    const kiln_kernel_info_t& k = c.kernels[i];
+    printf("  %zu: %s (library %u, ordinal %u)\n", i, k.name, k.library, k.ordinal);
   }
-  printf("\ndispatches (%u):\n", Size(b->dispatches()));
-  for (uint32_t i = 0; i < Size(b->dispatches()); ++i) {
-    const fb::Dispatch* d = b->dispatches()->Get(i);
-    printf("  %u: [%s] %s workgroups=(%u,%u,%u)", i, DispatchDevice(b, d), Str(b->kernels()->Get(d->kernel())->name()),
-           d->workgroup_count()->Get(0), d->workgroup_count()->Get(1), d->workgroup_count()->Get(2));
-    if (Size(d->push_constants())) {
+  printf("\ndispatches (%zu):\n", c.dispatches.size());
+  for (size_t i = 0; i < c.dispatches.size(); ++i) {
+    const kiln_dispatch_info_t& d = c.dispatches[i];
+    printf("  %zu: [%s] %s workgroups=(%u,%u,%u)", i, DeviceName(d.device), c.kernels[d.kernel].name,
+           d.workgroup_count[0], d.workgroup_count[1], d.workgroup_count[2]);
+    if (d.push_constant_count) {
       printf(" push=[");
-      for (uint32_t x = 0; x < Size(d->push_constants()); ++x) {
-        printf("%s%u", x ? "," : "", d->push_constants()->Get(x));
-      }
+      for (uint32_t x = 0; x < d.push_constant_count; ++x) printf("%s%u", x ? "," : "", d.push_constants[x]);
       printf("]");
     }
     printf("\n");
-    for (uint32_t x = 0; x < Size(d->bindings()); ++x) {
-      const fb::Binding* binding = d->bindings()->Get(x);
-      printf("      binding %u: %-9s %s\n", x, AccessName(binding->access()),
-             TensorText(b, binding->tensor()).c_str());
+    for (size_t x = 0; x < c.bindings[i].size(); ++x) {
+      const kiln_binding_info_t& binding = c.bindings[i][x];
+      printf("      binding %zu: %-9s %s\n", x, AccessName(binding.access),
+             TensorText(c.tensors[binding.tensor]).c_str());
     }
     for (int up = 0; up < 2; ++up) {
-      const flatbuffers::Vector<uint32_t>* list = up ? d->host_uploads() : d->host_downloads();
-      if (!Size(list)) continue;
+      const uint32_t* list = up ? d.host_uploads : d.host_downloads;
+      uint32_t count = up ? d.host_upload_count : d.host_download_count;
+      if (!count) continue;
       printf("      %s:", up ? "then upload to the device" : "first download to the host");
-      for (uint32_t x = 0; x < Size(list); ++x) printf(" %s", Str(b->tensors()->Get(list->Get(x))->name()));
+      for (uint32_t x = 0; x < count; ++x) printf(" %s", c.tensors[list[x]].name);
       printf("\n");
     }
-    if (Size(d->source_nodes())) {
+    if (d.source_node_count) {
       printf("      from nodes:");
-      for (uint32_t x = 0; x < Size(d->source_nodes()); ++x) {
-        printf(" \"%s\"", Str(b->nodes()->Get(d->source_nodes()->Get(x))->name()));
-      }
+      for (uint32_t x = 0; x < d.source_node_count; ++x) printf(" \"%s\"", c.nodes[d.source_nodes[x]].name);
       printf("\n");
     }
   }
@@ -330,15 +352,13 @@ int CmdInspect(int argc, char** argv) {
   kiln::Model model;
   kiln::Status status = kiln::Model::LoadFile(model_path, &model, KILN_MODEL_LOAD_VERIFY_ONLY);
   if (!status.ok()) return FailStatus(status);
-  const void* data = nullptr;
-  size_t size = 0;
-  status = kiln::Status(kiln_model_bundle_data(model.get(), &data, &size));
+  Contents contents;
+  status = Read(model, &contents);
   if (!status.ok()) return FailStatus(status);
-  const fb::Bundle* bundle = fb::GetSizePrefixedBundle(data);
   if (json) {
-    PrintJson(bundle);
+    PrintJson(contents);
   } else {
-    PrintText(bundle);
+    PrintText(contents);
   }
   return kExitOk;
 }

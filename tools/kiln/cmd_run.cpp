@@ -82,106 +82,50 @@ bool MakeDirectories(const std::string& path) {
 }  // namespace
 
 int CmdRun(int argc, char** argv) {
-  const char* model_path = nullptr;
-  std::vector<std::pair<std::string, std::string>> inputs;  // name, file
   std::string output_dir;
-  uint64_t top = 0, iterations = 1, threads = 1;
-  DeviceOptions device;
-  for (int i = 0; i < argc; ++i) {
-    const char* arg = argv[i];
-    int parsed = ParseDeviceOption(argc, argv, &i, &device);
-    if (parsed == 1) continue;
-    if (parsed) return parsed;
-    auto value = [&](const char* option) -> const char* {
-      if (i + 1 >= argc) return nullptr;
-      (void)option;
-      return argv[++i];
-    };
-    if (!strcmp(arg, "--input")) {
-      const char* v = value(arg);
-      const char* eq = v ? strchr(v, '=') : nullptr;
-      if (!eq || eq == v) return UsageError("--input needs NAME=FILE.npy");
-      inputs.emplace_back(std::string(v, eq), std::string(eq + 1));
-    } else if (!strcmp(arg, "--output-dir")) {
-      const char* v = value(arg);
-      if (!v || !*v) return UsageError("--output-dir needs a directory");
-      output_dir = v;
+  uint64_t top = 0;
+  CommandArgs args;  // iterations: 1
+  auto own = [&](int count, char** values, int* i) -> int {
+    const char* arg = values[*i];
+    const char* next = *i + 1 < count ? values[*i + 1] : nullptr;
+    if (!strcmp(arg, "--output-dir")) {
+      if (!next || !*next) return UsageError("--output-dir needs a directory");
+      output_dir = next;
     } else if (!strcmp(arg, "--top")) {
-      if (!ParseCount(value(arg), 1u << 30, &top)) return UsageError("--top needs a count");
-    } else if (!strcmp(arg, "--iterations")) {
-      if (!ParseCount(value(arg), 1u << 30, &iterations) || iterations == 0) {
-        return UsageError("--iterations needs a positive count");
-      }
-    } else if (!strcmp(arg, "--threads")) {
-      if (!ParseCount(value(arg), KILN_SESSION_MAX_THREADS, &threads)) {
-        return UsageError("--threads needs a count (at most %u)", KILN_SESSION_MAX_THREADS);
-      }
-    } else if (arg[0] == '-' && arg[1]) {
-      return UsageError("run: unknown option '%s'", arg);
-    } else if (!model_path) {
-      model_path = arg;
+      if (!ParseCount(next, 1u << 30, &top)) return UsageError("--top needs a count");
     } else {
-      return UsageError("run: unexpected argument '%s'", arg);
+      return 0;
     }
-  }
-  if (!model_path) return UsageError("run: missing MODEL.kiln");
+    ++*i;
+    return 1;
+  };
+  int parsed = ParseCommandArgs("run", argc, argv, own, &args);
+  if (parsed != kExitOk) return parsed;
 
   kiln::Model model;
-  kiln::Status status = kiln::Model::LoadFile(model_path, &model);
-  if (!status.ok()) return FailStatus(status);
-
-  // Match every --input to a model input, checking dtype and shape.
+  int result = OpenModel(args, &model);
+  if (result != kExitOk) return result;
+  // Every model input needs an --input of matching dtype and shape.
+  std::vector<NpyArray> arrays;
+  std::vector<bool> given;
+  result = ReadInputs(model, args, &arrays, &given);
+  if (result != kExitOk) return result;
   size_t input_count = model.input_count();
-  std::vector<NpyArray> arrays(input_count);
-  std::vector<bool> given(input_count, false);
-  for (const auto& input : inputs) {
-    size_t index = 0;
-    status = model.find_input(input.first.c_str(), &index);
-    if (!status.ok()) {
-      std::string names;
-      for (size_t i = 0; i < input_count; ++i) {
-        kiln_tensor_info_t info;
-        model.input_info(i, &info);
-        names += (i ? ", " : "") + std::string(info.name);
-      }
-      return Fail("--input %s: the model has no input of that name (inputs: %s)",
-                  input.first.c_str(), names.c_str());
-    }
-    kiln_tensor_info_t info;
-    model.input_info(index, &info);
-    std::string error;
-    NpyArray array;
-    if (!ReadNpy(input.second, &array, &error)) return Fail("--input %s: %s", info.name, error.c_str());
-    bool same_shape = array.shape.size() == info.rank &&
-                      std::equal(array.shape.begin(), array.shape.end(), info.shape);
-    if (array.dtype != info.dtype || !same_shape) {
-      kiln_tensor_info_t got = info;
-      got.dtype = array.dtype;
-      got.rank = (uint32_t)array.shape.size();
-      got.shape = array.shape.data();
-      return Fail("--input %s: '%s' is %s but the model expects %s", info.name,
-                  input.second.c_str(), DescribeTensor(got).c_str(), DescribeTensor(info).c_str());
-    }
-    arrays[index] = std::move(array);
-    given[index] = true;
-  }
   for (size_t i = 0; i < input_count; ++i) {
     if (!given[i]) {
       kiln_tensor_info_t info;
-      model.input_info(i, &info);
+      model.get_input_info(i, &info);
       return Fail("missing --input %s=FILE.npy (%s)", info.name, DescribeTensor(info).c_str());
     }
   }
 
   kiln::Session session;
-  kiln_session_options_t options = {};  // zero: defaults
-  options.thread_count = (uint32_t)threads;
-  device.Apply(&options);
-  status = kiln::Session::Create(model, &options, &session);
-  if (!status.ok()) return FailStatus(status);
-  PrintDevice(session);
+  kiln_session_options_t options;
+  result = OpenSession(args, model, &options, &session);
+  if (result != kExitOk) return result;
+  kiln::Status status;
   std::vector<double> times;
-  for (uint64_t it = 0; it < iterations; ++it) {
+  for (uint64_t it = 0; it < args.iterations; ++it) {
     // Inputs are copied in every time: the memory plan may reuse their space.
     for (size_t i = 0; i < input_count; ++i) {
       status = session.set_input(i, arrays[i].data.data(), arrays[i].data.size());
@@ -198,9 +142,9 @@ int CmdRun(int argc, char** argv) {
   }
   for (size_t i = 0; i < model.output_count(); ++i) {
     kiln_tensor_info_t info;
-    model.output_info(i, &info);
+    model.get_output_info(i, &info);
     const void* data = nullptr;
-    status = session.output_data(i, &data);
+    status = session.get_output_view(i, &data);
     if (!status.ok()) return FailStatus(status);
     if (!output_dir.empty()) {
       std::string path = output_dir + "/" + SanitizeName(info.name) + ".npy";

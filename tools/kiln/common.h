@@ -4,10 +4,13 @@
 
 #include <stdint.h>
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/kiln.hpp"
+#include "npy.h"
 
 namespace kiln_tool {
 
@@ -47,6 +50,36 @@ int ParseDeviceOption(int argc, char** argv, int* i, DeviceOptions* out);
 int CheckValidationMessages();
 // Prints "device=NAME" for sessions that do not run on the CPU.
 void PrintDevice(const kiln::Session& session);
+
+// The command line `kiln run` and `kiln bench` share (args.cpp): the model,
+// --threads, --iterations, --input NAME=FILE.npy and the device options.
+struct CommandArgs {
+  const char* model_path = nullptr;                         // the positional MODEL.kiln
+  uint64_t threads = 1;                                     // --threads N
+  uint64_t iterations = 1;                                  // --iterations N (the command's default before parsing)
+  std::vector<std::pair<std::string, std::string>> inputs;  // --input NAME=FILE.npy, in order
+  DeviceOptions device;                                     // --device, --vulkan-device, --validation
+};
+// One command's own options: called with argv[*i] not being a shared one;
+// returns 1 when it took it (moving *i past a value), 0 when it is not one
+// of its options, kExitUsage after printing a usage error.
+using CommandOption = std::function<int(int argc, char** argv, int* i)>;
+// Parses argv for `command` ("run", "bench"): kExitOk, or kExitUsage after
+// printing a usage error (unknown option, missing MODEL.kiln, ...).
+int ParseCommandArgs(const char* command, int argc, char** argv, const CommandOption& own,
+                     CommandArgs* out);
+// Loads args.model_path. kExitOk, or Fail() with the status.
+int OpenModel(const CommandArgs& args, kiln::Model* model);
+// Creates the model's session with the threads and device options
+// (`out_options`: the options used); prints "device=NAME" for sessions not
+// on the CPU. kExitOk, or Fail() with the status.
+int OpenSession(const CommandArgs& args, const kiln::Model& model,
+                kiln_session_options_t* out_options, kiln::Session* session);
+// Reads each --input file into the model input of that name, checking its
+// dtype and shape: (*arrays)[i] for input i, (*given)[i] whether an --input
+// named it. kExitOk, or Fail() naming the problem.
+int ReadInputs(const kiln::Model& model, const CommandArgs& args, std::vector<NpyArray>* arrays,
+               std::vector<bool>* given);
 
 int CmdRun(int argc, char** argv);
 int CmdInspect(int argc, char** argv);

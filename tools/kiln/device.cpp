@@ -80,7 +80,7 @@ int CheckValidationMessages() {
 }
 
 void PrintDevice(const kiln::Session& session) {
-  const char* name = kiln_session_device_name(session.get());
+  const char* name = session.device_name();
   if (strcmp(name, "cpu") != 0) printf("device=%s\n", name);
 }
 

@@ -4,7 +4,9 @@
 //            [--threads N]
 //   kiln inspect MODEL.kiln [--json]
 //   kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile] [--startup]
-//   (run and bench: [--device auto|cpu|vulkan] [--vulkan-device N] [--validation[=sync]])
+//              [--input NAME=FILE.npy ...]
+//   (run and bench: [--device auto|cpu|vulkan] [--vulkan-device N] [--validation[=sync]];
+//   their shared options are parsed in args.cpp)
 //
 // Errors: "kiln: error: ..." on stderr, exit 1; usage errors exit 2.
 #include <stdarg.h>
@@ -26,6 +28,7 @@ static const char kUsage[] =
     "  kiln inspect MODEL.kiln [--json]\n"
     "  kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile]\n"
     "             [--startup]  (every start-up stage, and a second load: warm pipeline cache)\n"
+    "             [--input NAME=FILE.npy ...]  (other inputs: fixed pseudo-random values)\n"
     "  --threads N: threads running each dispatch, the calling one included (default 1)\n"
     "  run and bench also take --device auto|cpu|vulkan (default: what the bundle was\n"
     "  compiled for), --vulkan-device N and --validation[=sync] (the Vulkan validation\n"

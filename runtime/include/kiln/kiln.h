@@ -2,21 +2,37 @@
 //
 // Two objects:
 //   kiln_model_t    a loaded, verified bundle with its kernels mapped.
-//                   Immutable after load; may be shared by many sessions.
+//                   Immutable after load; may be shared by many sessions
+//                   and read from any number of threads at once.
 //   kiln_session_t  the state of one execution: the arena, the inputs and
 //                   outputs, and the dispatch list bound to them at creation.
 //                   One thread at a time per session (calls on it are not
 //                   synchronized); a session may own worker threads that
 //                   run each dispatch in parallel (thread_count).
 //
-// Every fallible call returns kiln_status_t: NULL means success, anything
-// else is an error the caller owns and frees with kiln_status_free.
-// Out-parameters are named out_*; they are written only on success.
+// Conventions (docs/runtime.md, "C API stability"):
+//   - Every fallible call returns kiln_status_t: NULL means success,
+//     anything else is an error the caller owns and frees with
+//     kiln_status_free. Fallible calls are named kiln_<noun>_<verb>[_<what>]
+//     with verbs from one set: create/free, load, get/set, find, run.
+//     Results go to parameters named out_*, written only on success.
+//   - Infallible accessors return their value directly and are named
+//     kiln_<noun>_<property> (kiln_model_input_count,
+//     kiln_session_device_name, kiln_status_code).
+//   - Structs the API reads or fills start with `size_t struct_size` (see
+//     "Versioned structs" below); fields and enum values are only ever
+//     added at the end.
+//   - Strings and arrays the API returns are owned by the object they came
+//     from (the model, the session, the status) and valid until it is freed.
+//     Data is never allocated for the caller: variable-size results are
+//     copied into the caller's buffer in two calls (ask for the size with
+//     NULL data, then pass a buffer).
 #ifndef KILN_KILN_H_
 #define KILN_KILN_H_
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 // Marks the exported API (the library is built with -fvisibility=hidden).
 #if defined(__GNUC__)
@@ -28,6 +44,56 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+//===----------------------------------------------------------------------===//
+// Versions
+//===----------------------------------------------------------------------===//
+
+// The library version this header belongs to (the single source of truth:
+// runtime/meson.build reads it from here).
+#define KILN_VERSION_STRING "0.4.0"
+// The ABI number. It changes when a program built against an older kiln.h
+// could misbehave with this library without being recompiled: a function
+// removed, renamed or given another signature or meaning, a struct field
+// moved, removed or retyped, an enum value changed. It does not change for
+// additions (new functions, fields at the end of versioned structs, enum
+// values at the end). libkiln.so's SONAME is libkiln.so.<KILN_ABI_VERSION>.
+#define KILN_ABI_VERSION 1
+
+// The running library's KILN_VERSION_STRING (which may differ from the
+// header's when the program was built against another one).
+KILN_API const char* kiln_version(void);
+// The running library's KILN_ABI_VERSION.
+KILN_API uint32_t kiln_abi_version(void);
+
+//===----------------------------------------------------------------------===//
+// Versioned structs
+//===----------------------------------------------------------------------===//
+// Every struct below that the API reads (options) or fills (infos, stats)
+// starts with `size_t struct_size`, which the caller sets to sizeof the
+// struct as its own kiln.h declares it; the kiln_*_init functions do that
+// and zero the rest. The library reads or writes only the first
+// min(struct_size, its own sizeof) bytes:
+//   - a caller built against an older, smaller struct: the fields it lacks
+//     count as zero (their default) when read, and are not written when
+//     filled;
+//   - a caller built against a newer, larger struct: the fields the library
+//     does not know are neither read nor written (they keep the caller's
+//     value: zero after kiln_*_init).
+// A struct_size below the struct's first published size (KILN_*_MIN_SIZE)
+// is KILN_INVALID_ARGUMENT.
+
+// Bytes of `type` up to and including `field`.
+#define KILN_STRUCT_SIZE_THROUGH(type, field) \
+  (offsetof(type, field) + sizeof(((type*)0)->field))
+
+// Zeroes the `size` bytes at `s` and stores `size` in its leading
+// struct_size. The kiln_*_init functions below call it with the caller's
+// sizeof (they are inline so that the size is the one the caller compiled).
+static inline void kiln_struct_init(void* s, size_t size) {
+  memset(s, 0, size);
+  memcpy(s, &size, sizeof(size));
+}
 
 //===----------------------------------------------------------------------===//
 // Status
@@ -72,13 +138,32 @@ typedef enum kiln_dtype_e {  // same values as kiln.fb.DType
 KILN_API const char* kiln_dtype_name(kiln_dtype_t dtype);  // "float32", ...
 KILN_API size_t kiln_dtype_size(kiln_dtype_t dtype);       // bytes per element; 0 if unknown
 
+// Where a tensor's bytes live (same values as kiln.fb.Storage).
+typedef enum kiln_storage_e {
+  KILN_STORAGE_ARENA = 0,     // in each session's arena, at `offset`
+  KILN_STORAGE_CONSTANT = 1,  // in the bundle's data segment, at `offset` (read-only)
+} kiln_storage_t;
+
+// A tensor of the bundle (kiln_model_get_tensor_info), or a model input or
+// output (kiln_model_get_input_info / _output_info).
 typedef struct kiln_tensor_info_t {
-  const char* name;       // owned by the model
-  kiln_dtype_t dtype;     // element type
-  uint32_t rank;          // number of dimensions
-  const int64_t* shape;   // `rank` dimensions, owned by the model
-  size_t byte_size;       // total bytes
+  size_t struct_size;      // sizeof(kiln_tensor_info_t) as the caller compiled it
+  const char* name;        // owned by the model ("" when the bundle gives none)
+  kiln_dtype_t dtype;      // element type
+  uint32_t rank;           // number of dimensions
+  const int64_t* shape;    // `rank` dimensions, owned by the model
+  size_t byte_size;        // total bytes
+  // -- end of the first version (KILN_TENSOR_INFO_MIN_SIZE) --
+  uint32_t index;          // the tensor's index in the bundle (kiln_model_get_tensor_info)
+  kiln_storage_t storage;  // arena or constant
+  uint64_t offset;         // byte offset in the arena or in the data segment (see `storage`)
+  const void* data;        // constants: their bytes (read-only, the model's); NULL for arena tensors
 } kiln_tensor_info_t;
+
+#define KILN_TENSOR_INFO_MIN_SIZE KILN_STRUCT_SIZE_THROUGH(kiln_tensor_info_t, byte_size)
+
+// Zeroes `*info` and sets its struct_size.
+static inline void kiln_tensor_info_init(kiln_tensor_info_t* s) { kiln_struct_init(s, sizeof(*s)); }
 
 //===----------------------------------------------------------------------===//
 // Model
@@ -91,12 +176,12 @@ KILN_API kiln_status_t kiln_model_load_file(const char* path, kiln_model_t** out
 // Verifies `data`, which the caller keeps alive and unchanged until
 // kiln_model_free. If `data` is not 64-byte aligned it is copied.
 KILN_API kiln_status_t kiln_model_load_memory(const void* data, size_t size,
-                                     kiln_model_t** out_model);
+                                              kiln_model_t** out_model);
 KILN_API void kiln_model_free(kiln_model_t* model);
 
 // Flags for the *_ex loaders.
 // Verify the bundle but do not map its kernel libraries: the model can be
-// inspected (kiln_model_bundle_data, infos) but kiln_session_create fails.
+// inspected (every kiln_model_* accessor) but kiln_session_create fails.
 // Lets tools inspect bundles compiled for another architecture.
 #define KILN_MODEL_LOAD_VERIFY_ONLY 1u
 
@@ -107,28 +192,200 @@ KILN_API kiln_status_t kiln_model_load_memory_ex(const void* data, size_t size,
                                                  uint32_t flags,
                                                  kiln_model_t** out_model);
 
-// The verified bundle: the size-prefixed FlatBuffer (starting at its u32 size
-// prefix, `*out_size` = 4 + prefix) for read-only use with the generated
-// schema API (kiln::fb::GetSizePrefixedBundle). Every index and range in it
-// has been checked by the loader. Valid until kiln_model_free.
-KILN_API kiln_status_t kiln_model_bundle_data(const kiln_model_t* model,
-                                              const void** out_data,
-                                              size_t* out_size);
-// The data segment (constants, kernel blobs) the bundle's offsets refer to.
-KILN_API kiln_status_t kiln_model_data_segment(const kiln_model_t* model,
-                                               const void** out_data,
-                                               size_t* out_size);
-
+// Inputs and outputs. 0 for NULL.
 KILN_API size_t kiln_model_input_count(const kiln_model_t* model);
 KILN_API size_t kiln_model_output_count(const kiln_model_t* model);
-KILN_API kiln_status_t kiln_model_input_info(const kiln_model_t* model, size_t index,
-                                    kiln_tensor_info_t* out_info);
-KILN_API kiln_status_t kiln_model_output_info(const kiln_model_t* model, size_t index,
-                                     kiln_tensor_info_t* out_info);
+// The input's or output's tensor (the same as kiln_model_get_tensor_info
+// of its index).
+KILN_API kiln_status_t kiln_model_get_input_info(const kiln_model_t* model, size_t index,
+                                                 kiln_tensor_info_t* out_info);
+KILN_API kiln_status_t kiln_model_get_output_info(const kiln_model_t* model, size_t index,
+                                                  kiln_tensor_info_t* out_info);
 KILN_API kiln_status_t kiln_model_find_input(const kiln_model_t* model, const char* name,
-                                    size_t* out_index);
+                                             size_t* out_index);
 KILN_API kiln_status_t kiln_model_find_output(const kiln_model_t* model, const char* name,
-                                     size_t* out_index);
+                                              size_t* out_index);
+
+//===----------------------------------------------------------------------===//
+// Model contents (for tools and bindings: everything `kiln inspect` shows).
+// Every index is checked (KILN_INVALID_ARGUMENT when out of range); the
+// counts are in kiln_model_info_t. Strings are never NULL ("" for a name the bundle lacks);
+// arrays may be NULL when their count is 0. All of it is owned by the
+// model and valid until kiln_model_free; uint32_t arrays point into the
+// verified bundle.
+//===----------------------------------------------------------------------===//
+
+// Where a session of the bundle runs, and where each of its dispatches runs.
+typedef enum kiln_device_kind_e {
+  KILN_DEVICE_AUTO = 0,    // the bundle's: CPU, or Vulkan (kilnc --target=vulkan)
+  KILN_DEVICE_CPU = 1,     // a CPU bundle on the calling thread and the session's pool
+  KILN_DEVICE_VULKAN = 2,  // a Vulkan bundle on a Vulkan device (libvulkan is loaded at run time)
+  KILN_DEVICE_HOST = 3,    // dispatches only: a CPU kernel of a Vulkan bundle (host copy of the arena)
+} kiln_device_kind_t;
+
+// The bundle's header facts and memory plan.
+typedef struct kiln_model_info_t {
+  size_t struct_size;            // sizeof(kiln_model_info_t) as the caller compiled it
+  uint32_t version_major;        // bundle format version it was written with
+  uint32_t version_minor;        // (docs/bundle.md, "Versioning")
+  uint32_t min_runtime_minor;    // the lowest runtime format minor that runs it
+  kiln_device_kind_t device;     // KILN_DEVICE_CPU or KILN_DEVICE_VULKAN: what it was compiled for
+  const char* producer;          // e.g. "kilnc 0.1.0"
+  uint64_t content_hash;         // XXH64 of the file (verified at load)
+  uint64_t arena_bytes;          // memory plan: bytes of each session's arena
+  uint32_t arena_alignment;      // memory plan: alignment of every arena offset
+  uint32_t constant_count;       // tensors with constant storage
+  uint64_t constant_bytes;       // their bytes
+  uint64_t data_segment_offset;  // file offset of the data segment (constants, kernel code)
+  uint64_t data_segment_size;    // its bytes
+  uint32_t tensor_count;         // kiln_model_get_tensor_info
+  uint32_t node_count;           // kiln_model_get_node_info
+  uint32_t library_count;        // kiln_model_get_library_info
+  uint32_t kernel_count;         // kiln_model_get_kernel_info
+  uint32_t dispatch_count;       // kiln_model_get_dispatch_info
+} kiln_model_info_t;
+
+#define KILN_MODEL_INFO_MIN_SIZE sizeof(kiln_model_info_t)
+
+KILN_API kiln_status_t kiln_model_get_info(const kiln_model_t* model, kiln_model_info_t* out_info);
+
+// Tensors: every tensor the bundle describes (inputs, outputs,
+// intermediates and constants), by index.
+KILN_API kiln_status_t kiln_model_get_tensor_info(const kiln_model_t* model, size_t tensor,
+                                                  kiln_tensor_info_t* out_info);
+
+// Graph nodes: the optimized graph the bundle keeps for inspection (the
+// runtime runs dispatches, not nodes).
+typedef struct kiln_node_info_t {
+  size_t struct_size;        // sizeof(kiln_node_info_t) as the caller compiled it
+  const char* name;          // the ONNX node's name (or a generated one)
+  const char* op_type;       // e.g. "Conv"
+  uint32_t attribute_count;  // kiln_model_get_attribute_info
+  uint32_t input_count;      // entries in `inputs`
+  const uint32_t* inputs;    // tensor indices
+  uint32_t output_count;     // entries in `outputs`
+  const uint32_t* outputs;   // tensor indices
+} kiln_node_info_t;
+
+#define KILN_NODE_INFO_MIN_SIZE sizeof(kiln_node_info_t)
+
+// How an attribute's value is given.
+typedef enum kiln_attribute_kind_e {
+  KILN_ATTRIBUTE_TEXT = 0,  // human-readable text (all bundles store today)
+} kiln_attribute_kind_t;
+
+typedef struct kiln_attribute_info_t {
+  size_t struct_size;          // sizeof(kiln_attribute_info_t) as the caller compiled it
+  const char* name;            // e.g. "strides"
+  kiln_attribute_kind_t kind;  // how `value` is given
+  const char* value;           // TEXT: e.g. "[1, 1]", "3", "\"NOTSET\"", "<tensor float32[64]>"
+} kiln_attribute_info_t;
+
+#define KILN_ATTRIBUTE_INFO_MIN_SIZE sizeof(kiln_attribute_info_t)
+
+KILN_API kiln_status_t kiln_model_get_node_info(const kiln_model_t* model, size_t node,
+                                                kiln_node_info_t* out_info);
+KILN_API kiln_status_t kiln_model_get_attribute_info(const kiln_model_t* model, size_t node,
+                                                     size_t attribute,
+                                                     kiln_attribute_info_t* out_info);
+
+// Kernel libraries: blobs of kernel code for one target.
+typedef enum kiln_library_format_e {  // same values as kiln.fb.LibraryFormat
+  KILN_LIBRARY_FORMAT_ELF = 0,    // a position-independent ELF shared object (CPU)
+  KILN_LIBRARY_FORMAT_SPIRV = 1,  // SPIR-V modules, one per kernel (Vulkan)
+} kiln_library_format_t;
+
+// Bits of kiln_library_info_t.vulkan_features.
+#define KILN_VULKAN_FEATURE_SHADER_INT64 1u    // shaderInt64 (int64 tensors)
+#define KILN_VULKAN_FEATURE_SHADER_FLOAT64 2u  // shaderFloat64 (float64 tensors)
+
+typedef struct kiln_library_info_t {
+  size_t struct_size;            // sizeof(kiln_library_info_t) as the caller compiled it
+  kiln_library_format_t format;  // ELF or SPIR-V
+  uint32_t vulkan_features;      // SPIR-V: KILN_VULKAN_FEATURE_* bits its modules need
+  const char* target_triple;     // what it was compiled for, e.g. "x86_64-unknown-linux-gnu"
+  const char* cpu;               // -mcpu it was compiled for
+  const char* features;          // -mattr it was compiled for
+  uint64_t offset;               // byte offset of the blob in the data segment
+  uint64_t size;                 // bytes of the blob
+  const void* data;              // the blob (read-only, owned by the model)
+} kiln_library_info_t;
+
+#define KILN_LIBRARY_INFO_MIN_SIZE sizeof(kiln_library_info_t)
+
+KILN_API kiln_status_t kiln_model_get_library_info(const kiln_model_t* model, size_t library,
+                                                   kiln_library_info_t* out_info);
+
+// Kernels: one entry of a library.
+typedef struct kiln_kernel_info_t {
+  size_t struct_size;            // sizeof(kiln_kernel_info_t) as the caller compiled it
+  const char* name;              // the kernel's name (as in its library's table)
+  uint32_t library;              // its library's index
+  uint32_t ordinal;              // ELF: its index in the library's kernel table
+  kiln_library_format_t format;  // its library's format
+  // SPIR-V kernels only (zero, and "" for the entry point, otherwise):
+  const char* entry_point;       // the module's GLCompute entry point
+  uint64_t spirv_offset;         // byte offset of the module in the library's blob
+  uint64_t spirv_size;           // bytes of the module
+  uint32_t workgroup_size[3];    // the module's workgroup size (x, y, z)
+  uint32_t binding_count;        // storage buffers it binds (set 0)
+  uint32_t push_constant_size;   // bytes of push constants
+} kiln_kernel_info_t;
+
+#define KILN_KERNEL_INFO_MIN_SIZE sizeof(kiln_kernel_info_t)
+
+KILN_API kiln_status_t kiln_model_get_kernel_info(const kiln_model_t* model, size_t kernel,
+                                                  kiln_kernel_info_t* out_info);
+
+// Dispatches: the kernel launches a run executes, in order.
+typedef struct kiln_dispatch_info_t {
+  size_t struct_size;              // sizeof(kiln_dispatch_info_t) as the caller compiled it
+  uint32_t kernel;                 // the kernel's index
+  kiln_device_kind_t device;       // KILN_DEVICE_CPU, _VULKAN or _HOST
+  uint32_t workgroup_count[3];     // workgroups (x, y, z)
+  uint32_t binding_count;          // bound buffers (kiln_model_get_binding_info)
+  uint32_t push_constant_count;    // entries in `push_constants`
+  const uint32_t* push_constants;  // passed to the kernel verbatim
+  uint32_t source_node_count;      // entries in `source_nodes`
+  const uint32_t* source_nodes;    // indices of the graph nodes it implements
+  uint32_t host_download_count;    // entries in `host_downloads`
+  const uint32_t* host_downloads;  // HOST: arena tensors copied device -> host before it runs
+  uint32_t host_upload_count;      // entries in `host_uploads`
+  const uint32_t* host_uploads;    // HOST: arena tensors copied host -> device after it ran
+} kiln_dispatch_info_t;
+
+#define KILN_DISPATCH_INFO_MIN_SIZE sizeof(kiln_dispatch_info_t)
+
+// How a dispatch uses a bound buffer (same values as kiln.fb.Access).
+typedef enum kiln_access_e {
+  KILN_ACCESS_READ = 0,
+  KILN_ACCESS_WRITE = 1,
+  KILN_ACCESS_READ_WRITE = 2,
+} kiln_access_t;
+
+typedef struct kiln_binding_info_t {
+  size_t struct_size;    // sizeof(kiln_binding_info_t) as the caller compiled it
+  uint32_t tensor;       // the bound tensor's index
+  kiln_access_t access;  // read, write or both
+} kiln_binding_info_t;
+
+#define KILN_BINDING_INFO_MIN_SIZE sizeof(kiln_binding_info_t)
+
+KILN_API kiln_status_t kiln_model_get_dispatch_info(const kiln_model_t* model, size_t dispatch,
+                                                    kiln_dispatch_info_t* out_info);
+// Binding `binding` (slot `binding` of the kernel) of dispatch `dispatch`.
+KILN_API kiln_status_t kiln_model_get_binding_info(const kiln_model_t* model, size_t dispatch,
+                                                   size_t binding,
+                                                   kiln_binding_info_t* out_info);
+
+// Zero `*info` and set its struct_size.
+static inline void kiln_model_info_init(kiln_model_info_t* s) { kiln_struct_init(s, sizeof(*s)); }
+static inline void kiln_node_info_init(kiln_node_info_t* s) { kiln_struct_init(s, sizeof(*s)); }
+static inline void kiln_attribute_info_init(kiln_attribute_info_t* s) { kiln_struct_init(s, sizeof(*s)); }
+static inline void kiln_library_info_init(kiln_library_info_t* s) { kiln_struct_init(s, sizeof(*s)); }
+static inline void kiln_kernel_info_init(kiln_kernel_info_t* s) { kiln_struct_init(s, sizeof(*s)); }
+static inline void kiln_dispatch_info_init(kiln_dispatch_info_t* s) { kiln_struct_init(s, sizeof(*s)); }
+static inline void kiln_binding_info_init(kiln_binding_info_t* s) { kiln_struct_init(s, sizeof(*s)); }
 
 //===----------------------------------------------------------------------===//
 // Session
@@ -136,13 +393,6 @@ KILN_API kiln_status_t kiln_model_find_output(const kiln_model_t* model, const c
 
 // Most threads a session may use (kiln_session_options_t.thread_count).
 #define KILN_SESSION_MAX_THREADS 1024u
-
-// Where a session runs (kiln_session_options_t.device).
-typedef enum kiln_device_kind_e {
-  KILN_DEVICE_AUTO = 0,    // where the bundle was compiled for: CPU, or Vulkan (kilnc --target=vulkan)
-  KILN_DEVICE_CPU = 1,     // a CPU bundle on the calling thread and the session's pool
-  KILN_DEVICE_VULKAN = 2,  // a Vulkan bundle on a Vulkan device (libvulkan is loaded at run time)
-} kiln_device_kind_t;
 
 // Vulkan validation levels (kiln_session_options_t.vulkan_validation); they
 // need the Khronos validation layer installed (else KILN_UNSUPPORTED).
@@ -163,14 +413,11 @@ typedef void (*kiln_vulkan_message_callback_t)(void* user_data, int severity,
 // cores), priority or a name. It must not call back into the session.
 typedef void (*kiln_thread_init_fn_t)(uint32_t worker_index, void* user_data);
 
-// Session options. Compatibility rule: every field's zero value is its
-// default, and fields are only ever added at the end. Zero-initialize the
-// whole struct (`kiln_session_options_t options = {0};` in C, `= {}` in C++,
-// or memset) and set the fields you need; code written against an older
-// kiln.h then keeps its meaning when recompiled. Passing NULL means all
-// defaults. (The struct has no size field: libkiln is 0.x, and a binary
-// built against an older kiln.h must be recompiled, not just relinked.)
+// Session options: a versioned struct (see above) whose every field's zero
+// value is its default. Start from kiln_session_options_init and set the
+// fields you need; passing NULL options means all defaults.
 typedef struct kiln_session_options_t {
+  size_t struct_size;  // sizeof(kiln_session_options_t) as the caller compiled it
   // Threads that run each dispatch, the calling thread included: 0 or 1 runs
   // everything on the calling thread (no threads, no locks); N > 1 starts
   // N - 1 pool threads at kiln_session_create (joined by kiln_session_free)
@@ -181,9 +428,10 @@ typedef struct kiln_session_options_t {
   // kiln_thread_init_fn_t. kiln_session_create returns after all have returned.
   kiln_thread_init_fn_t thread_init;
   void* thread_init_user_data;  // passed to `thread_init`
-  // Where the session runs (kiln_device_kind_t): 0 is the device the bundle
-  // was compiled for; any other kind than that is KILN_INVALID_ARGUMENT.
-  // Vulkan sessions ignore the thread fields.
+  // -- end of the first version (KILN_SESSION_OPTIONS_MIN_SIZE) --
+  // Where the session runs (a kiln_device_kind_t: AUTO, CPU or VULKAN): 0 is
+  // the device the bundle was compiled for; any other kind than that is
+  // KILN_INVALID_ARGUMENT. Vulkan sessions ignore the thread fields.
   uint32_t device;
   // Vulkan: which physical device (among those with a compute queue, in the
   // loader's order). 0 picks the first discrete GPU, else integrated, else
@@ -196,8 +444,8 @@ typedef struct kiln_session_options_t {
   kiln_vulkan_message_callback_t vulkan_message;
   void* vulkan_message_user_data;  // passed to `vulkan_message`
   // Vulkan: optional pipeline cache contents saved from
-  // kiln_session_vulkan_pipeline_cache (e.g. a file next to the bundle).
-  // Used only when made by the same device and driver; read during
+  // kiln_session_get_vulkan_pipeline_cache (e.g. a file next to the
+  // bundle). Used only when made by the same device and driver; read during
   // kiln_session_create only.
   const void* vulkan_pipeline_cache;
   size_t vulkan_pipeline_cache_size;  // bytes at `vulkan_pipeline_cache`
@@ -205,6 +453,15 @@ typedef struct kiln_session_options_t {
   // kiln_session_run fails with KILN_INTERNAL.
   uint32_t vulkan_timeout_ms;
 } kiln_session_options_t;
+
+// The first published options: the thread fields (libkiln 0.1).
+#define KILN_SESSION_OPTIONS_MIN_SIZE \
+  KILN_STRUCT_SIZE_THROUGH(kiln_session_options_t, thread_init_user_data)
+
+// Zeroes `*options` (all defaults) and sets its struct_size.
+static inline void kiln_session_options_init(kiln_session_options_t* options) {
+  kiln_struct_init(options, sizeof(*options));
+}
 
 typedef struct kiln_session_t kiln_session_t;
 
@@ -214,18 +471,27 @@ typedef struct kiln_session_t kiln_session_t;
 // records the dispatch list once; no libvulkan, no device or a missing
 // shader feature is KILN_UNSUPPORTED.
 KILN_API kiln_status_t kiln_session_create(const kiln_model_t* model,
-                                  const kiln_session_options_t* options,
-                                  kiln_session_t** out_session);
+                                           const kiln_session_options_t* options,
+                                           kiln_session_t** out_session);
 KILN_API void kiln_session_free(kiln_session_t* session);
 
 // Copies `byte_size` bytes (must equal the input's byte_size) into the input.
 KILN_API kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index,
-                                     const void* data, size_t byte_size);
+                                              const void* data, size_t byte_size);
 // Runs the dispatch list once: dispatches in order, each one's workgroups
 // spread over the session's threads, with a barrier after each dispatch. A
 // kernel failing stops the run with KILN_INTERNAL naming the dispatch, the
 // kernel and the workgroup (with several threads: the first failure seen).
 KILN_API kiln_status_t kiln_session_run(kiln_session_t* session);
+
+// Copies the output into `data` (`byte_size` must equal its byte_size).
+KILN_API kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index,
+                                               void* data, size_t byte_size);
+// Zero-copy view of an output, valid until the next run or free (Vulkan:
+// a host copy, downloaded by this call).
+KILN_API kiln_status_t kiln_session_get_output_view(kiln_session_t* session, size_t index,
+                                                    const void** out_data);
+
 // Profiling. When enabled, kiln_session_run times every dispatch
 // (CLOCK_MONOTONIC, around the whole dispatch: all its workgroups on all
 // threads, barrier included; on a Vulkan device, the device's timestamps
@@ -235,42 +501,35 @@ KILN_API kiln_status_t kiln_session_run(kiln_session_t* session);
 // predictable branch per dispatch.
 KILN_API kiln_status_t kiln_session_set_profiling(kiln_session_t* session, int enabled);
 // Number of dispatches a run executes, in order (same as the bundle's
-// dispatch list). 0 for NULL.
+// dispatch list, kiln_model_info_t.dispatch_count). 0 for NULL.
 KILN_API size_t kiln_session_dispatch_count(const kiln_session_t* session);
 // Time dispatch `dispatch` took in the last run, in nanoseconds (at least 1
 // for a dispatch that ran; 0 for one the run did not reach because an earlier
 // dispatch failed). KILN_INVALID_ARGUMENT if the index is out of range or the
 // last run was made with profiling disabled (or there was no run yet).
-KILN_API kiln_status_t kiln_session_dispatch_profile(const kiln_session_t* session,
-                                                     size_t dispatch,
-                                                     uint64_t* out_nanoseconds);
-
-// Copies the output into `data` (`byte_size` must equal its byte_size).
-KILN_API kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index,
-                                      void* data, size_t byte_size);
-// Zero-copy view of an output, valid until the next run or free (Vulkan:
-// a host copy, downloaded by this call).
-KILN_API kiln_status_t kiln_session_output_data(kiln_session_t* session, size_t index,
-                                       const void** out_data);
+KILN_API kiln_status_t kiln_session_get_dispatch_profile(const kiln_session_t* session,
+                                                         size_t dispatch,
+                                                         uint64_t* out_nanoseconds);
 
 // The device the session runs on: "cpu", or the Vulkan device's name
-// (owned by the session).
+// (owned by the session). "none" for NULL.
 KILN_API const char* kiln_session_device_name(const kiln_session_t* session);
 // Vulkan: the pipeline cache's contents, for
-// kiln_session_options_t.vulkan_pipeline_cache next time. *out_data is
-// allocated: release it with kiln_free. KILN_INVALID_ARGUMENT for CPU sessions.
-KILN_API kiln_status_t kiln_session_vulkan_pipeline_cache(kiln_session_t* session,
-                                                          void** out_data, size_t* out_size);
-// Frees memory libkiln allocated for the caller (NULL is ignored).
-KILN_API void kiln_free(void* data);
+// kiln_session_options_t.vulkan_pipeline_cache next time. Two calls: with
+// NULL `data`, *out_size is the bytes needed; then with a buffer of
+// `capacity` >= that many bytes, *out_size is the bytes written (a smaller
+// buffer is KILN_INVALID_ARGUMENT). KILN_INVALID_ARGUMENT for CPU sessions.
+KILN_API kiln_status_t kiln_session_get_vulkan_pipeline_cache(kiln_session_t* session,
+                                                              void* data, size_t capacity,
+                                                              size_t* out_size);
 
 // Start-up timing: how long each stage of loading the model, creating the
 // session and its first run took, in nanoseconds (CLOCK_MONOTONIC). A stage
 // the session's device does not have is 0. Stages are measured inside
 // libkiln's calls; the caller's own work between them (filling inputs, ...)
-// is only in load_to_first_run_ns. Like the options, fields are only ever
-// added at the end.
+// is only in load_to_first_run_ns. A versioned struct (see above).
 typedef struct kiln_session_load_stats_t {
+  size_t struct_size;  // sizeof(kiln_session_load_stats_t) as the caller compiled it
   // From the start of the kiln_model_load_* call that made the session's
   // model to the end of the session's first successful kiln_session_run
   // (0 until then). For a later session of the same model it also covers
@@ -318,9 +577,16 @@ typedef struct kiln_session_load_stats_t {
   uint64_t first_run_ns;
 } kiln_session_load_stats_t;
 
+#define KILN_SESSION_LOAD_STATS_MIN_SIZE sizeof(kiln_session_load_stats_t)
+
+// Zeroes `*stats` and sets its struct_size.
+static inline void kiln_session_load_stats_init(kiln_session_load_stats_t* stats) {
+  kiln_struct_init(stats, sizeof(*stats));
+}
+
 // The session's start-up timing (see kiln_session_load_stats_t).
-KILN_API kiln_status_t kiln_session_load_stats(const kiln_session_t* session,
-                                               kiln_session_load_stats_t* out_stats);
+KILN_API kiln_status_t kiln_session_get_load_stats(const kiln_session_t* session,
+                                                   kiln_session_load_stats_t* out_stats);
 
 #ifdef __cplusplus
 }  // extern "C"

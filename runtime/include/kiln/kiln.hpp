@@ -1,5 +1,7 @@
 // kiln.hpp: a thin C++ layer over kiln.h. RAII ownership, no exceptions:
-// fallible methods return kiln::Status, which owns a kiln_status_t.
+// fallible methods return kiln::Status, which owns a kiln_status_t. Methods
+// mirror the C functions without their kiln_<noun>_ prefix, and set the
+// struct_size of the info structs they fill (to this header's sizeof).
 //
 //   kiln::Model model;
 //   kiln::Status status = kiln::Model::LoadFile("model.kiln", &model);
@@ -15,54 +17,53 @@
 
 namespace kiln {
 
-// Owns a kiln_status_t; OK when empty.
-class Status {
+// Owns one handle of a C object and frees it with `Free` (which accepts
+// NULL): move-only, empty (nullptr) by default. Status, Model and Session
+// are Owners with methods for their C functions.
+template <typename Handle, void (*Free)(Handle)>
+class Owner {
  public:
-  Status() = default;
-  explicit Status(kiln_status_t status) : status_(status) {}
-  Status(Status&& other) noexcept : status_(other.status_) { other.status_ = nullptr; }
-  Status& operator=(Status&& other) noexcept {
+  Owner() = default;
+  explicit Owner(Handle handle) : handle_(handle) {}
+  Owner(Owner&& other) noexcept : handle_(other.release()) {}
+  Owner& operator=(Owner&& other) noexcept {
     if (this != &other) {
-      kiln_status_free(status_);
-      status_ = other.status_;
-      other.status_ = nullptr;
+      Free(handle_);
+      handle_ = other.release();
     }
     return *this;
   }
-  Status(const Status&) = delete;
-  Status& operator=(const Status&) = delete;
-  ~Status() { kiln_status_free(status_); }
+  Owner(const Owner&) = delete;
+  Owner& operator=(const Owner&) = delete;
+  ~Owner() { Free(handle_); }
 
-  bool ok() const { return status_ == nullptr; }
-  kiln_status_code_t code() const { return kiln_status_code(status_); }
-  const char* message() const { return kiln_status_message(status_); }
-  // Gives up ownership of the C status.
-  kiln_status_t release() {
-    kiln_status_t status = status_;
-    status_ = nullptr;
-    return status;
+  // The C handle (still owned).
+  Handle get() const { return handle_; }
+  // Gives up ownership of the C handle.
+  Handle release() {
+    Handle handle = handle_;
+    handle_ = nullptr;
+    return handle;
   }
 
  private:
-  kiln_status_t status_ = nullptr;  // NULL == OK
+  Handle handle_ = nullptr;  // owned; nullptr when empty
+};
+
+// Owns a kiln_status_t; OK when empty.
+class Status : public Owner<kiln_status_t, kiln_status_free> {
+ public:
+  using Owner::Owner;
+
+  bool ok() const { return get() == nullptr; }
+  kiln_status_code_t code() const { return kiln_status_code(get()); }
+  const char* message() const { return kiln_status_message(get()); }
 };
 
 // Owns a kiln_model_t.
-class Model {
+class Model : public Owner<kiln_model_t*, kiln_model_free> {
  public:
-  Model() = default;
-  Model(Model&& other) noexcept : model_(other.model_) { other.model_ = nullptr; }
-  Model& operator=(Model&& other) noexcept {
-    if (this != &other) {
-      kiln_model_free(model_);
-      model_ = other.model_;
-      other.model_ = nullptr;
-    }
-    return *this;
-  }
-  Model(const Model&) = delete;
-  Model& operator=(const Model&) = delete;
-  ~Model() { kiln_model_free(model_); }
+  using Owner::Owner;
 
   static Status LoadFile(const char* path, Model* out, uint32_t flags = 0) {
     kiln_model_t* model = nullptr;
@@ -77,44 +78,62 @@ class Model {
     return status;
   }
 
-  const kiln_model_t* get() const { return model_; }
-  size_t input_count() const { return kiln_model_input_count(model_); }
-  size_t output_count() const { return kiln_model_output_count(model_); }
-  Status input_info(size_t index, kiln_tensor_info_t* out) const {
-    return Status(kiln_model_input_info(model_, index, out));
+  size_t input_count() const { return kiln_model_input_count(get()); }
+  size_t output_count() const { return kiln_model_output_count(get()); }
+  Status get_input_info(size_t index, kiln_tensor_info_t* out) const {
+    return Get(kiln_model_get_input_info, out, index);
   }
-  Status output_info(size_t index, kiln_tensor_info_t* out) const {
-    return Status(kiln_model_output_info(model_, index, out));
+  Status get_output_info(size_t index, kiln_tensor_info_t* out) const {
+    return Get(kiln_model_get_output_info, out, index);
   }
   Status find_input(const char* name, size_t* out_index) const {
-    return Status(kiln_model_find_input(model_, name, out_index));
+    return Status(kiln_model_find_input(get(), name, out_index));
   }
   Status find_output(const char* name, size_t* out_index) const {
-    return Status(kiln_model_find_output(model_, name, out_index));
+    return Status(kiln_model_find_output(get(), name, out_index));
+  }
+
+  // The bundle's contents (kiln.h, "Model contents"); counts are in get_info.
+  Status get_info(kiln_model_info_t* out) const { return Get(kiln_model_get_info, out); }
+  Status get_tensor_info(size_t tensor, kiln_tensor_info_t* out) const {
+    return Get(kiln_model_get_tensor_info, out, tensor);
+  }
+  Status get_node_info(size_t node, kiln_node_info_t* out) const {
+    return Get(kiln_model_get_node_info, out, node);
+  }
+  Status get_attribute_info(size_t node, size_t attribute, kiln_attribute_info_t* out) const {
+    return Get(kiln_model_get_attribute_info, out, node, attribute);
+  }
+  Status get_library_info(size_t library, kiln_library_info_t* out) const {
+    return Get(kiln_model_get_library_info, out, library);
+  }
+  Status get_kernel_info(size_t kernel, kiln_kernel_info_t* out) const {
+    return Get(kiln_model_get_kernel_info, out, kernel);
+  }
+  Status get_dispatch_info(size_t dispatch, kiln_dispatch_info_t* out) const {
+    return Get(kiln_model_get_dispatch_info, out, dispatch);
+  }
+  Status get_binding_info(size_t dispatch, size_t binding, kiln_binding_info_t* out) const {
+    return Get(kiln_model_get_binding_info, out, dispatch, binding);
   }
 
  private:
-  explicit Model(kiln_model_t* model) : model_(model) {}
-  kiln_model_t* model_ = nullptr;  // owned
+  // Calls a kiln_model_get_*(model, indices..., out) accessor with `out`'s
+  // struct_size set to this header's sizeof.
+  template <typename Accessor, typename Info, typename... Indices>
+  Status Get(Accessor accessor, Info* out, Indices... indices) const {
+    if (out) out->struct_size = sizeof(*out);
+    return Status(accessor(get(), indices..., out));
+  }
 };
 
 // Owns a kiln_session_t. The Model must outlive it.
-class Session {
+class Session : public Owner<kiln_session_t*, kiln_session_free> {
  public:
-  Session() = default;
-  Session(Session&& other) noexcept : session_(other.session_) { other.session_ = nullptr; }
-  Session& operator=(Session&& other) noexcept {
-    if (this != &other) {
-      kiln_session_free(session_);
-      session_ = other.session_;
-      other.session_ = nullptr;
-    }
-    return *this;
-  }
-  Session(const Session&) = delete;
-  Session& operator=(const Session&) = delete;
-  ~Session() { kiln_session_free(session_); }
+  using Owner::Owner;
 
+  // `options` may be nullptr (all defaults); else start from
+  // kiln_session_options_init.
   static Status Create(const Model& model, const kiln_session_options_t* options,
                        Session* out) {
     kiln_session_t* session = nullptr;
@@ -123,31 +142,33 @@ class Session {
     return status;
   }
 
-  kiln_session_t* get() const { return session_; }
   Status set_input(size_t index, const void* data, size_t byte_size) {
-    return Status(kiln_session_set_input(session_, index, data, byte_size));
+    return Status(kiln_session_set_input(get(), index, data, byte_size));
   }
-  Status run() { return Status(kiln_session_run(session_)); }
-  Status set_profiling(bool enabled) {
-    return Status(kiln_session_set_profiling(session_, enabled ? 1 : 0));
-  }
-  size_t dispatch_count() const { return kiln_session_dispatch_count(session_); }
-  Status dispatch_profile(size_t dispatch, uint64_t* out_nanoseconds) const {
-    return Status(kiln_session_dispatch_profile(session_, dispatch, out_nanoseconds));
-  }
+  Status run() { return Status(kiln_session_run(get())); }
   Status get_output(size_t index, void* data, size_t byte_size) {
-    return Status(kiln_session_get_output(session_, index, data, byte_size));
+    return Status(kiln_session_get_output(get(), index, data, byte_size));
   }
-  Status output_data(size_t index, const void** out_data) {
-    return Status(kiln_session_output_data(session_, index, out_data));
+  Status get_output_view(size_t index, const void** out_data) {
+    return Status(kiln_session_get_output_view(get(), index, out_data));
   }
-  Status load_stats(kiln_session_load_stats_t* out_stats) const {
-    return Status(kiln_session_load_stats(session_, out_stats));
+  Status set_profiling(bool enabled) {
+    return Status(kiln_session_set_profiling(get(), enabled ? 1 : 0));
   }
-
- private:
-  explicit Session(kiln_session_t* session) : session_(session) {}
-  kiln_session_t* session_ = nullptr;  // owned
+  size_t dispatch_count() const { return kiln_session_dispatch_count(get()); }
+  Status get_dispatch_profile(size_t dispatch, uint64_t* out_nanoseconds) const {
+    return Status(kiln_session_get_dispatch_profile(get(), dispatch, out_nanoseconds));
+  }
+  const char* device_name() const { return kiln_session_device_name(get()); }
+  // Two calls: `data` nullptr gives the size in *out_size, then a buffer of
+  // `capacity` bytes receives the contents.
+  Status get_vulkan_pipeline_cache(void* data, size_t capacity, size_t* out_size) {
+    return Status(kiln_session_get_vulkan_pipeline_cache(get(), data, capacity, out_size));
+  }
+  Status get_load_stats(kiln_session_load_stats_t* out_stats) const {
+    if (out_stats) out_stats->struct_size = sizeof(*out_stats);
+    return Status(kiln_session_get_load_stats(get(), out_stats));
+  }
 };
 
 }  // namespace kiln

@@ -10,30 +10,7 @@
 #include "base/checked_math.h"
 #include "cpu/arch/elf_arch.h"
 
-#if defined(__x86_64__)
-#define KILN_ELF_HOST_MACHINE EM_X86_64
-#elif defined(__aarch64__)
-#define KILN_ELF_HOST_MACHINE EM_AARCH64
-#else
-#define KILN_ELF_HOST_MACHINE EM_NONE  // no kernel libraries can be loaded
-#endif
-
 #define KILN_ELF_DT_RELR 36  // not in every <elf.h> yet
-
-const char* kiln_elf_machine_name(uint16_t machine) {
-  switch (machine) {
-    case EM_X86_64: return "x86_64";
-    case EM_AARCH64: return "aarch64";
-    case EM_386: return "i386";
-    case EM_ARM: return "arm";
-    case EM_RISCV: return "riscv";
-    case EM_PPC64: return "ppc64";
-    case EM_S390: return "s390";
-    case EM_MIPS: return "mips";
-    case EM_NONE: return "none";
-  }
-  return "unknown";
-}
 
 // The program headers the loader acts on.
 typedef struct kiln_elf_layout_t {
@@ -52,9 +29,12 @@ typedef struct kiln_elf_dynamic_t {
   uint64_t rela;              // DT_RELA
   uint64_t rela_size;         // DT_RELASZ (0 = none)
   uint64_t rela_entry_size;   // DT_RELAENT (0 = not given)
+  uint64_t rel;               // DT_REL
+  uint64_t rel_size;          // DT_RELSZ (0 = none)
+  uint64_t rel_entry_size;    // DT_RELENT (0 = not given)
   uint64_t jmprel;            // DT_JMPREL
   uint64_t pltrel_size;       // DT_PLTRELSZ (0 = none)
-  uint64_t pltrel_type;       // DT_PLTREL (must be DT_RELA when given)
+  uint64_t pltrel_type;       // DT_PLTREL: DT_RELA or DT_REL, a format the architecture uses
   uint64_t symtab;            // DT_SYMTAB
   uint64_t symbol_entry_size; // DT_SYMENT (0 = not given)
   uint64_t strtab;            // DT_STRTAB
@@ -74,6 +54,7 @@ enum {
   KILN_ELF_SEEN_NEEDED = 1u << 5,
   KILN_ELF_SEEN_RELA = 1u << 6,
   KILN_ELF_SEEN_JMPREL = 1u << 7,
+  KILN_ELF_SEEN_REL = 1u << 8,
 };
 
 static kiln_status_t kiln_elf_invalid(const char* message) {
@@ -115,12 +96,14 @@ static kiln_status_t kiln_elf_check_header(const uint8_t* blob, size_t size,
     return kiln_make_status(KILN_INVALID_BUNDLE,
                             "elf: e_type %u is not ET_DYN (a shared object)", header.e_type);
   }
-  if (header.e_machine != KILN_ELF_HOST_MACHINE) {
+  // The descriptor for (e_machine, class) must be the host's.
+  const kiln_elf_arch_t* host = kiln_elf_arch_host();
+  if (!host || kiln_elf_arch_find(header.e_machine, header.e_ident[EI_CLASS]) != host) {
     return kiln_make_status(KILN_UNSUPPORTED,
                             "elf: library is for machine %u (%s) but this runtime runs on "
                             "%s",
                             header.e_machine, kiln_elf_machine_name(header.e_machine),
-                            kiln_elf_machine_name(KILN_ELF_HOST_MACHINE));
+                            host ? host->name : "none");
   }
   if (header.e_phentsize != sizeof(Elf64_Phdr)) {
     return kiln_make_status(KILN_INVALID_BUNDLE, "elf: e_phentsize %u (expected %zu)",
@@ -314,7 +297,19 @@ static kiln_status_t kiln_elf_read_dynamic(const kiln_elf_module_t* module,
       case DT_GNU_HASH: dynamic->gnu_hash = value; dynamic->seen |= KILN_ELF_SEEN_GNU_HASH; break;
       case DT_REL:
       case DT_RELSZ:
-        return kiln_make_status(KILN_UNSUPPORTED, "elf: REL relocations are not supported");
+      case DT_RELENT:
+        if (!(module->arch->relocation_formats & KILN_ELF_REL)) {
+          return kiln_make_status(KILN_UNSUPPORTED, "elf: REL relocations are not supported");
+        }
+        if (entry.d_tag == DT_REL) {
+          dynamic->rel = value;
+          dynamic->seen |= KILN_ELF_SEEN_REL;
+        } else if (entry.d_tag == DT_RELSZ) {
+          dynamic->rel_size = value;
+        } else {
+          dynamic->rel_entry_size = value;
+        }
+        break;
       case KILN_ELF_DT_RELR:
         return kiln_make_status(KILN_UNSUPPORTED, "elf: RELR relocations are not supported");
       default:
@@ -480,12 +475,19 @@ static kiln_status_t kiln_elf_resolve_symbol(const kiln_elf_module_t* module,
   return NULL;
 }
 
-// Applies one RELA table of `table_size` bytes at link-time address `table`.
+// Applies one relocation table (`format` entries of the module's class) of
+// `table_size` bytes at link-time address `table`. REL entries take their
+// addend from the target word.
 static kiln_status_t kiln_elf_apply_table(kiln_elf_module_t* module, uint64_t table,
-                                          uint64_t table_size, uint32_t* reloc_index) {
+                                          uint64_t table_size, kiln_elf_relocation_format_t format,
+                                          uint32_t* reloc_index) {
   if (table_size == 0) return NULL;
-  if (table_size % sizeof(Elf64_Rela) != 0) {
-    return kiln_elf_invalid("relocation table size is not a multiple of sizeof(Elf64_Rela)");
+  const char* entry_type = NULL;
+  size_t entry_size = kiln_elf_relocation_entry_size(module->arch->elf_class, format, &entry_type);
+  if (table_size % entry_size != 0) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "elf: relocation table size is not a multiple of sizeof(%s)",
+                            entry_type);
   }
   uint8_t* entries = NULL;
   if (!kiln_elf_translate(module, table, table_size, &entries) ||
@@ -493,52 +495,76 @@ static kiln_status_t kiln_elf_apply_table(kiln_elf_module_t* module, uint64_t ta
     return kiln_elf_invalid("relocation table lies outside the loaded segments");
   }
   uint64_t load_bias = (uint64_t)(uintptr_t)module->base - module->min_vaddr;
-  kiln_status_t (*apply)(const kiln_elf_relocation_t*) =
-      module->machine == EM_AARCH64 ? kiln_elf_aarch64_apply_relocation
-                                    : kiln_elf_x86_64_apply_relocation;
-  for (uint64_t i = 0; i < table_size / sizeof(Elf64_Rela); ++i, ++*reloc_index) {
-    Elf64_Rela rela;
-    memcpy(&rela, entries + i * sizeof(Elf64_Rela), sizeof(rela));
+  uint32_t word = module->arch->elf_class == ELFCLASS64 ? 8 : 4;  // bytes a target holds
+  for (uint64_t i = 0; i < table_size / entry_size; ++i, ++*reloc_index) {
+    kiln_elf_relocation_entry_t entry;
+    kiln_elf_relocation_decode(entries + i * entry_size, module->arch->elf_class, format, &entry);
     kiln_elf_relocation_t relocation;
     memset(&relocation, 0, sizeof(relocation));
-    relocation.type = (uint32_t)ELF64_R_TYPE(rela.r_info);
+    relocation.type = entry.type;
     relocation.index = *reloc_index;
+    relocation.target_size = word;
     relocation.load_bias = load_bias;
-    relocation.addend = rela.r_addend;
+    relocation.addend = entry.addend;
     relocation.symbol_name = "";
-    if (!kiln_elf_translate(module, rela.r_offset, 8, &relocation.target) ||
-        !kiln_elf_module_contains(module, relocation.target, 8, 0)) {
+    if (!kiln_elf_translate(module, entry.offset, word, &relocation.target) ||
+        !kiln_elf_module_contains(module, relocation.target, word, 0)) {
       return kiln_make_status(KILN_INVALID_BUNDLE,
                               "elf: relocation %u: target 0x%llx lies outside the loaded "
                               "segments",
-                              *reloc_index, (unsigned long long)rela.r_offset);
+                              *reloc_index, (unsigned long long)entry.offset);
     }
-    uint32_t symbol_index = (uint32_t)ELF64_R_SYM(rela.r_info);
-    if (symbol_index != 0) {
-      KILN_RETURN_IF_ERROR(kiln_elf_resolve_symbol(module, symbol_index, *reloc_index,
+    if (format == KILN_ELF_REL) {  // the implicit addend: the word already at the target
+      if (word == 8) {
+        memcpy(&relocation.addend, relocation.target, 8);
+      } else {
+        int32_t addend;
+        memcpy(&addend, relocation.target, 4);
+        relocation.addend = addend;
+      }
+      relocation.addend_implicit = 1;
+    }
+    if (entry.symbol != 0) {
+      KILN_RETURN_IF_ERROR(kiln_elf_resolve_symbol(module, entry.symbol, *reloc_index,
                                                    &relocation));
     }
-    KILN_RETURN_IF_ERROR(apply(&relocation));
+    KILN_RETURN_IF_ERROR(module->arch->apply_relocation(&relocation));
   }
   return NULL;
 }
 
+// The DT_REL* / DT_RELA* tables, then the PLT's (DT_JMPREL).
 static kiln_status_t kiln_elf_relocate(kiln_elf_module_t* module,
                                        const kiln_elf_dynamic_t* dynamic) {
-  if (dynamic->rela_entry_size != 0 && dynamic->rela_entry_size != sizeof(Elf64_Rela)) {
-    return kiln_elf_invalid("DT_RELAENT is not sizeof(Elf64_Rela)");
+  const char* rela_type = NULL;
+  const char* rel_type = NULL;
+  uint64_t rela_size = kiln_elf_relocation_entry_size(module->arch->elf_class, KILN_ELF_RELA, &rela_type);
+  uint64_t rel_size = kiln_elf_relocation_entry_size(module->arch->elf_class, KILN_ELF_REL, &rel_type);
+  if (dynamic->rela_entry_size != 0 && dynamic->rela_entry_size != rela_size) {
+    return kiln_make_status(KILN_INVALID_BUNDLE, "elf: DT_RELAENT is not sizeof(%s)", rela_type);
   }
-  if ((dynamic->seen & KILN_ELF_SEEN_JMPREL) && dynamic->pltrel_type != DT_RELA) {
-    return kiln_make_status(KILN_UNSUPPORTED, "elf: DT_PLTREL is not DT_RELA");
+  if (dynamic->rel_entry_size != 0 && dynamic->rel_entry_size != rel_size) {
+    return kiln_make_status(KILN_INVALID_BUNDLE, "elf: DT_RELENT is not sizeof(%s)", rel_type);
+  }
+  kiln_elf_relocation_format_t plt_format = dynamic->pltrel_type == DT_REL ? KILN_ELF_REL : KILN_ELF_RELA;
+  if ((dynamic->seen & KILN_ELF_SEEN_JMPREL) &&
+      ((dynamic->pltrel_type != DT_RELA && dynamic->pltrel_type != DT_REL) ||
+       !(module->arch->relocation_formats & plt_format))) {
+    return kiln_make_status(KILN_UNSUPPORTED, "elf: DT_PLTREL is not %s",
+                            module->arch->relocation_formats & KILN_ELF_RELA ? "DT_RELA" : "DT_REL");
   }
   uint32_t reloc_index = 0;
+  if (dynamic->seen & KILN_ELF_SEEN_REL) {
+    KILN_RETURN_IF_ERROR(kiln_elf_apply_table(module, dynamic->rel, dynamic->rel_size,
+                                              KILN_ELF_REL, &reloc_index));
+  }
   if (dynamic->seen & KILN_ELF_SEEN_RELA) {
     KILN_RETURN_IF_ERROR(kiln_elf_apply_table(module, dynamic->rela, dynamic->rela_size,
-                                              &reloc_index));
+                                              KILN_ELF_RELA, &reloc_index));
   }
   if (dynamic->seen & KILN_ELF_SEEN_JMPREL) {
     KILN_RETURN_IF_ERROR(kiln_elf_apply_table(module, dynamic->jmprel, dynamic->pltrel_size,
-                                              &reloc_index));
+                                              plt_format, &reloc_index));
   }
   return NULL;
 }
@@ -616,7 +642,7 @@ kiln_status_t kiln_elf_module_load(const uint8_t* blob, size_t size,
 
   kiln_elf_module_t module;
   memset(&module, 0, sizeof(module));
-  module.machine = header.e_machine;
+  module.arch = kiln_elf_arch_host();  // checked by kiln_elf_check_header
   kiln_status_t status = kiln_elf_map_segments(blob, &layout, &module);
   kiln_elf_dynamic_t dynamic;
   memset(&dynamic, 0, sizeof(dynamic));

@@ -1,10 +1,13 @@
 // A minimal ELF loader for kernel libraries: maps a position-independent
 // ELF64 shared object from memory (no dlopen, no temporary files).
 //
-// Accepted input: ELFCLASS64, little-endian, ET_DYN, for the host machine,
-// self-contained (no DT_NEEDED, every referenced symbol defined inside),
-// RELA relocations of the types in cpu/arch/. Rejected: W+X segments and
-// segments of different protections sharing a page.
+// Accepted input: ELFCLASS64, little-endian, ET_DYN, for the host's
+// architecture (its descriptor in cpu/arch/elf_arch.h, found by e_machine and
+// class), self-contained (no DT_NEEDED, every referenced symbol defined
+// inside), relocations in the formats and of the types the descriptor
+// handles (RELA on x86_64 and aarch64). Rejected: W+X segments and segments
+// of different protections sharing a page. (The ELF32 headers are not parsed
+// yet: relocation records and descriptors are ready for them.)
 //
 // Load sequence: check the header and program headers; reserve the whole
 // span with one anonymous read-write mapping; copy segments (bss stays zero);
@@ -26,6 +29,7 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "cpu/arch/elf_arch.h"
 
 #define KILN_ELF_MAX_SEGMENTS 16              // PT_LOAD entries accepted
 #define KILN_ELF_MAX_PROGRAM_HEADERS 64       // program headers accepted
@@ -50,7 +54,7 @@ typedef struct kiln_elf_module_t {
   uint32_t symbol_count;                              // entries in `symbols`
   const char* strings;                                // .dynstr in the mapping
   size_t string_size;                                 // bytes in `strings`
-  uint16_t machine;                                   // e_machine
+  const kiln_elf_arch_t* arch;                        // the architecture (the host's)
 } kiln_elf_module_t;
 
 // Loads `size` bytes at `blob` (which may be freed afterwards).
@@ -73,8 +77,5 @@ bool kiln_elf_module_contains(const kiln_elf_module_t* module, const void* addre
 // its terminator lie inside one segment with `required_prot`.
 bool kiln_elf_module_contains_string(const kiln_elf_module_t* module, const char* string,
                                      int required_prot);
-
-// Human-readable name of an e_machine value ("x86_64", "aarch64", ...).
-const char* kiln_elf_machine_name(uint16_t machine);
 
 #endif  // KILN_CPU_ELF_MODULE_H_

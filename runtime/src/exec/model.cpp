@@ -1,5 +1,5 @@
 // Model loading: bundle memory -> verification -> kernel libraries ->
-// kernels -> input/output descriptions. See exec/model.h.
+// kernels -> tensor shapes and input/output descriptions. See exec/model.h.
 #include "exec/model.h"
 
 #include <stdlib.h>
@@ -12,7 +12,7 @@ namespace fb = kiln::fb;
 
 // Maps every ELF kernel library and resolves each of its kernels to its
 // entry point. SPIR-V modules become pipelines on each session's device
-// (exec/vulkan_session.h): their libraries stay unloaded, their kernels NULL.
+// (vulkan/vulkan_backend.cpp): their libraries stay unloaded, their kernels NULL.
 static kiln_status_t kiln_model_load_kernels(kiln_model_t* model) {
   const fb::Bundle* bundle = model->view.bundle;
   uint32_t library_count = bundle->libraries() ? bundle->libraries()->size() : 0;
@@ -56,43 +56,46 @@ static int kiln_model_has_elf_library(const fb::Bundle* bundle) {
   return 0;
 }
 
-// Fills `ios` from a list of tensor indices; shapes are copied to `*shape_cursor`.
-static void kiln_model_describe_io(const fb::Bundle* bundle,
+// The bundle's dimension lists, copied once: FlatBuffers vectors are only
+// 4-byte aligned, so int64_t shapes cannot be handed out in place.
+static kiln_status_t kiln_model_copy_shapes(kiln_model_t* model) {
+  const fb::Bundle* bundle = model->view.bundle;
+  size_t dims = 0;  // bounded by the buffer size, so no overflow
+  for (uint32_t i = 0; i < model->tensor_count; ++i) {
+    const fb::Tensor* tensor = bundle->tensors()->Get(i);
+    dims += tensor->shape() ? tensor->shape()->size() : 0;
+  }
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(dims, &model->shapes));
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(model->tensor_count, &model->tensor_shapes));
+  int64_t* cursor = model->shapes;
+  for (uint32_t i = 0; i < model->tensor_count; ++i) {
+    const flatbuffers::Vector<int64_t>* shape = bundle->tensors()->Get(i)->shape();
+    model->tensor_shapes[i] = cursor;
+    for (uint32_t d = 0; shape && d < shape->size(); ++d) *cursor++ = shape->Get(d);
+  }
+  return NULL;
+}
+
+// Fills `ios` from a list of tensor indices.
+static void kiln_model_describe_io(const kiln_model_t* model,
                                    const flatbuffers::Vector<uint32_t>* list,
-                                   kiln_model_io_t* ios, int64_t** shape_cursor) {
+                                   kiln_tensor_info_t* ios) {
   for (uint32_t i = 0; list && i < list->size(); ++i) {
-    const fb::Tensor* tensor = bundle->tensors()->Get(list->Get(i));
-    kiln_model_io_t* io = &ios[i];
-    io->info.name = tensor->name()->c_str();
-    io->info.dtype = (kiln_dtype_t)tensor->dtype();
-    io->info.rank = tensor->shape() ? tensor->shape()->size() : 0;
-    io->info.shape = *shape_cursor;
-    for (uint32_t d = 0; d < io->info.rank; ++d) (*shape_cursor)[d] = tensor->shape()->Get(d);
-    *shape_cursor += io->info.rank;
-    io->info.byte_size = (size_t)tensor->byte_size();
-    io->arena_offset = tensor->offset();
+    kiln_model_describe_tensor(model, list->Get(i), &ios[i]);
   }
 }
 
 static kiln_status_t kiln_model_describe(kiln_model_t* model) {
   const fb::Bundle* bundle = model->view.bundle;
+  model->tensor_count = bundle->tensors() ? bundle->tensors()->size() : 0;
+  model->dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
+  KILN_RETURN_IF_ERROR(kiln_model_copy_shapes(model));
   model->input_count = bundle->inputs() ? bundle->inputs()->size() : 0;
   model->output_count = bundle->outputs() ? bundle->outputs()->size() : 0;
   KILN_RETURN_IF_ERROR(kiln_calloc_array(model->input_count, &model->inputs));
   KILN_RETURN_IF_ERROR(kiln_calloc_array(model->output_count, &model->outputs));
-  size_t dims = 0;  // bounded by the buffer size, so no overflow
-  for (size_t i = 0; i < model->input_count; ++i) {
-    const fb::Tensor* t = bundle->tensors()->Get(bundle->inputs()->Get((uint32_t)i));
-    dims += t->shape() ? t->shape()->size() : 0;
-  }
-  for (size_t i = 0; i < model->output_count; ++i) {
-    const fb::Tensor* t = bundle->tensors()->Get(bundle->outputs()->Get((uint32_t)i));
-    dims += t->shape() ? t->shape()->size() : 0;
-  }
-  KILN_RETURN_IF_ERROR(kiln_calloc_array(dims, &model->shapes));
-  int64_t* cursor = model->shapes;
-  kiln_model_describe_io(bundle, bundle->inputs(), model->inputs, &cursor);
-  kiln_model_describe_io(bundle, bundle->outputs(), model->outputs, &cursor);
+  kiln_model_describe_io(model, bundle->inputs(), model->inputs);
+  kiln_model_describe_io(model, bundle->outputs(), model->outputs);
   return NULL;
 }
 
@@ -170,89 +173,9 @@ void kiln_model_free(kiln_model_t* model) {
   free(model->inputs);
   free(model->outputs);
   free(model->shapes);
+  free(model->tensor_shapes);
   kiln_bundle_memory_release(&model->memory);
   free(model);
-}
-
-//===----------------------------------------------------------------------===//
-// Queries
-//===----------------------------------------------------------------------===//
-
-size_t kiln_model_input_count(const kiln_model_t* model) {
-  return model ? model->input_count : 0;
-}
-
-size_t kiln_model_output_count(const kiln_model_t* model) {
-  return model ? model->output_count : 0;
-}
-
-static kiln_status_t kiln_model_io_info(const kiln_model_io_t* ios, size_t count,
-                                        size_t index, const char* what,
-                                        kiln_tensor_info_t* out_info) {
-  if (!out_info) return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL out_info");
-  if (index >= count) {
-    return kiln_make_status(KILN_INVALID_ARGUMENT, "%s index %zu out of range (%zu %ss)",
-                            what, index, count, what);
-  }
-  *out_info = ios[index].info;
-  return NULL;
-}
-
-kiln_status_t kiln_model_input_info(const kiln_model_t* model, size_t index,
-                                    kiln_tensor_info_t* out_info) {
-  if (!model) return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL model");
-  return kiln_model_io_info(model->inputs, model->input_count, index, "input", out_info);
-}
-
-kiln_status_t kiln_model_output_info(const kiln_model_t* model, size_t index,
-                                     kiln_tensor_info_t* out_info) {
-  if (!model) return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL model");
-  return kiln_model_io_info(model->outputs, model->output_count, index, "output", out_info);
-}
-
-static kiln_status_t kiln_model_find_io(const kiln_model_io_t* ios, size_t count,
-                                        const char* name, const char* what,
-                                        size_t* out_index) {
-  if (!name || !out_index) return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL name");
-  for (size_t i = 0; i < count; ++i) {
-    if (strcmp(ios[i].info.name, name) == 0) {
-      *out_index = i;
-      return NULL;
-    }
-  }
-  return kiln_make_status(KILN_NOT_FOUND, "model has no %s named '%.128s'", what, name);
-}
-
-kiln_status_t kiln_model_find_input(const kiln_model_t* model, const char* name,
-                                    size_t* out_index) {
-  if (!model) return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL model");
-  return kiln_model_find_io(model->inputs, model->input_count, name, "input", out_index);
-}
-
-kiln_status_t kiln_model_find_output(const kiln_model_t* model, const char* name,
-                                     size_t* out_index) {
-  if (!model) return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL model");
-  return kiln_model_find_io(model->outputs, model->output_count, name, "output", out_index);
-}
-
-kiln_status_t kiln_model_bundle_data(const kiln_model_t* model, const void** out_data,
-                                     size_t* out_size) {
-  if (!model || !out_data || !out_size) {
-    return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL model or out parameter");
-  }
-  *out_data = model->view.flatbuffer;
-  *out_size = model->view.flatbuffer_size;
-  return NULL;
-}
-
-kiln_status_t kiln_model_data_segment(const kiln_model_t* model, const void** out_data,
-                                      size_t* out_size) {
-  if (!model || !out_data || !out_size) {
-    return kiln_make_status(KILN_INVALID_ARGUMENT, "NULL model or out parameter");
-  }
-  *out_data = model->view.data_segment;
-  *out_size = model->view.data_segment_size;
-  return NULL;
 }
 
 uint32_t kiln_model_bind_dispatch(const kiln_model_t* model, uint32_t index, uint8_t* arena, void** slots,

@@ -1,6 +1,7 @@
 // The loaded model (kiln_model_t): the verified bundle, its mapped kernel
 // libraries and resolved kernels, and the input/output descriptions the API
-// hands out. Immutable after kiln_model_load_*; shared by sessions.
+// hands out. Immutable after kiln_model_load_*; shared by sessions. Loading
+// is exec/model.cpp; the accessors (kiln_model_get_*) exec/model_info.cpp.
 #ifndef KILN_EXEC_MODEL_H_
 #define KILN_EXEC_MODEL_H_
 
@@ -12,12 +13,6 @@
 #include "cpu/kernel_library.h"
 #include "kiln/kiln.h"
 
-// A model input or output.
-typedef struct kiln_model_io_t {
-  kiln_tensor_info_t info;  // what the API reports (shape points into `shapes`)
-  uint64_t arena_offset;    // where the tensor lives in a session's arena
-} kiln_model_io_t;
-
 struct kiln_model_t {
   kiln_bundle_memory_t memory;               // the bundle's bytes and their owner
   kiln_bundle_view_t view;                   // the verified bundle inside `memory`
@@ -26,14 +21,20 @@ struct kiln_model_t {
   uint32_t library_count;                    // entries in `libraries`
   kiln_kernel_fn_t* kernels;                 // entry point of each bundle kernel (NULL for SpirV ones)
   uint32_t kernel_count;                     // entries in `kernels`
-  kiln_model_io_t* inputs;                   // model inputs, in bundle order
+  uint32_t tensor_count;                     // the bundle's tensors
+  uint32_t dispatch_count;                   // the bundle's dispatches
+  const int64_t** tensor_shapes;             // per tensor: its dimensions, inside `shapes`
+  int64_t* shapes;                           // aligned copies of every tensor's shape
+  kiln_tensor_info_t* inputs;                // model inputs, in bundle order (struct_size: the library's)
   size_t input_count;                        // entries in `inputs`
-  kiln_model_io_t* outputs;                  // model outputs, in bundle order
+  kiln_tensor_info_t* outputs;               // model outputs, in bundle order
   size_t output_count;                       // entries in `outputs`
-  int64_t* shapes;                           // aligned copies of every input/output shape
   uint64_t load_start_ns;                    // kiln_now_nanoseconds() when the load call began
   kiln_session_load_stats_t load_stats;      // the model_load_ns .. kernel_load_ns fields
 };
+
+// Describes tensor `index` (< tensor_count) of the model's bundle.
+void kiln_model_describe_tensor(const kiln_model_t* model, uint32_t index, kiln_tensor_info_t* out_info);
 
 // Binds dispatch `index` of the model's bundle for a host kernel: sets
 // `out_state`'s workgroup counts and push constants (pointing into the

@@ -1,116 +1,24 @@
-// Sessions and the executor. Everything is bound at creation: the arena is
-// allocated once, each dispatch gets its kiln_kernel_dispatch_state_t with
-// final buffer pointers, and the worker threads (if any) are started, so
-// kiln_session_run is a loop over kernels that neither allocates nor locks.
-//
-// With one thread the run is a flat loop on the calling thread. With N > 1
-// each dispatch's workgroups (linearized with x fastest, as the serial loop
-// visits them) are split into N contiguous ranges, worker w taking
-// [total * w / N, total * (w + 1) / N); the pool's barrier ends the dispatch.
+// The public session API (kiln_session_*): argument checks, picking the
+// backend for the model's bundle (CPU or Vulkan), start-up timing, and
+// calls through the backend's table (exec/backend.h). Nothing here knows
+// what a backend does; the run path adds one indirect call per run.
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/allocator.h"
 #include "base/clock.h"
-#include "exec/model.h"
-#include "exec/thread_pool.h"
-#include "exec/vulkan_session.h"
-#include "kiln_bundle_version.h"
+#include "base/struct_size.h"
+#include "exec/backend.h"
 
 namespace fb = kiln::fb;
 
-// One dispatch, ready to run.
-typedef struct kiln_bound_dispatch_t {
-  kiln_kernel_dispatch_state_t state;  // what the kernel sees (counts, bindings, constants)
-  kiln_kernel_fn_t kernel;             // entry point
-  uint32_t kernel_index;               // index into Bundle.kernels (for messages)
-} kiln_bound_dispatch_t;
-
 struct kiln_session_t {
   const kiln_model_t* model;            // must outlive the session
-  uint8_t* arena;                       // every Arena tensor; zeroed pages (page aligned)
-  size_t arena_size;                    // bytes in `arena`
-  kiln_bound_dispatch_t* dispatches;    // in execution order
-  uint32_t dispatch_count;              // entries in `dispatches`
-  void** bindings;                      // storage for all dispatches' binding pointers
-  uint32_t thread_count;                // threads running each dispatch (1: flat loop, no pool)
-  kiln_thread_pool_t* pool;             // workers 1..thread_count-1; NULL when thread_count == 1
-  int profiling;                        // nonzero: kiln_session_run times every dispatch
-  int profile_valid;                    // nonzero: the last run was made with profiling on
-  uint64_t* dispatch_nanoseconds;       // dispatch_count entries: times of the last profiled run
-  kiln_vulkan_session_t* vulkan;        // a Vulkan bundle's session (then no arena, no dispatches)
-  kiln_session_load_stats_t load_stats; // start-up timing (kiln_session_load_stats)
+  const kiln_backend_t* backend;        // the device's functions
+  kiln_backend_state_t* state;          // the backend's session state
+  uint32_t dispatch_count;              // dispatches a run executes (the bundle's)
+  kiln_session_load_stats_t load_stats; // start-up timing (kiln_session_get_load_stats)
 };
-
-// One dispatch being run by the pool: the task's context, on the stack of
-// the thread calling kiln_session_run.
-typedef struct kiln_parallel_dispatch_t {
-  const kiln_bound_dispatch_t* dispatch;  // what to run
-  uint64_t workgroup_total;               // x * y * z (< 2^32, verified)
-  uint32_t worker_count;                  // ranges the workgroups are split into
-  uint32_t failed;                        // 0; set to 1 (atomically) by the first failure
-  int32_t failed_result;                  // the failing kernel's return value
-  uint32_t failed_workgroup[3];           // the failing workgroup's id
-  uint32_t failed_worker;                 // the worker that ran it
-} kiln_parallel_dispatch_t;
-
-static kiln_status_t kiln_session_bind(kiln_session_t* session) {
-  const fb::Bundle* bundle = session->model->view.bundle;
-  uint32_t count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
-  size_t total_bindings = 0;  // bounded by the bundle size, so no overflow
-  for (uint32_t i = 0; i < count; ++i) {
-    const fb::Dispatch* dispatch = bundle->dispatches()->Get(i);
-    total_bindings += dispatch->bindings() ? dispatch->bindings()->size() : 0;
-  }
-  KILN_RETURN_IF_ERROR(kiln_calloc_array(count, &session->dispatches));
-  KILN_RETURN_IF_ERROR(kiln_calloc_array(total_bindings, &session->bindings));
-  session->dispatch_count = count;
-  void** cursor = session->bindings;
-  for (uint32_t i = 0; i < count; ++i) {
-    const fb::Dispatch* dispatch = bundle->dispatches()->Get(i);
-    kiln_bound_dispatch_t* bound = &session->dispatches[i];
-    bound->kernel_index = dispatch->kernel();
-    bound->kernel = session->model->kernels[dispatch->kernel()];
-    cursor += kiln_model_bind_dispatch(session->model, i, session->arena, cursor, &bound->state);
-  }
-  return NULL;
-}
-
-// Starts the worker threads for options->thread_count > 1.
-static kiln_status_t kiln_session_start_threads(kiln_session_t* session,
-                                                const kiln_session_options_t* options) {
-  if (session->thread_count <= 1) return NULL;
-  kiln_thread_pool_options_t pool_options;
-  memset(&pool_options, 0, sizeof(pool_options));
-  pool_options.thread_count = session->thread_count;
-  pool_options.thread_init = options->thread_init;
-  pool_options.thread_init_user_data = options->thread_init_user_data;
-  return kiln_thread_pool_create(&pool_options, &session->pool);
-}
-
-// A Vulkan bundle's session: the work is in exec/vulkan_session.cpp.
-static kiln_status_t kiln_session_create_vulkan(const kiln_model_t* model,
-                                                const kiln_session_options_t* options,
-                                                uint64_t start, kiln_session_t** out_session) {
-  kiln_session_options_t defaults;
-  memset(&defaults, 0, sizeof(defaults));
-  kiln_session_t* session = NULL;
-  KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session));
-  session->model = model;
-  session->thread_count = 1;
-  const fb::Bundle* bundle = model->view.bundle;
-  session->dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
-  session->load_stats = model->load_stats;
-  kiln_status_t status = kiln_vulkan_session_create(model, options ? options : &defaults,
-                                                    &session->load_stats, &session->vulkan);
-  if (status) {
-    kiln_session_free(session);
-    return kiln_status_annotate(status, "session: creating a Vulkan session");
-  }
-  session->load_stats.session_create_ns = kiln_nanoseconds_since(start);
-  *out_session = session;
-  return NULL;
-}
 
 kiln_status_t kiln_session_create(const kiln_model_t* model,
                                   const kiln_session_options_t* options,
@@ -124,8 +32,18 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
                             "session: the model was loaded with KILN_MODEL_LOAD_VERIFY_ONLY "
                             "and has no kernels");
   }
-  uint32_t device = options ? options->device : (uint32_t)KILN_DEVICE_AUTO;
-  if (device > KILN_DEVICE_VULKAN) {
+  // The caller's options as this library's struct: fields the caller's
+  // kiln.h lacks (or NULL options) are zero, their default.
+  kiln_session_options_t complete;
+  kiln_session_options_init(&complete);
+  if (options) {
+    kiln_status_t status = kiln_struct_read(options, sizeof(complete), KILN_SESSION_OPTIONS_MIN_SIZE,
+                                            "kiln_session_options_t", &complete);
+    if (status) return kiln_status_annotate(status, "session");
+  }
+  options = &complete;
+  uint32_t device = options->device;
+  if (device > KILN_DEVICE_VULKAN) {  // KILN_DEVICE_HOST describes dispatches only
     return kiln_make_status(KILN_INVALID_ARGUMENT, "session: unknown device kind %u", device);
   }
   // A bundle without kernel libraries (nothing to run) runs anywhere.
@@ -138,38 +56,21 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
                             model->view.spirv ? "Vulkan" : "the CPU",
                             device == KILN_DEVICE_VULKAN ? "Vulkan" : "the CPU");
   }
-  uint32_t thread_count = options && options->thread_count > 1 ? options->thread_count : 1;
-  if (thread_count > KILN_SESSION_MAX_THREADS) {  // rejected on every device
+  if (options->thread_count > KILN_SESSION_MAX_THREADS) {  // rejected on every device
     return kiln_make_status(KILN_INVALID_ARGUMENT, "session: thread_count %u exceeds %u",
-                            thread_count, KILN_SESSION_MAX_THREADS);
+                            options->thread_count, KILN_SESSION_MAX_THREADS);
   }
-  if (model->view.spirv) return kiln_session_create_vulkan(model, options, start, out_session);
   kiln_session_t* session = NULL;
   KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session));
   session->model = model;
-  session->thread_count = thread_count;
+  session->backend = model->view.spirv ? &kiln_vulkan_backend : &kiln_cpu_backend;
+  session->dispatch_count = model->dispatch_count;
   session->load_stats = model->load_stats;
-  session->arena_size = (size_t)model->view.arena_bytes;  // verified to fit
-  void* arena = NULL;
-  uint64_t stage = kiln_now_nanoseconds();
-  kiln_status_t status = kiln_pages_alloc(session->arena_size, &arena);
-  session->load_stats.buffer_create_ns = kiln_nanoseconds_since(stage);
-  session->arena = (uint8_t*)arena;
-  stage = kiln_now_nanoseconds();
-  if (!status) status = kiln_session_bind(session);
-  session->load_stats.record_ns = kiln_nanoseconds_since(stage);
-  if (!status) status = kiln_calloc_array(session->dispatch_count, &session->dispatch_nanoseconds);
+  kiln_status_t status = session->backend->create(model, options, &session->load_stats,
+                                                  &session->state);
   if (status) {
-    kiln_session_free(session);
-    return kiln_status_annotate(status, "session: creating (arena of %zu bytes)",
-                                (size_t)model->view.arena_bytes);
-  }
-  stage = kiln_now_nanoseconds();
-  status = kiln_session_start_threads(session, options);
-  if (thread_count > 1) session->load_stats.thread_start_ns = kiln_nanoseconds_since(stage);
-  if (status) {
-    kiln_session_free(session);
-    return kiln_status_annotate(status, "session: starting %u threads", thread_count);
+    free(session);
+    return status;
   }
   session->load_stats.session_create_ns = kiln_nanoseconds_since(start);
   *out_session = session;
@@ -178,12 +79,7 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
 
 void kiln_session_free(kiln_session_t* session) {
   if (!session) return;
-  kiln_vulkan_session_free(session->vulkan);
-  kiln_thread_pool_free(session->pool);  // joins the worker threads
-  kiln_pages_free(session->arena, session->arena_size);
-  free(session->dispatch_nanoseconds);
-  free(session->dispatches);
-  free(session->bindings);
+  session->backend->free(session->state);
   free(session);
 }
 
@@ -196,125 +92,22 @@ kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index, cons
                             "set_input: index %zu out of range (%zu inputs)", index,
                             model->input_count);
   }
-  const kiln_model_io_t* input = &model->inputs[index];
-  if (byte_size != input->info.byte_size) {
+  const kiln_tensor_info_t* input = &model->inputs[index];
+  if (byte_size != input->byte_size) {
     return kiln_make_status(KILN_INVALID_ARGUMENT,
                             "set_input: input '%.64s' takes %zu bytes, got %zu",
-                            input->info.name, input->info.byte_size, byte_size);
+                            input->name, input->byte_size, byte_size);
   }
   if (byte_size && !data) return kiln_make_status(KILN_INVALID_ARGUMENT, "set_input: NULL data");
-  if (session->vulkan) return kiln_vulkan_session_write(session->vulkan, input, data, byte_size);
-  if (byte_size) memcpy(session->arena + input->arena_offset, data, byte_size);
-  return NULL;
-}
-
-// The status for a kernel that returned `result` at workgroup `id` on `worker`.
-static kiln_status_t kiln_session_kernel_error(const kiln_session_t* session,
-                                               uint32_t dispatch_index, int32_t result,
-                                               const uint32_t id[3], uint32_t worker) {
-  const kiln_bound_dispatch_t* dispatch = &session->dispatches[dispatch_index];
-  const fb::Kernel* kernel = session->model->view.bundle->kernels()->Get(dispatch->kernel_index);
-  return kiln_make_status(KILN_INTERNAL,
-                          "run: dispatch %u (kernel '%.64s') failed with code %d "
-                          "at workgroup (%u, %u, %u) on worker %u",
-                          dispatch_index, kernel->name()->c_str(), result, id[0], id[1], id[2],
-                          worker);
-}
-
-// One dispatch on the calling thread: workgroups serially in (z, y, x) order.
-static kiln_status_t kiln_session_run_serial(const kiln_session_t* session,
-                                             uint32_t dispatch_index) {
-  const kiln_bound_dispatch_t* dispatch = &session->dispatches[dispatch_index];
-  uint32_t id[3];
-  int32_t result = kiln_kernel_run_serial(dispatch->kernel, &dispatch->state, id);
-  return result ? kiln_session_kernel_error(session, dispatch_index, result, id, 0) : NULL;
-}
-
-// The pool task: worker `worker_index` runs its contiguous range of
-// workgroups. Stops early once any worker has failed.
-static void kiln_parallel_dispatch_task(void* context, uint32_t worker_index) {
-  kiln_parallel_dispatch_t* parallel = (kiln_parallel_dispatch_t*)context;
-  const kiln_bound_dispatch_t* dispatch = parallel->dispatch;
-  uint64_t total = parallel->workgroup_total;
-  uint64_t begin = total * worker_index / parallel->worker_count;
-  uint64_t end = total * (worker_index + 1) / parallel->worker_count;
-  if (begin >= end) return;
-  const uint32_t* count = dispatch->state.workgroup_count;
-  kiln_kernel_workgroup_state_t workgroup;
-  workgroup.worker_index = worker_index;
-  workgroup.workgroup_id[0] = (uint32_t)(begin % count[0]);
-  workgroup.workgroup_id[1] = (uint32_t)(begin / count[0] % count[1]);
-  workgroup.workgroup_id[2] = (uint32_t)(begin / count[0] / count[1]);
-  for (uint64_t i = begin; i < end; ++i) {
-    if (__atomic_load_n(&parallel->failed, __ATOMIC_RELAXED)) return;
-    int32_t result = dispatch->kernel(&dispatch->state, &workgroup);
-    if (result != 0) {
-      uint32_t expected = 0;
-      if (__atomic_compare_exchange_n(&parallel->failed, &expected, 1, false,
-                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-        // Read by the caller after the pool's barrier (release/acquire).
-        parallel->failed_result = result;
-        memcpy(parallel->failed_workgroup, workgroup.workgroup_id, sizeof(workgroup.workgroup_id));
-        parallel->failed_worker = worker_index;
-      }
-      return;
-    }
-    if (++workgroup.workgroup_id[0] == count[0]) {
-      workgroup.workgroup_id[0] = 0;
-      if (++workgroup.workgroup_id[1] == count[1]) {
-        workgroup.workgroup_id[1] = 0;
-        ++workgroup.workgroup_id[2];
-      }
-    }
-  }
-}
-
-// One dispatch on all the session's threads. A single workgroup runs on the
-// calling thread without waking the pool.
-static kiln_status_t kiln_session_run_parallel(kiln_session_t* session, uint32_t dispatch_index) {
-  const kiln_bound_dispatch_t* dispatch = &session->dispatches[dispatch_index];
-  const uint32_t* count = dispatch->state.workgroup_count;
-  uint64_t total = (uint64_t)count[0] * count[1] * count[2];
-  if (total <= 1) return kiln_session_run_serial(session, dispatch_index);
-  kiln_parallel_dispatch_t parallel;
-  memset(&parallel, 0, sizeof(parallel));
-  parallel.dispatch = dispatch;
-  parallel.workgroup_total = total;
-  parallel.worker_count = session->thread_count;
-  kiln_thread_pool_run(session->pool, kiln_parallel_dispatch_task, &parallel);
-  if (!parallel.failed) return NULL;
-  return kiln_session_kernel_error(session, dispatch_index, parallel.failed_result,
-                                   parallel.failed_workgroup, parallel.failed_worker);
-}
-
-// The executor: dispatches in order; see the top of the file.
-static kiln_status_t kiln_session_run_dispatches(kiln_session_t* session) {
-  const int profiling = session->profiling;
-  session->profile_valid = profiling;
-  if (profiling) {
-    memset(session->dispatch_nanoseconds, 0,
-           session->dispatch_count * sizeof(*session->dispatch_nanoseconds));
-  }
-  for (uint32_t i = 0; i < session->dispatch_count; ++i) {
-    uint64_t start = profiling ? kiln_now_nanoseconds() : 0;
-    kiln_status_t status = session->pool ? kiln_session_run_parallel(session, i)
-                                         : kiln_session_run_serial(session, i);
-    if (profiling) {
-      uint64_t elapsed = kiln_now_nanoseconds() - start;
-      session->dispatch_nanoseconds[i] = elapsed ? elapsed : 1;  // 0 means "not reached"
-    }
-    if (status) return status;
-  }
-  return NULL;
+  return session->backend->write_input(session->state, input, data, byte_size);
 }
 
 kiln_status_t kiln_session_run(kiln_session_t* session) {
   if (!session) return kiln_make_status(KILN_INVALID_ARGUMENT, "run: NULL session");
-  // The first successful run ends the start-up (kiln_session_load_stats).
+  // The first successful run ends the start-up (kiln_session_get_load_stats).
   const bool first = session->load_stats.first_run_ns == 0;
   uint64_t start = first ? kiln_now_nanoseconds() : 0;
-  kiln_status_t status = session->vulkan ? kiln_vulkan_session_run(session->vulkan)
-                                         : kiln_session_run_dispatches(session);
+  kiln_status_t status = session->backend->run(session->state);
   if (first && !status) {
     uint64_t end = kiln_now_nanoseconds();
     session->load_stats.first_run_ns = end - start ? end - start : 1;
@@ -323,28 +116,26 @@ kiln_status_t kiln_session_run(kiln_session_t* session) {
   return status;
 }
 
-kiln_status_t kiln_session_load_stats(const kiln_session_t* session,
-                                      kiln_session_load_stats_t* out_stats) {
+kiln_status_t kiln_session_get_load_stats(const kiln_session_t* session,
+                                          kiln_session_load_stats_t* out_stats) {
   if (!session || !out_stats) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "load_stats: NULL session or out_stats");
   }
-  *out_stats = session->load_stats;
-  return NULL;
+  return kiln_struct_write(&session->load_stats, sizeof(session->load_stats),
+                           KILN_SESSION_LOAD_STATS_MIN_SIZE, "kiln_session_load_stats_t", out_stats);
 }
 
 kiln_status_t kiln_session_set_profiling(kiln_session_t* session, int enabled) {
   if (!session) return kiln_make_status(KILN_INVALID_ARGUMENT, "set_profiling: NULL session");
-  if (session->vulkan) KILN_RETURN_IF_ERROR(kiln_vulkan_session_set_profiling(session->vulkan, enabled));
-  session->profiling = enabled != 0;
-  return NULL;
+  return session->backend->set_profiling(session->state, enabled);
 }
 
 size_t kiln_session_dispatch_count(const kiln_session_t* session) {
   return session ? session->dispatch_count : 0;
 }
 
-kiln_status_t kiln_session_dispatch_profile(const kiln_session_t* session, size_t dispatch,
-                                            uint64_t* out_nanoseconds) {
+kiln_status_t kiln_session_get_dispatch_profile(const kiln_session_t* session, size_t dispatch,
+                                                uint64_t* out_nanoseconds) {
   if (!session || !out_nanoseconds) {
     return kiln_make_status(KILN_INVALID_ARGUMENT,
                             "dispatch_profile: NULL session or out_nanoseconds");
@@ -354,13 +145,13 @@ kiln_status_t kiln_session_dispatch_profile(const kiln_session_t* session, size_
                             "dispatch_profile: dispatch %zu out of range (%u dispatches)",
                             dispatch, session->dispatch_count);
   }
-  if (session->vulkan) return kiln_vulkan_session_dispatch_profile(session->vulkan, dispatch, out_nanoseconds);
-  if (!session->profile_valid) {
+  const uint64_t* times = session->backend->dispatch_profile(session->state);
+  if (!times) {
     return kiln_make_status(KILN_INVALID_ARGUMENT,
                             "dispatch_profile: the last run was not profiled "
                             "(kiln_session_set_profiling)");
   }
-  *out_nanoseconds = session->dispatch_nanoseconds[dispatch];
+  *out_nanoseconds = times[dispatch];
   return NULL;
 }
 
@@ -371,20 +162,18 @@ kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index, voi
     return kiln_make_status(KILN_INVALID_ARGUMENT, "output: index %zu out of range (%zu outputs)",
                             index, session->model->output_count);
   }
-  const kiln_model_io_t* output = &session->model->outputs[index];
-  if (byte_size != output->info.byte_size) {
+  const kiln_tensor_info_t* output = &session->model->outputs[index];
+  if (byte_size != output->byte_size) {
     return kiln_make_status(KILN_INVALID_ARGUMENT,
                             "get_output: output '%.64s' has %zu bytes, buffer has %zu",
-                            output->info.name, output->info.byte_size, byte_size);
+                            output->name, output->byte_size, byte_size);
   }
   if (byte_size && !data) return kiln_make_status(KILN_INVALID_ARGUMENT, "get_output: NULL data");
-  if (session->vulkan) return kiln_vulkan_session_read(session->vulkan, output, data);
-  if (byte_size) memcpy(data, session->arena + output->arena_offset, byte_size);
-  return NULL;
+  return session->backend->read_output(session->state, output, data);
 }
 
-kiln_status_t kiln_session_output_data(kiln_session_t* session, size_t index,
-                                       const void** out_data) {
+kiln_status_t kiln_session_get_output_view(kiln_session_t* session, size_t index,
+                                           const void** out_data) {
   if (!session || !out_data) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "output: NULL session or out_data");
   }
@@ -392,25 +181,21 @@ kiln_status_t kiln_session_output_data(kiln_session_t* session, size_t index,
     return kiln_make_status(KILN_INVALID_ARGUMENT, "output: index %zu out of range (%zu outputs)",
                             index, session->model->output_count);
   }
-  if (session->vulkan) return kiln_vulkan_session_output_data(session->vulkan, index, out_data);
-  *out_data = session->arena + session->model->outputs[index].arena_offset;
-  return NULL;
+  return session->backend->get_output_view(session->state, index, out_data);
 }
 
 const char* kiln_session_device_name(const kiln_session_t* session) {
   if (!session) return "none";
-  return session->vulkan ? kiln_vulkan_session_device_name(session->vulkan) : "cpu";
+  return session->backend->device_name(session->state);
 }
 
-kiln_status_t kiln_session_vulkan_pipeline_cache(kiln_session_t* session, void** out_data,
-                                                 size_t* out_size) {
-  if (!session || !out_data || !out_size) {
+kiln_status_t kiln_session_get_vulkan_pipeline_cache(kiln_session_t* session, void* data,
+                                                     size_t capacity, size_t* out_size) {
+  if (!session || !out_size) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "pipeline_cache: NULL argument");
   }
-  if (!session->vulkan) {
+  if (!session->backend->get_pipeline_cache) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "pipeline_cache: not a Vulkan session");
   }
-  return kiln_vulkan_session_pipeline_cache(session->vulkan, out_data, out_size);
+  return session->backend->get_pipeline_cache(session->state, data, capacity, out_size);
 }
-
-void kiln_free(void* data) { free(data); }

@@ -187,25 +187,18 @@ kiln_status_t kiln_vulkan_pipeline_cache_create(kiln_vulkan_device_t* device, co
   return NULL;
 }
 
-kiln_status_t kiln_vulkan_pipeline_cache_serialize(kiln_vulkan_device_t* device,
-                                                   VkPipelineCache cache, void** out_data,
-                                                   size_t* out_size) {
-  *out_data = NULL;
-  *out_size = 0;
-  size_t size = 0;
-  KILN_VULKAN_RETURN_IF_FAILED(
-      "vkGetPipelineCacheData",
-      device->fn.vkGetPipelineCacheData(device->device, cache, &size, NULL));
-  void* data = NULL;
-  KILN_RETURN_IF_ERROR(kiln_calloc(size, 1, &data));
-  kiln_status_t status = kiln_vulkan_result_status(
-      device->fn.vkGetPipelineCacheData(device->device, cache, &size, data),
-      "vkGetPipelineCacheData");
-  if (status) {
-    free(data);
-    return status;
+kiln_status_t kiln_vulkan_pipeline_cache_get_data(kiln_vulkan_device_t* device,
+                                                  VkPipelineCache cache, void* data,
+                                                  size_t capacity, size_t* out_size) {
+  size_t size = data ? capacity : 0;  // NULL data: Vulkan reports the bytes needed
+  VkResult result = device->fn.vkGetPipelineCacheData(device->device, cache, &size, data);
+  if (result == VK_INCOMPLETE) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT,
+                            "pipeline_cache: a buffer of %zu bytes is too small (ask for the "
+                            "size with NULL data first)",
+                            capacity);
   }
-  *out_data = data;
+  KILN_RETURN_IF_ERROR(kiln_vulkan_result_status(result, "vkGetPipelineCacheData"));
   *out_size = size;
   return NULL;
 }

@@ -51,7 +51,7 @@ kiln_status_t kiln_vulkan_pipeline_create(kiln_vulkan_device_t* device,
 void kiln_vulkan_pipeline_release(kiln_vulkan_device_t* device, kiln_vulkan_pipeline_t* pipeline);
 
 // Creates a pipeline cache, seeded with `data` (`size` bytes, e.g. a file
-// the application saved from kiln_vulkan_pipeline_cache_serialize) when its
+// the application saved from kiln_vulkan_pipeline_cache_get_data) when its
 // header says it was made by this device and driver (pipelineCacheUUID);
 // otherwise, or for NULL data, the cache starts empty. *out_data_used (may
 // be NULL) tells which.
@@ -59,10 +59,12 @@ kiln_status_t kiln_vulkan_pipeline_cache_create(kiln_vulkan_device_t* device, co
                                                 size_t size, VkPipelineCache* out_cache,
                                                 int* out_data_used);
 // The cache's contents, to save and pass to a later
-// kiln_vulkan_pipeline_cache_create. *out_data is allocated; free() it.
-kiln_status_t kiln_vulkan_pipeline_cache_serialize(kiln_vulkan_device_t* device,
-                                                   VkPipelineCache cache, void** out_data,
-                                                   size_t* out_size);
+// kiln_vulkan_pipeline_cache_create. Two calls: with NULL `data` *out_size is
+// the bytes needed; then with a buffer of `capacity` >= that many, the bytes
+// written (KILN_INVALID_ARGUMENT when `capacity` is too small).
+kiln_status_t kiln_vulkan_pipeline_cache_get_data(kiln_vulkan_device_t* device,
+                                                  VkPipelineCache cache, void* data,
+                                                  size_t capacity, size_t* out_size);
 // Destroys the cache (pipelines made with it stay valid). VK_NULL_HANDLE is ignored.
 void kiln_vulkan_pipeline_cache_destroy(kiln_vulkan_device_t* device, VkPipelineCache cache);
 

@@ -1,40 +1,31 @@
-// x86_64 relocations: the types a -shared -fPIC, -z now kernel library uses.
+// x86_64 (ELFCLASS64, RELA): the relocation types a -shared -fPIC, -z now
+// kernel library uses, and the architecture's descriptor.
 #include <elf.h>
-#include <string.h>
 
 #include "cpu/arch/elf_arch.h"
 
-static kiln_status_t kiln_elf_x86_64_needs_symbol(const kiln_elf_relocation_t* relocation,
-                                                  const char* type_name) {
-  return kiln_make_status(KILN_INVALID_BUNDLE,
-                          "elf: relocation %u (%s) has no symbol", relocation->index,
-                          type_name);
-}
-
-kiln_status_t kiln_elf_x86_64_apply_relocation(const kiln_elf_relocation_t* relocation) {
-  uint64_t value;
+static kiln_status_t kiln_elf_x86_64_apply_relocation(const kiln_elf_relocation_t* relocation) {
   switch (relocation->type) {
     case R_X86_64_NONE:
       return NULL;
     case R_X86_64_RELATIVE:  // B + A
-      value = relocation->load_bias + (uint64_t)relocation->addend;
-      break;
+      return kiln_elf_relocation_write(relocation, relocation->load_bias + (uint64_t)relocation->addend);
     case R_X86_64_64:  // S + A
-      if (!relocation->has_symbol) return kiln_elf_x86_64_needs_symbol(relocation, "R_X86_64_64");
-      value = relocation->symbol_value + (uint64_t)relocation->addend;
-      break;
+      if (!relocation->has_symbol) return kiln_elf_relocation_missing_symbol(relocation, "R_X86_64_64");
+      return kiln_elf_relocation_write(relocation, relocation->symbol_value + (uint64_t)relocation->addend);
     case R_X86_64_GLOB_DAT:   // S
     case R_X86_64_JUMP_SLOT:  // S
       if (!relocation->has_symbol) {
-        return kiln_elf_x86_64_needs_symbol(relocation, "R_X86_64_GLOB_DAT/JUMP_SLOT");
+        return kiln_elf_relocation_missing_symbol(relocation, "R_X86_64_GLOB_DAT/JUMP_SLOT");
       }
-      value = relocation->symbol_value;
-      break;
+      return kiln_elf_relocation_write(relocation, relocation->symbol_value);
     default:
       return kiln_make_status(KILN_UNSUPPORTED,
                               "elf: relocation %u has unsupported x86_64 type %u",
                               relocation->index, relocation->type);
   }
-  memcpy(relocation->target, &value, sizeof(value));  // target may be unaligned
-  return NULL;
 }
+
+const kiln_elf_arch_t kiln_elf_arch_x86_64 = {
+    EM_X86_64, ELFCLASS64, KILN_ELF_RELA, "x86_64", kiln_elf_x86_64_apply_relocation,
+};

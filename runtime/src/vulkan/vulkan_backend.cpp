@@ -1,5 +1,21 @@
-// Vulkan sessions; see vulkan_session.h.
-#include "exec/vulkan_session.h"
+// The Vulkan backend (exec/backend.h): sessions of a bundle whose kernels
+// are SPIR-V modules, run through the Vulkan layer (src/vulkan,
+// docs/vulkan.md).
+//
+// At creation: the instance and device (the bundle's shader features
+// enabled), one pipeline per kernel (through the optional pipeline cache),
+// one device buffer for the constants (uploaded once) and one for the
+// arena, a staging buffer, and the bundle's whole dispatch list recorded
+// once into a command list. A run is: submit, wait. Inputs are uploaded
+// by write_input, outputs downloaded when read. Bindings cover a tensor's
+// bytes rounded up to 4 (shaders address 32-bit words; the memory plan's
+// 256-byte slots leave room). Heterogeneous bundles: host dispatches run
+// between device segments on a host copy of the arena.
+//
+// Without the Vulkan headers at build time, vulkan_backend_unavailable.cpp
+// provides kiln_vulkan_backend instead and creation fails with
+// KILN_UNSUPPORTED.
+#include "exec/backend.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +42,8 @@ typedef struct kiln_vulkan_session_step_t {
   kiln_kernel_dispatch_state_t state;   // its state (bindings into host_arena / the data segment)
 } kiln_vulkan_session_step_t;
 
-struct kiln_vulkan_session_t {
+// The Vulkan backend's session state.
+typedef struct kiln_vulkan_session_t {
   const kiln_model_t* model;            // must outlive the session
   kiln_vulkan_instance_t* instance;     // libvulkan, the instance, the device list
   kiln_vulkan_device_t* device;         // the chosen device
@@ -42,13 +59,24 @@ struct kiln_vulkan_session_t {
   size_t host_arena_size;               // its bytes (kiln_pages_free)
   void** host_bindings;                 // binding pointers of the host dispatches
   uint64_t timeout_ns;                  // longest wait for one run
-  void** output_copies;                 // per output: host copy for output_data (lazily allocated)
+  void** output_copies;                 // per output: host copy for get_output_view (lazily allocated)
   int profiling;                        // nonzero: runs use the profiled lists and time every dispatch
   int profile_valid;                    // nonzero: the last run was profiled
   uint64_t* dispatch_ns;                // per bundle dispatch: its time in the last profiled run
   kiln_vulkan_message_callback_t message;  // the application's callback (kiln.h)
   void* message_user_data;              // passed to `message`
-};
+} kiln_vulkan_session_t;
+
+static kiln_vulkan_session_t* kiln_vulkan_session(kiln_backend_state_t* state) {
+  return (kiln_vulkan_session_t*)state;
+}
+
+static const kiln_vulkan_session_t* kiln_vulkan_session(const kiln_backend_state_t* state) {
+  return (const kiln_vulkan_session_t*)state;
+}
+
+static void kiln_vulkan_session_free(kiln_backend_state_t* state);
+static const char* kiln_vulkan_session_device_name(const kiln_backend_state_t* state);
 
 // The layer's message callback → the application's.
 static void kiln_vulkan_session_message(void* user_data, kiln_vulkan_message_severity_t severity,
@@ -182,9 +210,9 @@ static kiln_status_t kiln_vulkan_session_create_buffers(kiln_vulkan_session_t* s
     }
   }
   for (size_t i = 0; i < model->input_count + model->output_count; ++i) {
-    const kiln_model_io_t* io = i < model->input_count ? &model->inputs[i]
+    const kiln_tensor_info_t* io = i < model->input_count ? &model->inputs[i]
                                                        : &model->outputs[i - model->input_count];
-    if (io->info.byte_size > staging_size) staging_size = io->info.byte_size;
+    if (io->byte_size > staging_size) staging_size = io->byte_size;
   }
   uint32_t dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
   for (uint32_t i = 0; i < dispatch_count; ++i) {
@@ -344,10 +372,10 @@ static kiln_status_t kiln_vulkan_session_record(kiln_vulkan_session_t* session) 
   return NULL;
 }
 
-kiln_status_t kiln_vulkan_session_create(const kiln_model_t* model,
-                                         const kiln_session_options_t* options,
-                                         kiln_session_load_stats_t* stats,
-                                         kiln_vulkan_session_t** out_session) {
+static kiln_status_t kiln_vulkan_session_create(const kiln_model_t* model,
+                                                const kiln_session_options_t* options,
+                                                kiln_session_load_stats_t* stats,
+                                                kiln_backend_state_t** out_state) {
   kiln_vulkan_session_t* session = NULL;
   KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session));
   session->model = model;
@@ -378,14 +406,15 @@ kiln_status_t kiln_vulkan_session_create(const kiln_model_t* model,
     stats->record_ns = kiln_nanoseconds_since(start);
   }
   if (status) {
-    kiln_vulkan_session_free(session);
-    return status;
+    kiln_vulkan_session_free((kiln_backend_state_t*)session);
+    return kiln_status_annotate(status, "session: creating a Vulkan session");
   }
-  *out_session = session;
+  *out_state = (kiln_backend_state_t*)session;
   return NULL;
 }
 
-void kiln_vulkan_session_free(kiln_vulkan_session_t* session) {
+static void kiln_vulkan_session_free(kiln_backend_state_t* state) {
+  kiln_vulkan_session_t* session = kiln_vulkan_session(state);
   if (!session) return;
   for (uint32_t i = 0; session->steps && i < session->step_count; ++i) {
     kiln_vulkan_command_list_free(session->steps[i].list);  // waits for a pending run
@@ -414,28 +443,32 @@ void kiln_vulkan_session_free(kiln_vulkan_session_t* session) {
   free(session);
 }
 
-kiln_status_t kiln_vulkan_session_write(kiln_vulkan_session_t* session, const kiln_model_io_t* io,
-                                        const void* data, size_t size) {
+static kiln_status_t kiln_vulkan_session_write_input(kiln_backend_state_t* state,
+                                                     const kiln_tensor_info_t* io, const void* data,
+                                                     size_t size) {
+  kiln_vulkan_session_t* session = kiln_vulkan_session(state);
   if (size == 0) return NULL;
   return kiln_vulkan_buffer_upload(session->device, &session->staging, &session->arena,
-                                   io->arena_offset, data, size);
+                                   io->offset, data, size);
 }
 
-kiln_status_t kiln_vulkan_session_read(kiln_vulkan_session_t* session, const kiln_model_io_t* io,
-                                       void* data) {
-  if (io->info.byte_size == 0) return NULL;
+static kiln_status_t kiln_vulkan_session_read_output(kiln_backend_state_t* state,
+                                                     const kiln_tensor_info_t* io, void* data) {
+  kiln_vulkan_session_t* session = kiln_vulkan_session(state);
+  if (io->byte_size == 0) return NULL;
   return kiln_vulkan_buffer_download(session->device, &session->staging, &session->arena,
-                                     io->arena_offset, data, io->info.byte_size);
+                                     io->offset, data, io->byte_size);
 }
 
-kiln_status_t kiln_vulkan_session_output_data(kiln_vulkan_session_t* session, size_t index,
-                                              const void** out_data) {
-  const kiln_model_io_t* output = &session->model->outputs[index];
+static kiln_status_t kiln_vulkan_session_get_output_view(kiln_backend_state_t* state, size_t index,
+                                                         const void** out_data) {
+  kiln_vulkan_session_t* session = kiln_vulkan_session(state);
+  const kiln_tensor_info_t* output = &session->model->outputs[index];
   if (!session->output_copies[index]) {
-    KILN_RETURN_IF_ERROR(kiln_calloc(output->info.byte_size ? output->info.byte_size : 1, 1,
+    KILN_RETURN_IF_ERROR(kiln_calloc(output->byte_size ? output->byte_size : 1, 1,
                                      &session->output_copies[index]));
   }
-  KILN_RETURN_IF_ERROR(kiln_vulkan_session_read(session, output, session->output_copies[index]));
+  KILN_RETURN_IF_ERROR(kiln_vulkan_session_read_output(state, output, session->output_copies[index]));
   *out_data = session->output_copies[index];
   return NULL;
 }
@@ -479,7 +512,8 @@ static kiln_status_t kiln_vulkan_session_run_host(kiln_vulkan_session_t* session
   return kiln_vulkan_session_host_copies(session, dispatch->host_uploads(), 1);
 }
 
-kiln_status_t kiln_vulkan_session_run(kiln_vulkan_session_t* session) {
+static kiln_status_t kiln_vulkan_session_run(kiln_backend_state_t* state) {
+  kiln_vulkan_session_t* session = kiln_vulkan_session(state);
   const int profiling = session->profiling;
   session->profile_valid = 0;
   for (uint32_t i = 0; i < session->step_count; ++i) {
@@ -497,7 +531,7 @@ kiln_status_t kiln_vulkan_session_run(kiln_vulkan_session_t* session) {
     KILN_RETURN_IF_ERROR(kiln_vulkan_command_list_submit(list));
     kiln_status_t status = kiln_vulkan_command_list_wait(list, session->timeout_ns);
     if (status) {
-      return kiln_status_annotate(status, "run on '%.256s'", kiln_vulkan_session_device_name(session));
+      return kiln_status_annotate(status, "run on '%.256s'", kiln_vulkan_session_device_name(state));
     }
     if (profiling) KILN_RETURN_IF_ERROR(kiln_vulkan_command_list_timestamps(list, session->dispatch_ns + step->dispatch));
   }
@@ -505,7 +539,8 @@ kiln_status_t kiln_vulkan_session_run(kiln_vulkan_session_t* session) {
   return NULL;
 }
 
-kiln_status_t kiln_vulkan_session_set_profiling(kiln_vulkan_session_t* session, int enabled) {
+static kiln_status_t kiln_vulkan_session_set_profiling(kiln_backend_state_t* state, int enabled) {
+  kiln_vulkan_session_t* session = kiln_vulkan_session(state);
   if (enabled && !session->dispatch_ns) {
     // The profiled lists: each device segment again, with timestamps.
     const fb::Bundle* bundle = session->model->view.bundle;
@@ -531,21 +566,30 @@ kiln_status_t kiln_vulkan_session_set_profiling(kiln_vulkan_session_t* session, 
   return NULL;
 }
 
-kiln_status_t kiln_vulkan_session_dispatch_profile(const kiln_vulkan_session_t* session, size_t dispatch,
-                                                   uint64_t* out_nanoseconds) {
-  if (!session->profile_valid) {
-    return kiln_make_status(KILN_INVALID_ARGUMENT,
-                            "dispatch_profile: the last run was not profiled (kiln_session_set_profiling)");
-  }
-  *out_nanoseconds = session->dispatch_ns[dispatch];
-  return NULL;
+static const uint64_t* kiln_vulkan_session_dispatch_profile(const kiln_backend_state_t* state) {
+  const kiln_vulkan_session_t* session = kiln_vulkan_session(state);
+  return session->profile_valid ? session->dispatch_ns : NULL;
 }
 
-const char* kiln_vulkan_session_device_name(const kiln_vulkan_session_t* session) {
-  return session->device->physical->properties.deviceName;
+static const char* kiln_vulkan_session_device_name(const kiln_backend_state_t* state) {
+  return kiln_vulkan_session(state)->device->physical->properties.deviceName;
 }
 
-kiln_status_t kiln_vulkan_session_pipeline_cache(kiln_vulkan_session_t* session, void** out_data,
-                                                 size_t* out_size) {
-  return kiln_vulkan_pipeline_cache_serialize(session->device, session->cache, out_data, out_size);
+static kiln_status_t kiln_vulkan_session_get_pipeline_cache(kiln_backend_state_t* state, void* data,
+                                                           size_t capacity, size_t* out_size) {
+  kiln_vulkan_session_t* session = kiln_vulkan_session(state);
+  return kiln_vulkan_pipeline_cache_get_data(session->device, session->cache, data, capacity, out_size);
 }
+
+const kiln_backend_t kiln_vulkan_backend = {
+    kiln_vulkan_session_create,
+    kiln_vulkan_session_free,
+    kiln_vulkan_session_write_input,
+    kiln_vulkan_session_read_output,
+    kiln_vulkan_session_get_output_view,
+    kiln_vulkan_session_run,
+    kiln_vulkan_session_set_profiling,
+    kiln_vulkan_session_dispatch_profile,
+    kiln_vulkan_session_device_name,
+    kiln_vulkan_session_get_pipeline_cache,
+};

@@ -1,0 +1,293 @@
+// The CPU backend (exec/backend.h) and its executor. Everything is bound at
+// creation: the arena is allocated once, each dispatch gets its
+// kiln_kernel_dispatch_state_t with final buffer pointers, and the worker
+// threads (if any) are started, so a run is a loop over kernels that
+// neither allocates nor locks.
+//
+// With one thread the run is a flat loop on the calling thread. With N > 1
+// each dispatch's workgroups (linearized with x fastest, as the serial loop
+// visits them) are split into N contiguous ranges, worker w taking
+// [total * w / N, total * (w + 1) / N); the pool's barrier ends the dispatch.
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/allocator.h"
+#include "base/clock.h"
+#include "exec/backend.h"
+#include "exec/thread_pool.h"
+
+namespace fb = kiln::fb;
+
+// One dispatch, ready to run.
+typedef struct kiln_bound_dispatch_t {
+  kiln_kernel_dispatch_state_t state;  // what the kernel sees (counts, bindings, constants)
+  kiln_kernel_fn_t kernel;             // entry point
+  uint32_t kernel_index;               // index into Bundle.kernels (for messages)
+} kiln_bound_dispatch_t;
+
+// The CPU backend's session state.
+typedef struct kiln_cpu_session_t {
+  const kiln_model_t* model;            // must outlive the session
+  uint8_t* arena;                       // every Arena tensor; zeroed pages (page aligned)
+  size_t arena_size;                    // bytes in `arena`
+  kiln_bound_dispatch_t* dispatches;    // in execution order
+  uint32_t dispatch_count;              // entries in `dispatches`
+  void** bindings;                      // storage for all dispatches' binding pointers
+  uint32_t thread_count;                // threads running each dispatch (1: flat loop, no pool)
+  kiln_thread_pool_t* pool;             // workers 1..thread_count-1; NULL when thread_count == 1
+  int profiling;                        // nonzero: runs time every dispatch
+  int profile_valid;                    // nonzero: the last run was made with profiling on
+  uint64_t* dispatch_nanoseconds;       // dispatch_count entries: times of the last profiled run
+} kiln_cpu_session_t;
+
+// One dispatch being run by the pool: the task's context, on the stack of
+// the thread calling kiln_session_run.
+typedef struct kiln_parallel_dispatch_t {
+  const kiln_bound_dispatch_t* dispatch;  // what to run
+  uint64_t workgroup_total;               // x * y * z (< 2^32, verified)
+  uint32_t worker_count;                  // ranges the workgroups are split into
+  uint32_t failed;                        // 0; set to 1 (atomically) by the first failure
+  int32_t failed_result;                  // the failing kernel's return value
+  uint32_t failed_workgroup[3];           // the failing workgroup's id
+  uint32_t failed_worker;                 // the worker that ran it
+} kiln_parallel_dispatch_t;
+
+static kiln_cpu_session_t* kiln_cpu_session(kiln_backend_state_t* state) {
+  return (kiln_cpu_session_t*)state;
+}
+
+static const kiln_cpu_session_t* kiln_cpu_session(const kiln_backend_state_t* state) {
+  return (const kiln_cpu_session_t*)state;
+}
+
+static kiln_status_t kiln_cpu_session_bind(kiln_cpu_session_t* session) {
+  const fb::Bundle* bundle = session->model->view.bundle;
+  uint32_t count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
+  size_t total_bindings = 0;  // bounded by the bundle size, so no overflow
+  for (uint32_t i = 0; i < count; ++i) {
+    const fb::Dispatch* dispatch = bundle->dispatches()->Get(i);
+    total_bindings += dispatch->bindings() ? dispatch->bindings()->size() : 0;
+  }
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(count, &session->dispatches));
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(total_bindings, &session->bindings));
+  session->dispatch_count = count;
+  void** cursor = session->bindings;
+  for (uint32_t i = 0; i < count; ++i) {
+    const fb::Dispatch* dispatch = bundle->dispatches()->Get(i);
+    kiln_bound_dispatch_t* bound = &session->dispatches[i];
+    bound->kernel_index = dispatch->kernel();
+    bound->kernel = session->model->kernels[dispatch->kernel()];
+    cursor += kiln_model_bind_dispatch(session->model, i, session->arena, cursor, &bound->state);
+  }
+  return NULL;
+}
+
+// Starts the worker threads for thread_count > 1.
+static kiln_status_t kiln_cpu_session_start_threads(kiln_cpu_session_t* session,
+                                                    const kiln_session_options_t* options) {
+  if (session->thread_count <= 1) return NULL;
+  kiln_thread_pool_options_t pool_options;
+  memset(&pool_options, 0, sizeof(pool_options));
+  pool_options.thread_count = session->thread_count;
+  pool_options.thread_init = options->thread_init;
+  pool_options.thread_init_user_data = options->thread_init_user_data;
+  return kiln_thread_pool_create(&pool_options, &session->pool);
+}
+
+static void kiln_cpu_session_free(kiln_backend_state_t* state) {
+  kiln_cpu_session_t* session = kiln_cpu_session(state);
+  if (!session) return;
+  kiln_thread_pool_free(session->pool);  // joins the worker threads
+  kiln_pages_free(session->arena, session->arena_size);
+  free(session->dispatch_nanoseconds);
+  free(session->dispatches);
+  free(session->bindings);
+  free(session);
+}
+
+static kiln_status_t kiln_cpu_session_create(const kiln_model_t* model,
+                                             const kiln_session_options_t* options,
+                                             kiln_session_load_stats_t* stats,
+                                             kiln_backend_state_t** out_state) {
+  kiln_cpu_session_t* session = NULL;
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session));
+  session->model = model;
+  session->thread_count = options->thread_count > 1 ? options->thread_count : 1;
+  session->arena_size = (size_t)model->view.arena_bytes;  // verified to fit
+  void* arena = NULL;
+  uint64_t stage = kiln_now_nanoseconds();
+  kiln_status_t status = kiln_pages_alloc(session->arena_size, &arena);
+  stats->buffer_create_ns = kiln_nanoseconds_since(stage);
+  session->arena = (uint8_t*)arena;
+  stage = kiln_now_nanoseconds();
+  if (!status) status = kiln_cpu_session_bind(session);
+  stats->record_ns = kiln_nanoseconds_since(stage);
+  if (!status) status = kiln_calloc_array(session->dispatch_count, &session->dispatch_nanoseconds);
+  if (status) {
+    kiln_cpu_session_free((kiln_backend_state_t*)session);
+    return kiln_status_annotate(status, "session: creating (arena of %zu bytes)",
+                                (size_t)model->view.arena_bytes);
+  }
+  stage = kiln_now_nanoseconds();
+  status = kiln_cpu_session_start_threads(session, options);
+  if (session->thread_count > 1) stats->thread_start_ns = kiln_nanoseconds_since(stage);
+  if (status) {
+    kiln_cpu_session_free((kiln_backend_state_t*)session);
+    return kiln_status_annotate(status, "session: starting %u threads", options->thread_count);
+  }
+  *out_state = (kiln_backend_state_t*)session;
+  return NULL;
+}
+
+static kiln_status_t kiln_cpu_session_write_input(kiln_backend_state_t* state,
+                                                  const kiln_tensor_info_t* io, const void* data,
+                                                  size_t size) {
+  if (size) memcpy(kiln_cpu_session(state)->arena + io->offset, data, size);
+  return NULL;
+}
+
+static kiln_status_t kiln_cpu_session_read_output(kiln_backend_state_t* state,
+                                                  const kiln_tensor_info_t* io, void* data) {
+  if (io->byte_size) {
+    memcpy(data, kiln_cpu_session(state)->arena + io->offset, io->byte_size);
+  }
+  return NULL;
+}
+
+static kiln_status_t kiln_cpu_session_get_output_view(kiln_backend_state_t* state, size_t index,
+                                                      const void** out_data) {
+  const kiln_cpu_session_t* session = kiln_cpu_session(state);
+  *out_data = session->arena + session->model->outputs[index].offset;
+  return NULL;
+}
+
+//===----------------------------------------------------------------------===//
+// The executor
+//===----------------------------------------------------------------------===//
+
+// The status for a kernel that returned `result` at workgroup `id` on `worker`.
+static kiln_status_t kiln_cpu_session_kernel_error(const kiln_cpu_session_t* session,
+                                                   uint32_t dispatch_index, int32_t result,
+                                                   const uint32_t id[3], uint32_t worker) {
+  const kiln_bound_dispatch_t* dispatch = &session->dispatches[dispatch_index];
+  const fb::Kernel* kernel = session->model->view.bundle->kernels()->Get(dispatch->kernel_index);
+  return kiln_make_status(KILN_INTERNAL,
+                          "run: dispatch %u (kernel '%.64s') failed with code %d "
+                          "at workgroup (%u, %u, %u) on worker %u",
+                          dispatch_index, kernel->name()->c_str(), result, id[0], id[1], id[2],
+                          worker);
+}
+
+// One dispatch on the calling thread: workgroups serially in (z, y, x) order.
+static kiln_status_t kiln_cpu_session_run_serial(const kiln_cpu_session_t* session,
+                                                 uint32_t dispatch_index) {
+  const kiln_bound_dispatch_t* dispatch = &session->dispatches[dispatch_index];
+  uint32_t id[3];
+  int32_t result = kiln_kernel_run_serial(dispatch->kernel, &dispatch->state, id);
+  return result ? kiln_cpu_session_kernel_error(session, dispatch_index, result, id, 0) : NULL;
+}
+
+// The pool task: worker `worker_index` runs its contiguous range of
+// workgroups. Stops early once any worker has failed.
+static void kiln_parallel_dispatch_task(void* context, uint32_t worker_index) {
+  kiln_parallel_dispatch_t* parallel = (kiln_parallel_dispatch_t*)context;
+  const kiln_bound_dispatch_t* dispatch = parallel->dispatch;
+  uint64_t total = parallel->workgroup_total;
+  uint64_t begin = total * worker_index / parallel->worker_count;
+  uint64_t end = total * (worker_index + 1) / parallel->worker_count;
+  if (begin >= end) return;
+  const uint32_t* count = dispatch->state.workgroup_count;
+  kiln_kernel_workgroup_state_t workgroup;
+  workgroup.worker_index = worker_index;
+  workgroup.workgroup_id[0] = (uint32_t)(begin % count[0]);
+  workgroup.workgroup_id[1] = (uint32_t)(begin / count[0] % count[1]);
+  workgroup.workgroup_id[2] = (uint32_t)(begin / count[0] / count[1]);
+  for (uint64_t i = begin; i < end; ++i) {
+    if (__atomic_load_n(&parallel->failed, __ATOMIC_RELAXED)) return;
+    int32_t result = dispatch->kernel(&dispatch->state, &workgroup);
+    if (result != 0) {
+      uint32_t expected = 0;
+      if (__atomic_compare_exchange_n(&parallel->failed, &expected, 1, false,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+        // Read by the caller after the pool's barrier (release/acquire).
+        parallel->failed_result = result;
+        memcpy(parallel->failed_workgroup, workgroup.workgroup_id, sizeof(workgroup.workgroup_id));
+        parallel->failed_worker = worker_index;
+      }
+      return;
+    }
+    if (++workgroup.workgroup_id[0] == count[0]) {
+      workgroup.workgroup_id[0] = 0;
+      if (++workgroup.workgroup_id[1] == count[1]) {
+        workgroup.workgroup_id[1] = 0;
+        ++workgroup.workgroup_id[2];
+      }
+    }
+  }
+}
+
+// One dispatch on all the session's threads. A single workgroup runs on the
+// calling thread without waking the pool.
+static kiln_status_t kiln_cpu_session_run_parallel(kiln_cpu_session_t* session,
+                                                   uint32_t dispatch_index) {
+  const kiln_bound_dispatch_t* dispatch = &session->dispatches[dispatch_index];
+  const uint32_t* count = dispatch->state.workgroup_count;
+  uint64_t total = (uint64_t)count[0] * count[1] * count[2];
+  if (total <= 1) return kiln_cpu_session_run_serial(session, dispatch_index);
+  kiln_parallel_dispatch_t parallel;
+  memset(&parallel, 0, sizeof(parallel));
+  parallel.dispatch = dispatch;
+  parallel.workgroup_total = total;
+  parallel.worker_count = session->thread_count;
+  kiln_thread_pool_run(session->pool, kiln_parallel_dispatch_task, &parallel);
+  if (!parallel.failed) return NULL;
+  return kiln_cpu_session_kernel_error(session, dispatch_index, parallel.failed_result,
+                                       parallel.failed_workgroup, parallel.failed_worker);
+}
+
+// The executor: dispatches in order; see the top of the file.
+static kiln_status_t kiln_cpu_session_run(kiln_backend_state_t* state) {
+  kiln_cpu_session_t* session = kiln_cpu_session(state);
+  const int profiling = session->profiling;
+  session->profile_valid = profiling;
+  if (profiling) {
+    memset(session->dispatch_nanoseconds, 0,
+           session->dispatch_count * sizeof(*session->dispatch_nanoseconds));
+  }
+  for (uint32_t i = 0; i < session->dispatch_count; ++i) {
+    uint64_t start = profiling ? kiln_now_nanoseconds() : 0;
+    kiln_status_t status = session->pool ? kiln_cpu_session_run_parallel(session, i)
+                                         : kiln_cpu_session_run_serial(session, i);
+    if (profiling) {
+      uint64_t elapsed = kiln_now_nanoseconds() - start;
+      session->dispatch_nanoseconds[i] = elapsed ? elapsed : 1;  // 0 means "not reached"
+    }
+    if (status) return status;
+  }
+  return NULL;
+}
+
+static kiln_status_t kiln_cpu_session_set_profiling(kiln_backend_state_t* state, int enabled) {
+  kiln_cpu_session(state)->profiling = enabled != 0;
+  return NULL;
+}
+
+static const uint64_t* kiln_cpu_session_dispatch_profile(const kiln_backend_state_t* state) {
+  const kiln_cpu_session_t* session = kiln_cpu_session(state);
+  return session->profile_valid ? session->dispatch_nanoseconds : NULL;
+}
+
+static const char* kiln_cpu_session_device_name(const kiln_backend_state_t*) { return "cpu"; }
+
+const kiln_backend_t kiln_cpu_backend = {
+    kiln_cpu_session_create,
+    kiln_cpu_session_free,
+    kiln_cpu_session_write_input,
+    kiln_cpu_session_read_output,
+    kiln_cpu_session_get_output_view,
+    kiln_cpu_session_run,
+    kiln_cpu_session_set_profiling,
+    kiln_cpu_session_dispatch_profile,
+    kiln_cpu_session_device_name,
+    NULL,  // get_pipeline_cache: none on the CPU
+};
