@@ -36,10 +36,11 @@ packages=(
   flatbuffers-compiler libflatbuffers-dev doctest-dev
   zlib1g-dev libzstd-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
   python3-numpy python3-onnx python3-torch python3-torchvision
-  # AArch64 cross build and emulation (tests/aarch64, docs/aarch64.md):
-  # aarch64-linux-gnu-gcc/g++ with the arm64 cross glibc/libstdc++ in
-  # /usr/aarch64-linux-gnu, and qemu-aarch64 (user-mode emulation).
-  g++-aarch64-linux-gnu qemu-user
+  # Cross builds and emulation (tests/aarch64, docs/aarch64.md): the AArch64
+  # and ARMv7 (armhf) cross compilers with their glibc/libstdc++ in
+  # /usr/aarch64-linux-gnu and /usr/arm-linux-gnueabihf, and qemu-user
+  # (qemu-aarch64, qemu-arm).
+  g++-aarch64-linux-gnu g++-arm-linux-gnueabihf qemu-user
   # The runtime's Vulkan layer (docs/vulkan.md): the Vulkan headers to build
   # it (libvulkan itself is loaded at run time); lavapipe (Mesa's CPU Vulkan
   # device), the Khronos validation layer, glslangValidator and SPIRV-Tools
