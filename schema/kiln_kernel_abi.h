@@ -51,6 +51,22 @@ typedef struct kiln_kernel_library_t {
 
 typedef const kiln_kernel_library_t* (*kiln_kernel_library_query_fn_t)(uint32_t abi_version);
 
+// Kernels linked into the application instead of loaded from the bundle
+// (kilnc --kernels=static: iOS, and any platform that forbids mapping code
+// at run time). kilnc writes MODEL.kernels.o defining one function,
+// `const kiln_static_library_t* kiln_static_library_MODEL(void)`, and the
+// bundle names it (KernelLibrary.static_symbol) and its kernel_hash. The
+// application passes the library to kiln_static_library_register (kiln.h)
+// before loading the bundle.
+#define KILN_STATIC_LIBRARY_SYMBOL_PREFIX "kiln_static_library_"
+typedef struct kiln_static_library_t {
+  uint32_t abi_version;                  // KILN_KERNEL_ABI_VERSION the kernels were compiled for
+  uint32_t reserved;                     // 0
+  uint64_t kernel_hash;                  // equals the bundle's KernelLibrary.kernel_hash
+  const char* name;                      // MODEL: the symbol's suffix, for messages
+  kiln_kernel_library_query_fn_t query;  // returns the kernel table, as an ELF library's query function
+} kiln_static_library_t;
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

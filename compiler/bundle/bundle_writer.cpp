@@ -81,10 +81,13 @@ Layout make_layout(const graph::Graph& g, const LoweredProgram& p, const MemoryP
 
 fb::DType to_fb(graph::DType t) { return static_cast<fb::DType>(static_cast<uint8_t>(t)); }
 
-// The library blobs of a bundle: [SpirV][ELF] (each only when non-empty).
+// The library blobs of a bundle: [SpirV][ELF] (each only when non-empty);
+// static kernels have no blob (their library entry comes last).
 struct Libraries {
   std::string spirv, elf;
+  const StaticKernels* statics = nullptr;  // CPU kernels linked into the application
   std::vector<uint64_t> spirv_offsets;  // per kernel: its module's offset in `spirv`
+  bool has_cpu() const { return !elf.empty() || statics; }
   std::vector<const std::string*> blobs() const {
     std::vector<const std::string*> r;
     if (!spirv.empty()) r.push_back(&spirv);
@@ -157,14 +160,20 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
                                                       target.cpu.c_str(), target.features.c_str(),
                                                       l.library_offset.at(spirv_index), libs.spirv.size(),
                                                       static_cast<fb::VulkanFeature>(spirv->features)));
-  if (!libs.elf.empty()) {
+  if (libs.has_cpu()) {
     TargetSpec host = spirv ? TargetSpec::host() : target;  // a Vulkan bundle's CPU kernels run on the host
-    libraries.push_back(fb::CreateKernelLibraryDirect(b, fb::LibraryFormat::ElfSharedObject, host.triple.c_str(),
-                                                      host.cpu.c_str(), host.features.c_str(),
-                                                      l.library_offset.at(elf_index), libs.elf.size(),
-                                                      fb::VulkanFeature::NONE));
+    if (libs.statics)
+      libraries.push_back(fb::CreateKernelLibraryDirect(b, fb::LibraryFormat::StaticLinked, host.triple.c_str(),
+                                                        host.cpu.c_str(), host.features.c_str(), 0, 0,
+                                                        fb::VulkanFeature::NONE, libs.statics->kernel_hash,
+                                                        libs.statics->symbol.c_str()));
+    else
+      libraries.push_back(fb::CreateKernelLibraryDirect(b, fb::LibraryFormat::ElfSharedObject, host.triple.c_str(),
+                                                        host.cpu.c_str(), host.features.c_str(),
+                                                        l.library_offset.at(elf_index), libs.elf.size(),
+                                                        fb::VulkanFeature::NONE));
   }
-  const bool mixed = !libs.spirv.empty() && !libs.elf.empty();
+  const bool mixed = !libs.spirv.empty() && libs.has_cpu();
   std::vector<bool> on_host(p.kernels.size(), !spirv);
   for (size_t i = 0; spirv && i < p.kernels.size(); i++) on_host[i] = !spirv->kernels.at(i).cpu_reason.empty();
   std::vector<std::vector<uint32_t>> downloads(p.kernels.size()), uploads(p.kernels.size());
@@ -199,8 +208,9 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
   }
   std::string producer = "kilnc 0.1.0";
   // A CPU bundle needs nothing of 0.2 (the Vulkan fields): 0.1 runtimes can
-  // run it; a Vulkan bundle needs 0.2, a heterogeneous one 0.3.
-  uint16_t min_runtime_minor = mixed ? 3 : !libs.spirv.empty() ? 2 : 1;
+  // run it; a Vulkan bundle needs 0.2, a heterogeneous one 0.3, one with
+  // static kernels 0.4.
+  uint16_t min_runtime_minor = libs.statics ? 4 : mixed ? 3 : !libs.spirv.empty() ? 2 : 1;
   auto root = fb::CreateBundleDirect(b, KILN_BUNDLE_VERSION_MAJOR, KILN_BUNDLE_VERSION_MINOR, min_runtime_minor,
                                      producer.c_str(), &tensors, &inputs, &outputs, &nodes, memory, &libraries,
                                      &kernels, &dispatches, segment_offset, l.segment_size,
@@ -248,14 +258,17 @@ HostTransfers host_transfers(const std::vector<bool>& on_host,
 
 std::string write_bundle(const graph::Graph& g, const LoweredProgram& p, const MemoryPlan& plan,
                          const std::string& cpu_library, const TargetSpec& target, BundleStats* stats,
-                         const SpirvLibrary* spirv) {
+                         const SpirvLibrary* spirv, const StaticKernels* static_kernels) {
   Libraries libs;
+  libs.statics = static_kernels;
+  internal_assert(!static_kernels || cpu_library.empty()) << "static kernels and a CPU library";
   if (spirv) {
     for (auto& k : spirv->kernels) {
       libs.spirv_offsets.push_back(libs.spirv.size());
       libs.spirv.append(reinterpret_cast<const char*>(k.words.data()), k.words.size() * 4);
     }
-    internal_assert(cpu_library.empty() == (spirv->cpu_kernel_count() == 0)) << "CPU kernels without a CPU library";
+    internal_assert((cpu_library.empty() && !static_kernels) == (spirv->cpu_kernel_count() == 0))
+        << "CPU kernels without a CPU library";
   }
   libs.elf = cpu_library;
   std::vector<const std::string*> blobs = libs.blobs();

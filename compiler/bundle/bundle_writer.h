@@ -13,6 +13,13 @@
 
 namespace kiln {
 
+// The CPU kernels of a bundle compiled with --kernels=static: linked into the
+// application, found at run time by their hash (codegen/static_kernels.h).
+struct StaticKernels {
+  uint64_t kernel_hash = 0;  // KernelLibrary.kernel_hash
+  std::string symbol;        // KernelLibrary.static_symbol
+};
+
 struct BundleStats {
   uint64_t constant_bytes = 0;  // bytes of constants in the data segment
   uint64_t kernel_bytes = 0;    // bytes of the kernel library
@@ -24,10 +31,12 @@ struct BundleStats {
 // each kernel's range and interface in Kernel.spirv) and `kernel_library`
 // is empty, or, in a heterogeneous bundle, the host ELF of the kernels with
 // a `cpu_reason` (in order), whose dispatches get the host copies
-// (Dispatch.host_downloads / host_uploads, see host_transfers).
+// (Dispatch.host_downloads / host_uploads, see host_transfers). With
+// `static_kernels`, the CPU kernels (all of them, or a Vulkan bundle's host
+// ones) are a StaticLinked library instead, and `kernel_library` is empty.
 std::string write_bundle(const graph::Graph& g, const LoweredProgram& p, const MemoryPlan& plan,
                          const std::string& kernel_library, const TargetSpec& target, BundleStats* stats = nullptr,
-                         const SpirvLibrary* spirv = nullptr);
+                         const SpirvLibrary* spirv = nullptr, const StaticKernels* static_kernels = nullptr);
 
 // The copies around host dispatches of a heterogeneous bundle. Ranges are
 // (byte offset, size) in the arena; `on_host[i]` says where dispatch i runs,

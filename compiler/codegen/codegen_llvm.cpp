@@ -587,8 +587,11 @@ class KernelEmitter {
   }
 };
 
-// The kernel table and kiln_kernel_library_query (see kiln_kernel_abi.h).
-void emit_library_table(llvm::Module& m, const std::vector<llvm::Function*>& fns, const std::vector<KernelDef>& kernels) {
+// The kernel table and kiln_kernel_library_query (see kiln_kernel_abi.h);
+// for static kernels, the query function is internal and the object exports
+// the kiln_static_library_t descriptor's function instead.
+void emit_library_table(llvm::Module& m, const std::vector<llvm::Function*>& fns, const std::vector<KernelDef>& kernels,
+                        const CodegenOptions& options) {
   llvm::LLVMContext& ctx = m.getContext();
   llvm::IRBuilder<> b(ctx);
   auto* ptr = llvm::PointerType::get(ctx, 0);
@@ -610,13 +613,32 @@ void emit_library_table(llvm::Module& m, const std::vector<llvm::Function*>& fns
                                                  names_g, fns_g});
   auto* lib_g = new llvm::GlobalVariable(m, lib_ty, true, llvm::GlobalValue::InternalLinkage, lib, "kiln_library");
 
+  const bool is_static = !options.static_symbol.empty();
   auto* qty = llvm::FunctionType::get(ptr, {b.getInt32Ty()}, false);
-  auto* q = llvm::Function::Create(qty, llvm::Function::ExternalLinkage, KILN_KERNEL_LIBRARY_QUERY_SYMBOL, m);
-  q->setVisibility(llvm::GlobalValue::DefaultVisibility);
+  auto* q = llvm::Function::Create(qty, is_static ? llvm::Function::InternalLinkage : llvm::Function::ExternalLinkage,
+                                   KILN_KERNEL_LIBRARY_QUERY_SYMBOL, m);
+  if (!is_static) q->setVisibility(llvm::GlobalValue::DefaultVisibility);
   q->addFnAttr(llvm::Attribute::NoUnwind);
   b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", q));
   llvm::Value* ok = b.CreateICmpEQ(q->getArg(0), b.getInt32(KILN_KERNEL_ABI_VERSION));
   b.CreateRet(b.CreateSelect(ok, lib_g, llvm::ConstantPointerNull::get(ptr)));
+  if (!is_static) return;
+
+  // kiln_static_library_t {abi_version, reserved, kernel_hash, name, query}.
+  auto* name_str = llvm::ConstantDataArray::getString(ctx, options.static_name, true);
+  auto* name_g = new llvm::GlobalVariable(m, name_str->getType(), true, llvm::GlobalValue::PrivateLinkage, name_str,
+                                          "kiln_static_name");
+  auto* desc_ty = llvm::StructType::get(ctx, {b.getInt32Ty(), b.getInt32Ty(), b.getInt64Ty(), ptr, ptr});
+  auto* desc = llvm::ConstantStruct::get(desc_ty, {b.getInt32(KILN_KERNEL_ABI_VERSION), b.getInt32(0),
+                                                   b.getInt64(options.kernel_hash), name_g, q});
+  auto* desc_g = new llvm::GlobalVariable(m, desc_ty, true, llvm::GlobalValue::InternalLinkage, desc,
+                                          "kiln_static_library");
+  auto* fty = llvm::FunctionType::get(ptr, {}, false);
+  auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, options.static_symbol, m);
+  f->setVisibility(llvm::GlobalValue::DefaultVisibility);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", f));
+  b.CreateRet(desc_g);
 }
 
 void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
@@ -674,7 +696,7 @@ std::string compile_kernels(const std::vector<KernelDef>& kernels, const TargetS
     if (!target.features.empty()) f->addFnAttr("target-features", target.features);
     fns.push_back(f);
   }
-  emit_library_table(m, fns, kernels);
+  emit_library_table(m, fns, kernels, options);
 
   std::string err;
   llvm::raw_string_ostream err_os(err);

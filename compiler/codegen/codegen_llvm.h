@@ -17,6 +17,13 @@ namespace kiln {
 
 struct CodegenOptions {
   std::string* llvm_ir_out = nullptr;  // if set, receives the optimized LLVM IR
+  // Static kernels (kilnc --kernels=static): when set, the object exports
+  // only `static_symbol`, a function returning its kiln_static_library_t
+  // (kiln_kernel_abi.h) with `kernel_hash` and `static_name`; the query
+  // function becomes internal, so objects of several models link together.
+  std::string static_symbol;
+  std::string static_name;
+  uint64_t kernel_hash = 0;
 };
 
 // Returns the bytes of a relocatable object file; kernel i is table entry i.

@@ -10,6 +10,7 @@
 #include "codegen/codegen_llvm.h"
 #include "codegen/codegen_spirv.h"
 #include "codegen/link_elf.h"
+#include "codegen/static_kernels.h"
 #include "driver/evaluate.h"
 #include "graph/passes.h"
 #include "kiln_bundle_version.h"
@@ -78,7 +79,7 @@ class Pipeline {
     if (options_.report) out_ << "[kilnc] " << name << ": " << detail << " (" << ms << " ms)\n";
   }
 
-  std::string run(const std::string& path) {
+  CompileOutput run(const std::string& path) {
     const bool vulkan = options_.target.vulkan;
     user_assert(!vulkan || spirv_codegen_available())
         << "this kilnc was built without glslang and SPIRV-Tools: --target=vulkan is unavailable";
@@ -135,6 +136,10 @@ class Pipeline {
       }
       std::string cpu_library;
       if (!cpu_kernels.empty()) cpu_library = codegen_cpu(cpu_kernels, TargetSpec::host());
+      if (!cpu_kernels.empty()) user_assert(!options_.static_kernels)
+          << "--kernels=static: kernels " << cpu_kernels.front().name << " and others need the host CPU (the "
+          << "device lacks a feature, see --vulkan-features); static host kernels for Vulkan bundles are not "
+          << "supported yet: compile with --vulkan-features=all for a device that has them, or without --kernels=static";
       size_t shared = 0;  // GPU kernels allocating workgroup shared memory
       struct SharedAllocs : tir::IRVisitor {
         bool found = false;
@@ -153,12 +158,39 @@ class Pipeline {
                                std::to_string(spirv.kernels.size() - cpu_kernels.size()) + " SPIR-V modules (" +
                                std::to_string(shared) + " with shared memory), " + std::to_string(cpu_kernels.size()) +
                                " CPU kernels");
-      return write_bundle_step(g, program, plan, cpu_library, &spirv);
+      return {write_bundle_step(g, program, plan, cpu_library, &spirv), "", ""};
     }
+    if (options_.static_kernels) return static_kernels_step(path, g, program, plan);
     std::string library = codegen_cpu(program.kernels, options_.target);
     step_done("codegen", options_.target.str() + ", library " + std::to_string(library.size()) + " bytes");
 
-    return write_bundle_step(g, program, plan, library, nullptr);
+    return {write_bundle_step(g, program, plan, library, nullptr), "", ""};
+  }
+
+  // 6.-7. (--kernels=static) The kernels as an object file for the
+  // application to link, its header, and a bundle naming them by hash.
+  CompileOutput static_kernels_step(const std::string& path, const graph::Graph& g, const LoweredProgram& program,
+                                    const MemoryPlan& plan) {
+    CompileOutput out;
+    StaticKernels statics;
+    statics.kernel_hash = static_kernel_hash(program.kernels, options_.target);
+    statics.symbol = static_library_symbol(options_.static_name);
+    std::string llvm_ir;
+    CodegenOptions cg;
+    if (dumping("llvm")) cg.llvm_ir_out = &llvm_ir;
+    cg.static_symbol = statics.symbol;
+    cg.static_name = options_.static_name;
+    cg.kernel_hash = statics.kernel_hash;
+    out.kernels_object = compile_kernels(program.kernels, options_.target, cg);
+    if (dumping("llvm")) out_ << "// -- LLVM IR after optimization\n" << llvm_ir;
+    out.kernels_header = static_library_header(options_.static_name, path);
+    step_done("codegen", options_.target.str() + ", static kernels " + statics.symbol + ", object " +
+                             std::to_string(out.kernels_object.size()) + " bytes");
+    BundleStats stats;
+    out.bundle = write_bundle(g, program, plan, "", options_.target, &stats, nullptr, &statics);
+    step_done("bundle", std::to_string(stats.total_bytes) + " bytes (constants " + std::to_string(stats.constant_bytes) +
+                            ", kernels linked statically)");
+    return out;
   }
 
   // 3. Lower: every node → kernels (TIR) through the operator library.
@@ -253,7 +285,7 @@ CompiledGraph compile_graph(graph::Graph& g, const CompileOptions& options) {
   return c;
 }
 
-std::string compile_onnx_file(const std::string& path, const CompileOptions& options) {
+CompileOutput compile_onnx_file(const std::string& path, const CompileOptions& options) {
   for (auto& p : options.dump_after) {
     bool known = p == "all";
     for (auto& n : pipeline_pass_names()) known |= n == p;

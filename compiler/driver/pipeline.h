@@ -26,6 +26,11 @@ struct CompileOptions {
   // no faster than the caches on ARM Mali, Raspberry Pi's V3D or lavapipe,
   // where barriers made it 2-4x slower; see docs/vulkan.md).
   bool vulkan_shared_memory = false;
+  // --kernels=static: the CPU kernels are not put in the bundle but returned
+  // as an object file for the application to link (iOS), with a header
+  // declaring kiln_static_library_<static_name> (codegen/static_kernels.h).
+  bool static_kernels = false;
+  std::string static_name = "model";
   std::set<std::string> dump_after;  // pass names (see pipeline.cpp); "all" for every pass
   std::set<std::string> dump_graph_after;  // graph pass names (graph/passes.h); "all" for every graph pass
   std::set<std::string> disabled_graph_passes;  // graph passes to skip (debugging)
@@ -39,8 +44,15 @@ const std::vector<std::string>& pipeline_pass_names();
 // Names of the graph passes --dump-graph-after accepts, in order.
 std::vector<std::string> graph_pass_names();
 
+// What a compilation produces.
+struct CompileOutput {
+  std::string bundle;          // the .kiln file
+  std::string kernels_object;  // --kernels=static: MODEL.kernels.o (empty without CPU kernels)
+  std::string kernels_header;  // --kernels=static: MODEL.kernels.h
+};
+
 // Compiles the ONNX model at `path`; throws UserError / InternalError.
-std::string compile_onnx_file(const std::string& path, const CompileOptions& options);
+CompileOutput compile_onnx_file(const std::string& path, const CompileOptions& options);
 
 // A graph through steps 3 to 6 of the pipeline for a CPU target: its
 // kernels, memory plan and linked kernel library.

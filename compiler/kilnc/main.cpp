@@ -3,7 +3,7 @@
 //   kilnc MODEL.onnx -o MODEL.kiln [--target=host|vulkan|"llvm -mtriple=.. -mcpu=.. -mattr=.."]
 //         [--vulkan-features=none|int64|float64|all] [--vulkan-shared-memory=on|off]
 //         [--input-shape NAME=1,3,224,224]... [--dump-after=PASS]... [--dump-graph-after=PASS]...
-//         [--disable-graph-pass=PASS]... [--dump-graph] [--report]
+//         [--disable-graph-pass=PASS]... [--dump-graph] [--report] [--kernels=dynamic|static]
 //   kilnc --list-operators
 #include <cstdio>
 #include <cstring>
@@ -11,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "codegen/static_kernels.h"
 #include "driver/pipeline.h"
 #include "graph/op_table.h"
 #include "support/diagnostics.h"
@@ -27,6 +28,9 @@ void usage(FILE* f) {
           "                         faster on Mali, V3D or lavapipe)\n"
           "  --vulkan-features=F    none|int64|float64|all (default): optional device features (shaderInt64,\n"
           "                         shaderFloat64) Vulkan kernels may use; the others run on the host CPU\n"
+          "  --kernels=K            'dynamic' (default): the kernels travel in the bundle; 'static': they are\n"
+          "                         written to OUT.kernels.o (with OUT.kernels.h) for the application to link\n"
+          "                         and register, for platforms that forbid mapping code at run time (iOS)\n"
           "  --input-shape N=D,D..  static shape for model input N (repeatable)\n"
           "  --freeze-input N=FILE  make model input N a constant holding FILE, a serialized ONNX\n"
           "                         TensorProto (as in ONNX test data); for shape-deciding inputs\n"
@@ -55,6 +59,14 @@ void usage(FILE* f) {
 void list_operators() {
   for (const auto& t : kiln::graph::op_table())
     printf("%-28s %-12s %s\n", t.name, kiln::graph::family_name(t.family), kiln::graph::role_name(t.role));
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  user_assert(f.good()) << "cannot write '" << path << "'";
+  f.write(bytes.data(), (std::streamsize)bytes.size());
+  f.close();
+  user_assert(f.good()) << "failed writing '" << path << "'";
 }
 
 std::vector<int64_t> parse_dims(const std::string& text, const std::string& arg) {
@@ -103,6 +115,10 @@ int main(int argc, char** argv) {
         std::string v = value("--vulkan-shared-memory");
         user_assert(v == "on" || v == "off") << "--vulkan-shared-memory takes on or off, not '" << v << "'";
         options.vulkan_shared_memory = v == "on";
+      } else if (a.rfind("--kernels", 0) == 0) {
+        std::string v = value("--kernels");
+        user_assert(v == "static" || v == "dynamic") << "--kernels takes dynamic or static, not '" << v << "'";
+        options.static_kernels = v == "static";
       } else if (a.rfind("--input-shape", 0) == 0) {
         std::string v = value("--input-shape");
         auto eq = v.rfind('=');
@@ -141,12 +157,16 @@ int main(int argc, char** argv) {
       return 2;
     }
     options.target = kiln::TargetSpec::parse(target);
-    std::string bundle = kiln::compile_onnx_file(input, options);
-    std::ofstream f(output, std::ios::binary);
-    user_assert(f.good()) << "cannot write '" << output << "'";
-    f.write(bundle.data(), (std::streamsize)bundle.size());
-    f.close();
-    user_assert(f.good()) << "failed writing '" << output << "'";
+    options.static_name = kiln::static_library_name(output);
+    kiln::CompileOutput out = kiln::compile_onnx_file(input, options);
+    // OUT.kiln, and for static kernels OUT.kernels.o / OUT.kernels.h beside it.
+    std::string stem = output;
+    if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".kiln") == 0) stem.resize(stem.size() - 5);
+    write_file(output, out.bundle);
+    if (!out.kernels_object.empty()) {
+      write_file(stem + ".kernels.o", out.kernels_object);
+      write_file(stem + ".kernels.h", out.kernels_header);
+    }
     return 0;
   } catch (const kiln::UserError& e) {
     fprintf(stderr, "kilnc: error: %s\n", e.what());

@@ -67,7 +67,8 @@ std::vector<uint8_t> TestBundle::Build() const {
     auto features = vulkan_features.find((uint32_t)i);
     library_offsets.push_back(fb::CreateKernelLibraryDirect(
         fbb, l.format, "x86_64-unknown-linux-gnu", "generic", "", l.offset, l.size,
-        static_cast<fb::VulkanFeature>(features == vulkan_features.end() ? 0 : features->second)));
+        static_cast<fb::VulkanFeature>(features == vulkan_features.end() ? 0 : features->second),
+        l.kernel_hash, l.static_symbol.empty() ? nullptr : l.static_symbol.c_str()));
   }
   std::vector<flatbuffers::Offset<fb::Kernel>> kernel_offsets;
   for (size_t i = 0; i < kernels.size(); ++i) {

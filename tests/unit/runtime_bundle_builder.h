@@ -36,6 +36,8 @@ struct TestNode {
 struct TestLibrary {
   kiln::fb::LibraryFormat format = kiln::fb::LibraryFormat::ElfSharedObject;
   uint64_t offset = 0, size = 0;  // in the data segment
+  uint64_t kernel_hash = 0;       // StaticLinked: the registered library it needs
+  std::string static_symbol;      // StaticLinked: empty: absent
 };
 
 // Kernel.spirv (SpirV libraries).

@@ -30,7 +30,14 @@ const char* StorageName(kiln_storage_t storage) {
 }
 
 const char* FormatName(kiln_library_format_t format) {
-  return format == KILN_LIBRARY_FORMAT_SPIRV ? "spirv" : "elf";
+  return format == KILN_LIBRARY_FORMAT_SPIRV ? "spirv" : format == KILN_LIBRARY_FORMAT_STATIC ? "static" : "elf";
+}
+
+// "%016llx" of a static library's kernel hash.
+std::string HexHash(uint64_t hash) {
+  char text[17];
+  snprintf(text, sizeof(text), "%016llx", (unsigned long long)hash);
+  return text;
 }
 
 const char* DeviceName(kiln_device_kind_t device) {
@@ -198,7 +205,11 @@ void PrintJson(const Contents& c) {
     out += std::string(i ? ",\n    " : "\n    ") + "{\"format\": \"" + FormatName(l.format) +
            "\", \"target_triple\": " + Json(l.target_triple) + ", \"cpu\": " + Json(l.cpu) +
            ", \"features\": " + Json(l.features) + ", \"offset\": " + std::to_string(l.offset) +
-           ", \"size\": " + std::to_string(l.size) + "}";
+           ", \"size\": " + std::to_string(l.size) +
+           (l.format == KILN_LIBRARY_FORMAT_STATIC
+                ? ", \"kernel_hash\": \"" + HexHash(l.kernel_hash) + "\", \"static_symbol\": " + Json(l.static_symbol)
+                : std::string()) +
+           "}";
   }
   out += "],\n  \"kernels\": [";
   for (size_t i = 0; i < c.kernels.size(); ++i) {
@@ -292,6 +303,11 @@ void PrintText(const Contents& c) {
   printf("\nlibraries (%zu):\n", c.libraries.size());
   for (size_t i = 0; i < c.libraries.size(); ++i) {
     const kiln_library_info_t& l = c.libraries[i];
+    if (l.format == KILN_LIBRARY_FORMAT_STATIC) {
+      printf("  %zu: static %s cpu=%s features=%s, linked into the application: %s() (kernel hash %s)\n",
+             i, l.target_triple, l.cpu, l.features, l.static_symbol, HexHash(l.kernel_hash).c_str());
+      continue;
+    }
     printf("  %zu: %s %s cpu=%s features=%s, %" PRIu64 " bytes at %" PRIu64 "\n", i,
            FormatName(l.format), l.target_triple, l.cpu, l.features, l.size, l.offset);
   }

@@ -192,6 +192,32 @@ KILN_API kiln_status_t kiln_model_load_memory_ex(const void* data, size_t size,
                                                  uint32_t flags,
                                                  kiln_model_t** out_model);
 
+//===----------------------------------------------------------------------===//
+// Static kernels (iOS, and platforms that forbid mapping code at run time)
+//===----------------------------------------------------------------------===//
+
+// Kernels linked into the application: `kilnc MODEL.onnx -o MODEL.kiln
+// --kernels=static` writes the bundle without code plus MODEL.kernels.o and
+// MODEL.kernels.h, which declares
+//   const kiln_static_library_t* kiln_static_library_MODEL(void);
+// Link the object into the application and register its library once,
+// before loading the bundle; sessions of such a bundle call the registered
+// kernels and never map code. A bundle whose kernels are not registered
+// fails to load (KILN_NOT_FOUND, naming the function to call); the bundle
+// and the object must come from the same compilation (a kernel hash
+// matches them).
+typedef struct kiln_static_library_t kiln_static_library_t;
+
+// Most libraries one process can register.
+#define KILN_STATIC_LIBRARY_MAX 256u
+
+// Registers `library` (thread-safe; registering it again is a no-op).
+// KILN_UNSUPPORTED if it was compiled for another kernel ABI version,
+// KILN_INVALID_ARGUMENT for NULL or a malformed library, KILN_OUT_OF_MEMORY
+// past KILN_STATIC_LIBRARY_MAX. Registered libraries stay registered for the
+// life of the process (they are part of the executable).
+KILN_API kiln_status_t kiln_static_library_register(const kiln_static_library_t* library);
+
 // Inputs and outputs. 0 for NULL.
 KILN_API size_t kiln_model_input_count(const kiln_model_t* model);
 KILN_API size_t kiln_model_output_count(const kiln_model_t* model);
@@ -291,8 +317,9 @@ KILN_API kiln_status_t kiln_model_get_attribute_info(const kiln_model_t* model, 
 
 // Kernel libraries: blobs of kernel code for one target.
 typedef enum kiln_library_format_e {  // same values as kiln.fb.LibraryFormat
-  KILN_LIBRARY_FORMAT_ELF = 0,    // a position-independent ELF shared object (CPU)
-  KILN_LIBRARY_FORMAT_SPIRV = 1,  // SPIR-V modules, one per kernel (Vulkan)
+  KILN_LIBRARY_FORMAT_ELF = 0,     // a position-independent ELF shared object (CPU)
+  KILN_LIBRARY_FORMAT_SPIRV = 1,   // SPIR-V modules, one per kernel (Vulkan)
+  KILN_LIBRARY_FORMAT_STATIC = 2,  // CPU kernels linked into the application (no blob)
 } kiln_library_format_t;
 
 // Bits of kiln_library_info_t.vulkan_features.
@@ -309,6 +336,8 @@ typedef struct kiln_library_info_t {
   uint64_t offset;               // byte offset of the blob in the data segment
   uint64_t size;                 // bytes of the blob
   const void* data;              // the blob (read-only, owned by the model)
+  uint64_t kernel_hash;          // static: the registered library it needs (0 otherwise)
+  const char* static_symbol;     // static: the function returning that library ("" otherwise)
 } kiln_library_info_t;
 
 #define KILN_LIBRARY_INFO_MIN_SIZE sizeof(kiln_library_info_t)

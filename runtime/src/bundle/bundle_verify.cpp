@@ -302,9 +302,25 @@ static kiln_status_t kiln_bundle_verify_libraries(const fb::Bundle* bundle,
   for (uint32_t i = 0; i < library_count; ++i) {
     const fb::KernelLibrary* library = bundle->libraries()->Get(i);
     if (library->format() != fb::LibraryFormat::ElfSharedObject &&
-        library->format() != fb::LibraryFormat::SpirV) {
+        library->format() != fb::LibraryFormat::SpirV &&
+        library->format() != fb::LibraryFormat::StaticLinked) {
       return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: library %u: unknown format %u",
                               i, (unsigned)library->format());
+    }
+    if (library->format() == fb::LibraryFormat::StaticLinked) {
+      // Kernels linked into the application: no blob, a hash to find them by.
+      if (library->offset() != 0 || library->size() != 0 || library->kernel_hash() == 0 ||
+          !library->static_symbol()) {
+        return kiln_make_status(KILN_INVALID_BUNDLE,
+                                "bundle: library %u: static kernels need offset 0, size 0, a "
+                                "kernel hash and a symbol",
+                                i);
+      }
+      if (bundle->min_runtime_minor() < 4) {
+        return kiln_make_status(KILN_INVALID_BUNDLE,
+                                "bundle: library %u: static kernels need min_runtime_minor >= 4", i);
+      }
+      continue;
     }
     if (library->size() == 0) {
       return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: library %u: empty blob", i);

@@ -37,6 +37,13 @@ typedef struct kiln_bundle_view_t {
   int spirv;                        // nonzero: a kernel library is SpirV (Vulkan; ELF ones run on the host)
 } kiln_bundle_view_t;
 
+// Whether the kernels of a library of `format` run on the CPU: an ELF
+// library in the bundle, or static kernels linked into the application.
+static inline bool kiln_library_format_is_cpu(kiln::fb::LibraryFormat format) {
+  return format == kiln::fb::LibraryFormat::ElfSharedObject ||
+         format == kiln::fb::LibraryFormat::StaticLinked;
+}
+
 // Verifies `size` bytes at `data` (which must be 64-byte aligned).
 kiln_status_t kiln_bundle_verify(const uint8_t* data, size_t size,
                                  kiln_bundle_view_t* out_view);

@@ -4,6 +4,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "cpu/static_library.h"
+
 static kiln_status_t kiln_kernel_library_check_table(const kiln_elf_module_t* module,
                                                      const kiln_kernel_library_t* table) {
   if (!table) {
@@ -76,6 +78,52 @@ kiln_status_t kiln_kernel_library_load(const uint8_t* blob, size_t size,
     return status;
   }
   *out_library = library;
+  return NULL;
+}
+
+kiln_status_t kiln_kernel_library_load_static(uint64_t kernel_hash, const char* symbol,
+                                              kiln_kernel_library_handle_t* out_library) {
+  const kiln_static_library_t* library = kiln_static_library_find(kernel_hash);
+  if (!library) {
+    const size_t prefix = strlen(KILN_STATIC_LIBRARY_SYMBOL_PREFIX);
+    const char* name =
+        strncmp(symbol, KILN_STATIC_LIBRARY_SYMBOL_PREFIX, prefix) == 0 ? symbol + prefix : symbol;
+    const kiln_static_library_t* other = kiln_static_library_find_name(name);
+    if (other) {
+      return kiln_make_status(KILN_NOT_FOUND,
+                              "static kernels: the registered '%.64s' has kernel hash %016llx, the "
+                              "bundle needs %016llx: the bundle and the .kernels.o come from "
+                              "different compilations (link the object kilnc wrote with this bundle)",
+                              name, (unsigned long long)other->kernel_hash,
+                              (unsigned long long)kernel_hash);
+    }
+    return kiln_make_status(KILN_NOT_FOUND,
+                            "static kernels: the bundle's kernels are linked into the application "
+                            "(kilnc --kernels=static) but none with kernel hash %016llx is "
+                            "registered: link the .kernels.o kilnc wrote with this bundle and call "
+                            "kiln_static_library_register(%.96s()) before loading",
+                            (unsigned long long)kernel_hash, symbol);
+  }
+  const kiln_kernel_library_t* table = library->query(KILN_KERNEL_ABI_VERSION);
+  if (!table || table->abi_version != KILN_KERNEL_ABI_VERSION) {
+    return kiln_make_status(KILN_UNSUPPORTED,
+                            "static kernels '%.64s': no kernel table for kernel ABI version %u",
+                            library->name, KILN_KERNEL_ABI_VERSION);
+  }
+  if (table->kernel_count > KILN_KERNEL_LIBRARY_MAX_KERNELS ||
+      (table->kernel_count && (!table->kernel_names || !table->kernels))) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "static kernels '%.64s': malformed kernel table",
+                            library->name);
+  }
+  for (uint32_t i = 0; i < table->kernel_count; ++i) {
+    if (!table->kernel_names[i] || !table->kernels[i]) {
+      return kiln_make_status(KILN_INVALID_ARGUMENT,
+                              "static kernels '%.64s': kernel %u has no name or entry point",
+                              library->name, i);
+    }
+  }
+  memset(out_library, 0, sizeof(*out_library));
+  out_library->table = table;
   return NULL;
 }
 

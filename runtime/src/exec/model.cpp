@@ -10,9 +10,10 @@
 
 namespace fb = kiln::fb;
 
-// Maps every ELF kernel library and resolves each of its kernels to its
-// entry point. SPIR-V modules become pipelines on each session's device
-// (vulkan/vulkan_backend.cpp): their libraries stay unloaded, their kernels NULL.
+// Maps every ELF kernel library (or finds the registered static one) and
+// resolves each of its kernels to its entry point. SPIR-V modules become
+// pipelines on each session's device (vulkan/vulkan_backend.cpp): their
+// libraries stay unloaded, their kernels NULL.
 static kiln_status_t kiln_model_load_kernels(kiln_model_t* model) {
   const fb::Bundle* bundle = model->view.bundle;
   uint32_t library_count = bundle->libraries() ? bundle->libraries()->size() : 0;
@@ -20,11 +21,14 @@ static kiln_status_t kiln_model_load_kernels(kiln_model_t* model) {
   for (uint32_t i = 0; i < library_count; ++i) {
     const fb::KernelLibrary* library = bundle->libraries()->Get(i);
     model->library_count = i + 1;  // for kiln_model_free (unloading an unloaded one is a no-op)
-    if (library->format() != fb::LibraryFormat::ElfSharedObject) continue;
+    if (!kiln_library_format_is_cpu(library->format())) continue;
     const char* triple = library->target_triple() ? library->target_triple()->c_str() : "?";
-    kiln_status_t status = kiln_kernel_library_load(
-        model->view.data_segment + library->offset(), (size_t)library->size(),
-        &model->libraries[i]);
+    kiln_status_t status =
+        library->format() == fb::LibraryFormat::StaticLinked
+            ? kiln_kernel_library_load_static(library->kernel_hash(), library->static_symbol()->c_str(),
+                                              &model->libraries[i])
+            : kiln_kernel_library_load(model->view.data_segment + library->offset(),
+                                       (size_t)library->size(), &model->libraries[i]);
     if (status) return kiln_status_annotate(status, "library %u (%.64s)", i, triple);
   }
   uint32_t kernel_count = bundle->kernels() ? bundle->kernels()->size() : 0;
@@ -32,9 +36,7 @@ static kiln_status_t kiln_model_load_kernels(kiln_model_t* model) {
   model->kernel_count = kernel_count;
   for (uint32_t i = 0; i < kernel_count; ++i) {
     const fb::Kernel* kernel = bundle->kernels()->Get(i);
-    if (bundle->libraries()->Get(kernel->library())->format() != fb::LibraryFormat::ElfSharedObject) {
-      continue;
-    }
+    if (!kiln_library_format_is_cpu(bundle->libraries()->Get(kernel->library())->format())) continue;
     kiln_status_t status = kiln_kernel_library_find(&model->libraries[kernel->library()],
                                                     kernel->ordinal(), kernel->name()->c_str(),
                                                     &model->kernels[i]);
@@ -46,12 +48,12 @@ static kiln_status_t kiln_model_load_kernels(kiln_model_t* model) {
   return NULL;
 }
 
-// Whether the bundle has an ElfSharedObject library (a Vulkan bundle has one
-// only when some kernels run on the host).
-static int kiln_model_has_elf_library(const fb::Bundle* bundle) {
+// Whether the bundle has a CPU library, ELF or static (a Vulkan bundle has
+// one only when some kernels run on the host).
+static int kiln_model_has_cpu_library(const fb::Bundle* bundle) {
   uint32_t count = bundle->libraries() ? bundle->libraries()->size() : 0;
   for (uint32_t i = 0; i < count; ++i) {
-    if (bundle->libraries()->Get(i)->format() == fb::LibraryFormat::ElfSharedObject) return 1;
+    if (kiln_library_format_is_cpu(bundle->libraries()->Get(i)->format())) return 1;
   }
   return 0;
 }
@@ -117,7 +119,7 @@ static kiln_status_t kiln_model_load(kiln_bundle_memory_t memory, uint32_t flags
   status = kiln_bundle_verify(memory.data, memory.size, &model->view);
   model->load_stats.bundle_verify_ns = kiln_nanoseconds_since(stage);
   if (!status && !(flags & KILN_MODEL_LOAD_VERIFY_ONLY) &&
-      (!model->view.spirv || kiln_model_has_elf_library(model->view.bundle))) {
+      (!model->view.spirv || kiln_model_has_cpu_library(model->view.bundle))) {
     stage = kiln_now_nanoseconds();
     status = kiln_model_load_kernels(model);
     model->load_stats.kernel_load_ns = kiln_nanoseconds_since(stage);

@@ -244,6 +244,8 @@ kiln_status_t kiln_model_get_library_info(const kiln_model_t* model, size_t libr
   info.offset = source->offset();
   info.size = source->size();
   info.data = model->view.data_segment + source->offset();  // verified inside the segment
+  info.kernel_hash = source->kernel_hash();
+  info.static_symbol = kiln_model_string(source->static_symbol());
   return kiln_model_write_info(info, KILN_LIBRARY_INFO_MIN_SIZE, "kiln_library_info_t", out_info);
 }
 
