@@ -83,6 +83,10 @@ class Pipeline {
     const bool vulkan = options_.target.vulkan;
     user_assert(!vulkan || spirv_codegen_available())
         << "this kilnc was built without glslang and SPIRV-Tools: --target=vulkan is unavailable";
+    user_assert(vulkan || options_.static_kernels || options_.target.elf_objects())
+        << "target '" << options_.target.triple << "' does not use ELF objects, and the runtime loads kernel "
+        << "libraries only as ELF: compile with --kernels=static and link the .kernels.o into the application "
+        << "(iOS and macOS forbid or restrict mapping code at run time anyway)";
 
     // 1. Import: ONNX → graph IR with static shapes.
     graph::Graph g = import_onnx_file(path, options_.import);

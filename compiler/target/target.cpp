@@ -52,6 +52,8 @@ TargetSpec TargetSpec::host() {
   return t;
 }
 
+bool TargetSpec::elf_objects() const { return !vulkan && llvm::Triple(triple).isOSBinFormatELF(); }
+
 TargetSpec TargetSpec::vulkan_target() {
   TargetSpec t;
   t.vulkan = true;

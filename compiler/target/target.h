@@ -21,6 +21,11 @@ struct TargetSpec {
   std::string cpu;       // LLVM CPU name ("generic" if none)
   std::string features;  // comma-separated LLVM features, e.g. "+avx2,+fma"
 
+  // Whether LLVM writes ELF objects for it (Linux, Android, bare boards):
+  // the runtime loads kernel libraries only as ELF; Apple's Mach-O targets
+  // need static kernels (kilnc --kernels=static).
+  bool elf_objects() const;
+
   static TargetSpec host();
   static TargetSpec vulkan_target();
   // Parses "host", "vulkan" or "llvm [-mtriple=T] [-mcpu=C] [-mattr=F]" (user error if malformed).
