@@ -282,7 +282,8 @@ std::string write_bundle(const graph::Graph& g, const LoweredProgram& p, const M
 
   std::string out(segment_offset + l.segment_size, '\0');
   memcpy(out.data(), fb.data(), fb.size());
-  for (auto& [data, offset] : l.blobs) memcpy(out.data() + segment_offset + offset, data->data(), data->size());
+  for (auto& [data, offset] : l.blobs)
+    if (!data->empty()) memcpy(out.data() + segment_offset + offset, data->data(), data->size());
   uint64_t kernel_bytes = 0;
   for (size_t i = 0; i < blobs.size(); i++) {
     memcpy(out.data() + segment_offset + l.library_offset[i], blobs[i]->data(), blobs[i]->size());

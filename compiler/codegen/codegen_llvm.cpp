@@ -574,12 +574,14 @@ class KernelEmitter {
     // to reorder the additions into per-lane partial sums.
     bool reduction = f->kind == ForKind::Vectorized && is_reduction_update(f->body, f->var);
     if (f->kind == ForKind::Unrolled || reduction) {
-      auto* self = llvm::MDNode::getTemporary(ctx_, {}).release();
+      // The loop ID refers to itself: a temporary first operand, replaced
+      // below (the temporary is freed when `self` goes out of scope).
+      llvm::TempMDTuple self = llvm::MDTuple::getTemporary(ctx_, {});
       llvm::Metadata* hint =
           reduction ? (llvm::Metadata*)llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
                                                                llvm::ConstantAsMetadata::get(b_.getTrue())})
                     : (llvm::Metadata*)llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")});
-      auto* loop_id = llvm::MDNode::get(ctx_, {self, hint});
+      auto* loop_id = llvm::MDNode::get(ctx_, {self.get(), hint});
       loop_id->replaceOperandWith(0, loop_id);
       latch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
     }

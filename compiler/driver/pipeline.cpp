@@ -113,6 +113,7 @@ class Pipeline {
     if (dumping("graph-passes")) out_ << "// -- graph after graph-passes\n" << g.str();
 
     // 3.-5. Lowering, the TIR passes, the memory plan.
+    check_tensor_sizes(g);
     LoweredProgram program = lower(g);
     MemoryPlan plan = plan_memory_step(g, program);
 
@@ -231,6 +232,9 @@ class Pipeline {
   MemoryPlan plan_memory_step(const graph::Graph& g, const LoweredProgram& program) {
     const bool vulkan = options_.target.vulkan;
     MemoryPlan plan = plan_memory(g, program, vulkan ? KILN_BUNDLE_VULKAN_ALIGNMENT : KILN_BUNDLE_ALIGNMENT);
+    user_assert(plan.arena_bytes <= options_.max_arena_bytes)
+        << "the model needs an arena of " << plan.arena_bytes << " bytes, more than --max-arena ("
+        << options_.max_arena_bytes << " bytes); raise --max-arena if the device has the memory";
     step_done("plan-memory", "arena " + std::to_string(plan.arena_bytes) + " bytes (sum of tensors " +
                                  std::to_string(plan.total_bytes) + ", lower bound " +
                                  std::to_string(plan.lower_bound) + ")");
@@ -259,6 +263,18 @@ class Pipeline {
     step_done("bundle", std::to_string(stats.total_bytes) + " bytes (constants " + std::to_string(stats.constant_bytes) +
                             ", kernels " + std::to_string(stats.kernel_bytes) + ")");
     return bundle;
+  }
+
+  // Before lowering: no tensor of the arena alone may exceed --max-arena
+  // (refused here, naming its node, before any work is spent on it).
+  void check_tensor_sizes(const graph::Graph& g) const {
+    for (const graph::Value& v : g.values) {
+      if (v.is_constant() || v.byte_size() <= options_.max_arena_bytes) continue;
+      std::string who = v.producer >= 0 ? g.nodes[v.producer].describe() + ": output" : "model input";
+      user_error << who << " '" << v.name << "' of shape " << graph::shape_str(v.shape) << " takes " << v.byte_size()
+                 << " bytes, more than --max-arena (" << options_.max_arena_bytes
+                 << " bytes); raise --max-arena if the device has the memory";
+    }
   }
 
   // Vulkan kernels index tensors with 32-bit integers (codegen_glsl.h).

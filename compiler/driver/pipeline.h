@@ -31,6 +31,9 @@ struct CompileOptions {
   // declaring kiln_static_library_<static_name> (codegen/static_kernels.h).
   bool static_kernels = false;
   std::string static_name = "model";
+  // --max-arena: the most bytes the arena (every intermediate tensor, the
+  // inputs and outputs) may need; a model that needs more is refused.
+  uint64_t max_arena_bytes = 4ull << 30;
   std::set<std::string> dump_after;  // pass names (see pipeline.cpp); "all" for every pass
   std::set<std::string> dump_graph_after;  // graph pass names (graph/passes.h); "all" for every graph pass
   std::set<std::string> disabled_graph_passes;  // graph passes to skip (debugging)

@@ -10,7 +10,9 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "import/external_data.h"
 #include "import/fold_shapes.h"
+#include "import/validate.h"
 #include "support/diagnostics.h"
 
 namespace kiln {
@@ -35,29 +37,19 @@ DType dtype_from_onnx(int t, const std::string& what) {
   }
 }
 
-// Reads external data (data_location == EXTERNAL) relative to the model's folder.
-std::string read_external(const onnx::TensorProto& t, const std::string& model_dir) {
-  std::string location;
-  int64_t offset = 0, length = -1;
-  for (auto& kv : t.external_data()) {
-    if (kv.key() == "location") location = kv.value();
-    if (kv.key() == "offset") offset = std::stoll(kv.value());
-    if (kv.key() == "length") length = std::stoll(kv.value());
+// Every tensor's bytes must fit in 2^62 (so num_elements and byte_size can
+// never overflow later): `who` names it in the error.
+void check_size(const graph::Value& v, const std::string& who) {
+  const uint64_t limit = 1ull << 62;
+  uint64_t n = 1;
+  bool ok = true;
+  for (int64_t d : v.shape) {
+    if (d < 0 || (d > 0 && n > limit / (uint64_t)d)) ok = false;
+    else n *= (uint64_t)d;
   }
-  user_assert(!location.empty() && location.find("..") == std::string::npos && location[0] != '/')
-      << "initializer '" << t.name() << "' has an invalid external data location '" << location << "'";
-  std::string path = model_dir + "/" + location;
-  std::ifstream f(path, std::ios::binary);
-  user_assert(f.good()) << "initializer '" << t.name() << "': cannot open external data file " << path;
-  f.seekg(0, std::ios::end);
-  int64_t size = f.tellg();
-  if (length < 0) length = size - offset;
-  user_assert(offset >= 0 && length >= 0 && offset + length <= size)
-      << "initializer '" << t.name() << "': external data range is outside " << path;
-  std::string data((size_t)length, '\0');
-  f.seekg(offset);
-  f.read(data.data(), length);
-  return data;
+  ok = ok && n <= limit / graph::dtype_size(v.dtype);
+  user_assert(ok) << who << " has shape " << graph::shape_str(v.shape) << " of " << graph::dtype_name(v.dtype)
+                  << ": more than 2^62 bytes, which no device can hold; check the model's shapes";
 }
 
 template <typename Src, typename Dst>
@@ -69,7 +61,7 @@ void append_as(std::vector<uint8_t>& out, const Src& values) {
   }
 }
 
-graph::Value value_from_tensor(const onnx::TensorProto& t, const std::string& model_dir) {
+graph::Value value_from_tensor(const onnx::TensorProto& t) {
   graph::Value v;
   v.name = t.name();
   v.dtype = dtype_from_onnx(t.data_type(), "tensor '" + t.name() + "'");
@@ -77,11 +69,10 @@ graph::Value value_from_tensor(const onnx::TensorProto& t, const std::string& mo
     user_assert(d >= 0) << "tensor '" << t.name() << "' has a negative dimension";
     v.shape.push_back(d);
   }
+  check_size(v, "tensor '" + t.name() + "'");
   std::vector<uint8_t> bytes;
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string raw = read_external(t, model_dir);
-    bytes.assign(raw.begin(), raw.end());
-  } else if (t.has_raw_data()) {
+  internal_assert(t.data_location() != onnx::TensorProto::EXTERNAL) << "tensor '" << t.name() << "': external data left unread";
+  if (t.has_raw_data()) {
     bytes.assign(t.raw_data().begin(), t.raw_data().end());
   } else {
     switch (v.dtype) {
@@ -111,7 +102,9 @@ bool read_type(const onnx::TypeProto& type, graph::Value& v, std::string* dynami
   v.dtype = dtype_from_onnx(tt.elem_type(), "value '" + v.name + "'");
   v.shape.clear();
   for (auto& d : tt.shape().dim()) {
-    if (!d.has_dim_value() || d.dim_value() < 0) {
+    user_assert(!d.has_dim_value() || d.dim_value() >= 0)
+        << "value '" << v.name << "' has a negative dimension " << d.dim_value() << "; fix the model";
+    if (!d.has_dim_value()) {
       if (dynamic_dim) *dynamic_dim = d.has_dim_param() ? d.dim_param() : "?";
       return false;
     }
@@ -120,8 +113,7 @@ bool read_type(const onnx::TypeProto& type, graph::Value& v, std::string* dynami
   return true;
 }
 
-graph::Attr attr_from_onnx(const onnx::AttributeProto& a, graph::Graph& g, const std::string& node_name,
-                           const std::string& model_dir) {
+graph::Attr attr_from_onnx(const onnx::AttributeProto& a, graph::Graph& g, const std::string& node_name) {
   graph::Attr r;
   switch (a.type()) {
     case onnx::AttributeProto::INT: r.kind = graph::Attr::Kind::Int; r.i = a.i(); break;
@@ -141,7 +133,7 @@ graph::Attr attr_from_onnx(const onnx::AttributeProto& a, graph::Graph& g, const
       break;
     case onnx::AttributeProto::TENSOR: {
       r.kind = graph::Attr::Kind::Tensor;
-      graph::Value v = value_from_tensor(a.t(), model_dir);
+      graph::Value v = value_from_tensor(a.t());
       v.name = g.unique_name(node_name + "." + a.name());
       r.tensor = g.add_value(std::move(v));
       break;
@@ -154,7 +146,7 @@ graph::Attr attr_from_onnx(const onnx::AttributeProto& a, graph::Graph& g, const
 }
 
 // A Constant node becomes a constant value (opset 1-13 forms).
-graph::Value constant_node_value(const onnx::NodeProto& n, const std::string& model_dir) {
+graph::Value constant_node_value(const onnx::NodeProto& n) {
   user_assert(n.attribute_size() == 1) << "Constant node '" << n.name() << "' must have exactly one attribute";
   auto& a = n.attribute(0);
   graph::Value v;
@@ -165,7 +157,7 @@ graph::Value constant_node_value(const onnx::NodeProto& n, const std::string& mo
     v.data = std::make_shared<std::vector<uint8_t>>(b, b + size * count);
   };
   if (a.name() == "value") {
-    v = value_from_tensor(a.t(), model_dir);
+    v = value_from_tensor(a.t());
   } else if (a.name() == "value_float") {
     float f = a.f();
     scalar(DType::F32, &f, 4, 1, false);
@@ -190,6 +182,8 @@ graph::Value constant_node_value(const onnx::NodeProto& n, const std::string& mo
 graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& model_dir, const ImportOptions& options) {
   onnx::ModelProto model;
   user_assert(model.ParseFromString(bytes)) << "not a valid ONNX model (protobuf parse failed)";
+  validate_model(model);
+  read_external_data(model, model_dir);
 
   try {
     onnx::checker::check_model(model);
@@ -255,7 +249,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   for (auto& vi : g->output()) types[vi.name()] = &vi.type();
 
   for (auto& t : g->initializer()) {
-    int id = out.add_value(value_from_tensor(t, model_dir));
+    int id = out.add_value(value_from_tensor(t));
     value_ids[t.name()] = id;
   }
   for (auto& in : g->input()) {
@@ -267,6 +261,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
       user_error << "model input '" << in.name() << "' has a dynamic dimension '" << dyn
                  << "'; give it a static shape with --input-shape " << in.name() << "=D0,D1,...";
     }
+    check_size(v, "model input '" + in.name() + "'");
     int id = out.add_value(std::move(v));
     value_ids[in.name()] = id;
     out.inputs.push_back(id);
@@ -280,7 +275,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
                  << "' are not supported; only the default ONNX domain is";
     }
     if (graph::op_traits(n.op_type()).role == graph::OpRole::Import) {  // Constant
-      graph::Value v = constant_node_value(n, model_dir);
+      graph::Value v = constant_node_value(n);
       std::string vname = v.name;
       value_ids[vname] = out.add_value(std::move(v));
       continue;
@@ -288,7 +283,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     graph::Node node;
     node.op = n.op_type();
     node.name = name;
-    for (auto& a : n.attribute()) node.attrs[a.name()] = attr_from_onnx(a, out, name, model_dir);
+    for (auto& a : n.attribute()) node.attrs[a.name()] = attr_from_onnx(a, out, name);
     for (auto& in : n.input()) {
       if (in.empty()) {
         node.inputs.push_back(-1);
@@ -314,6 +309,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
                    << (dyn.empty() ? "" : " (dimension '" + dyn + "' is dynamic)")
                    << "; pass static input shapes with --input-shape, or simplify the model";
       }
+      check_size(v, node.describe() + ": output '" + o + "'");
       int id = out.add_value(std::move(v));
       value_ids[o] = id;
       node.outputs.push_back(id);
@@ -321,6 +317,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     out.nodes.push_back(std::move(node));
   }
 
+  user_assert(g->output_size() > 0) << "the model has no outputs: there is nothing to compute";
   for (auto& o : g->output()) {
     auto it = value_ids.find(o.name());
     user_assert(it != value_ids.end()) << "model output '" << o.name() << "' is not produced by any node";

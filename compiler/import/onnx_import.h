@@ -1,12 +1,15 @@
 // ONNX → graph IR.
 //
-// Parses the model with libonnx's protobuf classes, runs ONNX's checker,
-// brings models older than opset 7 up to opset 13 with ONNX's version
-// converter, applies --input-shape overrides to the graph inputs, runs ONNX's
-// shape inference (with data propagation), and builds a graph::Graph in which
-// every value has a static dtype and shape, and every initializer and
-// (with --freeze-input) every frozen input and
-// Constant node is a constant value with its bytes.
+// Parses the model with libonnx's protobuf classes; checks what ONNX's own
+// code trusts (import/validate.h: known opset, positive strides, ...); reads
+// external data, only from inside the model's folder
+// (import/external_data.h); runs ONNX's checker; brings models older than
+// opset 7 up to opset 7 with ONNX's version converter; applies
+// --input-shape overrides to the graph inputs; runs ONNX's shape inference
+// (with data propagation); and builds a graph::Graph in which every value
+// has a static dtype and shape whose byte size fits in 63 bits, and every
+// initializer, frozen input (--freeze-input) and Constant node is a
+// constant value with its bytes.
 #pragma once
 
 #include <map>

@@ -31,6 +31,7 @@ void usage(FILE* f) {
           "  --kernels=K            'dynamic' (default): the kernels travel in the bundle; 'static': they are\n"
           "                         written to OUT.kernels.o (with OUT.kernels.h) for the application to link\n"
           "                         and register, for platforms that forbid mapping code at run time (iOS)\n"
+          "  --max-arena=BYTES      refuse models whose arena needs more (default 4G; K, M, G, T suffixes)\n"
           "  --input-shape N=D,D..  static shape for model input N (repeatable)\n"
           "  --freeze-input N=FILE  make model input N a constant holding FILE, a serialized ONNX\n"
           "                         TensorProto (as in ONNX test data); for shape-deciding inputs\n"
@@ -59,6 +60,21 @@ void usage(FILE* f) {
 void list_operators() {
   for (const auto& t : kiln::graph::op_table())
     printf("%-28s %-12s %s\n", t.name, kiln::graph::family_name(t.family), kiln::graph::role_name(t.role));
+}
+
+// "4096", "512M", "4G", "1T" (binary multiples); a user error otherwise.
+uint64_t parse_bytes(const std::string& text, const char* option) {
+  uint64_t v = 0;
+  size_t i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; i++) {
+    user_assert(v <= (UINT64_MAX - 9) / 10) << option << ": '" << text << "' is too large";
+    v = v * 10 + (uint64_t)(text[i] - '0');
+  }
+  int shift = 0;
+  if (i + 1 == text.size()) shift = text[i] == 'K' ? 10 : text[i] == 'M' ? 20 : text[i] == 'G' ? 30 : text[i] == 'T' ? 40 : -1;
+  user_assert(i > 0 && shift >= 0 && (i == text.size() || i + 1 == text.size()) && v > 0 && v <= (UINT64_MAX >> shift))
+      << option << " takes a positive byte count such as 4096, 512M or 4G, not '" << text << "'";
+  return v << shift;
 }
 
 void write_file(const std::string& path, const std::string& bytes) {
@@ -115,6 +131,8 @@ int main(int argc, char** argv) {
         std::string v = value("--vulkan-shared-memory");
         user_assert(v == "on" || v == "off") << "--vulkan-shared-memory takes on or off, not '" << v << "'";
         options.vulkan_shared_memory = v == "on";
+      } else if (a.rfind("--max-arena", 0) == 0) {
+        options.max_arena_bytes = parse_bytes(value("--max-arena"), "--max-arena");
       } else if (a.rfind("--kernels", 0) == 0) {
         std::string v = value("--kernels");
         user_assert(v == "static" || v == "dynamic") << "--kernels takes dynamic or static, not '" << v << "'";

@@ -1,8 +1,19 @@
 #include "lower/fuse.h"
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 namespace kiln {
+namespace {
+
+// The most operators one fused kernel computes. Fused formulas nest one
+// level per operator and every later stage walks them recursively: a model
+// with thousands of elementwise operators in a row would otherwise overflow
+// the stack. Real models fuse a handful (a GELU: about ten).
+constexpr int kMaxFusedChain = 64;
+
+}  // namespace
 
 std::set<int> choose_fused_values(const graph::Graph& g) {
   std::map<int, int> uses;
@@ -23,6 +34,21 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
     if (!c.traits().elementwise() || c.outputs.empty() || c.outputs[0] < 0) continue;
     if (g.values[c.outputs[0]].shape != g.values[v].shape) continue;
     fused.insert(v);
+  }
+  // Chains longer than kMaxFusedChain are cut (a value every that many
+  // operators is materialized); nodes are in topological order, so each
+  // node's chain length is known when it is reached.
+  std::vector<int> chain(g.values.size(), 0);  // operators fused into the kernel up to this value
+  for (const graph::Node& n : g.nodes) {
+    int longest = 0;
+    for (int v : n.inputs)
+      if (v >= 0 && fused.count(v)) longest = std::max(longest, chain[v]);
+    for (int o : n.outputs)
+      if (o >= 0) chain[o] = longest + 1;
+    if (n.outputs.size() == 1 && n.outputs[0] >= 0 && chain[n.outputs[0]] >= kMaxFusedChain) {
+      fused.erase(n.outputs[0]);
+      chain[n.outputs[0]] = 0;
+    }
   }
   // A kernel has one anchor: when a consumer would receive several heavy
   // producers (e.g. the two convolutions of a ResNet downsampling block

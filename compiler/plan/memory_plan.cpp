@@ -42,6 +42,8 @@ MemoryPlan plan_memory(const graph::Graph& g, const LoweredProgram& p, uint64_t 
     for (auto a : k.access) writes += a != Access::Read;
     if (writes != 1) continue;
     for (auto [in, out] : k.inplace) {
+      internal_assert(in >= 0 && out >= 0 && (size_t)in < k.param_values.size() && (size_t)out < k.param_values.size())
+          << "kernel " << k.name << ": in-place pair (" << in << ", " << out << ") is not two of its parameters";
       int x = group(p.storage_root[k.param_values[in]]), o = p.storage_root[k.param_values[out]];
       if (x == o || pinned.count(x) || pinned.count(o) || !live.count(x) || !live.count(o) || group_of.count(o)) continue;
       if (live[x].end != s || live[o].start != s) continue;

@@ -54,7 +54,10 @@ class InplaceFinder : public IRVisitor {
   void visit(const Load* op) override {
     visit_expr(op->index);
     if (op->buffer->binding < 0) return;  // locals
-    if (!store_ || !equal(op->index, store_->index)) {
+    // Only a read at the index of a store to another parameter is safe; one
+    // into a local (an accumulator, a staging buffer) reaches the output by
+    // a path this analysis does not follow.
+    if (!store_ || store_->buffer->binding < 0 || !equal(op->index, store_->index)) {
       unsafe.insert(op->buffer.get());
     } else {
       fits[store_->buffer.get()].insert(op->buffer.get());

@@ -72,8 +72,11 @@ class Verifier : public IRVisitor {
       internal_assert(!bound_axes_.count(op->kind)) << "kernel " << kernel_ << ": " << for_kind_name(op->kind) << " bound twice";
       auto ext = as_const_int(op->extent);
       auto mn = as_const_int(op->min);
-      internal_assert(ext && *ext >= 1 && *ext <= 0xffffffffLL && mn && *mn == 0)
+      internal_assert(ext && *ext >= 1 && mn && *mn == 0)
           << "kernel " << kernel_ << ": workgroup loop needs min 0 and a constant extent";
+      // A size, not a bug: the kernel ABI counts workgroups in 32 bits.
+      user_assert(*ext <= 0xffffffffLL) << "kernel " << kernel_ << " would need " << *ext
+                                        << " workgroups along one axis (at most 2^32 - 1): its tensors are too large";
       bound_axes_.insert(op->kind);
     } else {
       loop_depth_++;

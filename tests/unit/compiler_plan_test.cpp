@@ -158,6 +158,26 @@ TEST_CASE("in-place pairs come only from same-index elementwise reads") {
   CHECK(inplace_pairs(flipped, {in, out}).empty());
 }
 
+TEST_CASE("in-place pairs never name a kernel-local buffer (issue 18 finding 1)") {
+  using namespace kiln::tir;
+  // tmp[i] = in[i] (tmp local, binding -1); out[i] = tmp[i] * 2: `in` is read
+  // at the index of a store, but to a local; the relation to out's stores is
+  // unknown, so no pair; and certainly none with binding -1, which the
+  // memory planner would index param_values with.
+  Expr i = Var::make(Index(), "i"), j = Var::make(Index(), "j");
+  Buffer in = make_buffer("in", Float(32), 8, 0), out = make_buffer("out", Float(32), 8, 1);
+  Buffer tmp = make_buffer("tmp", Float(32), 8, -1);
+  Stmt fill = For::make(i, Expr(0), Expr(8), ForKind::Serial, Store::make(tmp, i, Load::make(in, i)));
+  Stmt use = For::make(j, Expr(0), Expr(8), ForKind::Serial, Store::make(out, j, Load::make(tmp, j) * Expr(2.0f)));
+  Stmt body = Allocate::make(tmp, Block::make({fill, use}));
+  auto pairs = inplace_pairs(body, {in, out});
+  for (auto& [a, b] : pairs) {
+    CHECK(a >= 0);
+    CHECK(b >= 0);
+  }
+  CHECK(pairs.empty());
+}
+
 // Heterogeneous bundles: the copies around host dispatches (bundle_writer.h).
 TEST_CASE("host transfers: download what the host copy lacks, upload what the host writes") {
   using Ranges = std::vector<std::vector<std::pair<int64_t, uint64_t>>>;

@@ -1,0 +1,18 @@
+// Checks of an ONNX model that must pass before ONNX's own code (checker,
+// version converter, shape inference) runs on it, because that code trusts
+// them: the default-domain opset is one this ONNX library knows (a newer one
+// would be treated as the newest, silently), and the attributes ONNX's shape
+// inference divides by or sizes windows with (strides, dilations,
+// kernel_shape, group, blocksize) are positive (a Conv with strides [0, 0]
+// would stop kilnc with SIGFPE inside it). Errors name the node and say
+// what to fix.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+namespace kiln {
+
+// Throws UserError.
+void validate_model(const onnx::ModelProto& model);
+
+}  // namespace kiln
