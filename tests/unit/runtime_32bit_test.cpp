@@ -206,14 +206,9 @@ TEST_CASE("elf32: the arm e_flags check, for both float ABIs") {
 TEST_CASE("elf32: the arm relocation function writes 32-bit words") {
   uint8_t target[8];
   memset(target, 0xAA, sizeof(target));
-  kiln_elf_relocation_t relocation;
-  memset(&relocation, 0, sizeof(relocation));
-  relocation.target = target + 1;  // unaligned
-  relocation.target_size = 4;
-  relocation.load_bias = 0x7ff012340000ull;  // a 64-bit host's bias wraps to its low word
-  relocation.addend = 0x20;
+  // Unaligned; a 64-bit host's bias wraps to its low word.
+  kiln_elf_relocation_t relocation = kiln_test::TestRelocation(target + 1, 4, 0x7ff012340000ull, 0x20);
   relocation.addend_implicit = 1;
-  relocation.symbol_name = "";
   auto word = [&] {
     uint32_t value = 0;
     memcpy(&value, target + 1, 4);

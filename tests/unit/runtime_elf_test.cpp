@@ -284,13 +284,7 @@ TEST_CASE("elf arch: relocation entries of both classes and formats decode") {
 TEST_CASE("elf arch: the x86_64 and aarch64 functions compute and write their words") {
   uint8_t target[12];
   memset(target, 0xAA, sizeof(target));
-  kiln_elf_relocation_t relocation;
-  memset(&relocation, 0, sizeof(relocation));
-  relocation.target = target + 1;  // unaligned
-  relocation.target_size = 8;
-  relocation.load_bias = 0x10000;
-  relocation.addend = 0x20;
-  relocation.symbol_name = "";
+  kiln_elf_relocation_t relocation = kiln_test::TestRelocation(target + 1, 8, 0x10000, 0x20);  // unaligned
   relocation.type = R_X86_64_RELATIVE;
   REQUIRE(kiln_elf_arch_x86_64.apply_relocation(&relocation) == NULL);
   uint64_t value = 0;

@@ -11,6 +11,8 @@
 
 #include <vector>
 
+#include "cpu/arch/elf_arch.h"
+
 namespace kiln_test {
 
 // The ELF64 and ELF32 record types.
@@ -90,6 +92,20 @@ uint64_t DynamicValue(const std::vector<uint8_t>& blob, int64_t tag) {
   typename C::Dyn entry;
   memcpy(&entry, blob.data() + DynamicEntry<C>(blob, tag), sizeof(entry));
   return entry.d_un.d_val;
+}
+
+// A relocation without a symbol writing `target_size` bytes at `target`
+// (for the architecture functions' tests).
+inline kiln_elf_relocation_t TestRelocation(uint8_t* target, uint32_t target_size, uint64_t load_bias,
+                                            int64_t addend) {
+  kiln_elf_relocation_t relocation;
+  memset(&relocation, 0, sizeof(relocation));
+  relocation.target = target;
+  relocation.target_size = target_size;
+  relocation.load_bias = load_bias;
+  relocation.addend = addend;
+  relocation.symbol_name = "";
+  return relocation;
 }
 
 template <typename T>
