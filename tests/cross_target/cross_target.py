@@ -19,7 +19,8 @@ Steps (each prints CHECK ...: PASS/FAIL; see docs/cross-targets.md):
      compiled by the host kilnc for the architecture, run by the cross-built `kiln run` under
      `qemu -cpu CPU` and compared with ONNX Runtime's outputs (rtol 1e-4, atol 1e-5); the
      relocation types in kilnc's libraries are listed (each must be one the loader handles);
-     ARMv7 also compiles for -mcpu=cortex-a53 and cortex-a72 (AArch32) and runs those;
+     ARMv7 also compiles for -mcpu=cortex-a53 and cortex-a72 (AArch32) and runs those; the demo
+     with --threads 3 must give the single-thread outputs bit for bit;
   4. bad input (demo bundles): the host `kiln inspect` of the target's bundle works; bundles for
      another architecture or ELF class are refused both ways with a message naming both sides;
      ARMv7: a soft-float library and a 3 GiB arena (beyond a 32-bit address space) are refused;
@@ -347,6 +348,24 @@ def neon_note(args, library: str) -> str:
     return 'NEON q-register f32 fma/mla/mul/add: %d, scalar VFP s-register: %d' % (vector, scalar)
 
 
+def threads_check(args, checks: Checks, bundle: str, inputs: Dict[str, str], outputs: Sequence[str],
+                  mdir: str) -> None:
+    """The thread pool (futexes, atomics) on the target: --threads 3 gives the outputs of one thread bit for bit."""
+    out = os.path.join(mdir, 'out_threads3')
+    os.makedirs(out, exist_ok=True)
+    proc = run_tool('kiln run --threads 3', qemu_cmd(args) + [args.cross_kiln, 'run', bundle, '--threads', '3'] +
+                    input_args(inputs) + ['--output-dir', out], timeout=300)
+    same = proc.returncode == 0
+    for name in outputs:
+        fname = kiln_e2e.sanitize(name) + '.npy'
+        try:
+            with open(os.path.join(out, fname), 'rb') as a, open(os.path.join(mdir, 'out', fname), 'rb') as b:
+                same = same and a.read() == b.read()
+        except OSError:
+            same = False
+    checks.check(same, 'demo: kiln run --threads 3 on %s gives the single-thread outputs bit for bit' % args.arch_name)
+
+
 def model_check(args, name: str, workdir: str, checks: Checks) -> Dict[str, str]:
     """One model on the target (and, for the demo, the bundles the bad-input checks use)."""
     mdir = os.path.join(workdir, name)
@@ -376,6 +395,7 @@ def model_check(args, name: str, workdir: str, checks: Checks) -> Dict[str, str]
                 run_and_compare(args, checks, '%s: kiln run %s -mcpu=%s' % (name, args.arch_name, mcpu), extra,
                                 inputs, outputs, ort_out, os.path.join(mdir, 'out_' + mcpu), qemu_cpu)
     if name == 'demo':
+        threads_check(args, checks, bundle, inputs, outputs, mdir)
         bundles['host'] = os.path.join(mdir, 'demo.x86_64.kiln')
         bundles['other'] = os.path.join(mdir, 'demo.%s.kiln' % OTHER[args.arch_name])
         if not (compile_bundle(args, checks, name, onnx_path, bundles['host'], None) and
