@@ -23,7 +23,8 @@ Steps (each prints CHECK ...: PASS/FAIL; see docs/cross-targets.md):
      with --threads 3 must give the single-thread outputs bit for bit;
   4. bad input (demo bundles): the host `kiln inspect` of the target's bundle works; bundles for
      another architecture or ELF class are refused both ways with a message naming both sides;
-     ARMv7: a soft-float library and a 3 GiB arena (beyond a 32-bit address space) are refused;
+     ARMv7: a soft-float library, a 3 GiB arena and a 3 GiB input file (beyond a 32-bit address
+     space) are refused;
   5. informational (never fails): AArch64 with 64 KiB pages; NEON instruction counts.
 
 Exit status: 0 when everything passed, 1 on any failure, 2 on a set-up error (a missing tool:
@@ -482,6 +483,14 @@ def bad_input_checks(args, bundles: Dict, workdir: str, checks: Checks) -> None:
     else:
         must_fail_cleanly(checks, '%s kiln run of the demo with a 3 GiB arena' % args.arch_name, cross + [big_target] +
                           inputs, os.path.join(workdir, 'out_arena3g'), ['%d bytes' % ARENA_3GIB, '32-bit address space'])
+        # A 3 GiB input file (sparse): kiln's .npy reader refuses it instead of aborting in the allocator.
+        big_input = os.path.join(workdir, 'input_3g.npy')
+        with open(big_input, 'wb') as f:
+            f.truncate(ARENA_3GIB)
+        must_fail_cleanly(checks, '%s kiln run with a 3 GiB input file' % args.arch_name,
+                          cross + [target, '--input', 'input=' + big_input], os.path.join(workdir, 'out_input3g'),
+                          ['%d bytes' % ARENA_3GIB, '32-bit process'])
+        os.remove(big_input)
         # The same library marked for the soft-float ABI (armel).
         lib_offset = libraries_of(args, target)[0][0]
         soft = patched(target, os.path.join(workdir, 'demo.armel.kiln'), [(lib_offset + 36, '<I', 0x05000200)])
