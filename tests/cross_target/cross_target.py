@@ -22,7 +22,8 @@ Steps (each prints CHECK ...: PASS/FAIL; see docs/cross-targets.md):
      ARMv7 also compiles for -mcpu=cortex-a53 and cortex-a72 (AArch32) and runs those; the demo
      with --threads 3 must give the single-thread outputs bit for bit;
   4. bad input (demo bundles): the host `kiln inspect` of the target's bundle works; bundles for
-     another architecture or ELF class are refused both ways with a message naming both sides;
+     another architecture or ELF class are refused both ways with a message naming both sides, and
+     one whose library speaks another kernel ABI version naming both versions;
      ARMv7: a soft-float library, a 3 GiB arena and a 3 GiB input file (beyond a 32-bit address
      space) are refused;
   5. informational (never fails): AArch64 with 64 KiB pages; NEON instruction counts.
@@ -219,7 +220,8 @@ def reloc_check(args, cross_build_dir: str, workdir: str, checks: Checks) -> Non
                 proc = run_tool('ld.lld reloc_kernels.so', [args.lld, '-m', args.arch.lld_emulation, '-shared',
                                                              '-z', 'now', '--hash-style=both', '-o', so, obj], 120)
         else:
-            extra = ['-DRELOC_ABI_VERSION=2'] if linker == 'abi2' else []
+            # abi2: small (4 KiB pages), so that it fits in place of the demo's library (step 4).
+            extra = ['-DRELOC_ABI_VERSION=2', '-Wl,-z,max-page-size=4096'] if linker == 'abi2' else []
             proc = run_tool('cc reloc_kernels.so (%s)' % linker,
                             [args.cross_cc, '-shared', '-nostdlib', '-Wl,-z,now', '-Wl,--hash-style=both'] + cflags +
                             extra + ['-o', so, source], 120)
@@ -297,6 +299,32 @@ def arena_bytes_pos(bundle: str) -> int:
     table = ref + struct.unpack_from('<I', buf, ref)[0]
     vtable = table - struct.unpack_from('<i', buf, table)[0]
     return table + struct.unpack_from('<H', buf, vtable + 4)[0]
+
+
+def library_size_pos(bundle: str) -> int:
+    """File position of Bundle.libraries[0].size (KernelLibrary field 5, a ulong)."""
+    with open(bundle, 'rb') as f:
+        buf = f.read()
+    ref = bad_bundles.root_field_pos(buf, 'libraries')
+    vector = ref + struct.unpack_from('<I', buf, ref)[0]
+    table = vector + 4 + struct.unpack_from('<I', buf, vector + 4)[0]  # element 0
+    vtable = table - struct.unpack_from('<i', buf, table)[0]
+    return table + struct.unpack_from('<H', buf, vtable + 4 + 2 * 5)[0]
+
+
+def with_library(args, bundle: str, library: str, out: str) -> str:
+    """`bundle` with its first kernel library replaced in place by the (smaller) file `library`."""
+    with open(library, 'rb') as f:
+        blob = f.read()
+    offset, size = libraries_of(args, bundle)[0]
+    if len(blob) > size:
+        raise SetupError('%s does not fit in place of the library of %s' % (library, bundle))
+    with open(bundle, 'rb') as f:
+        buf = bytearray(f.read())
+    buf[offset:offset + len(blob)] = blob
+    with open(out, 'wb') as f:
+        f.write(bytes(buf))
+    return patched(out, out, [(library_size_pos(out), '<Q', len(blob))])
 
 
 # ---------------------------------------------------------------------------
@@ -463,6 +491,16 @@ def bad_input_checks(args, bundles: Dict, workdir: str, checks: Checks) -> None:
                       cross + [bundles['other']] + inputs, os.path.join(workdir, 'out_wrong_class'),
                       [lib_side % (other.runtime_name, other.e_machine, other.elf_class),
                        runs % (arch.runtime_name, arch.elf_class)])
+
+    # The demo's library replaced by reloc_kernels.c speaking kernel ABI version 2 (built in step 2).
+    abi2 = os.path.join(os.path.dirname(workdir), 'reloc_kernels.abi2.so')
+    label = '%s kiln run of a bundle whose library speaks kernel ABI 2' % args.arch_name
+    try:
+        abi2_bundle = with_library(args, target, abi2, os.path.join(workdir, 'demo.abi2.kiln'))
+        must_fail_cleanly(checks, label, cross + [abi2_bundle] + inputs, os.path.join(workdir, 'out_abi2'),
+                          ['kernel library speaks kernel ABI version 2 but this runtime speaks version 1'])
+    except (SetupError, OSError) as e:
+        checks.check(False, label, 'cannot make the bundle: %s' % e)
 
     # A 3 GiB arena: beyond a 32-bit address space, fine on a 64-bit one.
     big_host = patched(bundles['host'], os.path.join(workdir, 'demo.x86_64.arena3g.kiln'),
