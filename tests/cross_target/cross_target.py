@@ -291,14 +291,18 @@ def patched(bundle: str, out: str, patches: Sequence[Tuple[int, str, int]]) -> s
     return out
 
 
-def arena_bytes_pos(bundle: str) -> int:
-    """File position of MemoryPlan.arena_bytes (field 0 of the table Bundle.memory points to)."""
-    with open(bundle, 'rb') as f:
-        buf = f.read()
-    ref = bad_bundles.root_field_pos(buf, 'memory')
+def table_field_pos(buf: bytes, ref: int, field: int) -> int:
+    """File position of field `field` of the FlatBuffers table the uoffset at `ref` points to."""
     table = ref + struct.unpack_from('<I', buf, ref)[0]
     vtable = table - struct.unpack_from('<i', buf, table)[0]
-    return table + struct.unpack_from('<H', buf, vtable + 4)[0]
+    return table + struct.unpack_from('<H', buf, vtable + 4 + 2 * field)[0]
+
+
+def arena_bytes_pos(bundle: str) -> int:
+    """File position of MemoryPlan.arena_bytes (field 0 of Bundle.memory)."""
+    with open(bundle, 'rb') as f:
+        buf = f.read()
+    return table_field_pos(buf, bad_bundles.root_field_pos(buf, 'memory'), 0)
 
 
 def library_size_pos(bundle: str) -> int:
@@ -307,9 +311,7 @@ def library_size_pos(bundle: str) -> int:
         buf = f.read()
     ref = bad_bundles.root_field_pos(buf, 'libraries')
     vector = ref + struct.unpack_from('<I', buf, ref)[0]
-    table = vector + 4 + struct.unpack_from('<I', buf, vector + 4)[0]  # element 0
-    vtable = table - struct.unpack_from('<i', buf, table)[0]
-    return table + struct.unpack_from('<H', buf, vtable + 4 + 2 * 5)[0]
+    return table_field_pos(buf, vector + 4, 5)  # element 0's uoffset follows the length
 
 
 def with_library(args, bundle: str, library: str, out: str) -> str:
