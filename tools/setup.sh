@@ -36,7 +36,7 @@ packages=(
   flatbuffers-compiler libflatbuffers-dev doctest-dev
   zlib1g-dev libzstd-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
   python3-numpy python3-onnx python3-torch python3-torchvision
-  # Cross builds and emulation (tests/aarch64, docs/aarch64.md): the AArch64
+  # Cross builds and emulation (tests/cross_target, docs/cross-targets.md): the AArch64
   # and ARMv7 (armhf) cross compilers with their glibc/libstdc++ in
   # /usr/aarch64-linux-gnu and /usr/arm-linux-gnueabihf, and qemu-user
   # (qemu-aarch64, qemu-arm).

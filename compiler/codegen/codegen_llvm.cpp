@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 
+#include "codegen/arm_eabi_helpers.h"
 #include "codegen/math_llvm.h"
 #include "codegen/target_machine.h"
 #include "kiln_kernel_abi.h"
@@ -699,6 +700,9 @@ std::string compile_kernels(const std::vector<KernelDef>& kernels, const TargetS
     fns.push_back(f);
   }
   emit_library_table(m, fns, kernels, options);
+  // 32-bit Arm: i64 division, int64 -> float. A static object leaves them to
+  // the application's own runtime library (libgcc, compiler-rt).
+  if (tm->getTargetTriple().isARM() && options.static_symbol.empty()) emit_arm_eabi_helpers(m);
 
   std::string err;
   llvm::raw_string_ostream err_os(err);

@@ -10,11 +10,19 @@
 
 #include "cpu/kernel_library.h"
 #include "runtime_bundle_builder.h"
+#include "runtime_elf_util.h"
 #include "runtime_test_config.h"
 
 namespace {
 
 using kiln_test::Contains;
+using kiln_test::DynamicEntry;
+using kiln_test::FileOffset;
+using kiln_test::FindPhdr;
+using kiln_test::Header;
+using kiln_test::Patch;
+using kiln_test::Phdr;
+using kiln_test::PhdrOffset;
 
 std::vector<uint8_t> Library(const char* path) {
   std::vector<uint8_t> bytes = kiln_test::ReadFile(path);
@@ -34,64 +42,6 @@ std::string LoadError(const std::vector<uint8_t>& blob, size_t size = SIZE_MAX) 
   std::string message = kiln_status_message(status);
   kiln_status_free(status);
   return message;
-}
-
-Elf64_Ehdr Header(const std::vector<uint8_t>& blob) {
-  Elf64_Ehdr header;
-  memcpy(&header, blob.data(), sizeof(header));
-  return header;
-}
-
-// File offset of program header `index`.
-size_t PhdrOffset(const std::vector<uint8_t>& blob, size_t index) {
-  return Header(blob).e_phoff + index * sizeof(Elf64_Phdr);
-}
-
-Elf64_Phdr Phdr(const std::vector<uint8_t>& blob, size_t index) {
-  Elf64_Phdr phdr;
-  memcpy(&phdr, blob.data() + PhdrOffset(blob, index), sizeof(phdr));
-  return phdr;
-}
-
-// Index of the first program header of `type` with flags containing `flags`.
-size_t FindPhdr(const std::vector<uint8_t>& blob, uint32_t type, uint32_t flags = 0) {
-  for (size_t i = 0; i < Header(blob).e_phnum; ++i) {
-    Elf64_Phdr p = Phdr(blob, i);
-    if (p.p_type == type && (p.p_flags & flags) == flags) return i;
-  }
-  FAIL("program header not found");
-  return 0;
-}
-
-// File offset of a link-time address (through the PT_LOADs).
-size_t FileOffset(const std::vector<uint8_t>& blob, uint64_t vaddr) {
-  for (size_t i = 0; i < Header(blob).e_phnum; ++i) {
-    Elf64_Phdr p = Phdr(blob, i);
-    if (p.p_type == PT_LOAD && vaddr >= p.p_vaddr && vaddr < p.p_vaddr + p.p_filesz) {
-      return p.p_offset + (vaddr - p.p_vaddr);
-    }
-  }
-  FAIL("address not in a segment");
-  return 0;
-}
-
-// File offset of the dynamic entry with `tag`.
-size_t DynamicEntry(const std::vector<uint8_t>& blob, int64_t tag) {
-  Elf64_Phdr dynamic = Phdr(blob, FindPhdr(blob, PT_DYNAMIC));
-  for (size_t off = dynamic.p_offset; off + sizeof(Elf64_Dyn) <= dynamic.p_offset + dynamic.p_filesz;
-       off += sizeof(Elf64_Dyn)) {
-    Elf64_Dyn entry;
-    memcpy(&entry, blob.data() + off, sizeof(entry));
-    if (entry.d_tag == tag) return off;
-    if (entry.d_tag == DT_NULL) break;
-  }
-  FAIL("dynamic tag not found");
-  return 0;
-}
-
-template <typename T>
-void Patch(std::vector<uint8_t>* blob, size_t offset, T value) {
-  memcpy(blob->data() + offset, &value, sizeof(value));
 }
 
 // True when some mapping of this process is both writable and executable.
@@ -171,20 +121,27 @@ TEST_CASE("elf: bad headers") {
   blob[1] = 'X';
   CHECK(Contains(LoadError(blob), "bad magic"));
 
-  blob = good;
+  const std::string host = std::string(kiln_elf_arch_host()->name) + " (ELFCLASS64)";
+  blob = good;  // the host's machine, the other class: no descriptor
   blob[EI_CLASS] = ELFCLASS32;
-  CHECK(Contains(LoadError(blob), "not ELFCLASS64"));
+  std::string error = LoadError(blob);
+  CHECK(Contains(error, ("kernel library is " + std::string(kiln_elf_arch_host()->name) + " (e_machine").c_str()));
+  CHECK(Contains(error, ("ELFCLASS32) but this runtime runs " + host).c_str()));
 
   blob = good;
-  Patch<uint16_t>(&blob, offsetof(Elf64_Ehdr, e_machine), EM_AARCH64);
+  blob[EI_CLASS] = 9;
+  CHECK(Contains(LoadError(blob), "unknown class 9"));
+
+  blob = good;
   Patch<uint16_t>(&blob, offsetof(Elf64_Ehdr, e_machine), Header(good).e_machine == EM_AARCH64 ? EM_X86_64 : EM_AARCH64);
-  std::string error = LoadError(blob);
-  CHECK((Contains(error, "(aarch64)") || Contains(error, "(x86_64)")));
-  CHECK(Contains(error, "this runtime runs on"));
+  error = LoadError(blob);
+  CHECK((Contains(error, "kernel library is aarch64 (e_machine 183, ELFCLASS64)") ||
+         Contains(error, "kernel library is x86_64 (e_machine 62, ELFCLASS64)")));
+  CHECK(Contains(error, ("but this runtime runs " + host).c_str()));
 
   blob = good;
   Patch<uint16_t>(&blob, offsetof(Elf64_Ehdr, e_machine), 0xBEEF);
-  CHECK(Contains(LoadError(blob), "machine 48879 (unknown)"));
+  CHECK(Contains(LoadError(blob), "kernel library is unknown (e_machine 48879, ELFCLASS64)"));
 
   blob = good;
   Patch<uint16_t>(&blob, offsetof(Elf64_Ehdr, e_type), ET_EXEC);
@@ -271,6 +228,12 @@ TEST_CASE("elf: undefined symbols are named") {
   CHECK(Contains(error, "self-contained"));
 }
 
+TEST_CASE("elf: a library speaking another kernel ABI version is refused, naming both") {
+  std::vector<uint8_t> blob = Library(RUNTIME_TEST_KERNELS_ABI2_SO);
+  std::string error = LoadError(blob);
+  CHECK(Contains(error, "kernel library speaks kernel ABI version 2 but this runtime speaks version 1"));
+}
+
 TEST_CASE("elf arch: descriptors are found by machine and class; the host's is one of them") {
   const kiln_elf_arch_t* x86 = kiln_elf_arch_find(EM_X86_64, ELFCLASS64);
   const kiln_elf_arch_t* arm64 = kiln_elf_arch_find(EM_AARCH64, ELFCLASS64);
@@ -280,7 +243,9 @@ TEST_CASE("elf arch: descriptors are found by machine and class; the host's is o
   CHECK(std::string(arm64->name) == "aarch64");
   CHECK(x86->relocation_formats == KILN_ELF_RELA);
   CHECK(kiln_elf_arch_find(EM_X86_64, ELFCLASS32) == NULL);  // the class is part of the key
-  CHECK(kiln_elf_arch_find(EM_ARM, ELFCLASS32) == NULL);
+  CHECK(kiln_elf_arch_find(EM_ARM, ELFCLASS32) == &kiln_elf_arch_arm);
+  CHECK(kiln_elf_arch_find(EM_ARM, ELFCLASS64) == NULL);
+  CHECK(kiln_elf_arch_arm.relocation_formats == (KILN_ELF_REL | KILN_ELF_RELA));
   CHECK(std::string(kiln_elf_machine_name(EM_ARM)) == "arm");
   CHECK(std::string(kiln_elf_machine_name(EM_AARCH64)) == "aarch64");
   // The host's descriptor is the one the test libraries (built for the host) match.
@@ -319,13 +284,7 @@ TEST_CASE("elf arch: relocation entries of both classes and formats decode") {
 TEST_CASE("elf arch: the x86_64 and aarch64 functions compute and write their words") {
   uint8_t target[12];
   memset(target, 0xAA, sizeof(target));
-  kiln_elf_relocation_t relocation;
-  memset(&relocation, 0, sizeof(relocation));
-  relocation.target = target + 1;  // unaligned
-  relocation.target_size = 8;
-  relocation.load_bias = 0x10000;
-  relocation.addend = 0x20;
-  relocation.symbol_name = "";
+  kiln_elf_relocation_t relocation = kiln_test::TestRelocation(target + 1, 8, 0x10000, 0x20);  // unaligned
   relocation.type = R_X86_64_RELATIVE;
   REQUIRE(kiln_elf_arch_x86_64.apply_relocation(&relocation) == NULL);
   uint64_t value = 0;

@@ -42,9 +42,12 @@ double ElementAsDouble(kiln_dtype_t dtype, const uint8_t* data, size_t i) {
 
 // Prints the top-k entries of the last axis of each row of an output.
 void PrintTop(const kiln_tensor_info_t& info, const uint8_t* data, uint64_t k) {
-  size_t classes = info.rank ? (size_t)info.shape[info.rank - 1] : 1;
-  if (classes == 0) return;
+  // The last dimension is untrusted (an empty tensor may declare any): use
+  // it only when the tensor holds at least one row of it.
   size_t elements = info.byte_size / kiln_dtype_size(info.dtype);
+  int64_t last = info.rank ? info.shape[info.rank - 1] : 1;
+  if (last <= 0 || (uint64_t)last > elements) return;
+  size_t classes = (size_t)last;
   size_t rows = elements / classes;
   size_t top = std::min<size_t>((size_t)k, classes);
   std::vector<size_t> order(classes);

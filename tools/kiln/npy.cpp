@@ -3,8 +3,12 @@
 #include "npy.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <new>
 
 namespace kiln_tool {
 
@@ -145,11 +149,31 @@ class HeaderParser {
   size_t pos_ = 0;
 };
 
-bool ReadAll(FILE* file, std::vector<uint8_t>* out) {
-  uint8_t buffer[1 << 16];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), file)) > 0) out->insert(out->end(), buffer, buffer + n);
-  return !ferror(file);
+// Reads a whole regular file. Its size must fit this process's address
+// space (a 3 GiB file on a 32-bit target is refused with a message, not
+// truncated or left to abort the tool in the allocator).
+bool ReadAll(FILE* file, const std::string& path, std::vector<uint8_t>* out, std::string* error) {
+  struct stat info;
+  if (fstat(fileno(file), &info) != 0 || !S_ISREG(info.st_mode)) {
+    *error = "'" + path + "' is not a regular file";
+    return false;
+  }
+  if ((uint64_t)info.st_size > (uint64_t)PTRDIFF_MAX) {
+    *error = "'" + path + "' is " + std::to_string((uint64_t)info.st_size) + " bytes: more than this " +
+             std::to_string(sizeof(void*) * 8) + "-bit process can hold";
+    return false;
+  }
+  try {
+    out->resize((size_t)info.st_size);
+  } catch (const std::bad_alloc&) {
+    *error = "out of memory reading '" + path + "' (" + std::to_string((uint64_t)info.st_size) + " bytes)";
+    return false;
+  }
+  if (!out->empty() && fread(out->data(), 1, out->size(), file) != out->size()) {
+    *error = "cannot read '" + path + "'";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -168,12 +192,9 @@ bool ReadNpy(const std::string& path, NpyArray* out, std::string* error) {
     return false;
   }
   std::vector<uint8_t> bytes;
-  bool read_ok = ReadAll(file, &bytes);
+  bool read_ok = ReadAll(file, path, &bytes, error);
   fclose(file);
-  if (!read_ok) {
-    *error = "cannot read '" + path + "'";
-    return false;
-  }
+  if (!read_ok) return false;
   std::string prefix = "'" + path + "': ";
   if (bytes.size() < 10 || memcmp(bytes.data(), kMagic, 6) != 0) {
     *error = prefix + "not a .npy file (bad magic)";

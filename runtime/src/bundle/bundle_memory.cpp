@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/address_space.h"
 #include "base/allocator.h"
 #include "kiln_bundle_version.h"
 
@@ -33,11 +34,16 @@ kiln_status_t kiln_bundle_memory_map_file(const char* path,
     close(fd);
     return kiln_make_status(KILN_IO_ERROR, "'%s' is not a regular file", path);
   }
-  if (info.st_size <= 0 || (uint64_t)info.st_size > (uint64_t)SIZE_MAX) {
+  if (info.st_size <= 0) {
     close(fd);
     return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: '%s' is empty", path);
   }
-  size_t size = (size_t)info.st_size;
+  size_t size = 0;  // st_size is 64-bit (_FILE_OFFSET_BITS=64) on 32-bit targets too
+  kiln_status_t status = kiln_size_from_u64((uint64_t)info.st_size, "bundle: the file", &size);
+  if (status) {
+    close(fd);
+    return kiln_status_annotate(status, "cannot map '%s'", path);
+  }
   void* data = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
   int error = errno;
   close(fd);  // the mapping keeps the file alive

@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "base/address_space.h"
 #include "base/checked_math.h"
 #include "base/hash.h"
 #include "bundle/bundle_verify_spirv.h"
@@ -188,10 +189,9 @@ static kiln_status_t kiln_bundle_verify_tensor(const fb::Tensor* tensor, uint32_
                             index, name, (unsigned long long)tensor->byte_size(),
                             (unsigned long long)expected);
   }
-  if (tensor->byte_size() > (uint64_t)SIZE_MAX) {
-    return kiln_make_status(KILN_INVALID_BUNDLE,
-                            "bundle: tensor %u ('" KILN_NAME_FMT "'): too large", index, name);
-  }
+  // The API hands byte_size out as a size_t (kiln_tensor_info_t).
+  kiln_status_t status = kiln_size_from_u64(tensor->byte_size(), "byte_size", NULL);
+  if (status) return kiln_status_annotate(status, "bundle: tensor %u ('" KILN_NAME_FMT "')", index, name);
   if (!kiln_is_aligned(tensor->offset(), KILN_BUNDLE_ALIGNMENT)) {
     return kiln_make_status(KILN_INVALID_BUNDLE,
                             "bundle: tensor %u ('" KILN_NAME_FMT
@@ -465,10 +465,8 @@ kiln_status_t kiln_bundle_verify(const uint8_t* data, size_t size,
   view.data_segment_size = (size_t)bundle->data_segment_size();
   view.data_segment = view.data_segment_size ? data + bundle->data_segment_offset() : NULL;
   view.arena_bytes = bundle->memory() ? bundle->memory()->arena_bytes() : 0;
-  if (view.arena_bytes > (uint64_t)SIZE_MAX / 2) {
-    return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: memory.arena_bytes %llu is too large",
-                            (unsigned long long)view.arena_bytes);
-  }
+  // A CPU session maps the arena (exec/cpu_backend.cpp): it must fit a size_t.
+  KILN_RETURN_IF_ERROR(kiln_size_from_u64(view.arena_bytes, "bundle: the arena (memory.arena_bytes)", NULL));
 
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_tensors(bundle, &view));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_nodes(bundle));

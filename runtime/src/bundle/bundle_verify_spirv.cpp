@@ -99,8 +99,9 @@ static kiln_status_t kiln_bundle_verify_spirv_kernel(const fb::Bundle* bundle, u
   // workgroup size the bundle states.
   if (view->data_segment) {
     kiln_spirv_info_t info;
+    // Inside the library's blob, inside the data segment: offsets and size fit a size_t.
     kiln_status_t status = kiln_spirv_inspect(view->data_segment + library->offset() + module->offset(),
-                                              module->size(), entry ? entry->c_str() : NULL, &info);
+                                              (size_t)module->size(), entry ? entry->c_str() : NULL, &info);
     if (status) {
       return kiln_status_annotate(status, "bundle: kernel %u ('" KILN_NAME_FMT "')", index, name);
     }

@@ -9,6 +9,7 @@
 
 #include "base/checked_math.h"
 #include "cpu/arch/elf_arch.h"
+#include "cpu/elf_class.h"
 
 #define KILN_ELF_DT_RELR 36  // not in every <elf.h> yet
 
@@ -70,21 +71,30 @@ static int kiln_elf_prot_from_flags(uint32_t flags) {
 // Header and program headers (read from the blob)
 //===----------------------------------------------------------------------===//
 
-static kiln_status_t kiln_elf_check_header(const uint8_t* blob, size_t size,
-                                           Elf64_Ehdr* out_header) {
-  if (size < sizeof(Elf64_Ehdr)) {
+// Checks the header against `arch` (the host's, see kiln_elf_module_load)
+// and decodes it; `out_layout` is its class's record layout.
+static kiln_status_t kiln_elf_check_header(const uint8_t* blob, size_t size, const kiln_elf_arch_t* arch,
+                                           Elf64_Ehdr* out_header,
+                                           const kiln_elf_class_layout_t** out_layout) {
+  if (size < EI_NIDENT) {
     return kiln_make_status(KILN_INVALID_BUNDLE,
                             "elf: blob is %zu bytes, smaller than an ELF header", size);
   }
-  Elf64_Ehdr header;
-  memcpy(&header, blob, sizeof(header));
-  if (memcmp(header.e_ident, ELFMAG, SELFMAG) != 0) {
+  if (memcmp(blob, ELFMAG, SELFMAG) != 0) {
     return kiln_elf_invalid("bad magic: not an ELF file");
   }
-  if (header.e_ident[EI_CLASS] != ELFCLASS64) {
-    return kiln_make_status(KILN_UNSUPPORTED, "elf: class %u is not ELFCLASS64 (64-bit)",
-                            header.e_ident[EI_CLASS]);
+  const kiln_elf_class_layout_t* layout = kiln_elf_class_layout(blob[EI_CLASS]);
+  if (!layout) {
+    return kiln_make_status(KILN_UNSUPPORTED, "elf: unknown class %u (neither ELFCLASS32 nor ELFCLASS64)",
+                            blob[EI_CLASS]);
   }
+  if (size < layout->header_size) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "elf: blob is %zu bytes, smaller than an ELF header (%s: %u)", size,
+                            layout->name, layout->header_size);
+  }
+  Elf64_Ehdr header;
+  kiln_elf_decode_header(layout, blob, &header);
   if (header.e_ident[EI_DATA] != ELFDATA2LSB) {
     return kiln_make_status(KILN_UNSUPPORTED, "elf: not little-endian (EI_DATA %u)",
                             header.e_ident[EI_DATA]);
@@ -92,42 +102,44 @@ static kiln_status_t kiln_elf_check_header(const uint8_t* blob, size_t size,
   if (header.e_ident[EI_VERSION] != EV_CURRENT || header.e_version != EV_CURRENT) {
     return kiln_elf_invalid("unknown ELF version");
   }
+  // The descriptor for (e_machine, class) must be the expected one.
+  if (!arch || kiln_elf_arch_find(header.e_machine, layout->elf_class) != arch) {
+    return kiln_make_status(KILN_UNSUPPORTED,
+                            "elf: kernel library is %s (e_machine %u, %s) but this runtime runs %s "
+                            "(%s)",
+                            kiln_elf_machine_name(header.e_machine), header.e_machine, layout->name,
+                            arch ? arch->name : "an architecture without kernel libraries",
+                            arch ? kiln_elf_class_name(arch->elf_class) : "none");
+  }
+  if (arch->check_flags) KILN_RETURN_IF_ERROR(arch->check_flags(header.e_flags));
   if (header.e_type != ET_DYN) {
     return kiln_make_status(KILN_INVALID_BUNDLE,
                             "elf: e_type %u is not ET_DYN (a shared object)", header.e_type);
   }
-  // The descriptor for (e_machine, class) must be the host's.
-  const kiln_elf_arch_t* host = kiln_elf_arch_host();
-  if (!host || kiln_elf_arch_find(header.e_machine, header.e_ident[EI_CLASS]) != host) {
-    return kiln_make_status(KILN_UNSUPPORTED,
-                            "elf: library is for machine %u (%s) but this runtime runs on "
-                            "%s",
-                            header.e_machine, kiln_elf_machine_name(header.e_machine),
-                            host ? host->name : "none");
-  }
-  if (header.e_phentsize != sizeof(Elf64_Phdr)) {
-    return kiln_make_status(KILN_INVALID_BUNDLE, "elf: e_phentsize %u (expected %zu)",
-                            header.e_phentsize, sizeof(Elf64_Phdr));
+  if (header.e_phentsize != layout->program_header_size) {
+    return kiln_make_status(KILN_INVALID_BUNDLE, "elf: e_phentsize %u (expected %u for %s)",
+                            header.e_phentsize, layout->program_header_size, layout->name);
   }
   if (header.e_phnum == 0 || header.e_phnum > KILN_ELF_MAX_PROGRAM_HEADERS) {
     return kiln_make_status(KILN_INVALID_BUNDLE, "elf: %u program headers (1 to %d allowed)",
                             header.e_phnum, KILN_ELF_MAX_PROGRAM_HEADERS);
   }
-  if (!kiln_range_within(header.e_phoff, (uint64_t)header.e_phnum * sizeof(Elf64_Phdr),
+  if (!kiln_range_within(header.e_phoff, (uint64_t)header.e_phnum * layout->program_header_size,
                          size)) {
     return kiln_make_status(KILN_INVALID_BUNDLE,
-                            "elf: program headers [%llu, +%u x %zu) lie outside the %zu-byte "
+                            "elf: program headers [%llu, +%u x %u) lie outside the %zu-byte "
                             "blob",
                             (unsigned long long)header.e_phoff, header.e_phnum,
-                            sizeof(Elf64_Phdr), size);
+                            layout->program_header_size, size);
   }
   *out_header = header;
+  *out_layout = layout;
   return NULL;
 }
 
 // Checks one PT_LOAD and appends it to the layout.
 static kiln_status_t kiln_elf_add_load(const Elf64_Phdr* phdr, uint32_t index, size_t size,
-                                       kiln_elf_layout_t* layout) {
+                                       uint8_t elf_class, kiln_elf_layout_t* layout) {
   if (phdr->p_filesz > phdr->p_memsz) {
     return kiln_make_status(KILN_INVALID_BUNDLE,
                             "elf: segment %u: p_filesz %llu > p_memsz %llu", index,
@@ -141,8 +153,10 @@ static kiln_status_t kiln_elf_add_load(const Elf64_Phdr* phdr, uint32_t index, s
                             index, (unsigned long long)phdr->p_offset,
                             (unsigned long long)phdr->p_filesz, size);
   }
+  // Addresses beyond the class's word (ELFCLASS32: 4 GiB) cannot be linked.
+  const uint64_t address_limit = elf_class == ELFCLASS32 ? (1ull << 32) : (1ull << 48);
   uint64_t end;
-  if (!kiln_add_u64(phdr->p_vaddr, phdr->p_memsz, &end) || end > (1ull << 48)) {
+  if (!kiln_add_u64(phdr->p_vaddr, phdr->p_memsz, &end) || end > address_limit) {
     return kiln_make_status(KILN_INVALID_BUNDLE, "elf: segment %u: address range overflows",
                             index);
   }
@@ -168,14 +182,17 @@ static kiln_status_t kiln_elf_add_load(const Elf64_Phdr* phdr, uint32_t index, s
 }
 
 static kiln_status_t kiln_elf_read_program_headers(const uint8_t* blob, size_t size,
-                                                   const Elf64_Ehdr* header, size_t page_size,
-                                                   kiln_elf_layout_t* layout) {
+                                                   const Elf64_Ehdr* header,
+                                                   const kiln_elf_class_layout_t* elf_class,
+                                                   size_t page_size, kiln_elf_layout_t* layout) {
+  // Inside the blob (kiln_elf_check_header), so the offsets fit a size_t.
+  const uint8_t* table = blob + (size_t)header->e_phoff;
   for (uint32_t i = 0; i < header->e_phnum; ++i) {
     Elf64_Phdr phdr;
-    memcpy(&phdr, blob + header->e_phoff + (uint64_t)i * sizeof(Elf64_Phdr), sizeof(phdr));
+    kiln_elf_decode_program_header(elf_class, table + (size_t)i * elf_class->program_header_size, &phdr);
     switch (phdr.p_type) {
       case PT_LOAD:
-        KILN_RETURN_IF_ERROR(kiln_elf_add_load(&phdr, i, size, layout));
+        KILN_RETURN_IF_ERROR(kiln_elf_add_load(&phdr, i, size, elf_class->elf_class, layout));
         break;
       case PT_DYNAMIC:
         if (layout->has_dynamic) return kiln_elf_invalid("more than one PT_DYNAMIC");
@@ -192,7 +209,9 @@ static kiln_status_t kiln_elf_read_program_headers(const uint8_t* blob, size_t s
         return kiln_make_status(KILN_UNSUPPORTED,
                                 "elf: thread-local storage (PT_TLS) is not supported");
       default:
-        break;  // PT_NOTE, PT_GNU_STACK, PT_GNU_EH_FRAME, ...: nothing to do
+        // PT_NOTE, PT_PHDR, PT_GNU_STACK, PT_GNU_EH_FRAME, PT_ARM_EXIDX (ARM
+        // unwind tables, inside a PT_LOAD), ...: nothing to do.
+        break;
     }
   }
   if (layout->load_count == 0) return kiln_elf_invalid("no PT_LOAD segment");
@@ -232,14 +251,23 @@ static bool kiln_elf_translate(const kiln_elf_module_t* module, uint64_t vaddr,
   if (vaddr < module->min_vaddr) return false;
   uint64_t relative = vaddr - module->min_vaddr;
   if (!kiln_range_within(relative, size, module->size)) return false;
-  *out_address = module->base + relative;
+  *out_address = module->base + (size_t)relative;  // < module->size
   return true;
+}
+
+// Translates a link-time range that must lie inside one segment whose
+// protection includes `required_prot`; false otherwise.
+static bool kiln_elf_translate_within(const kiln_elf_module_t* module, uint64_t vaddr,
+                                      uint64_t size, int required_prot, uint8_t** out_address) {
+  // A translated range lies inside the mapping, so `size` fits a size_t.
+  return kiln_elf_translate(module, vaddr, size, out_address) &&
+         kiln_elf_module_contains(module, *out_address, (size_t)size, required_prot);
 }
 
 // Reserves the span read-write and copies every segment into it.
 static kiln_status_t kiln_elf_map_segments(const uint8_t* blob, const kiln_elf_layout_t* layout,
                                            kiln_elf_module_t* module) {
-  size_t span = (size_t)(layout->max_vaddr - layout->min_vaddr);
+  size_t span = (size_t)(layout->max_vaddr - layout->min_vaddr);  // <= KILN_ELF_MAX_SPAN
   void* base = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) {
     return kiln_make_status(KILN_OUT_OF_MEMORY, "elf: cannot reserve %zu bytes", span);
@@ -249,10 +277,11 @@ static kiln_status_t kiln_elf_map_segments(const uint8_t* blob, const kiln_elf_l
   module->min_vaddr = layout->min_vaddr;
   for (uint32_t i = 0; i < layout->load_count; ++i) {
     const Elf64_Phdr* phdr = &layout->loads[i];
-    uint8_t* start = module->base + (phdr->p_vaddr - layout->min_vaddr);
-    memcpy(start, blob + phdr->p_offset, phdr->p_filesz);  // bss is already zero
+    // Inside the span (<= KILN_ELF_MAX_SPAN) and the blob: all fit a size_t.
+    uint8_t* start = module->base + (size_t)(phdr->p_vaddr - layout->min_vaddr);
+    memcpy(start, blob + (size_t)phdr->p_offset, (size_t)phdr->p_filesz);  // bss is already zero
     module->segments[i].start = start;
-    module->segments[i].size = phdr->p_memsz;
+    module->segments[i].size = (size_t)phdr->p_memsz;
     module->segments[i].prot = kiln_elf_prot_from_flags(phdr->p_flags);
   }
   module->segment_count = layout->load_count;
@@ -267,15 +296,15 @@ static kiln_status_t kiln_elf_read_dynamic(const kiln_elf_module_t* module,
                                            const kiln_elf_layout_t* layout,
                                            kiln_elf_dynamic_t* dynamic) {
   uint8_t* entries = NULL;
-  if (!kiln_elf_translate(module, layout->dynamic.p_vaddr, layout->dynamic.p_memsz,
-                          &entries) ||
-      !kiln_elf_module_contains(module, entries, layout->dynamic.p_memsz, PROT_READ)) {
+  if (!kiln_elf_translate_within(module, layout->dynamic.p_vaddr, layout->dynamic.p_memsz,
+                                 PROT_READ, &entries)) {
     return kiln_elf_invalid("PT_DYNAMIC lies outside the loaded segments");
   }
-  uint64_t count = layout->dynamic.p_memsz / sizeof(Elf64_Dyn);
-  for (uint64_t i = 0; i < count; ++i) {
+  const size_t entry_size = module->elf_class->dynamic_size;
+  const size_t count = (size_t)layout->dynamic.p_memsz / entry_size;  // translated: fits
+  for (size_t i = 0; i < count; ++i) {
     Elf64_Dyn entry;
-    memcpy(&entry, entries + i * sizeof(Elf64_Dyn), sizeof(entry));
+    kiln_elf_decode_dynamic(module->elf_class, entries + i * entry_size, &entry);
     uint64_t value = entry.d_un.d_val;
     switch (entry.d_tag) {
       case DT_NULL: return NULL;
@@ -299,7 +328,8 @@ static kiln_status_t kiln_elf_read_dynamic(const kiln_elf_module_t* module,
       case DT_RELSZ:
       case DT_RELENT:
         if (!(module->arch->relocation_formats & KILN_ELF_REL)) {
-          return kiln_make_status(KILN_UNSUPPORTED, "elf: REL relocations are not supported");
+          return kiln_make_status(KILN_UNSUPPORTED, "elf: REL relocations are not supported on %s",
+                                  module->arch->name);
         }
         if (entry.d_tag == DT_REL) {
           dynamic->rel = value;
@@ -323,10 +353,7 @@ static kiln_status_t kiln_elf_read_dynamic(const kiln_elf_module_t* module,
 static bool kiln_elf_read_u32(const kiln_elf_module_t* module, uint64_t vaddr,
                               uint32_t* out_value) {
   uint8_t* address = NULL;
-  if (!kiln_elf_translate(module, vaddr, 4, &address) ||
-      !kiln_elf_module_contains(module, address, 4, PROT_READ)) {
-    return false;
-  }
+  if (!kiln_elf_translate_within(module, vaddr, 4, PROT_READ, &address)) return false;
   memcpy(out_value, address, 4);
   return true;
 }
@@ -345,14 +372,15 @@ static kiln_status_t kiln_elf_count_symbols(const kiln_elf_module_t* module,
     return kiln_elf_invalid("no DT_HASH or DT_GNU_HASH: cannot size .dynsym");
   }
   // Header: nbuckets, symoffset, bloom_size, bloom_shift; then the bloom
-  // filter (u64 words), the buckets (u32) and the chains (u32).
+  // filter (words of the class: u32 for ELFCLASS32, u64 for ELFCLASS64), the
+  // buckets (u32) and the chains (u32).
   uint32_t bucket_count, symbol_offset, bloom_size;
   if (!kiln_elf_read_u32(module, dynamic->gnu_hash, &bucket_count) ||
       !kiln_elf_read_u32(module, dynamic->gnu_hash + 4, &symbol_offset) ||
       !kiln_elf_read_u32(module, dynamic->gnu_hash + 8, &bloom_size)) {
     return kiln_elf_invalid("DT_GNU_HASH lies outside the loaded segments");
   }
-  uint64_t buckets = dynamic->gnu_hash + 16 + (uint64_t)bloom_size * 8;
+  uint64_t buckets = dynamic->gnu_hash + 16 + (uint64_t)bloom_size * module->elf_class->word;
   uint64_t chains = buckets + (uint64_t)bucket_count * 4;
   uint32_t last = 0;
   for (uint32_t b = 0; b < bucket_count; ++b) {
@@ -389,7 +417,8 @@ static const char* kiln_elf_string(const kiln_elf_module_t* module, uint32_t off
 
 static void kiln_elf_read_symbol(const kiln_elf_module_t* module, uint32_t index,
                                  Elf64_Sym* out_symbol) {
-  memcpy(out_symbol, module->symbols + (size_t)index * sizeof(Elf64_Sym), sizeof(Elf64_Sym));
+  kiln_elf_decode_symbol(module->elf_class,
+                         module->symbols + (size_t)index * module->elf_class->symbol_size, out_symbol);
 }
 
 static kiln_status_t kiln_elf_load_symbols(kiln_elf_module_t* module,
@@ -398,17 +427,18 @@ static kiln_status_t kiln_elf_load_symbols(kiln_elf_module_t* module,
   if ((dynamic->seen & required) != required) {
     return kiln_elf_invalid("PT_DYNAMIC lacks DT_SYMTAB, DT_STRTAB or DT_STRSZ");
   }
-  if (dynamic->symbol_entry_size != 0 && dynamic->symbol_entry_size != sizeof(Elf64_Sym)) {
-    return kiln_elf_invalid("DT_SYMENT is not sizeof(Elf64_Sym)");
+  if (dynamic->symbol_entry_size != 0 &&
+      dynamic->symbol_entry_size != module->elf_class->symbol_size) {
+    return kiln_make_status(KILN_INVALID_BUNDLE, "elf: DT_SYMENT is not sizeof(Elf%s_Sym)",
+                            module->elf_class->elf_class == ELFCLASS32 ? "32" : "64");
   }
   uint8_t* strings = NULL;
   if (dynamic->strtab_size == 0 ||
-      !kiln_elf_translate(module, dynamic->strtab, dynamic->strtab_size, &strings) ||
-      !kiln_elf_module_contains(module, strings, dynamic->strtab_size, PROT_READ)) {
+      !kiln_elf_translate_within(module, dynamic->strtab, dynamic->strtab_size, PROT_READ, &strings)) {
     return kiln_elf_invalid("DT_STRTAB/DT_STRSZ lie outside the loaded segments");
   }
   module->strings = (const char*)strings;
-  module->string_size = dynamic->strtab_size;
+  module->string_size = (size_t)dynamic->strtab_size;  // translated: fits
   uint32_t count = 0;
   KILN_RETURN_IF_ERROR(kiln_elf_count_symbols(module, dynamic, &count));
   if (count > KILN_ELF_MAX_SYMBOLS) {
@@ -416,9 +446,8 @@ static kiln_status_t kiln_elf_load_symbols(kiln_elf_module_t* module,
                             count, KILN_ELF_MAX_SYMBOLS);
   }
   uint8_t* symbols = NULL;
-  uint64_t bytes = (uint64_t)count * sizeof(Elf64_Sym);
-  if (!kiln_elf_translate(module, dynamic->symtab, bytes, &symbols) ||
-      !kiln_elf_module_contains(module, symbols, bytes, PROT_READ)) {
+  uint64_t bytes = (uint64_t)count * module->elf_class->symbol_size;
+  if (!kiln_elf_translate_within(module, dynamic->symtab, bytes, PROT_READ, &symbols)) {
     return kiln_elf_invalid("DT_SYMTAB lies outside the loaded segments");
   }
   module->symbols = symbols;
@@ -490,13 +519,13 @@ static kiln_status_t kiln_elf_apply_table(kiln_elf_module_t* module, uint64_t ta
                             entry_type);
   }
   uint8_t* entries = NULL;
-  if (!kiln_elf_translate(module, table, table_size, &entries) ||
-      !kiln_elf_module_contains(module, entries, table_size, PROT_READ)) {
+  if (!kiln_elf_translate_within(module, table, table_size, PROT_READ, &entries)) {
     return kiln_elf_invalid("relocation table lies outside the loaded segments");
   }
   uint64_t load_bias = (uint64_t)(uintptr_t)module->base - module->min_vaddr;
-  uint32_t word = module->arch->elf_class == ELFCLASS64 ? 8 : 4;  // bytes a target holds
-  for (uint64_t i = 0; i < table_size / entry_size; ++i, ++*reloc_index) {
+  const uint32_t word = module->elf_class->word;  // bytes a target holds
+  const size_t count = (size_t)table_size / entry_size;  // translated: fits
+  for (size_t i = 0; i < count; ++i, ++*reloc_index) {
     kiln_elf_relocation_entry_t entry;
     kiln_elf_relocation_decode(entries + i * entry_size, module->arch->elf_class, format, &entry);
     kiln_elf_relocation_t relocation;
@@ -507,8 +536,7 @@ static kiln_status_t kiln_elf_apply_table(kiln_elf_module_t* module, uint64_t ta
     relocation.load_bias = load_bias;
     relocation.addend = entry.addend;
     relocation.symbol_name = "";
-    if (!kiln_elf_translate(module, entry.offset, word, &relocation.target) ||
-        !kiln_elf_module_contains(module, relocation.target, word, 0)) {
+    if (!kiln_elf_translate_within(module, entry.offset, word, 0, &relocation.target)) {
       return kiln_make_status(KILN_INVALID_BUNDLE,
                               "elf: relocation %u: target 0x%llx lies outside the loaded "
                               "segments",
@@ -550,8 +578,8 @@ static kiln_status_t kiln_elf_relocate(kiln_elf_module_t* module,
   if ((dynamic->seen & KILN_ELF_SEEN_JMPREL) &&
       ((dynamic->pltrel_type != DT_RELA && dynamic->pltrel_type != DT_REL) ||
        !(module->arch->relocation_formats & plt_format))) {
-    return kiln_make_status(KILN_UNSUPPORTED, "elf: DT_PLTREL is not %s",
-                            module->arch->relocation_formats & KILN_ELF_RELA ? "DT_RELA" : "DT_REL");
+    return kiln_make_status(KILN_UNSUPPORTED, "elf: DT_PLTREL %llu is not a format %s libraries use",
+                            (unsigned long long)dynamic->pltrel_type, module->arch->name);
   }
   uint32_t reloc_index = 0;
   if (dynamic->seen & KILN_ELF_SEEN_REL) {
@@ -587,10 +615,11 @@ static kiln_status_t kiln_elf_protect(kiln_elf_module_t* module, const kiln_elf_
   KILN_RETURN_IF_ERROR(kiln_elf_mprotect(module->base, module->base + module->size, PROT_NONE));
   for (uint32_t i = 0; i < module->segment_count; ++i) {
     const kiln_elf_segment_t* segment = &module->segments[i];
-    uintptr_t start = kiln_align_down((uintptr_t)segment->start, page_size);
+    // Page-rounded bounds of a segment inside the (page-aligned) mapping.
+    uintptr_t start = (uintptr_t)kiln_align_down((uintptr_t)segment->start, page_size);
     uint64_t end = 0;
     kiln_align_up((uintptr_t)segment->start + segment->size, page_size, &end);
-    if (segment->prot & PROT_EXEC) {  // no-op on x86_64; required on aarch64
+    if (segment->prot & PROT_EXEC) {  // no-op on x86_64; required on aarch64 and arm
       __builtin___clear_cache((char*)segment->start, (char*)segment->start + segment->size);
     }
     KILN_RETURN_IF_ERROR(
@@ -601,7 +630,9 @@ static kiln_status_t kiln_elf_protect(kiln_elf_module_t* module, const kiln_elf_
     // The range must start in a writable segment and end within its last page.
     uint8_t* relro = NULL;
     const kiln_elf_segment_t* owner = NULL;
+    size_t relro_size = 0;  // p_memsz, once translated (so it fits)
     if (kiln_elf_translate(module, layout->relro.p_vaddr, layout->relro.p_memsz, &relro)) {
+      relro_size = (size_t)layout->relro.p_memsz;
       for (uint32_t i = 0; i < module->segment_count; ++i) {
         const kiln_elf_segment_t* segment = &module->segments[i];
         if (relro >= segment->start && relro < segment->start + segment->size &&
@@ -612,11 +643,11 @@ static kiln_status_t kiln_elf_protect(kiln_elf_module_t* module, const kiln_elf_
     }
     uint64_t owner_end = 0;
     if (owner) kiln_align_up((uintptr_t)owner->start + owner->size, page_size, &owner_end);
-    if (!owner || (uintptr_t)relro + layout->relro.p_memsz > owner_end) {
+    if (!owner || (uintptr_t)relro + relro_size > owner_end) {
       return kiln_elf_invalid("PT_GNU_RELRO lies outside the writable segments");
     }
-    uintptr_t start = kiln_align_down((uintptr_t)relro, page_size);
-    uintptr_t end = kiln_align_down((uintptr_t)relro + layout->relro.p_memsz, page_size);
+    uintptr_t start = (uintptr_t)kiln_align_down((uintptr_t)relro, page_size);
+    uintptr_t end = (uintptr_t)kiln_align_down((uintptr_t)relro + relro_size, page_size);
     // `segments` keeps PROT_WRITE for this range; the loader writes no more.
     KILN_RETURN_IF_ERROR(kiln_elf_mprotect((uint8_t*)start, (uint8_t*)end, PROT_READ));
   }
@@ -629,20 +660,28 @@ static kiln_status_t kiln_elf_protect(kiln_elf_module_t* module, const kiln_elf_
 
 kiln_status_t kiln_elf_module_load(const uint8_t* blob, size_t size,
                                    kiln_elf_module_t* out_module) {
+  return kiln_elf_module_load_arch(blob, size, kiln_elf_arch_host(), out_module);
+}
+
+kiln_status_t kiln_elf_module_load_arch(const uint8_t* blob, size_t size, const kiln_elf_arch_t* arch,
+                                        kiln_elf_module_t* out_module) {
   if (!blob || !out_module) return kiln_make_status(KILN_INVALID_ARGUMENT, "elf: NULL blob");
   long page_size_long = sysconf(_SC_PAGESIZE);
   size_t page_size = page_size_long > 0 ? (size_t)page_size_long : 4096;
 
   Elf64_Ehdr header;
   memset(&header, 0, sizeof(header));
-  KILN_RETURN_IF_ERROR(kiln_elf_check_header(blob, size, &header));
+  const kiln_elf_class_layout_t* elf_class = NULL;
+  KILN_RETURN_IF_ERROR(kiln_elf_check_header(blob, size, arch, &header, &elf_class));
   kiln_elf_layout_t layout;
   memset(&layout, 0, sizeof(layout));
-  KILN_RETURN_IF_ERROR(kiln_elf_read_program_headers(blob, size, &header, page_size, &layout));
+  KILN_RETURN_IF_ERROR(
+      kiln_elf_read_program_headers(blob, size, &header, elf_class, page_size, &layout));
 
   kiln_elf_module_t module;
   memset(&module, 0, sizeof(module));
-  module.arch = kiln_elf_arch_host();  // checked by kiln_elf_check_header
+  module.arch = arch;            // checked by kiln_elf_check_header
+  module.elf_class = elf_class;  // the arch's class
   kiln_status_t status = kiln_elf_map_segments(blob, &layout, &module);
   kiln_elf_dynamic_t dynamic;
   memset(&dynamic, 0, sizeof(dynamic));

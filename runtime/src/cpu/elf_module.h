@@ -1,13 +1,14 @@
 // A minimal ELF loader for kernel libraries: maps a position-independent
-// ELF64 shared object from memory (no dlopen, no temporary files).
+// ELF shared object from memory (no dlopen, no temporary files).
 //
-// Accepted input: ELFCLASS64, little-endian, ET_DYN, for the host's
-// architecture (its descriptor in cpu/arch/elf_arch.h, found by e_machine and
-// class), self-contained (no DT_NEEDED, every referenced symbol defined
+// Accepted input: little-endian, ET_DYN, for the host's architecture (its
+// descriptor in cpu/arch/elf_arch.h, found by e_machine and class: x86_64 and
+// aarch64 are ELFCLASS64, arm ELFCLASS32, whose records cpu/elf_class.h
+// decodes), e_flags the descriptor accepts (arm: EABI 5, the host's float
+// ABI), self-contained (no DT_NEEDED, every referenced symbol defined
 // inside), relocations in the formats and of the types the descriptor
-// handles (RELA on x86_64 and aarch64). Rejected: W+X segments and segments
-// of different protections sharing a page. (The ELF32 headers are not parsed
-// yet: relocation records and descriptors are ready for them.)
+// handles (RELA on x86_64 and aarch64, REL or RELA on arm). Rejected: W+X
+// segments and segments of different protections sharing a page.
 //
 // Load sequence: check the header and program headers; reserve the whole
 // span with one anonymous read-write mapping; copy segments (bss stays zero);
@@ -30,6 +31,7 @@
 
 #include "base/status.h"
 #include "cpu/arch/elf_arch.h"
+#include "cpu/elf_class.h"
 
 #define KILN_ELF_MAX_SEGMENTS 16              // PT_LOAD entries accepted
 #define KILN_ELF_MAX_PROGRAM_HEADERS 64       // program headers accepted
@@ -50,16 +52,23 @@ typedef struct kiln_elf_module_t {
   uint64_t min_vaddr;                                 // link-time address of `base`
   kiln_elf_segment_t segments[KILN_ELF_MAX_SEGMENTS]; // the PT_LOAD segments, by address
   uint32_t segment_count;                             // entries used in `segments`
-  const uint8_t* symbols;                             // .dynsym (Elf64_Sym array) in the mapping
+  const uint8_t* symbols;                             // .dynsym (ElfNN_Sym array of `elf_class`) in the mapping
   uint32_t symbol_count;                              // entries in `symbols`
   const char* strings;                                // .dynstr in the mapping
   size_t string_size;                                 // bytes in `strings`
   const kiln_elf_arch_t* arch;                        // the architecture (the host's)
+  const kiln_elf_class_layout_t* elf_class;           // record sizes of the arch's ELF class
 } kiln_elf_module_t;
 
-// Loads `size` bytes at `blob` (which may be freed afterwards).
+// Loads `size` bytes at `blob` (which may be freed afterwards) for the host's
+// architecture (kiln_elf_arch_host).
 kiln_status_t kiln_elf_module_load(const uint8_t* blob, size_t size,
                                    kiln_elf_module_t* out_module);
+// The same for the architecture `arch`. Only tests pass another than the
+// host's: they map and relocate (32-bit words wrap on a 64-bit host) and
+// inspect a foreign library but never call into it.
+kiln_status_t kiln_elf_module_load_arch(const uint8_t* blob, size_t size, const kiln_elf_arch_t* arch,
+                                        kiln_elf_module_t* out_module);
 // Unmaps the module; safe on a zeroed struct.
 void kiln_elf_module_unload(kiln_elf_module_t* module);
 

@@ -6,14 +6,29 @@
 
 #include "cpu/static_library.h"
 
+// Kernel ABI versions asked for when a library does not speak the runtime's,
+// to name the one it speaks: 1 .. KILN_KERNEL_ABI_VERSION + this.
+#define KILN_KERNEL_ABI_PROBE_AHEAD 16u
+
+// The error for a query that returned NULL for KILN_KERNEL_ABI_VERSION,
+// naming the version the library speaks when a nearby one answers.
+static kiln_status_t kiln_kernel_library_abi_mismatch(kiln_kernel_library_query_fn_t query) {
+  for (uint32_t version = 1; version <= KILN_KERNEL_ABI_VERSION + KILN_KERNEL_ABI_PROBE_AHEAD; ++version) {
+    if (version != KILN_KERNEL_ABI_VERSION && query(version) != NULL) {
+      return kiln_make_status(KILN_UNSUPPORTED,
+                              "kernel library speaks kernel ABI version %u but this runtime speaks "
+                              "version %u (recompile the model with a matching kilnc)",
+                              version, KILN_KERNEL_ABI_VERSION);
+    }
+  }
+  return kiln_make_status(KILN_UNSUPPORTED,
+                          "kernel library speaks none of kernel ABI versions 1 to %u; this "
+                          "runtime speaks version %u",
+                          KILN_KERNEL_ABI_VERSION + KILN_KERNEL_ABI_PROBE_AHEAD, KILN_KERNEL_ABI_VERSION);
+}
+
 static kiln_status_t kiln_kernel_library_check_table(const kiln_elf_module_t* module,
                                                      const kiln_kernel_library_t* table) {
-  if (!table) {
-    return kiln_make_status(KILN_UNSUPPORTED,
-                            "kernel library: query returned NULL (does not speak kernel ABI "
-                            "version %u)",
-                            KILN_KERNEL_ABI_VERSION);
-  }
   if (((uintptr_t)table % alignof(kiln_kernel_library_t)) != 0 ||
       !kiln_elf_module_contains(module, table, sizeof(*table), PROT_READ)) {
     return kiln_make_status(KILN_INVALID_BUNDLE,
@@ -71,7 +86,8 @@ kiln_status_t kiln_kernel_library_load(const uint8_t* blob, size_t size,
     kiln_kernel_library_query_fn_t query;
     memcpy(&query, &address, sizeof(query));  // object pointer -> function pointer
     library.table = query(KILN_KERNEL_ABI_VERSION);
-    status = kiln_kernel_library_check_table(&library.module, library.table);
+    status = library.table ? kiln_kernel_library_check_table(&library.module, library.table)
+                           : kiln_kernel_library_abi_mismatch(query);
   }
   if (status) {
     kiln_elf_module_unload(&library.module);

@@ -113,7 +113,7 @@ static kiln_status_t kiln_cpu_session_create(const kiln_model_t* model,
   KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session));
   session->model = model;
   session->thread_count = options->thread_count > 1 ? options->thread_count : 1;
-  session->arena_size = (size_t)model->view.arena_bytes;  // verified to fit
+  session->arena_size = (size_t)model->view.arena_bytes;  // verified to fit (kiln_size_from_u64)
   void* arena = NULL;
   uint64_t stage = kiln_now_nanoseconds();
   kiln_status_t status = kiln_pages_alloc(session->arena_size, &arena);

@@ -90,7 +90,7 @@ void kiln_model_describe_tensor(const kiln_model_t* model, uint32_t index,
   out_info->dtype = (kiln_dtype_t)tensor->dtype();
   out_info->rank = (uint32_t)kiln_model_count(tensor->shape());
   out_info->shape = model->tensor_shapes[index];
-  out_info->byte_size = (size_t)tensor->byte_size();
+  out_info->byte_size = (size_t)tensor->byte_size();  // verified to fit (bundle_verify.cpp)
   out_info->index = index;
   out_info->storage = (kiln_storage_t)tensor->storage();
   out_info->offset = tensor->offset();

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/address_space.h"
 #include "base/allocator.h"
 #include "base/checked_math.h"
 #include "base/clock.h"
@@ -229,14 +230,12 @@ static kiln_status_t kiln_vulkan_session_create_buffers(kiln_vulkan_session_t* s
   if (staging_size > KILN_VULKAN_SESSION_STAGING_LIMIT) staging_size = KILN_VULKAN_SESSION_STAGING_LIMIT;
   kiln_align_up(arena_size ? arena_size : 1, KILN_VULKAN_SESSION_SLOT, &arena_size);
   if (session->step_count) {  // host dispatches: a host copy of the arena
-    if (arena_size > (uint64_t)SIZE_MAX) {
-      return kiln_make_status(KILN_OUT_OF_MEMORY, "vulkan: host copy of a %llu-byte arena",
-                              (unsigned long long)arena_size);
-    }
+    size_t host_size = 0;  // the device arena rounded up: may exceed the verified arena_bytes
+    KILN_RETURN_IF_ERROR(kiln_size_from_u64(arena_size, "vulkan: the host copy of the arena", &host_size));
     void* pages = NULL;  // page aligned, like a CPU session's arena
-    KILN_RETURN_IF_ERROR(kiln_pages_alloc((size_t)arena_size, &pages));
+    KILN_RETURN_IF_ERROR(kiln_pages_alloc(host_size, &pages));
     session->host_arena = (uint8_t*)pages;
-    session->host_arena_size = (size_t)arena_size;
+    session->host_arena_size = host_size;
   }
   KILN_RETURN_IF_ERROR(kiln_vulkan_buffer_create(session->device, KILN_VULKAN_BUFFER_DEVICE, arena_size,
                                                  &session->arena));

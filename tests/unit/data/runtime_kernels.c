@@ -96,9 +96,14 @@ static const char* const kernel_names[] = {"vector_add",    "scale",            
                                            "workgroup_ids", "reverse_plus_one", "fail_at"};
 static const kiln_kernel_fn_t kernels[] = {vector_add,    scale,            always_fail,
                                            workgroup_ids, reverse_plus_one, fail_at};
-static const kiln_kernel_library_t library = {KILN_KERNEL_ABI_VERSION, 6, kernel_names, kernels};
+// The kernel ABI version the library speaks (the build makes a copy that
+// speaks another, -DRUNTIME_TEST_ABI_VERSION=2, for the mismatch test).
+#ifndef RUNTIME_TEST_ABI_VERSION
+#define RUNTIME_TEST_ABI_VERSION KILN_KERNEL_ABI_VERSION
+#endif
+static const kiln_kernel_library_t library = {RUNTIME_TEST_ABI_VERSION, 6, kernel_names, kernels};
 
 __attribute__((visibility("default"))) const kiln_kernel_library_t* kiln_kernel_library_query(
     uint32_t abi_version) {
-  return abi_version == KILN_KERNEL_ABI_VERSION ? &library : 0;
+  return abi_version == RUNTIME_TEST_ABI_VERSION ? &library : 0;
 }

@@ -24,5 +24,5 @@ static kiln_status_t kiln_elf_aarch64_apply_relocation(const kiln_elf_relocation
 }
 
 const kiln_elf_arch_t kiln_elf_arch_aarch64 = {
-    EM_AARCH64, ELFCLASS64, KILN_ELF_RELA, "aarch64", kiln_elf_aarch64_apply_relocation,
+    EM_AARCH64, ELFCLASS64, KILN_ELF_RELA, "aarch64", kiln_elf_aarch64_apply_relocation, NULL,
 };

@@ -10,6 +10,7 @@
 static const kiln_elf_arch_t* const kiln_elf_arches[] = {
     &kiln_elf_arch_x86_64,
     &kiln_elf_arch_aarch64,
+    &kiln_elf_arch_arm,
 };
 
 const kiln_elf_arch_t* kiln_elf_arch_find(uint16_t machine, uint8_t elf_class) {
@@ -30,6 +31,8 @@ const kiln_elf_arch_t* kiln_elf_arch_host(void) {
   return &kiln_elf_arch_x86_64;
 #elif defined(__aarch64__)
   return &kiln_elf_arch_aarch64;
+#elif defined(__arm__) && defined(__ARM_EABI__) && defined(__ARMEL__)
+  return &kiln_elf_arch_arm;  // AArch32, little-endian EABI
 #else
   return NULL;  // no kernel libraries can be loaded
 #endif
@@ -41,7 +44,6 @@ const char* kiln_elf_machine_name(uint16_t machine) {
   }
   switch (machine) {  // architectures without a descriptor, for messages
     case EM_386: return "i386";
-    case EM_ARM: return "arm";
     case EM_RISCV: return "riscv";
     case EM_PPC64: return "ppc64";
     case EM_S390: return "s390";

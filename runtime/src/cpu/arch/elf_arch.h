@@ -1,7 +1,8 @@
 // The per-architecture parts of the ELF loader, as data. Each architecture
-// file (x86_64.cpp, aarch64.cpp, ...) exports one descriptor: its e_machine,
-// ELF class, name for messages, the relocation formats its libraries use and
-// the function that applies one relocation. elf_arch.cpp lists them in a
+// file (x86_64.cpp, aarch64.cpp, arm.cpp) exports one descriptor: its
+// e_machine, ELF class, name for messages, the relocation formats its
+// libraries use, the function that applies one relocation and, where the
+// architecture has ABI variants, the check of e_flags against the host's. elf_arch.cpp lists them in a
 // table found by (e_machine, class), and names the host's descriptor: that is
 // the only compile-time choice left (kiln_elf_arch_host).
 //
@@ -49,19 +50,30 @@ typedef struct kiln_elf_relocation_t {
 
 // Applies one relocation; KILN_UNSUPPORTED for a type the loader does not handle.
 typedef kiln_status_t (*kiln_elf_apply_relocation_fn_t)(const kiln_elf_relocation_t* relocation);
+// Checks a library's e_flags against what the host runs (ARM: EABI version,
+// float ABI); KILN_UNSUPPORTED naming both sides when they differ.
+typedef kiln_status_t (*kiln_elf_check_flags_fn_t)(uint32_t e_flags);
 
 // One architecture the loader knows.
 typedef struct kiln_elf_arch_t {
   uint16_t machine;                               // e_machine (EM_X86_64, EM_AARCH64, ...)
   uint8_t elf_class;                              // EI_CLASS: ELFCLASS64 or ELFCLASS32
   uint8_t relocation_formats;                     // kiln_elf_relocation_format_t bits its libraries may use
-  const char* name;                               // for messages: "x86_64", "aarch64"
+  const char* name;                               // for messages: "x86_64", "aarch64", "arm"
   kiln_elf_apply_relocation_fn_t apply_relocation; // what each relocation type computes
+  kiln_elf_check_flags_fn_t check_flags;          // e_flags against the host's; NULL: nothing to check
 } kiln_elf_arch_t;
 
 // The descriptors, one per architecture file.
 extern const kiln_elf_arch_t kiln_elf_arch_x86_64;
 extern const kiln_elf_arch_t kiln_elf_arch_aarch64;
+extern const kiln_elf_arch_t kiln_elf_arch_arm;
+
+// ARM's e_flags check with the host's float ABI explicit (1: hard-float,
+// armhf; 0: soft-float, armel), so tests can run it on any host: the EABI
+// version must be 5, and a library marked for the other float ABI is refused
+// (one marked for neither is accepted, as glibc does).
+kiln_status_t kiln_elf_arm_check_flags(uint32_t e_flags, int host_hard_float);
 
 // The descriptor for (e_machine, EI_CLASS), or NULL when the loader has none.
 const kiln_elf_arch_t* kiln_elf_arch_find(uint16_t machine, uint8_t elf_class);

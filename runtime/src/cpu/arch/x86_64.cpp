@@ -27,5 +27,5 @@ static kiln_status_t kiln_elf_x86_64_apply_relocation(const kiln_elf_relocation_
 }
 
 const kiln_elf_arch_t kiln_elf_arch_x86_64 = {
-    EM_X86_64, ELFCLASS64, KILN_ELF_RELA, "x86_64", kiln_elf_x86_64_apply_relocation,
+    EM_X86_64, ELFCLASS64, KILN_ELF_RELA, "x86_64", kiln_elf_x86_64_apply_relocation, NULL,
 };
