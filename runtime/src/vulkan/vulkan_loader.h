@@ -1,7 +1,8 @@
 // Opening libvulkan at run time and the tables of Vulkan entry points.
 //
 // libkiln never links libvulkan: kiln_vulkan_loader_open dlopens
-// "libvulkan.so.1" (then "libvulkan.so"), takes vkGetInstanceProcAddr with
+// "libvulkan.so.1" (then "libvulkan.so"; on Apple MoltenVK, the names
+// runtime/meson.build puts in kiln_vulkan_libraries.h), takes vkGetInstanceProcAddr with
 // dlsym and resolves every other entry point through it (global ones with a
 // NULL instance, instance ones once the instance exists) or through
 // vkGetDeviceProcAddr (device ones, per VkDevice). Where no Vulkan loader is
