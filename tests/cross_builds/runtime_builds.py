@@ -407,18 +407,19 @@ def print_table(checks: Checks, skipped: Dict[str, str]) -> None:
         cells = [checks.cells.get((target.name, v, k), '-') if v in target.variants else '-'
                  for v in ('core', 'vulkan') for k in ('static', 'shared')]
         rows.append((target.name, *cells, checks.notes.get(target.name, '-')))
-    widths = [max(len(head[i]), *(len(r[i]) for r in rows if len(r) == len(head))) for i in range(len(head))]
+    widths = [max(len(head[i]), *(len(r[i]) for r in rows if len(r) == len(head) or i == 0))
+              for i in range(len(head))]
     log('')
     log('Stripped sizes in bytes (budget %d; .a: debug information stripped; shared: libkiln.so or '
         'libkiln.1.dylib, all stripped):' % runtime_size.LIMIT)
     line = '  '.join(h.ljust(w) if i in (0, 5) else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths)))
-    log(line)
+    log(line.rstrip())
     log('-' * len(line))
     for r in rows:
         if len(r) == 2:
             log(r[0].ljust(widths[0]) + '  ' + r[1])
         else:
-            log('  '.join(c.ljust(w) if i in (0, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+            log('  '.join(c.ljust(w) if i in (0, 5) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
 
 
 def main(argv: Optional[List[str]] = None) -> int:
