@@ -2,21 +2,26 @@
 # Sets up a Debian 12 machine to build Kiln, and builds it. Idempotent: run it
 # as often as you like; it only installs what is missing.
 #
-#   tools/setup.sh [--with-tests]
+#   tools/setup.sh [--with-tests] [--with-cross]
 #
 #   --with-tests   also install the ONNX Runtime reference of the end-to-end
-#                  tests (tests/ort/node_modules, via `npm ci --ignore-scripts`)
+#                  tests (tests/ort/node_modules, via `npm ci --ignore-scripts`);
+#                  implies --with-cross
+#   --with-cross   also install the cross builds' tools (zig, a newer meson)
+#                  into .venv/, pinned in tools/requirements-tools.txt
 #
 # Runs as root, or as a user with sudo when packages are missing.
 # Environment: BUILD_DIR (default: build), KILN_JOBS (ninja -j; default: ninja's own).
 set -euo pipefail
 
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 
 with_tests=0
+with_cross=0
 for arg in "$@"; do
   case "$arg" in
-    --with-tests) with_tests=1 ;;
+    --with-tests) with_tests=1; with_cross=1 ;;
+    --with-cross) with_cross=1 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "setup.sh: unknown argument: $arg" >&2; usage >&2; exit 2 ;;
   esac
@@ -36,6 +41,10 @@ packages=(
   flatbuffers-compiler libflatbuffers-dev doctest-dev
   zlib1g-dev libzstd-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
   python3-numpy python3-onnx python3-torch python3-torchvision
+  # The cross builds' tools (docs/cross-builds.md): a venv for zig and meson
+  # from PyPI (https, hence the CA certificates), and LLVM's binary tools
+  # (llvm-strip, llvm-readobj, ...) that read every target's ELF and Mach-O.
+  python3-venv ca-certificates llvm-15
   # Cross builds and emulation (tests/cross_target, docs/cross-targets.md): the AArch64
   # and ARMv7 (armhf) cross compilers with their glibc/libstdc++ in
   # /usr/aarch64-linux-gnu and /usr/arm-linux-gnueabihf, and qemu-user
@@ -98,6 +107,32 @@ if ((with_tests)); then
     # --ignore-scripts: the package's install script would download a GPU build; the CPU one is in the tarball.
     (cd "$ort_dir" && npm ci --ignore-scripts --no-audit --no-fund)
   fi
+fi
+
+# --- The cross builds' tools (.venv) ------------------------------------------
+# zig (PyPI's ziglang) and meson, at the versions tools/requirements-tools.txt
+# pins, in a venv of Debian's python3; .venv/zig links to the ziglang package
+# (the zig binary and its lib/), where tools/cross/*-musl.ini and
+# aarch64-{macos,ios}.ini look for it.
+if ((with_cross)); then
+  venv="$root/.venv"
+  requirements="$root/tools/requirements-tools.txt"
+  want="$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$requirements" | sort)"
+  if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import sys' >/dev/null 2>&1; then
+    say "creating $venv"
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv"
+  fi
+  have="$("$venv/bin/python" -m pip freeze --disable-pip-version-check 2>/dev/null | sort)"
+  if [[ -n "$(comm -23 <(echo "$want") <(echo "$have"))" ]]; then
+    say "installing into .venv: $(echo $want)"
+    "$venv/bin/python" -m pip install --disable-pip-version-check --no-input -q -r "$requirements"
+  else
+    say "cross tools: $(echo $want) already in .venv"
+  fi
+  ziglang_dir="$("$venv/bin/python" -c 'import os, sys, ziglang; print(os.path.relpath(os.path.dirname(ziglang.__file__), sys.argv[1]))' "$venv")"
+  ln -sfn "$ziglang_dir" "$venv/zig"
+  "$venv/zig/zig" version >/dev/null
 fi
 
 # --- Configure and build -----------------------------------------------------

@@ -15,16 +15,14 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "base/allocator.h"
+#include "exec/thread_wait.h"
 
 // Spin iterations (each with a pause hint) before a waiter sleeps: about
 // 100-200 microseconds, enough to cover the gap between two dispatches of a
@@ -72,15 +70,6 @@ static inline void kiln_cpu_pause(void) {
 #endif
 }
 
-// Sleeps while *address == expected (returns early on wake, signal or change).
-static void kiln_futex_wait(uint32_t* address, uint32_t expected) {
-  syscall(SYS_futex, address, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
-}
-
-static void kiln_futex_wake(uint32_t* address, int count) {
-  syscall(SYS_futex, address, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
-}
-
 static inline uint32_t kiln_load_acquire(const uint32_t* address) {
   return __atomic_load_n(address, __ATOMIC_ACQUIRE);
 }
@@ -99,7 +88,7 @@ static uint32_t kiln_thread_pool_wait_task(kiln_thread_pool_t* pool, uint32_t se
   for (;;) {
     __atomic_fetch_add(&pool->sleepers, 1, __ATOMIC_SEQ_CST);
     if (__atomic_load_n(&pool->generation, __ATOMIC_SEQ_CST) == seen) {
-      kiln_futex_wait(&pool->generation, seen);
+      kiln_thread_wait(&pool->generation, seen);
     }
     __atomic_fetch_sub(&pool->sleepers, 1, __ATOMIC_SEQ_CST);
     uint32_t generation = kiln_load_acquire(&pool->generation);
@@ -112,7 +101,7 @@ static void* kiln_thread_pool_worker_main(void* arg) {
   kiln_thread_pool_t* pool = worker->pool;
   if (pool->thread_init) pool->thread_init(worker->index, pool->thread_init_user_data);
   __atomic_fetch_add(&pool->started, 1, __ATOMIC_SEQ_CST);
-  kiln_futex_wake(&pool->started, 1);
+  kiln_thread_wake(&pool->started, 1);
   uint32_t seen = 0;  // no task is published before creation completes
   for (;;) {
     seen = kiln_thread_pool_wait_task(pool, seen);
@@ -120,7 +109,7 @@ static void* kiln_thread_pool_worker_main(void* arg) {
     pool->task(pool->context, worker->index);
     if (__atomic_sub_fetch(&pool->remaining, 1, __ATOMIC_SEQ_CST) == 0 &&
         __atomic_load_n(&pool->caller_waiting, __ATOMIC_SEQ_CST)) {
-      kiln_futex_wake(&pool->remaining, 1);
+      kiln_thread_wake(&pool->remaining, 1);
     }
   }
   return NULL;
@@ -130,7 +119,7 @@ static void* kiln_thread_pool_worker_main(void* arg) {
 static void kiln_thread_pool_publish(kiln_thread_pool_t* pool) {
   __atomic_add_fetch(&pool->generation, 1, __ATOMIC_SEQ_CST);
   if (__atomic_load_n(&pool->sleepers, __ATOMIC_SEQ_CST) != 0) {
-    kiln_futex_wake(&pool->generation, INT_MAX);
+    kiln_thread_wake(&pool->generation, INT_MAX);
   }
 }
 
@@ -207,7 +196,7 @@ kiln_status_t kiln_thread_pool_create(const kiln_thread_pool_options_t* options,
   for (;;) {
     uint32_t started = __atomic_load_n(&pool->started, __ATOMIC_SEQ_CST);
     if (started == pool->created) break;
-    kiln_futex_wait(&pool->started, started);
+    kiln_thread_wait(&pool->started, started);
   }
   *out_pool = pool;
   return NULL;
@@ -237,7 +226,7 @@ void kiln_thread_pool_run(kiln_thread_pool_t* pool, kiln_thread_pool_task_fn_t t
   for (;;) {
     uint32_t remaining = __atomic_load_n(&pool->remaining, __ATOMIC_SEQ_CST);
     if (remaining == 0) break;
-    kiln_futex_wait(&pool->remaining, remaining);
+    kiln_thread_wait(&pool->remaining, remaining);
   }
   __atomic_store_n(&pool->caller_waiting, 0, __ATOMIC_RELAXED);
 }

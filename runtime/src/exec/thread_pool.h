@@ -7,9 +7,10 @@
 // visible to the caller afterwards.
 //
 // Waiting: an idle worker spins a bounded number of iterations (with a CPU
-// pause/yield hint) for the next task, then sleeps on a futex; the caller
-// does the same while it waits for the other workers to finish. Publishing
-// a task only makes a futex wake system call when some worker is asleep.
+// pause/yield hint) for the next task, then sleeps (thread_wait.h: a futex
+// on Linux); the caller does the same while it waits for the other workers
+// to finish. Publishing a task only makes a wake call when some worker is
+// asleep.
 //
 // Nothing here allocates or locks after kiln_thread_pool_create. One thread
 // at a time may call kiln_thread_pool_run (the session's rule).

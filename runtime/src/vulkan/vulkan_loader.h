@@ -1,12 +1,14 @@
 // Opening libvulkan at run time and the tables of Vulkan entry points.
 //
 // libkiln never links libvulkan: kiln_vulkan_loader_open dlopens
-// "libvulkan.so.1" (then "libvulkan.so"), takes vkGetInstanceProcAddr with
-// dlsym and resolves every other entry point through it (global ones with a
-// NULL instance, instance ones once the instance exists) or through
-// vkGetDeviceProcAddr (device ones, per VkDevice). Where no Vulkan loader is
-// installed, opening fails with a KILN_UNSUPPORTED status and nothing else
-// happens: the CPU runtime does not depend on any of this.
+// "libvulkan.so.1" (then "libvulkan.so"; MoltenVK on Apple systems: the
+// names runtime/meson.build writes to kiln_vulkan_libraries.h), takes
+// vkGetInstanceProcAddr with dlsym and resolves every other entry point
+// through it (global ones with a NULL instance, instance ones once the
+// instance exists) or through vkGetDeviceProcAddr (device ones, per
+// VkDevice). Where no Vulkan loader is installed, opening fails with a
+// KILN_UNSUPPORTED status and nothing else happens: the CPU runtime does not
+// depend on any of this.
 //
 // Every VkResult that is not VK_SUCCESS becomes a status naming the call and
 // the result: "vkAllocateMemory failed: VK_ERROR_OUT_OF_DEVICE_MEMORY (-2)".
