@@ -12,16 +12,16 @@ configures BUILD_ROOT/<target>-<variant> (again only when its cross files,
 options or compilers changed), builds it with ninja (incremental) and checks:
   1. libkiln_runtime.a and the shared library (libkiln.so.*, libkiln.*.dylib)
      are for the target's object format and architecture (Mach-O: platform);
-     stripped (the archive: debug information; the shared library: all) each
-     fits the 300 kB budget of tests/unit/runtime_size.py;
+     the shared library, stripped, fits the 300 kB budget of
+     tests/unit/runtime_size.py (the archive, stripped of debug information,
+     is reported: it also carries its symbol table and relocations);
   2. the shared library loads only the C library (ELF NEEDED: libc, libm,
      libdl, libpthread, ld-linux; Mach-O: libSystem), imports no C++ runtime
      symbol and exports only kiln_*; the archive's external symbols (undefined
      and defined by no member) include no C++ runtime symbol either;
   3. the kiln tool, where it runs: the demo model compiled by KILNC runs
-     (natively or under qemu-user) and its output matches KILN's (the host's)
-     within rtol 1e-4, atol 1e-5; the musl kiln is static; the ARMv7 kiln
-     inspects the bundle like the host's; a kernel_loader=none kiln refuses
+     (natively or under qemu-user; AArch64 and ARMv7 bundles for those) and its output matches KILN's (the host's)
+     within rtol 1e-4, atol 1e-5; the musl kiln is static; a kernel_loader=none kiln refuses
      an ELF kernel library with the message naming --kernels=static.
 Then it prints the table of stripped sizes, target x {core, vulkan} x
 {static, shared}.
@@ -60,7 +60,10 @@ import kiln_e2e  # noqa: E402  (run_tool, compare_dirs, log)
 import runtime_size  # noqa: E402  (the size budget and the dependency rules)
 
 log = kiln_e2e.log
-AARCH64_BUNDLE_TARGET = 'llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72'
+BUNDLE_TARGETS = {  # the demo compiled for each architecture's kiln
+    'aarch64': 'llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72',
+    'armv7': 'llvm -mtriple=armv7a-linux-gnueabihf -mcpu=cortex-a7',
+}
 RTOL = 1e-4
 ATOL = 1e-5
 ELF_MACHINES = {'x86_64': 62, 'aarch64': 183, 'arm': 40}
@@ -81,7 +84,7 @@ class Target:
     variants: Tuple[str, ...] = ('core', 'vulkan')
     shared: bool = True                # False: no linker for the target (static library only)
     options: Tuple[str, ...] = ()
-    kiln: str = ''                     # what the kiln tool does: run | inspect | no_loader ('' = not built)
+    kiln: str = ''                     # what the kiln tool does: run | no_loader ('' = not built)
     runner: Tuple[str, ...] = ()       # command prefix that runs the target's programs
     static_kiln: bool = False          # kiln must be statically linked
 
@@ -93,7 +96,7 @@ TARGETS = [
            options=('-Dkernel_loader=none',), kiln='no_loader'),
     Target('aarch64-linux-gnu', 'aarch64-linux-gnu.ini', 'gcc', 'aarch64', kiln='run',
            runner=QEMU_A72 + ('-L', '/usr/aarch64-linux-gnu')),
-    Target('armv7-linux-gnueabihf', 'arm-linux-gnueabihf.ini', 'gcc', 'arm', kiln='inspect',
+    Target('armv7-linux-gnueabihf', 'arm-linux-gnueabihf.ini', 'gcc', 'arm', kiln='run',
            runner=('qemu-arm', '-L', '/usr/arm-linux-gnueabihf')),
     Target('x86_64-linux-musl', 'x86_64-linux-musl.ini', 'zig', 'x86_64', kiln='run', static_kiln=True),
     Target('aarch64-linux-musl', 'aarch64-linux-musl.ini', 'zig', 'aarch64', kiln='run',
@@ -301,8 +304,8 @@ def check_libraries(target: Target, variant: str, build_dir: str, llvm, checks: 
     check_format(llvm, target, archive, label, checks)
     size = stripped_size(llvm, archive, ['--strip-debug'], True)
     checks.cells[(target.name, variant, 'static')] = str(size)
-    checks.check(size <= runtime_size.LIMIT, '%s: libkiln_runtime.a stripped of debug information: %d bytes <= %d'
-                 % (label, size, runtime_size.LIMIT))
+    # The budget is the shipped library's (below); an archive also carries
+    # its symbol table and relocations, so its size is reported only.
     external = set(symbol_names(llvm, archive, ['-u'], macho)) - set(symbol_names(llvm, archive, ['--defined-only'], macho))
     problems = runtime_size.cxx_symbol_problems(sorted(external))
     checks.check(not problems, '%s: libkiln_runtime.a needs only the C library' % label,
@@ -351,7 +354,7 @@ class Demo:
     def bundle(self, arch: str) -> str:
         if arch not in self.bundles:
             path = os.path.join(self.workdir, 'shapes_cnn.%s.kiln' % arch)
-            extra = ['--target=' + AARCH64_BUNDLE_TARGET] if arch == 'aarch64' else []
+            extra = ['--target=' + BUNDLE_TARGETS[arch]] if arch in BUNDLE_TARGETS else []
             proc = run([self.args.kilnc, self.onnx, '-o', path] + extra, timeout=300)
             self.bundles[arch] = path if proc.returncode == 0 else ''
         return self.bundles[arch]
@@ -374,14 +377,7 @@ def check_kiln(target: Target, build_dir: str, demo: Demo, llvm, checks: Checks)
                      and not glob.glob(os.path.join(out, '*.npy')),
                      label + ': an ELF kernel library is refused (exit 1, names --kernels=static, no output)')
         return 'refuses ELF kernels'
-    if target.kiln == 'inspect':
-        host = run([demo.args.kiln, 'inspect', '--json', demo.bundle('x86_64')], quiet=True)
-        proc = run(runner + [kiln, 'inspect', '--json', demo.bundle('x86_64')], quiet=True)
-        same = proc.returncode == 0 and host.returncode == 0 and json.loads(proc.stdout) == json.loads(host.stdout)
-        checks.check(same, label + ': inspect --json of the demo bundle equals the host\'s',
-                     'exit %s, %d bytes of JSON' % (proc.returncode, len(proc.stdout)))
-        return 'inspects (qemu)'
-    arch = 'x86_64' if target.arch == 'x86_64' else 'aarch64'
+    arch = {'x86_64': 'x86_64', 'arm': 'armv7'}.get(target.arch, 'aarch64')
     for threads in ('1', '2'):
         out = os.path.join(demo.workdir, 'out-%s-%st' % (re.sub(r'\W+', '-', target.name), threads))
         proc = run(runner + [kiln, 'run', demo.bundle(arch), '--input', demo.input, '--output-dir', out,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/address_space.h"
+#include "cpu/elf_class.h"
 #include "cpu/elf_module.h"
 #include "kiln/kiln.h"
 #include "runtime_bundle_builder.h"

@@ -31,7 +31,11 @@
 
 #include "base/status.h"
 #include "cpu/arch/elf_arch.h"
-#include "cpu/elf_class.h"
+
+// The record sizes of an ELF class (cpu/elf_class.h, which needs <elf.h>:
+// only the loader itself includes it, so builds without it, such as Apple's,
+// compile this header).
+typedef struct kiln_elf_class_layout_t kiln_elf_class_layout_t;
 
 #define KILN_ELF_MAX_SEGMENTS 16              // PT_LOAD entries accepted
 #define KILN_ELF_MAX_PROGRAM_HEADERS 64       // program headers accepted
