@@ -3,8 +3,10 @@
 #include "driver/pipeline.h"
 
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <iostream>
+#include <sstream>
 
 #include "bundle/bundle_writer.h"
 #include "codegen/codegen_llvm.h"
@@ -79,7 +81,8 @@ class Pipeline {
     if (options_.report) out_ << "[kilnc] " << name << ": " << detail << " (" << ms << " ms)\n";
   }
 
-  CompileOutput run(const std::string& path) {
+  // `name` stands for the model in messages and generated headers.
+  CompileOutput run(const std::string& bytes, const std::string& model_dir, const std::string& name) {
     const bool vulkan = options_.target.vulkan;
     user_assert(!vulkan || spirv_codegen_available())
         << "this kilnc was built without glslang and SPIRV-Tools: --target=vulkan is unavailable";
@@ -89,7 +92,7 @@ class Pipeline {
         << "(iOS and macOS forbid or restrict mapping code at run time anyway)";
 
     // 1. Import: ONNX → graph IR with static shapes.
-    graph::Graph g = import_onnx_file(path, options_.import);
+    graph::Graph g = import_onnx_bytes(bytes, model_dir, options_.import);
     step_done("import", std::to_string(g.nodes.size()) + " nodes, " + std::to_string(g.values.size()) + " values");
     if (options_.dump_graph || dumping("import")) out_ << "// -- graph after import\n" << g.str();
 
@@ -165,7 +168,7 @@ class Pipeline {
                                " CPU kernels");
       return {write_bundle_step(g, program, plan, cpu_library, &spirv), "", ""};
     }
-    if (options_.static_kernels) return static_kernels_step(path, g, program, plan);
+    if (options_.static_kernels) return static_kernels_step(name, g, program, plan);
     std::string library = codegen_cpu(program.kernels, options_.target);
     step_done("codegen", options_.target.str() + ", library " + std::to_string(library.size()) + " bytes");
 
@@ -306,6 +309,16 @@ CompiledGraph compile_graph(graph::Graph& g, const CompileOptions& options) {
 }
 
 CompileOutput compile_onnx_file(const std::string& path, const CompileOptions& options) {
+  std::ifstream f(path, std::ios::binary);
+  user_assert(f.good()) << "cannot open '" << path << "'";
+  std::stringstream ss;
+  ss << f.rdbuf();
+  auto slash = path.rfind('/');
+  return compile_onnx_bytes(ss.str(), slash == std::string::npos ? "." : path.substr(0, slash), path, options);
+}
+
+CompileOutput compile_onnx_bytes(const std::string& bytes, const std::string& model_dir, const std::string& name,
+                                 const CompileOptions& options) {
   for (auto& p : options.dump_after) {
     bool known = p == "all";
     for (auto& n : pipeline_pass_names()) known |= n == p;
@@ -321,7 +334,7 @@ CompileOutput compile_onnx_file(const std::string& path, const CompileOptions& o
     for (auto& n : graph_pass_names()) known |= n == p;
     user_assert(known) << "--disable-graph-pass: unknown graph pass '" << p << "'";
   }
-  return Pipeline(options).run(path);
+  return Pipeline(options).run(bytes, model_dir, name);
 }
 
 }  // namespace kiln

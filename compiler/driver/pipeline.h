@@ -56,6 +56,12 @@ struct CompileOutput {
 
 // Compiles the ONNX model at `path`; throws UserError / InternalError.
 CompileOutput compile_onnx_file(const std::string& path, const CompileOptions& options);
+// The same for a serialized ModelProto in memory (language bindings):
+// external data is read from `model_dir` (under the rules of
+// import/external_data.h); `name` stands for the model in messages and in
+// the static-kernel header.
+CompileOutput compile_onnx_bytes(const std::string& bytes, const std::string& model_dir, const std::string& name,
+                                 const CompileOptions& options);
 
 // A graph through steps 3 to 6 of the pipeline for a CPU target: its
 // kernels, memory plan and linked kernel library.

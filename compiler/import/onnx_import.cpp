@@ -326,15 +326,4 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   return out;
 }
 
-graph::Graph import_onnx_file(const std::string& path, const ImportOptions& options) {
-  std::ifstream f(path, std::ios::binary);
-  user_assert(f.good()) << "cannot open '" << path << "'";
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string dir = ".";
-  auto slash = path.rfind('/');
-  if (slash != std::string::npos) dir = path.substr(0, slash);
-  return import_onnx_bytes(ss.str(), dir, options);
-}
-
 }  // namespace kiln

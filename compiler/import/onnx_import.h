@@ -25,8 +25,8 @@ struct ImportOptions {
   std::map<std::string, std::string> frozen_inputs;         // --freeze-input: input name -> serialized TensorProto
 };
 
+// `bytes`: a serialized ModelProto; external data is read from `model_dir`.
 // Throws UserError on a malformed model, a failed check or a dynamic shape.
-graph::Graph import_onnx_file(const std::string& path, const ImportOptions& options);
 graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& model_dir, const ImportOptions& options);
 
 }  // namespace kiln
