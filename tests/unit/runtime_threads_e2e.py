@@ -1,13 +1,17 @@
 #!/usr/bin/python3
 """Threaded execution on a real compiled model: bit-identical outputs.
 
-  runtime_threads_e2e.py KILNC KILN MODEL.onnx INPUT_NAME=INPUT.npy WORKDIR
+  runtime_threads_e2e.py KILNC KILN MODEL.onnx INPUT_NAME=INPUT.npy WORKDIR [STRESS]
 
 Compiles MODEL.onnx with kilnc, runs it with `kiln run --threads N` for N in
 1, 2, 3 and checks every output file is byte-for-byte the --threads 1 one
 (kernels are deterministic per workgroup, so the split must not matter).
 Then checks `kiln bench --threads 2 --profile` prints a per-dispatch profile
-and still ends with the median_ms= line.
+and still ends with the median_ms= line. With STRESS (the
+kiln_concurrency_stress program): 8 threads x 200 runs on their own
+sessions of the one model are bit-identical to a reference, and 8 threads
+sharing one session get each call done or refused as "in use", never a hang
+or a wrong result.
 """
 import os
 import shutil
@@ -25,10 +29,11 @@ def run(cmd):
 
 
 def main():
-    if len(sys.argv) != 6:
+    if len(sys.argv) not in (6, 7):
         print(__doc__)
         return 2
     kilnc, kiln, onnx, input_arg, work = sys.argv[1:6]
+    stress = sys.argv[6] if len(sys.argv) == 7 else None
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     bundle = os.path.join(work, 'model.kiln')
@@ -60,6 +65,12 @@ def main():
     times = [float(row.split()[0]) for row in rows]
     assert times == sorted(times, reverse=True), times
     assert all(t > 0 for t in times), times
+
+    if stress:
+        import numpy as np
+        raw = os.path.join(work, 'input.bin')
+        np.load(input_arg.split('=', 1)[1]).tofile(raw)
+        run([stress, bundle, raw, '8', '200'])
     print('PASS')
     return 0
 

@@ -6,9 +6,12 @@
 //                   and read from any number of threads at once.
 //   kiln_session_t  the state of one execution: the arena, the inputs and
 //                   outputs, and the dispatch list bound to them at creation.
-//                   One thread at a time per session (calls on it are not
-//                   synchronized); a session may own worker threads that
-//                   run each dispatch in parallel (thread_count).
+//                   One thread at a time per session: a call made while
+//                   another thread's call on the same session is inside is
+//                   refused with KILN_INVALID_ARGUMENT ("in use by another
+//                   thread"), never raced (use one session per thread; they
+//                   may share a model). A session may own worker threads
+//                   that run each dispatch in parallel (thread_count).
 //
 // Conventions (docs/runtime.md, "C API stability"):
 //   - Every fallible call returns kiln_status_t: NULL means success,

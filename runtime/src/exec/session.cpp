@@ -2,6 +2,12 @@
 // backend for the model's bundle (CPU or Vulkan), start-up timing, and
 // calls through the backend's table (exec/backend.h). Nothing here knows
 // what a backend does; the run path adds one indirect call per run.
+//
+// A session serves one thread at a time. That is checked, not assumed: a
+// call that finds the session busy in another thread's call is refused
+// with KILN_INVALID_ARGUMENT (one atomic exchange per call), so two
+// threads sharing a session by mistake get an error instead of silently
+// wrong outputs or a thread pool waiting forever.
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +24,26 @@ struct kiln_session_t {
   kiln_backend_state_t* state;          // the backend's session state
   uint32_t dispatch_count;              // dispatches a run executes (the bundle's)
   kiln_session_load_stats_t load_stats; // start-up timing (kiln_session_get_load_stats)
+  uint32_t busy;                        // 1 while a call is inside (atomic; see the top of the file)
 };
+
+// Claims `session` for the calling thread's call, or refuses when another
+// call holds it. Every successful enter is paired with kiln_session_leave.
+static kiln_status_t kiln_session_enter(const kiln_session_t* session, const char* what) {
+  uint32_t* busy = (uint32_t*)&session->busy;  // the one field a const call may change
+  if (__atomic_exchange_n(busy, 1u, __ATOMIC_ACQUIRE)) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT,
+                            "%s: the session is in use by another thread; a session serves one "
+                            "thread at a time (create one session per thread)",
+                            what);
+  }
+  return NULL;
+}
+
+static kiln_status_t kiln_session_leave(const kiln_session_t* session, kiln_status_t status) {
+  __atomic_store_n((uint32_t*)&session->busy, 0u, __ATOMIC_RELEASE);
+  return status;
+}
 
 kiln_status_t kiln_session_create(const kiln_model_t* model,
                                   const kiln_session_options_t* options,
@@ -99,11 +124,13 @@ kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index, cons
                             input->name, input->byte_size, byte_size);
   }
   if (byte_size && !data) return kiln_make_status(KILN_INVALID_ARGUMENT, "set_input: NULL data");
-  return session->backend->write_input(session->state, input, data, byte_size);
+  KILN_RETURN_IF_ERROR(kiln_session_enter(session, "set_input"));
+  return kiln_session_leave(session, session->backend->write_input(session->state, input, data, byte_size));
 }
 
 kiln_status_t kiln_session_run(kiln_session_t* session) {
   if (!session) return kiln_make_status(KILN_INVALID_ARGUMENT, "run: NULL session");
+  KILN_RETURN_IF_ERROR(kiln_session_enter(session, "run"));
   // The first successful run ends the start-up (kiln_session_get_load_stats).
   const bool first = session->load_stats.first_run_ns == 0;
   uint64_t start = first ? kiln_now_nanoseconds() : 0;
@@ -113,7 +140,7 @@ kiln_status_t kiln_session_run(kiln_session_t* session) {
     session->load_stats.first_run_ns = end - start ? end - start : 1;
     session->load_stats.load_to_first_run_ns = end - session->model->load_start_ns;
   }
-  return status;
+  return kiln_session_leave(session, status);
 }
 
 kiln_status_t kiln_session_get_load_stats(const kiln_session_t* session,
@@ -121,13 +148,16 @@ kiln_status_t kiln_session_get_load_stats(const kiln_session_t* session,
   if (!session || !out_stats) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "load_stats: NULL session or out_stats");
   }
-  return kiln_struct_write(&session->load_stats, sizeof(session->load_stats),
-                           KILN_SESSION_LOAD_STATS_MIN_SIZE, "kiln_session_load_stats_t", out_stats);
+  KILN_RETURN_IF_ERROR(kiln_session_enter(session, "load_stats"));
+  return kiln_session_leave(session, kiln_struct_write(&session->load_stats, sizeof(session->load_stats),
+                                                       KILN_SESSION_LOAD_STATS_MIN_SIZE,
+                                                       "kiln_session_load_stats_t", out_stats));
 }
 
 kiln_status_t kiln_session_set_profiling(kiln_session_t* session, int enabled) {
   if (!session) return kiln_make_status(KILN_INVALID_ARGUMENT, "set_profiling: NULL session");
-  return session->backend->set_profiling(session->state, enabled);
+  KILN_RETURN_IF_ERROR(kiln_session_enter(session, "set_profiling"));
+  return kiln_session_leave(session, session->backend->set_profiling(session->state, enabled));
 }
 
 size_t kiln_session_dispatch_count(const kiln_session_t* session) {
@@ -145,14 +175,15 @@ kiln_status_t kiln_session_get_dispatch_profile(const kiln_session_t* session, s
                             "dispatch_profile: dispatch %zu out of range (%u dispatches)",
                             dispatch, session->dispatch_count);
   }
+  KILN_RETURN_IF_ERROR(kiln_session_enter(session, "dispatch_profile"));
   const uint64_t* times = session->backend->dispatch_profile(session->state);
   if (!times) {
-    return kiln_make_status(KILN_INVALID_ARGUMENT,
-                            "dispatch_profile: the last run was not profiled "
-                            "(kiln_session_set_profiling)");
+    return kiln_session_leave(session, kiln_make_status(KILN_INVALID_ARGUMENT,
+                                                        "dispatch_profile: the last run was not profiled "
+                                                        "(kiln_session_set_profiling)"));
   }
   *out_nanoseconds = times[dispatch];
-  return NULL;
+  return kiln_session_leave(session, NULL);
 }
 
 kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index, void* data,
@@ -169,7 +200,8 @@ kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index, voi
                             output->name, output->byte_size, byte_size);
   }
   if (byte_size && !data) return kiln_make_status(KILN_INVALID_ARGUMENT, "get_output: NULL data");
-  return session->backend->read_output(session->state, output, data);
+  KILN_RETURN_IF_ERROR(kiln_session_enter(session, "get_output"));
+  return kiln_session_leave(session, session->backend->read_output(session->state, output, data));
 }
 
 kiln_status_t kiln_session_get_output_view(kiln_session_t* session, size_t index,
@@ -181,7 +213,8 @@ kiln_status_t kiln_session_get_output_view(kiln_session_t* session, size_t index
     return kiln_make_status(KILN_INVALID_ARGUMENT, "output: index %zu out of range (%zu outputs)",
                             index, session->model->output_count);
   }
-  return session->backend->get_output_view(session->state, index, out_data);
+  KILN_RETURN_IF_ERROR(kiln_session_enter(session, "get_output_view"));
+  return kiln_session_leave(session, session->backend->get_output_view(session->state, index, out_data));
 }
 
 const char* kiln_session_device_name(const kiln_session_t* session) {
@@ -197,5 +230,6 @@ kiln_status_t kiln_session_get_vulkan_pipeline_cache(kiln_session_t* session, vo
   if (!session->backend->get_pipeline_cache) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "pipeline_cache: not a Vulkan session");
   }
-  return session->backend->get_pipeline_cache(session->state, data, capacity, out_size);
+  KILN_RETURN_IF_ERROR(kiln_session_enter(session, "pipeline_cache"));
+  return kiln_session_leave(session, session->backend->get_pipeline_cache(session->state, data, capacity, out_size));
 }

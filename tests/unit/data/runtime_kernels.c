@@ -92,16 +92,36 @@ static int32_t fail_at(const kiln_kernel_dispatch_state_t* dispatch,
   return 0;
 }
 
+// Waits until flag[0] (a constant the test changes in its own copy of the
+// bundle) is nonzero, then writes out[0] = flag[0]; gives up with 3 after
+// about 2^36 polls. Bindings: 0 = flag (uint32[1]), 1 = out (uint32[1]).
+static int32_t wait_for_flag(const kiln_kernel_dispatch_state_t* dispatch,
+                             const kiln_kernel_workgroup_state_t* workgroup) {
+  (void)workgroup;
+  if (dispatch->binding_count != 2) return 1;
+  const uint32_t* flag = (const uint32_t*)dispatch->bindings[0];
+  for (uint64_t polls = 0; polls < (1ull << 36); ++polls) {
+    uint32_t value = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
+    if (value) {
+      ((uint32_t*)dispatch->bindings[1])[0] = value;
+      return 0;
+    }
+  }
+  return 3;
+}
+
 static const char* const kernel_names[] = {"vector_add",    "scale",            "always_fail",
-                                           "workgroup_ids", "reverse_plus_one", "fail_at"};
+                                           "workgroup_ids", "reverse_plus_one", "fail_at",
+                                           "wait_for_flag"};
 static const kiln_kernel_fn_t kernels[] = {vector_add,    scale,            always_fail,
-                                           workgroup_ids, reverse_plus_one, fail_at};
+                                           workgroup_ids, reverse_plus_one, fail_at,
+                                           wait_for_flag};
 // The kernel ABI version the library speaks (the build makes a copy that
 // speaks another, -DRUNTIME_TEST_ABI_VERSION=2, for the mismatch test).
 #ifndef RUNTIME_TEST_ABI_VERSION
 #define RUNTIME_TEST_ABI_VERSION KILN_KERNEL_ABI_VERSION
 #endif
-static const kiln_kernel_library_t library = {RUNTIME_TEST_ABI_VERSION, 6, kernel_names, kernels};
+static const kiln_kernel_library_t library = {RUNTIME_TEST_ABI_VERSION, 7, kernel_names, kernels};
 
 __attribute__((visibility("default"))) const kiln_kernel_library_t* kiln_kernel_library_query(
     uint32_t abi_version) {
