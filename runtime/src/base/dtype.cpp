@@ -1,4 +1,6 @@
 // Element types (kiln_dtype_t mirrors kiln.fb.DType value for value).
+#include "base/dtype.h"
+
 #include "kiln/kiln.h"
 
 const char* kiln_dtype_name(kiln_dtype_t dtype) {
@@ -16,8 +18,10 @@ const char* kiln_dtype_name(kiln_dtype_t dtype) {
   return "unknown";
 }
 
-size_t kiln_dtype_size(kiln_dtype_t dtype) {
-  switch (dtype) {
+size_t kiln_dtype_size(kiln_dtype_t dtype) { return kiln_dtype_code_size((uint32_t)dtype); }
+
+size_t kiln_dtype_code_size(uint32_t code) {
+  switch (code) {
     case KILN_DTYPE_FLOAT32: return 4;
     case KILN_DTYPE_FLOAT16: return 2;
     case KILN_DTYPE_FLOAT64: return 8;

@@ -8,6 +8,7 @@
 
 #include "base/address_space.h"
 #include "base/checked_math.h"
+#include "base/dtype.h"
 #include "base/hash.h"
 #include "bundle/bundle_verify_spirv.h"
 #include "kiln/kiln.h"
@@ -158,7 +159,7 @@ static kiln_status_t kiln_bundle_verify_tensor(const fb::Tensor* tensor, uint32_
   if (!tensor->name()) {
     return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: tensor %u has no name", index);
   }
-  size_t element_size = kiln_dtype_size((kiln_dtype_t)tensor->dtype());
+  size_t element_size = kiln_dtype_code_size((uint32_t)tensor->dtype());
   if (element_size == 0) {
     return kiln_make_status(KILN_INVALID_BUNDLE,
                             "bundle: tensor %u ('" KILN_NAME_FMT "'): unknown dtype %u",
@@ -167,7 +168,7 @@ static kiln_status_t kiln_bundle_verify_tensor(const fb::Tensor* tensor, uint32_
   uint64_t expected = element_size;
   if (tensor->shape()) {
     for (uint32_t d = 0; d < tensor->shape()->size(); ++d) {
-      int64_t dim = tensor->shape()->Get(d);
+      int64_t dim = kiln_bundle_dim(tensor->shape(), d);
       if (dim < 0) {
         return kiln_make_status(KILN_INVALID_BUNDLE,
                                 "bundle: tensor %u ('" KILN_NAME_FMT

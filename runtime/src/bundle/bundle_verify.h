@@ -15,6 +15,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/status.h"
 #include "bundle_generated.h"
@@ -42,6 +43,14 @@ typedef struct kiln_bundle_view_t {
 static inline bool kiln_library_format_is_cpu(kiln::fb::LibraryFormat format) {
   return format == kiln::fb::LibraryFormat::ElfSharedObject ||
          format == kiln::fb::LibraryFormat::StaticLinked;
+}
+
+// Dimension d of a tensor's shape. FlatBuffers aligns vectors of 8-byte
+// scalars only to 4 bytes, so they are copied out, never loaded in place.
+static inline int64_t kiln_bundle_dim(const flatbuffers::Vector<int64_t>* shape, uint32_t d) {
+  int64_t dim;
+  memcpy(&dim, shape->Data() + (size_t)d * sizeof(dim), sizeof(dim));
+  return dim;
 }
 
 // Verifies `size` bytes at `data` (which must be 64-byte aligned).

@@ -73,7 +73,7 @@ static kiln_status_t kiln_model_copy_shapes(kiln_model_t* model) {
   for (uint32_t i = 0; i < model->tensor_count; ++i) {
     const flatbuffers::Vector<int64_t>* shape = bundle->tensors()->Get(i)->shape();
     model->tensor_shapes[i] = cursor;
-    for (uint32_t d = 0; shape && d < shape->size(); ++d) *cursor++ = shape->Get(d);
+    for (uint32_t d = 0; shape && d < shape->size(); ++d) *cursor++ = kiln_bundle_dim(shape, d);
   }
   return NULL;
 }
