@@ -3,7 +3,9 @@
 
 #include <doctest/doctest.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/hash.h"
 #include "runtime_test_config.h"
@@ -148,6 +150,22 @@ void SetConstantsAndLibrary(TestBundle* b, int count, float step, fb::LibraryFor
   }
   memcpy(b->data.data() + library_offset, library.data(), library.size());
   b->libraries = {{format, library_offset, library.size()}};
+}
+
+std::string WriteTemp(const std::vector<uint8_t>& bytes) {
+  char path[] = "/tmp/kiln_runtime_test_XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, bytes.data(), bytes.size()) == (ssize_t)bytes.size());
+  close(fd);
+  return path;
+}
+
+kiln_model_load_options_t LoadOptions(uint32_t flags) {
+  kiln_model_load_options_t options;
+  kiln_model_load_options_init(&options);
+  options.flags = flags;
+  return options;
 }
 
 TestBundle MinimalBundle() {

@@ -123,6 +123,10 @@ HashFields FindHashFields(const std::vector<uint8_t>& file);
 void RehashBundle(std::vector<uint8_t>* file, const HashFields& fields);
 
 std::vector<uint8_t> ReadFile(const char* path);
+// Writes `bytes` to a new file under /tmp and returns its path (the caller unlinks it).
+std::string WriteTemp(const std::vector<uint8_t>& bytes);
+// Model load options with `flags` (KILN_MODEL_LOAD_*), the limits at their defaults.
+kiln_model_load_options_t LoadOptions(uint32_t flags);
 
 // A status's message; frees the status ("OK" for NULL).
 std::string Message(kiln_status_t status);

@@ -17,7 +17,10 @@ static int fail(kiln_status_t status, const char* what, char* message, size_t me
 
 int kiln_test_c_api(const void* bundle, size_t size, char* message, size_t message_size) {
   kiln_model_t* model = NULL;
-  kiln_status_t status = kiln_model_load_memory_ex(bundle, size, KILN_MODEL_LOAD_VERIFY_ONLY, &model);
+  kiln_model_load_options_t load;
+  kiln_model_load_options_init(&load);
+  load.flags = KILN_MODEL_LOAD_VERIFY_ONLY;
+  kiln_status_t status = kiln_model_load_memory_ex(bundle, size, &load, &model);
   if (status) return fail(status, "load", message, message_size);
   int result = 0;
   kiln_model_info_t info;

@@ -19,15 +19,7 @@ namespace {
 
 constexpr int kN = kiln_test::kAddScaleElements;  // elements per tensor
 using kiln_test::AddScaleBundle;
-
-std::string WriteTemp(const std::vector<uint8_t>& bytes) {
-  char path[] = "/tmp/kiln_runtime_test_XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  REQUIRE(write(fd, bytes.data(), bytes.size()) == (ssize_t)bytes.size());
-  close(fd);
-  return path;
-}
+using kiln_test::WriteTemp;
 
 }  // namespace
 

@@ -17,6 +17,8 @@ namespace fb = kiln::fb;
 
 namespace {
 
+const kiln_model_load_options_t verify_only = kiln_test::LoadOptions(KILN_MODEL_LOAD_VERIFY_ONLY);
+
 using kiln_test::Contains;
 
 using kiln_test::HeterogeneousBundle;
@@ -27,7 +29,7 @@ std::string VerifyError(const TestBundle& b) {
   std::vector<uint8_t> file = b.Build();
   kiln_model_t* model = NULL;
   kiln_status_t status =
-      kiln_model_load_memory_ex(file.data(), file.size(), KILN_MODEL_LOAD_VERIFY_ONLY, &model);
+      kiln_model_load_memory_ex(file.data(), file.size(), &verify_only, &model);
   if (!status) {
     kiln_model_free(model);
     return "";

@@ -23,7 +23,8 @@ using kiln_test::Contains;
 std::string LoadError(const std::vector<uint8_t>& file, uint32_t flags = 0,
                       kiln_status_code_t expected_code = KILN_OK) {
   kiln_model_t* model = NULL;
-  kiln_status_t status = kiln_model_load_memory_ex(file.data(), file.size(), flags, &model);
+  kiln_model_load_options_t options = kiln_test::LoadOptions(flags);
+  kiln_status_t status = kiln_model_load_memory_ex(file.data(), file.size(), &options, &model);
   if (!status) {
     kiln_model_free(model);
     return "";

@@ -182,17 +182,50 @@ KILN_API kiln_status_t kiln_model_load_memory(const void* data, size_t size,
                                               kiln_model_t** out_model);
 KILN_API void kiln_model_free(kiln_model_t* model);
 
-// Flags for the *_ex loaders.
-// Verify the bundle but do not map its kernel libraries: the model can be
-// inspected (every kiln_model_* accessor) but kiln_session_create fails.
-// Lets tools inspect bundles compiled for another architecture.
+// Flags (kiln_model_load_options_t.flags).
+// Verify the bundle but do not map its kernel libraries, and never call
+// into the bundle's code: the model can be inspected (every kiln_model_*
+// accessor) but kiln_session_create fails. Lets tools inspect bundles
+// compiled for another architecture.
 #define KILN_MODEL_LOAD_VERIFY_ONLY 1u
 
-// Like kiln_model_load_file / kiln_model_load_memory, with KILN_MODEL_LOAD_* flags.
-KILN_API kiln_status_t kiln_model_load_file_ex(const char* path, uint32_t flags,
+// Resource limits a model load checks before it allocates or maps anything
+// the bundle asks for (a bundle may come from the network). 0 in a field
+// means its default, sized for a phone; UINT64_MAX means no limit.
+#define KILN_DEFAULT_MAX_BUNDLE_BYTES (4ull << 30)    // 4 GiB
+#define KILN_DEFAULT_MAX_CONSTANT_BYTES (2ull << 30)  // 2 GiB
+#define KILN_DEFAULT_MAX_WORKGROUPS (1ull << 24)      // per dispatch (x * y * z)
+
+typedef struct kiln_model_load_options_t {
+  size_t struct_size;           // sizeof(kiln_model_load_options_t) as the caller compiled it
+  uint32_t flags;               // KILN_MODEL_LOAD_* bits
+  uint32_t reserved;            // 0
+  // The bundle's size (the file, or the caller's memory): a larger one is
+  // KILN_OUT_OF_MEMORY before it is mapped or copied.
+  uint64_t max_bundle_bytes;
+  // The bytes of its data segment (the constant tensors and the kernel
+  // code): more is KILN_OUT_OF_MEMORY before any kernel is mapped (they are
+  // used in place, but must fit the device).
+  uint64_t max_constant_bytes;
+  // Workgroups of one dispatch: more is KILN_INVALID_BUNDLE (a run's length
+  // stays bounded).
+  uint64_t max_workgroups;
+} kiln_model_load_options_t;
+
+#define KILN_MODEL_LOAD_OPTIONS_MIN_SIZE sizeof(kiln_model_load_options_t)
+
+// Zeroes `*options` (all defaults) and sets its struct_size.
+static inline void kiln_model_load_options_init(kiln_model_load_options_t* options) {
+  kiln_struct_init(options, sizeof(*options));
+}
+
+// Like kiln_model_load_file / kiln_model_load_memory (which use the
+// defaults) with `options` (NULL: the defaults).
+KILN_API kiln_status_t kiln_model_load_file_ex(const char* path,
+                                               const kiln_model_load_options_t* options,
                                                kiln_model_t** out_model);
 KILN_API kiln_status_t kiln_model_load_memory_ex(const void* data, size_t size,
-                                                 uint32_t flags,
+                                                 const kiln_model_load_options_t* options,
                                                  kiln_model_t** out_model);
 
 //===----------------------------------------------------------------------===//
@@ -484,7 +517,15 @@ typedef struct kiln_session_options_t {
   // Vulkan: the longest a run may take, in milliseconds (0: 60000); past it
   // kiln_session_run fails with KILN_INTERNAL.
   uint32_t vulkan_timeout_ms;
+  uint32_t reserved;  // 0
+  // The most bytes the session's arena (every intermediate tensor, the
+  // inputs and outputs) may take: a model that needs more is refused with
+  // KILN_OUT_OF_MEMORY before anything is allocated. 0: 1 GiB
+  // (KILN_DEFAULT_MAX_ARENA_BYTES); UINT64_MAX: no limit.
+  uint64_t max_arena_bytes;
 } kiln_session_options_t;
+
+#define KILN_DEFAULT_MAX_ARENA_BYTES (1ull << 30)
 
 // The first published options: the thread fields (libkiln 0.1).
 #define KILN_SESSION_OPTIONS_MIN_SIZE \

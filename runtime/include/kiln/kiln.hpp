@@ -65,15 +65,29 @@ class Model : public Owner<kiln_model_t*, kiln_model_free> {
  public:
   using Owner::Owner;
 
+  // `flags`: KILN_MODEL_LOAD_* (the other load options at their defaults).
   static Status LoadFile(const char* path, Model* out, uint32_t flags = 0) {
+    kiln_model_load_options_t options;
+    kiln_model_load_options_init(&options);
+    options.flags = flags;
+    return LoadFile(path, options, out);
+  }
+  static Status LoadFile(const char* path, const kiln_model_load_options_t& options, Model* out) {
     kiln_model_t* model = nullptr;
-    Status status(kiln_model_load_file_ex(path, flags, &model));
+    Status status(kiln_model_load_file_ex(path, &options, &model));
     if (status.ok()) *out = Model(model);
     return status;
   }
   static Status LoadMemory(const void* data, size_t size, Model* out, uint32_t flags = 0) {
+    kiln_model_load_options_t options;
+    kiln_model_load_options_init(&options);
+    options.flags = flags;
+    return LoadMemory(data, size, options, out);
+  }
+  static Status LoadMemory(const void* data, size_t size, const kiln_model_load_options_t& options,
+                           Model* out) {
     kiln_model_t* model = nullptr;
-    Status status(kiln_model_load_memory_ex(data, size, flags, &model));
+    Status status(kiln_model_load_memory_ex(data, size, &options, &model));
     if (status.ok()) *out = Model(model);
     return status;
   }

@@ -12,7 +12,15 @@
 #include "base/allocator.h"
 #include "kiln_bundle_version.h"
 
-kiln_status_t kiln_bundle_memory_map_file(const char* path,
+// The error for a bundle of `size` bytes over the `max_bytes` limit.
+static kiln_status_t kiln_bundle_memory_too_large(uint64_t size, uint64_t max_bytes) {
+  return kiln_make_status(KILN_OUT_OF_MEMORY,
+                          "bundle: %llu bytes, more than the limit of %llu "
+                          "(kiln_model_load_options_t.max_bundle_bytes)",
+                          (unsigned long long)size, (unsigned long long)max_bytes);
+}
+
+kiln_status_t kiln_bundle_memory_map_file(const char* path, uint64_t max_bytes,
                                           kiln_bundle_memory_t* out_memory) {
   if (!path || !out_memory) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "load: NULL path or out_model");
@@ -38,6 +46,10 @@ kiln_status_t kiln_bundle_memory_map_file(const char* path,
     close(fd);
     return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: '%s' is empty", path);
   }
+  if ((uint64_t)info.st_size > max_bytes) {
+    close(fd);
+    return kiln_status_annotate(kiln_bundle_memory_too_large((uint64_t)info.st_size, max_bytes), "'%s'", path);
+  }
   size_t size = 0;  // st_size is 64-bit (_FILE_OFFSET_BITS=64) on 32-bit targets too
   kiln_status_t status = kiln_size_from_u64((uint64_t)info.st_size, "bundle: the file", &size);
   if (status) {
@@ -57,11 +69,12 @@ kiln_status_t kiln_bundle_memory_map_file(const char* path,
   return NULL;
 }
 
-kiln_status_t kiln_bundle_memory_wrap(const void* data, size_t size,
+kiln_status_t kiln_bundle_memory_wrap(const void* data, size_t size, uint64_t max_bytes,
                                       kiln_bundle_memory_t* out_memory) {
   if (!data || size == 0 || !out_memory) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "load: NULL or empty bundle memory");
   }
+  if ((uint64_t)size > max_bytes) return kiln_bundle_memory_too_large(size, max_bytes);
   if (((uintptr_t)data % KILN_BUNDLE_ALIGNMENT) == 0) {
     out_memory->data = (const uint8_t*)data;
     out_memory->size = size;

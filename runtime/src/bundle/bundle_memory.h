@@ -20,11 +20,13 @@ typedef struct kiln_bundle_memory_t {
   kiln_bundle_memory_kind_t kind;  // how to release `data`
 } kiln_bundle_memory_t;
 
-// Maps `path` read-only (private). The file must not be modified while mapped.
-kiln_status_t kiln_bundle_memory_map_file(const char* path,
+// Maps `path` read-only (private). The file must not be modified while
+// mapped. A file larger than `max_bytes` is KILN_OUT_OF_MEMORY, unmapped.
+kiln_status_t kiln_bundle_memory_map_file(const char* path, uint64_t max_bytes,
                                           kiln_bundle_memory_t* out_memory);
-// Uses `data` in place when 64-byte aligned, else copies it.
-kiln_status_t kiln_bundle_memory_wrap(const void* data, size_t size,
+// Uses `data` in place when 64-byte aligned, else copies it. More than
+// `max_bytes` is KILN_OUT_OF_MEMORY, uncopied.
+kiln_status_t kiln_bundle_memory_wrap(const void* data, size_t size, uint64_t max_bytes,
                                       kiln_bundle_memory_t* out_memory);
 // Releases what the memory owns; safe on a zeroed struct.
 void kiln_bundle_memory_release(kiln_bundle_memory_t* memory);

@@ -7,6 +7,7 @@
 
 #include "base/allocator.h"
 #include "base/clock.h"
+#include "base/struct_size.h"
 
 namespace fb = kiln::fb;
 
@@ -101,10 +102,50 @@ static kiln_status_t kiln_model_describe(kiln_model_t* model) {
   return NULL;
 }
 
+// The caller's load options (NULL: defaults) as this library's struct, every
+// 0 limit replaced by its default.
+static kiln_status_t kiln_model_read_options(const kiln_model_load_options_t* options,
+                                             kiln_model_load_options_t* out) {
+  kiln_model_load_options_init(out);
+  if (options) {
+    KILN_RETURN_IF_ERROR(kiln_struct_read(options, sizeof(*out), KILN_MODEL_LOAD_OPTIONS_MIN_SIZE,
+                                          "kiln_model_load_options_t", out));
+  }
+  if (!out->max_bundle_bytes) out->max_bundle_bytes = KILN_DEFAULT_MAX_BUNDLE_BYTES;
+  if (!out->max_constant_bytes) out->max_constant_bytes = KILN_DEFAULT_MAX_CONSTANT_BYTES;
+  if (!out->max_workgroups) out->max_workgroups = KILN_DEFAULT_MAX_WORKGROUPS;
+  return NULL;
+}
+
+// The load limits on a verified bundle, before any of its code is mapped.
+static kiln_status_t kiln_model_check_limits(const kiln_bundle_view_t* view,
+                                             const kiln_model_load_options_t* options) {
+  if (view->data_segment_size > options->max_constant_bytes) {
+    return kiln_make_status(KILN_OUT_OF_MEMORY,
+                            "bundle: its data segment (constants and kernels) is %zu bytes, more "
+                            "than the limit of %llu (kiln_model_load_options_t.max_constant_bytes)",
+                            view->data_segment_size, (unsigned long long)options->max_constant_bytes);
+  }
+  const fb::Bundle* bundle = view->bundle;
+  uint32_t count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const auto* n = bundle->dispatches()->Get(i)->workgroup_count();  // 3 entries, verified
+    uint64_t total = (uint64_t)n->Get(0) * n->Get(1) * n->Get(2);     // at most 2^32 - 1, verified
+    if (total > options->max_workgroups) {
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "bundle: dispatch %u has %llu workgroups, more than the limit of %llu "
+                              "(kiln_model_load_options_t.max_workgroups)",
+                              i, (unsigned long long)total, (unsigned long long)options->max_workgroups);
+    }
+  }
+  return NULL;
+}
+
 // Takes ownership of `memory` (released on failure too). `start` is when the
 // load call began, `map_ns` how long getting `memory` took.
-static kiln_status_t kiln_model_load(kiln_bundle_memory_t memory, uint32_t flags, uint64_t start,
-                                     uint64_t map_ns, kiln_model_t** out_model) {
+static kiln_status_t kiln_model_load(kiln_bundle_memory_t memory, const kiln_model_load_options_t* options,
+                                     uint64_t start, uint64_t map_ns, kiln_model_t** out_model) {
+  const uint32_t flags = options->flags;
   kiln_model_t* model = NULL;
   kiln_status_t status = kiln_calloc_array(1, &model);
   if (status) {
@@ -117,6 +158,7 @@ static kiln_status_t kiln_model_load(kiln_bundle_memory_t memory, uint32_t flags
   model->load_stats.bundle_map_ns = map_ns;
   uint64_t stage = kiln_now_nanoseconds();
   status = kiln_bundle_verify(memory.data, memory.size, &model->view);
+  if (!status) status = kiln_model_check_limits(&model->view, options);
   model->load_stats.bundle_verify_ns = kiln_nanoseconds_since(stage);
   if (!status && !(flags & KILN_MODEL_LOAD_VERIFY_ONLY) &&
       (!model->view.spirv || kiln_model_has_cpu_library(model->view.bundle))) {
@@ -134,35 +176,40 @@ static kiln_status_t kiln_model_load(kiln_bundle_memory_t memory, uint32_t flags
   return NULL;
 }
 
-kiln_status_t kiln_model_load_file_ex(const char* path, uint32_t flags,
+kiln_status_t kiln_model_load_file_ex(const char* path, const kiln_model_load_options_t* options,
                                       kiln_model_t** out_model) {
   if (!path || !out_model) {
     return kiln_make_status(KILN_INVALID_ARGUMENT, "load: NULL path or out_model");
   }
   uint64_t start = kiln_now_nanoseconds();
+  kiln_model_load_options_t complete;
+  KILN_RETURN_IF_ERROR(kiln_model_read_options(options, &complete));
   kiln_bundle_memory_t memory;
   memset(&memory, 0, sizeof(memory));
-  KILN_RETURN_IF_ERROR(kiln_bundle_memory_map_file(path, &memory));
-  return kiln_model_load(memory, flags, start, kiln_nanoseconds_since(start), out_model);
+  KILN_RETURN_IF_ERROR(kiln_bundle_memory_map_file(path, complete.max_bundle_bytes, &memory));
+  return kiln_model_load(memory, &complete, start, kiln_nanoseconds_since(start), out_model);
 }
 
-kiln_status_t kiln_model_load_memory_ex(const void* data, size_t size, uint32_t flags,
+kiln_status_t kiln_model_load_memory_ex(const void* data, size_t size,
+                                        const kiln_model_load_options_t* options,
                                         kiln_model_t** out_model) {
   if (!out_model) return kiln_make_status(KILN_INVALID_ARGUMENT, "load: NULL out_model");
   uint64_t start = kiln_now_nanoseconds();
+  kiln_model_load_options_t complete;
+  KILN_RETURN_IF_ERROR(kiln_model_read_options(options, &complete));
   kiln_bundle_memory_t memory;
   memset(&memory, 0, sizeof(memory));
-  KILN_RETURN_IF_ERROR(kiln_bundle_memory_wrap(data, size, &memory));
-  return kiln_model_load(memory, flags, start, kiln_nanoseconds_since(start), out_model);
+  KILN_RETURN_IF_ERROR(kiln_bundle_memory_wrap(data, size, complete.max_bundle_bytes, &memory));
+  return kiln_model_load(memory, &complete, start, kiln_nanoseconds_since(start), out_model);
 }
 
 kiln_status_t kiln_model_load_file(const char* path, kiln_model_t** out_model) {
-  return kiln_model_load_file_ex(path, 0, out_model);
+  return kiln_model_load_file_ex(path, NULL, out_model);
 }
 
 kiln_status_t kiln_model_load_memory(const void* data, size_t size,
                                      kiln_model_t** out_model) {
-  return kiln_model_load_memory_ex(data, size, 0, out_model);
+  return kiln_model_load_memory_ex(data, size, NULL, out_model);
 }
 
 void kiln_model_free(kiln_model_t* model) {

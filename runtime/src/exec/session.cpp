@@ -81,6 +81,13 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
                             model->view.spirv ? "Vulkan" : "the CPU",
                             device == KILN_DEVICE_VULKAN ? "Vulkan" : "the CPU");
   }
+  const uint64_t max_arena = options->max_arena_bytes ? options->max_arena_bytes : KILN_DEFAULT_MAX_ARENA_BYTES;
+  if (model->view.arena_bytes > max_arena) {  // before any allocation, on every device
+    return kiln_make_status(KILN_OUT_OF_MEMORY,
+                            "session: the model's arena needs %llu bytes, more than the limit of "
+                            "%llu (kiln_session_options_t.max_arena_bytes)",
+                            (unsigned long long)model->view.arena_bytes, (unsigned long long)max_arena);
+  }
   if (options->thread_count > KILN_SESSION_MAX_THREADS) {  // rejected on every device
     return kiln_make_status(KILN_INVALID_ARGUMENT, "session: thread_count %u exceeds %u",
                             options->thread_count, KILN_SESSION_MAX_THREADS);
