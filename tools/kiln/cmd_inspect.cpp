@@ -1,8 +1,10 @@
-// kiln inspect MODEL.kiln [--json]
+// kiln inspect MODEL.kiln [--json | --dot | --svg] [--profile TRACE.json | --profile-run]
 // Reads the bundle through the runtime's public accessors (kiln_model_get_*,
 // contents.cpp) after a KILN_MODEL_LOAD_VERIFY_ONLY load: the bundle is
 // verified, so the indices it holds are valid; kernels are not mapped, so
-// bundles built for another architecture can be inspected too.
+// bundles built for another architecture can be inspected too. The text and
+// JSON listings are here; the --dot picture is dot.cpp, its colours come from
+// a kiln profile trace or a measurement (profiling.cpp).
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "contents.h"
-#include "common.h"
+#include "dot.h"
+#include "profiling.h"
 
 namespace kiln_tool {
 
@@ -252,36 +254,84 @@ void PrintText(const ModelContents& c) {
 }  // namespace
 
 const CommandHelp kInspectHelp = {
-    "inspect", "MODEL.kiln [--json]",
+    "inspect", "MODEL.kiln [--json | --dot | --svg] [--profile TRACE.json | --profile-run]",
     "Prints what the bundle describes: the graph, tensors, memory plan, kernel\n"
-    "libraries and dispatches (as text, or JSON with --json). Bundles for another\n"
-    "architecture can be inspected (the kernels are not loaded).\n"};
+    "libraries and dispatches (as text, or JSON with --json); with --dot a Graphviz\n"
+    "picture of the graph (--svg: rendered by Graphviz's dot), its nodes coloured by\n"
+    "kernel time with --profile or --profile-run. Bundles for another architecture\n"
+    "can be inspected (the kernels are not loaded), but not profiled.\n"};
 
 int CmdInspect(int argc, char** argv) {
-  bool json = false;
+  enum Format { kText, kJson, kDot, kSvg } format = kText;
+  const char* trace_path = nullptr;
+  bool profile_run = false;
   CommandArgs args;
+  args.iterations = 5;
   using kiln_cli::Arity;
   const kiln_cli::OptionTable own = {
       {kOptJson, "--json", Arity::kFlag, "", "print JSON (arena_bytes, constant_bytes, nodes, dispatches, ...)"},
+      {kOptDot, "--dot", Arity::kFlag, "",
+       "print the graph in Graphviz's DOT language: a cluster per fused kernel,\n"
+       "edges labelled with the tensors' shapes"},
+      {kOptSvg, "--svg", Arity::kFlag, "", "the --dot graph as SVG (runs Graphviz's dot -Tsvg)"},
+      {kOptProfileTrace, "--profile", Arity::kValue, "TRACE.json",
+       "--dot/--svg: colour by kernel time from a trace of kiln profile -o"},
+      {kOptProfileRun, "--profile-run", Arity::kFlag, "",
+       "--dot/--svg: colour by kernel time measured now (with the options below)"},
   };
-  auto handle = [&](const kiln_cli::Option&, const char*) -> int {
-    json = true;
-    return kContinue;
+  auto handle = [&](const kiln_cli::Option& option, const char* value) -> int {
+    Format wanted = option.id == kOptJson ? kJson : option.id == kOptDot ? kDot : kSvg;
+    switch (option.id) {
+      case kOptProfileTrace: trace_path = value; return kContinue;
+      case kOptProfileRun: profile_run = true; return kContinue;
+      default:
+        if (format != kText && format != wanted) return UsageError("--json, --dot and --svg exclude each other");
+        format = wanted;
+        return kContinue;
+    }
   };
-  int result = ParseCommandArgs(kInspectHelp, own, nullptr, argc, argv, handle, &args);
+  int result = ParseCommandArgs(kInspectHelp, own, "--profile-run: profiled runs after the first (default 5)",
+                                argc, argv, handle, &args);
   if (result != kContinue) return result;
+  if ((trace_path || profile_run) && format != kDot && format != kSvg) {
+    return UsageError("--profile and --profile-run colour the --dot or --svg graph");
+  }
+  if (trace_path && profile_run) return UsageError("--profile and --profile-run exclude each other");
+  if (args.session_options_given && !profile_run) {
+    return UsageError("--threads, --iterations, --input and the device options go with --profile-run");
+  }
+
   kiln::Model model;
-  kiln::Status status = kiln::Model::LoadFile(args.model_path, &model, KILN_MODEL_LOAD_VERIFY_ONLY);
-  if (!status.ok()) return FailStatus(status);
+  kiln::Status status;
+  std::vector<double> dispatch_ms;
+  std::string measured_on;
+  Measurement measurement;
+  if (profile_run) {  // a full load: the model runs
+    result = Measure(args, &model, &measurement);
+    if (result != kExitOk) return result;
+  } else {
+    status = kiln::Model::LoadFile(args.model_path, &model, KILN_MODEL_LOAD_VERIFY_ONLY);
+    if (!status.ok()) return FailStatus(status);
+  }
   ModelContents contents;
   status = ReadModelContents(model, &contents);
   if (!status.ok()) return FailStatus(status);
-  if (json) {
-    PrintJson(contents);
-  } else {
-    PrintText(contents);
+  if (profile_run) {
+    dispatch_ms = DispatchMedianMs(measurement.runs, contents.dispatches.size());
+    measured_on = MeasuredOn(measurement.device, measurement.threads);
   }
-  return kExitOk;
+  if (trace_path) {
+    result = ReadTrace(trace_path, contents, &dispatch_ms, &measured_on);
+    if (result != kExitOk) return result;
+  }
+  result = kExitOk;
+  switch (format) {
+    case kJson: PrintJson(contents); break;
+    case kText: PrintText(contents); break;
+    case kDot: fputs(DotGraph(contents, dispatch_ms, measured_on).c_str(), stdout); break;
+    case kSvg: result = WriteSvg(DotGraph(contents, dispatch_ms, measured_on)); break;
+  }
+  return result != kExitOk ? result : CheckValidationMessages();
 }
 
 }  // namespace kiln_tool

@@ -56,7 +56,7 @@ double Median(std::vector<double> values);
 // Option ids of every subcommand's table (cli_options.h Option::id).
 enum OptionId {
   kOptHelp,
-  // Shared by run, bench and profile (args.cpp).
+  // Shared by run, bench, profile and inspect --profile-run (args.cpp).
   kOptThreads, kOptIterations, kOptInput,
   kOptDevice, kOptVulkanDevice, kOptValidation,  // device.cpp
   // run
@@ -66,7 +66,7 @@ enum OptionId {
   // profile
   kOptOutput, kOptLayers,
   // inspect
-  kOptJson,
+  kOptJson, kOptDot, kOptSvg, kOptProfileTrace, kOptProfileRun,
 };
 
 // --device, --vulkan-device, --validation (device.cpp).

@@ -1,7 +1,7 @@
 // kiln: run, inspect, benchmark and profile Kiln bundles.
 //
 //   kiln run MODEL.kiln --input NAME=FILE.npy ... [options]
-//   kiln inspect MODEL.kiln [--json]
+//   kiln inspect MODEL.kiln [--json | --dot | --svg] [--profile TRACE.json | --profile-run]
 //   kiln bench MODEL.kiln [options]
 //   kiln profile MODEL.kiln [options] [-o TRACE.json]
 //   kiln --help | kiln COMMAND --help | kiln --version

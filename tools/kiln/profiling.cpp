@@ -1,5 +1,5 @@
 // Timed and profiled runs, the start-up measurement of `kiln profile`, and
-// its trace in the Chrome trace event format.
+// its trace in the Chrome trace event format, written and read back.
 //
 // The runtime gives durations, not start times: each start-up stage's time
 // (kiln_session_get_load_stats) and each dispatch's time in the last run
@@ -14,6 +14,10 @@
 
 #include <stdio.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "json_reader.h"
 
 namespace kiln_tool {
 
@@ -162,6 +166,11 @@ void PrintStartup(const char* label, const kiln_session_load_stats_t& s, size_t 
   printf("\n");
 }
 
+std::string MeasuredOn(const std::string& device, uint32_t threads) {
+  if (device != "cpu") return device;
+  return "cpu, " + std::to_string(threads) + (threads == 1 ? " thread" : " threads");
+}
+
 std::vector<double> DispatchMedianMs(const std::vector<RunTiming>& runs, size_t dispatch_count) {
   std::vector<double> medians(dispatch_count);
   std::vector<double> times;
@@ -230,6 +239,48 @@ std::string TraceJson(const ModelContents& c, const Measurement& m) {
                       JsonString(kiln_version()) + "}";
   return "{\"traceEvents\": [" + trace.events() + "\n],\n\"displayTimeUnit\": \"ns\",\n\"otherData\": " +
          other + "}\n";
+}
+
+int ReadTrace(const std::string& path, const ModelContents& c, std::vector<double>* dispatch_ms,
+              std::string* measured_on) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return Fail("--profile: cannot read '%s'", path.c_str());
+  std::stringstream text;
+  text << file.rdbuf();
+  JsonValue trace;
+  std::string error;
+  if (!ParseJson(text.str(), &trace, &error)) return Fail("--profile: '%s' is not JSON (%s)", path.c_str(), error.c_str());
+  const JsonValue* other = trace.Find("otherData");
+  const JsonValue* hash = other ? other->Find("content_hash") : nullptr;
+  const JsonValue* events = trace.Find("traceEvents");
+  if (!hash || !events || events->kind != JsonValue::kArray) {
+    return Fail("--profile: '%s' is not a trace written by kiln profile", path.c_str());
+  }
+  if (hash->string != HexHash(c.info.content_hash)) {
+    return Fail("--profile: '%s' profiles another bundle (content hash %s, this one's is %s)", path.c_str(),
+                hash->string.c_str(), HexHash(c.info.content_hash).c_str());
+  }
+  const JsonValue* device = other->Find("device");
+  const JsonValue* threads = other->Find("threads");
+  *measured_on = MeasuredOn(device ? device->string : "?", threads ? (uint32_t)threads->number : 1);
+  std::vector<std::vector<double>> times(c.dispatches.size());
+  for (const JsonValue& event : events->items) {
+    const JsonValue* category = event.Find("cat");
+    const JsonValue* duration = event.Find("dur");
+    const JsonValue* args = event.Find("args");
+    const JsonValue* index = args ? args->Find("dispatch") : nullptr;
+    if (!category || category->string != "dispatch" || !duration || !index) continue;
+    if (index->kind != JsonValue::kNumber || index->number < 0 || index->number >= (double)times.size()) {
+      return Fail("--profile: '%s' has an event for a dispatch the bundle does not have", path.c_str());
+    }
+    times[(size_t)index->number].push_back(duration->number / 1e3);
+  }
+  dispatch_ms->resize(times.size());
+  for (size_t d = 0; d < times.size(); ++d) {
+    if (times[d].empty()) return Fail("--profile: '%s' has no event for dispatch %zu", path.c_str(), d);
+    (*dispatch_ms)[d] = Median(times[d]);
+  }
+  return kExitOk;
 }
 
 }  // namespace kiln_tool

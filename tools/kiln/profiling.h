@@ -1,8 +1,8 @@
 // Measuring where a model's time goes, through the public API only
 // (kiln_session_set_profiling, kiln_session_get_dispatch_profile,
 // kiln_session_get_load_stats): timed runs for bench and profile; the
-// start-up and profiled runs of `kiln profile`; their Chrome/Perfetto
-// trace; the
+// start-up and profiled runs of `kiln profile` and `kiln inspect
+// --profile-run`; their Chrome/Perfetto trace (written and read back); the
 // table of layers (dispatches grouped by source nodes) with shares and GFLOP/s.
 #ifndef KILN_TOOLS_KILN_PROFILING_H_
 #define KILN_TOOLS_KILN_PROFILING_H_
@@ -48,6 +48,8 @@ struct Measurement {
 // then args.iterations times profiled (inputs: PrepareInputs). kExitOk, or
 // Fail() with the status.
 int Measure(const CommandArgs& args, kiln::Model* model, Measurement* out);
+// Where a measurement was made: "cpu, 2 threads", or the Vulkan device's name.
+std::string MeasuredOn(const std::string& device, uint32_t threads);
 
 // "startup: ..." (or `label`): the time from the load call to the end of the
 // first run and the stages that usually dominate (kiln_session_load_stats_t);
@@ -63,6 +65,12 @@ std::vector<double> DispatchMedianMs(const std::vector<RunTiming>& runs, size_t 
 // (Vulkan dispatches on a device track), times in microseconds from the
 // load call. "otherData" names the bundle (content_hash) for ReadTrace.
 std::string TraceJson(const ModelContents& c, const Measurement& m);
+
+// Reads a trace TraceJson wrote for this bundle: each dispatch's median
+// time (ms) over its runs, and where it was measured (MeasuredOn). kExitOk,
+// or Fail() naming the problem (not JSON, another bundle, a dispatch missing).
+int ReadTrace(const std::string& path, const ModelContents& c, std::vector<double>* dispatch_ms,
+              std::string* measured_on);
 
 // Prints the layers (dispatches grouped by their source nodes, or by kernel
 // when they list none), slowest first: time, share, GFLOP/s where NodeFlops
