@@ -55,6 +55,9 @@ packages=(
   # device), the Khronos validation layer, glslangValidator and SPIRV-Tools
   # for its tests; glslang's and SPIRV-Tools' libraries for kilnc --target=vulkan.
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools spirv-tools glslang-dev
+  # Graphviz's dot: `kiln inspect --svg`, and the tools_dot test checks that
+  # `dot -Tsvg` accepts `kiln inspect --dot` (docs/tools.md).
+  graphviz
 )
 # Node.js may come from elsewhere (e.g. NodeSource); only use Debian's if there is none.
 if ! command -v node >/dev/null 2>&1; then

@@ -10,6 +10,7 @@
 #include "codegen/codegen_glsl.h"
 #include "kiln_bundle_version.h"
 #include "support/diagnostics.h"
+#include "support/version.h"
 
 namespace kiln {
 namespace {
@@ -206,7 +207,7 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
     dispatches.push_back(fb::CreateDispatchDirect(b, (uint32_t)i, &wg, &bindings, &push_constants, &sources,
                                                   mixed ? &downloads[i] : nullptr, mixed ? &uploads[i] : nullptr));
   }
-  std::string producer = "kilnc 0.1.0";
+  std::string producer = std::string("kilnc ") + kKilncVersion;
   // A CPU bundle needs nothing of 0.2 (the Vulkan fields): 0.1 runtimes can
   // run it; a Vulkan bundle needs 0.2, a heterogeneous one 0.3, one with
   // static kernels 0.4.

@@ -692,6 +692,7 @@ std::string compile_kernels(const std::vector<KernelDef>& kernels, const TargetS
   std::string vector_width = std::to_string(vector_info(target).lanes * 32);
   std::vector<llvm::Function*> fns;
   for (auto& k : kernels) {
+    report_progress(options.progress, "emitting LLVM IR", fns.size(), kernels.size(), "kernels");
     KernelEmitter e(m, dispatch_ty, workgroup_ty);
     llvm::Function* f = e.emit(k);
     f->addFnAttr("target-cpu", target.cpu);
@@ -707,6 +708,7 @@ std::string compile_kernels(const std::vector<KernelDef>& kernels, const TargetS
   std::string err;
   llvm::raw_string_ostream err_os(err);
   internal_assert(!llvm::verifyModule(m, &err_os)) << "generated LLVM IR is invalid: " << err_os.str();
+  report_progress(options.progress, "optimizing " + std::to_string(kernels.size()) + " kernels (LLVM -O3)");
   optimize(m, *tm);
   if (options.llvm_ir_out) {
     llvm::raw_string_ostream os(*options.llvm_ir_out);
@@ -722,6 +724,7 @@ std::string compile_kernels(const std::vector<KernelDef>& kernels, const TargetS
     return t;
   }()));
   internal_assert(!tm->addPassesToEmitFile(pm, os, nullptr, llvm::CGFT_ObjectFile)) << "LLVM cannot emit objects for " << target.str();
+  report_progress(options.progress, "generating machine code (" + target.triple + ")");
   pm.run(m);
   return std::string(buffer.begin(), buffer.end());
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/progress.h"
 #include "target/target.h"
 #include "lower/kernel.h"
 
@@ -24,6 +25,7 @@ struct CodegenOptions {
   std::string static_symbol;
   std::string static_name;
   uint64_t kernel_hash = 0;
+  ProgressFn progress;  // hears of each kernel emitted, then of LLVM's optimization and code generation
 };
 
 // Returns the bytes of a relocatable object file; kernel i is table entry i.

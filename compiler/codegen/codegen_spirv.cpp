@@ -96,6 +96,7 @@ std::string feature_names(uint32_t features) {
 SpirvLibrary compile_kernels_spirv(const std::vector<KernelDef>& kernels, const SpirvOptions& options) {
   SpirvLibrary library;
   for (const KernelDef& k : kernels) {
+    report_progress(options.progress, "compiling SPIR-V", library.kernels.size(), kernels.size(), "kernels");
     SpirvKernel out;
     out.binding_count = (uint32_t)k.params.size();
     try {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "lower/kernel.h"
+#include "support/progress.h"
 
 namespace kiln {
 
@@ -36,6 +37,7 @@ struct SpirvLibrary {
 struct SpirvOptions {
   std::string* glsl_out = nullptr;  // if set, receives every kernel's shader (--dump-after=spirv)
   uint32_t device_features = 3;     // GlslFeature bits the device has (kilnc --vulkan-features; all by default)
+  ProgressFn progress;              // hears of each kernel compiled
 };
 
 // Whether this kilnc was built with glslang and SPIRV-Tools.

@@ -58,7 +58,9 @@ class Pipeline {
     if (dumping(name))
       for (auto& k : kernels) before.push_back(tir::to_string(k.body));
     if (enabled)
-      for (auto& k : kernels) {
+      for (size_t i = 0; i < kernels.size(); i++) {
+        report_progress(options_.progress, "TIR pass " + name, i, kernels.size(), "kernels");
+        KernelDef& k = kernels[i];
         k.body = pass(k.body);
         if (k.host_body.defined()) k.host_body = pass(k.host_body);
       }
@@ -92,6 +94,7 @@ class Pipeline {
         << "(iOS and macOS forbid or restrict mapping code at run time anyway)";
 
     // 1. Import: ONNX → graph IR with static shapes.
+    report_progress(options_.progress, "importing");
     graph::Graph g = import_onnx_bytes(bytes, model_dir, options_.import);
     step_done("import", std::to_string(g.nodes.size()) + " nodes, " + std::to_string(g.values.size()) + " values");
     if (options_.dump_graph || dumping("import")) out_ << "// -- graph after import\n" << g.str();
@@ -107,6 +110,7 @@ class Pipeline {
     po.env.vector = vector_info(options_.target);
     po.env.blocked_layout = !vulkan;  // no blocked layout on GPUs
     po.env.evaluate = evaluate_graph;
+    po.progress = options_.progress;
     std::vector<graph::PassStats> pass_stats = graph::run_graph_passes(g, po);
     if (options_.report)
       for (auto& s : pass_stats)
@@ -127,6 +131,7 @@ class Pipeline {
       std::string glsl;
       SpirvOptions so;
       so.device_features = options_.vulkan_features;
+      so.progress = options_.progress;
       if (dumping("spirv")) so.glsl_out = &glsl;
       SpirvLibrary spirv = compile_kernels_spirv(program.kernels, so);
       if (dumping("spirv")) out_ << "// -- GLSL after spirv\n" << glsl;
@@ -189,12 +194,14 @@ class Pipeline {
     cg.static_symbol = statics.symbol;
     cg.static_name = options_.static_name;
     cg.kernel_hash = statics.kernel_hash;
+    cg.progress = options_.progress;
     out.kernels_object = compile_kernels(program.kernels, options_.target, cg);
     if (dumping("llvm")) out_ << "// -- LLVM IR after optimization\n" << llvm_ir;
     out.kernels_header = static_library_header(options_.static_name, path);
     step_done("codegen", options_.target.str() + ", static kernels " + statics.symbol + ", object " +
                              std::to_string(out.kernels_object.size()) + " bytes");
     BundleStats stats;
+    report_progress(options_.progress, "writing the bundle");
     out.bundle = write_bundle(g, program, plan, "", options_.target, &stats, nullptr, &statics);
     step_done("bundle", std::to_string(stats.total_bytes) + " bytes (constants " + std::to_string(stats.constant_bytes) +
                             ", kernels linked statically)");
@@ -206,7 +213,8 @@ class Pipeline {
   //    --dump-after=PASS prints the kernels a pass changed.
   LoweredProgram lower(graph::Graph& g) {
     const bool vulkan = options_.target.vulkan;
-    LoweredProgram program = lower_graph(g, vector_info(options_.target), /*gpu=*/vulkan, options_.vulkan_shared_memory);
+    LoweredProgram program =
+        lower_graph(g, vector_info(options_.target), /*gpu=*/vulkan, options_.vulkan_shared_memory, options_.progress);
     step_done("lower", std::to_string(program.kernels.size()) + " kernels");
     dump_kernels("lower", program.kernels, nullptr);
 
@@ -220,6 +228,7 @@ class Pipeline {
     // GPU only (LLVM does it on CPU targets).
     run_tir_pass("hoist-invariants", vulkan, program.kernels,
                  [](const tir::Stmt& s) { return tir::simplify(tir::hoist_invariants(s)); });
+    report_progress(options_.progress, "verifying " + std::to_string(program.kernels.size()) + " kernels");
     for (auto& k : program.kernels) {
       tir::verify_kernel(k.name, k.body, k.params);
       if (k.host_body.defined()) tir::verify_kernel(k.name, k.host_body, k.params);
@@ -234,6 +243,7 @@ class Pipeline {
   // 5. Static memory plan: one arena.
   MemoryPlan plan_memory_step(const graph::Graph& g, const LoweredProgram& program) {
     const bool vulkan = options_.target.vulkan;
+    report_progress(options_.progress, "planning memory");
     MemoryPlan plan = plan_memory(g, program, vulkan ? KILN_BUNDLE_VULKAN_ALIGNMENT : KILN_BUNDLE_ALIGNMENT);
     user_assert(plan.arena_bytes <= options_.max_arena_bytes)
         << "the model needs an arena of " << plan.arena_bytes << " bytes, more than --max-arena ("
@@ -253,8 +263,10 @@ class Pipeline {
     std::string llvm_ir;
     CodegenOptions cg;
     if (dumping("llvm")) cg.llvm_ir_out = &llvm_ir;
+    cg.progress = options_.progress;
     std::string object = compile_kernels(kernels, target, cg);
     if (dumping("llvm")) out_ << "// -- LLVM IR after optimization\n" << llvm_ir;
+    report_progress(options_.progress, "linking the kernel library");
     return link_shared_object(object, target);
   }
 
@@ -262,6 +274,7 @@ class Pipeline {
   std::string write_bundle_step(const graph::Graph& g, const LoweredProgram& program, const MemoryPlan& plan,
                                 const std::string& library, const SpirvLibrary* spirv) {
     BundleStats stats;
+    report_progress(options_.progress, "writing the bundle");
     std::string bundle = write_bundle(g, program, plan, library, options_.target, &stats, spirv);
     step_done("bundle", std::to_string(stats.total_bytes) + " bytes (constants " + std::to_string(stats.constant_bytes) +
                             ", kernels " + std::to_string(stats.kernel_bytes) + ")");

@@ -11,6 +11,7 @@
 #include "import/onnx_import.h"
 #include "lower/lower_graph.h"
 #include "plan/memory_plan.h"
+#include "support/progress.h"
 #include "target/target.h"
 
 namespace kiln {
@@ -40,6 +41,7 @@ struct CompileOptions {
   bool dump_graph = false;           // print the graph after import and after lowering
   bool report = false;               // print per-step statistics
   std::ostream* dump_stream = nullptr;  // where dumps and the report go (stderr if null)
+  ProgressFn progress;               // hears what the pipeline is doing (kilnc's progress line)
 };
 
 // Names of the passes --dump-after accepts, in order.

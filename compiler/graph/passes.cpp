@@ -33,8 +33,11 @@ const std::vector<GraphPass>& graph_passes() {
 std::vector<PassStats> run_graph_passes(Graph& g, const PassOptions& options) {
   std::ostream& out = options.dump_stream ? *options.dump_stream : std::cerr;
   std::vector<PassStats> stats;
-  for (const GraphPass& p : graph_passes()) {
+  const std::vector<GraphPass>& passes = graph_passes();
+  for (size_t i = 0; i < passes.size(); i++) {
+    const GraphPass& p = passes[i];
     if (options.disabled.count(p.name)) continue;
+    report_progress(options.progress, std::string("graph pass ") + p.name, i, passes.size(), "passes");
     PassStats s;
     s.name = p.name;
     s.nodes_before = g.nodes.size();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "support/progress.h"
 #include "target/target.h"
 
 namespace kiln::graph {
@@ -67,6 +68,7 @@ struct PassOptions {
   std::ostream* dump_stream = nullptr; // where dumps go (stderr if null)
   std::set<std::string> disabled;      // passes to skip (tests, debugging)
   PassEnvironment env;                 // handed to every pass
+  ProgressFn progress;                 // told of each pass as it starts (kilnc's progress line)
 };
 
 struct PassStats {

@@ -4,56 +4,101 @@
 //         [--vulkan-features=none|int64|float64|all] [--vulkan-shared-memory=on|off]
 //         [--input-shape NAME=1,3,224,224]... [--dump-after=PASS]... [--dump-graph-after=PASS]...
 //         [--disable-graph-pass=PASS]... [--dump-graph] [--report] [--kernels=dynamic|static]
-//   kilnc --list-operators
+//   kilnc --list-operators | --help | --version
+// Options are parsed from one table (tools/cli/cli_options.h, shared with
+// the kiln tool): --opt=value and --opt value alike. On a terminal, a
+// compilation taking more than a second shows a progress line
+// (kilnc/progress_line.h).
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include <llvm/Config/llvm-config.h>
+
+#include "cli_options.h"
+#include "codegen/codegen_spirv.h"
 #include "codegen/static_kernels.h"
 #include "driver/pipeline.h"
 #include "graph/op_table.h"
+#include "kiln_bundle_version.h"
+#include "kilnc/progress_line.h"
 #include "support/diagnostics.h"
+#include "support/version.h"
 
 namespace {
 
-void usage(FILE* f) {
+enum OptionId {
+  kOutput, kTarget, kVulkanFeatures, kVulkanSharedMemory, kKernels, kMaxArena, kInputShape, kFreezeInput,
+  kDumpAfter, kDumpGraphAfter, kDisableGraphPass, kDumpGraph, kReport, kListOperators, kVersion, kHelp,
+};
+
+// "a, b, c" of `names`.
+std::string join(const std::vector<std::string>& names) {
+  std::string text;
+  for (auto& n : names) text += (text.empty() ? "" : ", ") + n;
+  return text;
+}
+
+// The option table; `storage` keeps the help texts built from the pass lists.
+kiln_cli::OptionTable option_table(std::vector<std::string>* storage) {
+  storage->push_back("print the IR after PASS (repeatable): " + join(kiln::pipeline_pass_names()) + ", all");
+  storage->push_back("print the graph after graph pass PASS when it changed it\n(repeatable): " +
+                     join(kiln::graph_pass_names()) + ", all");
+  using kiln_cli::Arity;
+  return {
+      {kOutput, "-o", Arity::kValue, "OUT.kiln", "the bundle to write"},
+      {kTarget, "--target", Arity::kValue, "T",
+       "'host' (default), 'vulkan' (SPIR-V) or\n'llvm -mtriple=TRIPLE -mcpu=CPU -mattr=FEATURES'"},
+      {kVulkanFeatures, "--vulkan-features", Arity::kValue, "F",
+       "none|int64|float64|all (default): optional device features (shaderInt64,\n"
+       "shaderFloat64) Vulkan kernels may use; the others run on the host CPU"},
+      {kVulkanSharedMemory, "--vulkan-shared-memory", Arity::kValue, "on|off",
+       "GPU schedules tile convolutions and matrix products through workgroup\n"
+       "shared memory (default off: on for desktop-class GPUs; it is no faster on\n"
+       "Mali, V3D or lavapipe)"},
+      {kKernels, "--kernels", Arity::kValue, "K",
+       "'dynamic' (default): the kernels travel in the bundle; 'static': they are\n"
+       "written to OUT.kernels.o (with OUT.kernels.h) for the application to link and\n"
+       "register, for platforms that forbid mapping code at run time (iOS)"},
+      {kMaxArena, "--max-arena", Arity::kValue, "BYTES",
+       "refuse models whose arena needs more (default 4G; K, M, G, T suffixes)"},
+      {kInputShape, "--input-shape", Arity::kValue, "NAME=D,D,..",
+       "static shape for model input NAME (repeatable)"},
+      {kFreezeInput, "--freeze-input", Arity::kValue, "NAME=FILE",
+       "make model input NAME a constant holding FILE, a serialized ONNX TensorProto\n"
+       "(as in ONNX test data); for shape-deciding inputs (repeatable)"},
+      {kDumpAfter, "--dump-after", Arity::kValue, "PASS", (*storage)[0].c_str()},
+      {kDumpGraphAfter, "--dump-graph-after", Arity::kValue, "PASS", (*storage)[1].c_str()},
+      {kDisableGraphPass, "--disable-graph-pass", Arity::kValue, "PASS", "skip graph pass PASS (debugging; repeatable)"},
+      {kDumpGraph, "--dump-graph", Arity::kFlag, "", "print the graph after import"},
+      {kReport, "--report", Arity::kFlag, "", "print per-step and per-graph-pass statistics"},
+      {kListOperators, "--list-operators", Arity::kFlag, "", "print the supported operators (name, family, role) and exit"},
+      {kVersion, "--version", Arity::kFlag, "", "print kilnc's version, the bundle format it writes and LLVM's version"},
+      {kHelp, "--help", Arity::kFlag, "", "print this help and exit"},
+      {kHelp, "-h", Arity::kFlag, "", "the same as --help"},
+  };
+}
+
+void usage(FILE* f, const kiln_cli::OptionTable& table) {
   fprintf(f,
           "usage: kilnc MODEL.onnx -o OUT.kiln [options]\n"
-          "       kilnc --list-operators   print the supported operators (name, family, role)\n"
-          "  --target=T             'host' (default), 'vulkan' (SPIR-V) or 'llvm -mtriple=TRIPLE -mcpu=CPU -mattr=FEATURES'\n"
-          "  --vulkan-shared-memory=on|off  GPU schedules tile convolutions and matrix products through\n"
-          "                         workgroup shared memory (default off: on for desktop-class GPUs; it is no\n"
-          "                         faster on Mali, V3D or lavapipe)\n"
-          "  --vulkan-features=F    none|int64|float64|all (default): optional device features (shaderInt64,\n"
-          "                         shaderFloat64) Vulkan kernels may use; the others run on the host CPU\n"
-          "  --kernels=K            'dynamic' (default): the kernels travel in the bundle; 'static': they are\n"
-          "                         written to OUT.kernels.o (with OUT.kernels.h) for the application to link\n"
-          "                         and register, for platforms that forbid mapping code at run time (iOS)\n"
-          "  --max-arena=BYTES      refuse models whose arena needs more (default 4G; K, M, G, T suffixes)\n"
-          "  --input-shape N=D,D..  static shape for model input N (repeatable)\n"
-          "  --freeze-input N=FILE  make model input N a constant holding FILE, a serialized ONNX\n"
-          "                         TensorProto (as in ONNX test data); for shape-deciding inputs\n"
-          "  --dump-after=PASS      print the IR after PASS (");
-  bool first = true;
-  for (auto& p : kiln::pipeline_pass_names()) {
-    fprintf(f, "%s%s", first ? "" : ", ", p.c_str());
-    first = false;
-  }
-  fprintf(f,
-          ", all)\n"
-          "  --dump-graph-after=P   print the graph after graph pass P when it changed it (");
-  first = true;
-  for (auto& p : kiln::graph_pass_names()) {
-    fprintf(f, "%s%s", first ? "" : ", ", p.c_str());
-    first = false;
-  }
-  fprintf(f,
-          ", all)\n"
-          "  --disable-graph-pass=P skip graph pass P (debugging)\n"
-          "  --dump-graph           print the graph after import\n"
-          "  --report               print per-step and per-graph-pass statistics\n");
+          "       kilnc --list-operators | --help | --version\n"
+          "Options take their value as --opt=value or --opt value. On a terminal, a\n"
+          "compilation that takes more than a second shows a progress line on stderr.\n\n"
+          "options:\n%s",
+          kiln_cli::FormatOptions(table).c_str());
+}
+
+void print_version() {
+  printf("kilnc %s\n", kiln::kKilncVersion);
+  printf("bundle format %d.%d\n", KILN_BUNDLE_VERSION_MAJOR, KILN_BUNDLE_VERSION_MINOR);
+  printf("LLVM %s\n", LLVM_VERSION_STRING);
+  printf("Vulkan (--target=vulkan): %s\n",
+         kiln::spirv_codegen_available() ? "yes (glslang, SPIRV-Tools)" : "no (built without glslang)");
 }
 
 // The operator table (graph/op_table.def): one line per operator.
@@ -99,84 +144,99 @@ std::vector<int64_t> parse_dims(const std::string& text, const std::string& arg)
   return dims;
 }
 
+// Applies option `id` with `v` to the compilation. Values are checked here
+// (user errors, exit 1); the parser has checked the command line's shape.
+void apply_option(int id, const std::string& v, std::string* output, std::string* target,
+                  kiln::CompileOptions* options) {
+  switch (id) {
+    case kOutput: *output = v; break;
+    case kTarget: *target = v; break;
+    case kVulkanFeatures:
+      options->vulkan_features = v == "all" ? 3u : v == "float64" ? 2u : v == "int64" ? 1u : v == "none" ? 0u : 4u;
+      user_assert(options->vulkan_features != 4u) << "--vulkan-features takes none, int64, float64 or all, not '" << v << "'";
+      break;
+    case kVulkanSharedMemory:
+      user_assert(v == "on" || v == "off") << "--vulkan-shared-memory takes on or off, not '" << v << "'";
+      options->vulkan_shared_memory = v == "on";
+      break;
+    case kMaxArena: options->max_arena_bytes = parse_bytes(v, "--max-arena"); break;
+    case kKernels:
+      user_assert(v == "static" || v == "dynamic") << "--kernels takes dynamic or static, not '" << v << "'";
+      options->static_kernels = v == "static";
+      break;
+    case kInputShape: {
+      auto eq = v.rfind('=');
+      user_assert(eq != std::string::npos && eq > 0) << "--input-shape takes NAME=D0,D1,...";
+      options->import.input_shapes[v.substr(0, eq)] = parse_dims(v.substr(eq + 1), "--input-shape " + v);
+      break;
+    }
+    case kFreezeInput: {
+      auto eq = v.find('=');
+      user_assert(eq != std::string::npos && eq > 0) << "--freeze-input takes NAME=FILE";
+      std::ifstream f(v.substr(eq + 1), std::ios::binary);
+      user_assert(f.good()) << "--freeze-input: cannot open '" << v.substr(eq + 1) << "'";
+      std::stringstream ss;
+      ss << f.rdbuf();
+      options->import.frozen_inputs[v.substr(0, eq)] = ss.str();
+      break;
+    }
+    case kDumpGraphAfter: options->dump_graph_after.insert(v); break;
+    case kDisableGraphPass: options->disabled_graph_passes.insert(v); break;
+    case kDumpAfter: options->dump_after.insert(v); break;
+    case kDumpGraph: options->dump_graph = true; break;
+    case kReport: options->report = true; break;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string input, output, target = "host";
   kiln::CompileOptions options;
+  std::vector<std::string> help_texts;
+  const kiln_cli::OptionTable table = option_table(&help_texts);
   try {
-    for (int i = 1; i < argc; i++) {
-      std::string a = argv[i];
-      auto value = [&](const char* flag) -> std::string {
-        size_t n = strlen(flag);
-        if (a.size() > n && a.compare(0, n, flag) == 0 && a[n] == '=') return a.substr(n + 1);
-        user_assert(i + 1 < argc) << flag << " needs a value";
-        return argv[++i];
-      };
-      if (a == "-h" || a == "--help") {
-        usage(stdout);
+    kiln_cli::Parser parser(argc - 1, argv + 1);
+    for (;;) {
+      const kiln_cli::Option* option = nullptr;
+      const char* value = nullptr;
+      std::string error;
+      kiln_cli::Next next = parser.Read(table, &option, &value, &error);
+      if (next == kiln_cli::Next::kEnd) break;
+      if (next == kiln_cli::Next::kError) {
+        fprintf(stderr, "kilnc: error: %s\n(kilnc --help lists the options)\n", error.c_str());
+        return 2;
+      }
+      if (next == kiln_cli::Next::kPositional) {
+        user_assert(input.empty()) << "more than one input model given ('" << input << "' and '" << value << "')";
+        input = value;
+      } else if (option->id == kHelp) {
+        usage(stdout, table);
         return 0;
-      } else if (a == "--list-operators") {
+      } else if (option->id == kVersion) {
+        print_version();
+        return 0;
+      } else if (option->id == kListOperators) {
         list_operators();
         return 0;
-      } else if (a == "-o") {
-        output = value("-o");
-      } else if (a.rfind("--target", 0) == 0) {
-        target = value("--target");
-      } else if (a.rfind("--vulkan-features", 0) == 0) {
-        std::string v = value("--vulkan-features");
-        options.vulkan_features = v == "all" ? 3u : v == "float64" ? 2u : v == "int64" ? 1u : v == "none" ? 0u : 4u;
-        user_assert(options.vulkan_features != 4u) << "--vulkan-features takes none, int64, float64 or all, not '" << v << "'";
-      } else if (a.rfind("--vulkan-shared-memory", 0) == 0) {
-        std::string v = value("--vulkan-shared-memory");
-        user_assert(v == "on" || v == "off") << "--vulkan-shared-memory takes on or off, not '" << v << "'";
-        options.vulkan_shared_memory = v == "on";
-      } else if (a.rfind("--max-arena", 0) == 0) {
-        options.max_arena_bytes = parse_bytes(value("--max-arena"), "--max-arena");
-      } else if (a.rfind("--kernels", 0) == 0) {
-        std::string v = value("--kernels");
-        user_assert(v == "static" || v == "dynamic") << "--kernels takes dynamic or static, not '" << v << "'";
-        options.static_kernels = v == "static";
-      } else if (a.rfind("--input-shape", 0) == 0) {
-        std::string v = value("--input-shape");
-        auto eq = v.rfind('=');
-        user_assert(eq != std::string::npos && eq > 0) << "--input-shape takes NAME=D0,D1,...";
-        options.import.input_shapes[v.substr(0, eq)] = parse_dims(v.substr(eq + 1), a);
-      } else if (a.rfind("--freeze-input", 0) == 0) {
-        std::string v = value("--freeze-input");
-        auto eq = v.find('=');
-        user_assert(eq != std::string::npos && eq > 0) << "--freeze-input takes NAME=FILE";
-        std::ifstream f(v.substr(eq + 1), std::ios::binary);
-        user_assert(f.good()) << "--freeze-input: cannot open '" << v.substr(eq + 1) << "'";
-        std::stringstream ss;
-        ss << f.rdbuf();
-        options.import.frozen_inputs[v.substr(0, eq)] = ss.str();
-      } else if (a.rfind("--dump-graph-after", 0) == 0) {
-        options.dump_graph_after.insert(value("--dump-graph-after"));
-      } else if (a.rfind("--disable-graph-pass", 0) == 0) {
-        options.disabled_graph_passes.insert(value("--disable-graph-pass"));
-      } else if (a.rfind("--dump-after", 0) == 0) {
-        options.dump_after.insert(value("--dump-after"));
-      } else if (a == "--dump-graph") {
-        options.dump_graph = true;
-      } else if (a == "--report") {
-        options.report = true;
-      } else if (!a.empty() && a[0] == '-') {
-        fprintf(stderr, "kilnc: error: unknown option '%s'\n", a.c_str());
-        usage(stderr);
-        return 2;
       } else {
-        user_assert(input.empty()) << "more than one input model given ('" << input << "' and '" << a << "')";
-        input = a;
+        apply_option(option->id, value ? value : "", &output, &target, &options);
       }
     }
     if (input.empty() || output.empty()) {
-      usage(stderr);
+      fprintf(stderr, "kilnc: error: %s\n", input.empty() ? "missing MODEL.onnx" : "missing -o OUT.kiln");
+      usage(stderr, table);
       return 2;
     }
     options.target = kiln::TargetSpec::parse(target);
     options.static_name = kiln::static_library_name(output);
+    // The progress line only where nothing else writes to the terminal.
+    bool quiet_stderr = !options.report && !options.dump_graph && options.dump_after.empty() &&
+                        options.dump_graph_after.empty();
+    kiln::ProgressLine progress(quiet_stderr && isatty(STDERR_FILENO));
+    options.progress = progress.receiver();
     kiln::CompileOutput out = kiln::compile_onnx_file(input, options);
+    progress.Finish();
     // OUT.kiln, and for static kernels OUT.kernels.o / OUT.kernels.h beside it.
     std::string stem = output;
     if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".kiln") == 0) stem.resize(stem.size() - 5);

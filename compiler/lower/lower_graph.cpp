@@ -32,7 +32,8 @@ KernelDef copy_kernel(graph::Graph& g, int from, int to, int kernel_id, bool gpu
 
 }  // namespace
 
-LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, bool gpu_shared_memory) {
+LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, bool gpu_shared_memory,
+                           const ProgressFn& progress) {
   LoweredProgram p;
   p.storage_root.resize(g.values.size());
   for (size_t i = 0; i < g.values.size(); i++) p.storage_root[i] = (int)i;
@@ -43,6 +44,7 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
   state.gpu_shared_memory = gpu_shared_memory;
 
   for (size_t ni = 0; ni < g.nodes.size(); ni++) {
+    report_progress(progress, "lowering", ni, g.nodes.size(), "nodes");
     const graph::Node& n = g.nodes[ni];
     if (n.traits().shape_only() && !n.inputs.empty() && n.inputs[0] >= 0 && g.values[n.inputs[0]].is_constant()) {
       g.values[n.outputs.at(0)].data = g.values[n.inputs[0]].data;  // a constant reshaped is a constant

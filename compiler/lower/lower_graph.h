@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "support/progress.h"
 #include "target/target.h"
 #include "graph/graph.h"
 #include "lower/kernel.h"
@@ -24,7 +25,9 @@ struct LoweredProgram {
 
 // `vector` sizes the CPU schedules' register tiles (default: a 16-register
 // machine); `gpu` gives the kernels GPU schedules instead, which may use
-// workgroup shared memory when `gpu_shared_memory`.
-LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector = {}, bool gpu = false, bool gpu_shared_memory = false);
+// workgroup shared memory when `gpu_shared_memory`. `progress` hears of
+// each node ("lowering", i, n, "nodes").
+LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector = {}, bool gpu = false, bool gpu_shared_memory = false,
+                           const ProgressFn& progress = {});
 
 }  // namespace kiln

@@ -4,8 +4,8 @@
   runtime_tool_test.py KILN_RUNTIME_TESTS KILN WORKDIR
 
 out = (a + b) * 2 where b[i] = 0.5 * i. Checks run (outputs, --top, errors),
-inspect (text and --json) and bench (with its start-up lines and --input),
-and that bad input exits 1 cleanly. Then `kiln bench --device vulkan --startup` on the unit
+inspect (text, --json and --dot) and bench (with its start-up lines and --input),
+profile (its trace and table), and that bad input exits 1 cleanly. Then `kiln bench --device vulkan --startup` on the unit
 tests' vector-add Vulkan bundle (skipped without lavapipe).
 """
 import json
@@ -143,6 +143,21 @@ def main():
     assert sorted((r[2], r[3], r[4]) for r in rows) == [('0', 'vector_add', 'add'),
                                                         ('1', 'scale', 'mul')], rows
     assert float(rows[0][0]) >= float(rows[1][0]) > 0, rows
+
+    # kiln profile: the trace has both dispatches once per run, the table
+    # both layers (their shares adding up to 100%); --dot draws both nodes
+    # (one dispatch each: no cluster) and the edge between them.
+    trace_path = os.path.join(work, 'trace.json')
+    proc = run([kiln, 'profile', bundle, '--iterations=3', '--threads', '2', '-o', trace_path])
+    events = json.load(open(trace_path))['traceEvents']
+    dispatches = [e for e in events if e.get('cat') == 'dispatch']
+    assert sorted((e['args']['run'], e['args']['kernel']) for e in dispatches) == [
+        (r, k) for r in range(3) for k in ('scale', 'vector_add')], dispatches
+    assert all(e['dur'] > 0 and e['args']['threads'] == 2 for e in dispatches), dispatches
+    rows = [l.split() for l in proc.stdout.split('\n') if l.startswith('     ')]
+    assert sorted(r[5] for r in rows) == ['Add', 'Mul'] and abs(sum(float(r[2][:-1]) for r in rows) - 100) < 0.1, rows
+    proc = run([kiln, 'inspect', bundle, '--dot', '--profile', trace_path])
+    assert 'cluster' not in proc.stdout and 'n0 -> n1 [label="float32[1,256]"]' in proc.stdout, proc.stdout
 
     # --threads gives the same outputs.
     for threads in ('2', '4'):

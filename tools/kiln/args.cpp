@@ -1,7 +1,9 @@
-// The command line `kiln run` and `kiln bench` share, parsed once: MODEL.kiln,
-// --threads N, --iterations N, --input NAME=FILE.npy and the device options
-// (device.cpp); then opening the model and the session they describe and
-// reading the --input files.
+// The command line the commands that run a model share, parsed once through
+// cli_options.h: MODEL.kiln, --threads N, --iterations N, --input
+// NAME=FILE.npy, the device options (device.cpp) and --help; then opening
+// the model and the session they describe and preparing the inputs (--input
+// files, or pseudo-random values).
+#include <stdio.h>
 #include <string.h>
 
 #include <algorithm>
@@ -10,50 +12,131 @@
 
 namespace kiln_tool {
 
-// The value after option argv[*i] (moving *i to it), or nullptr at the end.
-static const char* OptionValue(int argc, char** argv, int* i) {
-  return *i + 1 < argc ? argv[++*i] : nullptr;
+namespace {
+
+// xorshift64*: a small deterministic generator.
+struct Random {
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  uint64_t Next() {
+    state ^= state >> 12;
+    state ^= state << 25;
+    state ^= state >> 27;
+    return state * 2685821657736338717ull;
+  }
+  double Uniform() { return (double)(Next() >> 11) / 9007199254740992.0; }  // [0, 1)
+};
+
+// Fills a buffer of `dtype` elements: floats in [-1, 1), integers in [0, 10), bools 0/1.
+void Fill(kiln_dtype_t dtype, std::vector<uint8_t>* bytes, Random* random) {
+  size_t size = kiln_dtype_size(dtype);
+  for (size_t i = 0; i + size <= bytes->size(); i += size) {
+    uint8_t* p = bytes->data() + i;
+    double u = random->Uniform();
+    switch (dtype) {
+      case KILN_DTYPE_FLOAT32: { float v = (float)(2 * u - 1); memcpy(p, &v, 4); break; }
+      case KILN_DTYPE_FLOAT64: { double v = 2 * u - 1; memcpy(p, &v, 8); break; }
+      case KILN_DTYPE_FLOAT16: {  // a multiple of 1/1024 in [-1, 1): exact in float16
+        float f = (float)((int)(u * 2048) - 1024) / 1024.0f;
+        uint32_t bits;
+        memcpy(&bits, &f, 4);
+        uint16_t h = (uint16_t)((bits >> 16) & 0x8000);
+        int exponent = (int)((bits >> 23) & 0xff) - 127 + 15;
+        if (f != 0.0f && exponent > 0) h |= (uint16_t)((exponent << 10) | ((bits >> 13) & 0x3ff));
+        memcpy(p, &h, 2);
+        break;
+      }
+      case KILN_DTYPE_BOOL: *p = u < 0.5 ? 0 : 1; break;
+      default: {  // integers
+        int64_t v = (int64_t)(u * 10);
+        memcpy(p, &v, size);  // little-endian: the low bytes
+        break;
+      }
+    }
+  }
 }
 
-// 1 when argv[*i] is one of the shared options (taken), 0 when not,
-// kExitUsage after a usage error.
-static int ParseSharedOption(int argc, char** argv, int* i, CommandArgs* out) {
-  int parsed = ParseDeviceOption(argc, argv, i, &out->device);
-  if (parsed) return parsed;
-  const char* arg = argv[*i];
-  if (!strcmp(arg, "--threads")) {
-    if (!ParseCount(OptionValue(argc, argv, i), KILN_SESSION_MAX_THREADS, &out->threads)) {
-      return UsageError("--threads needs a count (at most %u)", KILN_SESSION_MAX_THREADS);
+// Takes a shared option's value: kContinue, or kExitUsage after a usage error.
+int ParseSharedOption(int id, const char* value, CommandArgs* out) {
+  out->session_options_given = true;
+  switch (id) {
+    case kOptThreads:
+      if (!ParseCount(value, KILN_SESSION_MAX_THREADS, &out->threads)) {
+        return UsageError("--threads needs a count (at most %u)", KILN_SESSION_MAX_THREADS);
+      }
+      return kContinue;
+    case kOptIterations:
+      if (!ParseCount(value, 1u << 30, &out->iterations) || out->iterations == 0) {
+        return UsageError("--iterations needs a positive count");
+      }
+      return kContinue;
+    case kOptInput: {
+      const char* eq = strchr(value, '=');
+      if (!eq || eq == value) return UsageError("--input needs NAME=FILE.npy");
+      out->inputs.emplace_back(std::string(value, eq), std::string(eq + 1));
+      return kContinue;
     }
-  } else if (!strcmp(arg, "--iterations")) {
-    if (!ParseCount(OptionValue(argc, argv, i), 1u << 30, &out->iterations) || out->iterations == 0) {
-      return UsageError("--iterations needs a positive count");
-    }
-  } else if (!strcmp(arg, "--input")) {
-    const char* value = OptionValue(argc, argv, i);
-    const char* eq = value ? strchr(value, '=') : nullptr;
-    if (!eq || eq == value) return UsageError("--input needs NAME=FILE.npy");
-    out->inputs.emplace_back(std::string(value, eq), std::string(eq + 1));
-  } else {
-    return 0;
+    default:
+      return ParseDeviceOption(id, value, &out->device);
   }
-  return 1;
 }
 
-int ParseCommandArgs(const char* command, int argc, char** argv, const CommandOption& own,
-                     CommandArgs* out) {
-  for (int i = 0; i < argc; ++i) {
-    int parsed = ParseSharedOption(argc, argv, &i, out);
-    if (!parsed) parsed = own(argc, argv, &i);
-    if (parsed == 1) continue;
-    if (parsed) return parsed;
-    const char* arg = argv[i];
-    if (arg[0] == '-' && arg[1]) return UsageError("%s: unknown option '%s'", command, arg);
-    if (out->model_path) return UsageError("%s: unexpected argument '%s'", command, arg);
-    out->model_path = arg;
+}  // namespace
+
+kiln_cli::OptionTable SessionOptionTable(const char* iterations_help) {
+  using kiln_cli::Arity;
+  kiln_cli::OptionTable table = {
+      {kOptThreads, "--threads", Arity::kValue, "N",
+       "threads running each dispatch, the calling one included (default 1)"},
+      {kOptIterations, "--iterations", Arity::kValue, "N", iterations_help},
+      {kOptInput, "--input", Arity::kValue, "NAME=FILE.npy",
+       "model input NAME from a .npy file (repeatable; dtype and shape must match)"},
+  };
+  AddDeviceOptions(&table);
+  return table;
+}
+
+void PrintCommandHelp(const CommandHelp& command, const kiln_cli::OptionTable& table) {
+  printf("usage: kiln %s %s\n\n%s\noptions:\n%s", command.name, command.synopsis,
+         command.description, kiln_cli::FormatOptions(table).c_str());
+}
+
+int ParseCommandArgs(const CommandHelp& command, const kiln_cli::OptionTable& own,
+                     const char* iterations_help, int argc, char** argv,
+                     const CommandOption& handle, CommandArgs* out) {
+  kiln_cli::OptionTable table = own;
+  if (iterations_help) {
+    kiln_cli::OptionTable shared = SessionOptionTable(iterations_help);
+    table.insert(table.end(), shared.begin(), shared.end());
   }
-  if (!out->model_path) return UsageError("%s: missing MODEL.kiln", command);
-  return kExitOk;
+  table.push_back({kOptHelp, "--help", kiln_cli::Arity::kFlag, "", "print this help and exit"});
+  kiln_cli::Parser parser(argc, argv);
+  for (;;) {
+    const kiln_cli::Option* option = nullptr;
+    const char* value = nullptr;
+    std::string error;
+    switch (parser.Read(table, &option, &value, &error)) {
+      case kiln_cli::Next::kEnd:
+        if (!out->model_path) return UsageError("missing MODEL.kiln");
+        return kContinue;
+      case kiln_cli::Next::kError:
+        return UsageError("%s", error.c_str());
+      case kiln_cli::Next::kPositional:
+        if (out->model_path) return UsageError("unexpected argument '%s'", value);
+        out->model_path = value;
+        break;
+      case kiln_cli::Next::kOption: {
+        if (option->id == kOptHelp) {
+          PrintCommandHelp(command, table);
+          return kExitOk;
+        }
+        bool own_option = std::any_of(own.begin(), own.end(),
+                                      [&](const kiln_cli::Option& o) { return o.id == option->id; });
+        int result = own_option ? handle(*option, value) : ParseSharedOption(option->id, value, out);
+        if (result != kContinue) return result;
+        break;
+      }
+    }
+  }
 }
 
 int OpenModel(const CommandArgs& args, kiln::Model* model) {
@@ -61,11 +144,15 @@ int OpenModel(const CommandArgs& args, kiln::Model* model) {
   return status.ok() ? kExitOk : FailStatus(status);
 }
 
+void SessionOptions(const CommandArgs& args, kiln_session_options_t* out) {
+  kiln_session_options_init(out);
+  out->thread_count = (uint32_t)args.threads;
+  args.device.Apply(out);
+}
+
 int OpenSession(const CommandArgs& args, const kiln::Model& model,
                 kiln_session_options_t* out_options, kiln::Session* session) {
-  kiln_session_options_init(out_options);
-  out_options->thread_count = (uint32_t)args.threads;
-  args.device.Apply(out_options);
+  SessionOptions(args, out_options);
   kiln::Status status = kiln::Session::Create(model, out_options, session);
   if (!status.ok()) return FailStatus(status);
   PrintDevice(*session);
@@ -107,6 +194,34 @@ int ReadInputs(const kiln::Model& model, const CommandArgs& args, std::vector<Np
     (*given)[index] = true;
   }
   return kExitOk;
+}
+
+int PrepareInputs(const kiln::Model& model, const CommandArgs& args,
+                  std::vector<std::vector<uint8_t>>* inputs, std::vector<bool>* given) {
+  std::vector<NpyArray> arrays;
+  int result = ReadInputs(model, args, &arrays, given);
+  if (result != kExitOk) return result;
+  Random random;
+  inputs->assign(model.input_count(), std::vector<uint8_t>());
+  for (size_t i = 0; i < inputs->size(); ++i) {
+    kiln_tensor_info_t info;
+    model.get_input_info(i, &info);
+    if ((*given)[i]) {
+      (*inputs)[i] = std::move(arrays[i].data);
+    } else {
+      (*inputs)[i].resize(info.byte_size);
+      Fill(info.dtype, &(*inputs)[i], &random);
+    }
+  }
+  return kExitOk;
+}
+
+kiln::Status SetInputs(kiln::Session* session, const std::vector<std::vector<uint8_t>>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    kiln::Status status = session->set_input(i, inputs[i].data(), inputs[i].size());
+    if (!status.ok()) return status;
+  }
+  return kiln::Status();
 }
 
 }  // namespace kiln_tool

@@ -17,67 +17,15 @@
 #include <numeric>
 #include <string>
 
-#include "common.h"
+#include "profiling.h"
 
 namespace kiln_tool {
 
 namespace {
 
-// xorshift64*: a small deterministic generator.
-struct Random {
-  uint64_t state = 0x9E3779B97F4A7C15ull;
-  uint64_t Next() {
-    state ^= state >> 12;
-    state ^= state << 25;
-    state ^= state >> 27;
-    return state * 2685821657736338717ull;
-  }
-  double Uniform() { return (double)(Next() >> 11) / 9007199254740992.0; }  // [0, 1)
-};
-
-// Fills a buffer of `dtype` elements: floats in [-1, 1), integers in [0, 10), bools 0/1.
-void Fill(kiln_dtype_t dtype, std::vector<uint8_t>* bytes, Random* random) {
-  size_t size = kiln_dtype_size(dtype);
-  for (size_t i = 0; i + size <= bytes->size(); i += size) {
-    uint8_t* p = bytes->data() + i;
-    double u = random->Uniform();
-    switch (dtype) {
-      case KILN_DTYPE_FLOAT32: { float v = (float)(2 * u - 1); memcpy(p, &v, 4); break; }
-      case KILN_DTYPE_FLOAT64: { double v = 2 * u - 1; memcpy(p, &v, 8); break; }
-      case KILN_DTYPE_FLOAT16: {  // a multiple of 1/1024 in [-1, 1): exact in float16
-        float f = (float)((int)(u * 2048) - 1024) / 1024.0f;
-        uint32_t bits;
-        memcpy(&bits, &f, 4);
-        uint16_t h = (uint16_t)((bits >> 16) & 0x8000);
-        int exponent = (int)((bits >> 23) & 0xff) - 127 + 15;
-        if (f != 0.0f && exponent > 0) h |= (uint16_t)((exponent << 10) | ((bits >> 13) & 0x3ff));
-        memcpy(p, &h, 2);
-        break;
-      }
-      case KILN_DTYPE_BOOL: *p = u < 0.5 ? 0 : 1; break;
-      default: {  // integers
-        int64_t v = (int64_t)(u * 10);
-        memcpy(p, &v, size);  // little-endian: the low bytes
-        break;
-      }
-    }
-  }
-}
-
 constexpr size_t kProfileTop = 100;
 
 double Ms(uint64_t nanoseconds) { return (double)nanoseconds / 1e6; }
-
-// "startup: ..." (or `label`): the total and the stages that usually dominate.
-void PrintStartup(const char* label, const kiln_session_load_stats_t& s, size_t cache_bytes) {
-  printf("%s: load_to_first_run_ms=%.3f model_load_ms=%.3f session_create_ms=%.3f "
-         "pipeline_create_ms=%.3f first_run_ms=%.3f pipelines=%u pipeline_cache=%s",
-         label, Ms(s.load_to_first_run_ns), Ms(s.model_load_ns), Ms(s.session_create_ns),
-         Ms(s.pipeline_create_ns), Ms(s.first_run_ns), s.pipeline_count,
-         s.pipeline_count == 0 ? "none" : s.pipeline_cache_used ? "used" : "cold");
-  if (cache_bytes) printf(" pipeline_cache_bytes=%zu", cache_bytes);
-  printf("\n");
-}
 
 // "startup_stages: ...": every stage of kiln_session_load_stats_t.
 void PrintStartupStages(const kiln_session_load_stats_t& s) {
@@ -98,9 +46,7 @@ kiln::Status LoadAndRunOnce(const char* path, const kiln_session_options_t& opti
   kiln::Status status = kiln::Model::LoadFile(path, model);
   if (!status.ok()) return status;
   status = kiln::Session::Create(*model, &options, session);
-  for (size_t i = 0; status.ok() && i < inputs.size(); ++i) {
-    status = session->set_input(i, inputs[i].data(), inputs[i].size());
-  }
+  if (status.ok()) status = SetInputs(session, inputs);
   if (status.ok()) status = session->run();
   return status;
 }
@@ -121,12 +67,9 @@ void DispatchNames(const kiln::Model& model, size_t d, std::string* kernel, std:
   }
 }
 
-// Prints the slowest dispatches by median time. `times[d]` holds dispatch d's
-// time (ms) in every timed iteration.
-void PrintProfile(const kiln::Model& model, const std::vector<std::vector<double>>& times) {
-  size_t count = times.size();
-  std::vector<double> medians(count);
-  for (size_t d = 0; d < count; ++d) medians[d] = Median(times[d]);
+// Prints the slowest dispatches by median time (`medians[d]`: dispatch d's, in ms).
+void PrintProfile(const kiln::Model& model, const std::vector<double>& medians) {
+  size_t count = medians.size();
   double sum = std::accumulate(medians.begin(), medians.end(), 0.0);
   std::vector<size_t> order(count);
   std::iota(order.begin(), order.end(), 0);
@@ -146,63 +89,58 @@ void PrintProfile(const kiln::Model& model, const std::vector<std::vector<double
 
 }  // namespace
 
+const CommandHelp kBenchHelp = {
+    "bench", "MODEL.kiln [options]",
+    "Runs the model repeatedly on inputs from --input files (the others: fixed\n"
+    "pseudo-random values) and prints the start-up (startup: ...) and the run times;\n"
+    "the last line is median_ms=X min_ms=Y mean_ms=Z iterations=K.\n"};
+
 int CmdBench(int argc, char** argv) {
   uint64_t warmup = 2;
   bool profile = false, startup = false;
   CommandArgs args;
   args.iterations = 10;
-  auto own = [&](int count, char** values, int* i) -> int {
-    const char* arg = values[*i];
-    if (!strcmp(arg, "--warmup")) {
-      if (!ParseCount(*i + 1 < count ? values[++*i] : nullptr, 1u << 30, &warmup)) {
-        return UsageError("--warmup needs a count");
-      }
-    } else if (!strcmp(arg, "--profile")) {
-      profile = true;
-    } else if (!strcmp(arg, "--startup")) {
-      startup = true;
-    } else {
-      return 0;
-    }
-    return 1;
+  using kiln_cli::Arity;
+  const kiln_cli::OptionTable own = {
+      {kOptWarmup, "--warmup", Arity::kValue, "W", "untimed runs first (default 2)"},
+      {kOptProfile, "--profile", Arity::kFlag, "",
+       "time every dispatch; print the 100 slowest by median time"},
+      {kOptStartup, "--startup", Arity::kFlag, "",
+       "print every start-up stage, and load the model a second time\n"
+       "(startup_warm: on Vulkan with the first session's pipeline cache)"},
   };
-  int result = ParseCommandArgs("bench", argc, argv, own, &args);
-  if (result != kExitOk) return result;
+  auto handle = [&](const kiln_cli::Option& option, const char* value) -> int {
+    if (option.id == kOptWarmup) {
+      if (!ParseCount(value, 1u << 30, &warmup)) return UsageError("--warmup needs a count");
+    } else if (option.id == kOptProfile) {
+      profile = true;
+    } else {
+      startup = true;
+    }
+    return kContinue;
+  };
+  int result = ParseCommandArgs(kBenchHelp, own, "timed runs (default 10)", argc, argv, handle, &args);
+  if (result != kContinue) return result;
 
   kiln::Model model;
   result = OpenModel(args, &model);
   if (result != kExitOk) return result;
-  std::vector<NpyArray> arrays;
+  std::vector<std::vector<uint8_t>> inputs;
   std::vector<bool> given;
-  result = ReadInputs(model, args, &arrays, &given);
+  result = PrepareInputs(model, args, &inputs, &given);
   if (result != kExitOk) return result;
   kiln::Session session;
   kiln_session_options_t options;
   result = OpenSession(args, model, &options, &session);
   if (result != kExitOk) return result;
-
-  Random random;
-  std::vector<std::vector<uint8_t>> inputs(model.input_count());
   for (size_t i = 0; i < model.input_count(); ++i) {
     kiln_tensor_info_t info;
     model.get_input_info(i, &info);
-    if (given[i]) {
-      inputs[i] = std::move(arrays[i].data);
-    } else {
-      inputs[i].resize(info.byte_size);
-      Fill(info.dtype, &inputs[i], &random);
-    }
     printf("input %s: %s%s\n", info.name, DescribeTensor(info).c_str(), given[i] ? " (--input)" : "");
   }
   // Inputs are copied in before every run (the memory plan may reuse their
   // space); only session.run() is timed.
-  auto set_inputs = [&]() {
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      kiln::Status set = session.set_input(i, inputs[i].data(), inputs[i].size());
-      if (!set.ok()) return set;
-    }
-    return kiln::Status();
-  };
+  auto set_inputs = [&]() { return SetInputs(&session, inputs); };
   printf("threads=%llu warmup=%llu iterations=%llu%s\n", (unsigned long long)args.threads,
          (unsigned long long)warmup, (unsigned long long)args.iterations, profile ? " profile" : "");
   kiln::Status status;
@@ -218,24 +156,12 @@ int CmdBench(int argc, char** argv) {
     status = session.set_profiling(true);
     if (!status.ok()) return FailStatus(status);
   }
-  std::vector<std::vector<double>> dispatch_times(profile ? session.dispatch_count() : 0);
+  std::vector<RunTiming> runs;
+  status = TimeRuns(&session, inputs, args.iterations, profile, &runs);
+  if (!status.ok()) return FailStatus(status);
   std::vector<double> times;
-  for (uint64_t i = 0; i < args.iterations; ++i) {
-    status = set_inputs();
-    if (!status.ok()) return FailStatus(status);
-    double start = NowMs();
-    status = session.run();
-    double elapsed = NowMs() - start;
-    if (!status.ok()) return FailStatus(status);
-    times.push_back(elapsed);
-    for (size_t d = 0; d < dispatch_times.size(); ++d) {
-      uint64_t nanoseconds = 0;
-      status = session.get_dispatch_profile(d, &nanoseconds);
-      if (!status.ok()) return FailStatus(status);
-      dispatch_times[d].push_back((double)nanoseconds / 1e6);
-    }
-  }
-  if (profile) PrintProfile(model, dispatch_times);
+  for (const RunTiming& run : runs) times.push_back((double)(run.end_ns - run.start_ns) / 1e6);
+  if (profile) PrintProfile(model, DispatchMedianMs(runs, session.dispatch_count()));
 
   // Start-up: the first run above (a warm-up run unless --warmup 0) ended it.
   kiln_session_load_stats_t stats;

@@ -1,8 +1,10 @@
-// kiln inspect MODEL.kiln [--json]
-// Reads the bundle through the runtime's public accessors (kiln_model_get_*)
-// after a KILN_MODEL_LOAD_VERIFY_ONLY load: the bundle is verified, so the
-// indices it holds are valid; kernels are not mapped, so bundles built for
-// another architecture can be inspected too.
+// kiln inspect MODEL.kiln [--json | --dot | --svg] [--profile TRACE.json | --profile-run]
+// Reads the bundle through the runtime's public accessors (kiln_model_get_*,
+// contents.cpp) after a KILN_MODEL_LOAD_VERIFY_ONLY load: the bundle is
+// verified, so the indices it holds are valid; kernels are not mapped, so
+// bundles built for another architecture can be inspected too. The text and
+// JSON listings are here; the --dot picture is dot.cpp, its colours come from
+// a kiln profile trace or a measurement (profiling.cpp).
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "common.h"
+#include "dot.h"
+#include "profiling.h"
 
 namespace kiln_tool {
 
@@ -33,143 +36,43 @@ const char* FormatName(kiln_library_format_t format) {
   return format == KILN_LIBRARY_FORMAT_SPIRV ? "spirv" : format == KILN_LIBRARY_FORMAT_STATIC ? "static" : "elf";
 }
 
-// "%016llx" of a static library's kernel hash.
-std::string HexHash(uint64_t hash) {
-  char text[17];
-  snprintf(text, sizeof(text), "%016llx", (unsigned long long)hash);
-  return text;
-}
-
 const char* DeviceName(kiln_device_kind_t device) {
   return device == KILN_DEVICE_VULKAN ? "vulkan" : device == KILN_DEVICE_HOST ? "host" : "cpu";
-}
-
-// Everything inspect prints, read once through the model's accessors (the
-// model was verified at load, so every index below is in range).
-struct Contents {
-  kiln_model_info_t info;                     // header facts, memory plan, counts
-  std::vector<kiln_tensor_info_t> tensors;    // by index
-  std::vector<kiln_tensor_info_t> inputs;     // model inputs, in order
-  std::vector<kiln_tensor_info_t> outputs;    // model outputs, in order
-  std::vector<kiln_node_info_t> nodes;        // by index
-  std::vector<std::vector<kiln_attribute_info_t>> attributes;  // per node
-  std::vector<kiln_library_info_t> libraries; // by index
-  std::vector<kiln_kernel_info_t> kernels;    // by index
-  std::vector<kiln_dispatch_info_t> dispatches;               // in run order
-  std::vector<std::vector<kiln_binding_info_t>> bindings;     // per dispatch
-};
-
-// Fills `out` with `count` entries: get(i, &(*out)[i]) until one fails.
-template <typename Info, typename Get>
-kiln::Status ReadAll(size_t count, std::vector<Info>* out, Get get) {
-  out->resize(count);
-  kiln::Status status;
-  for (size_t i = 0; status.ok() && i < count; ++i) status = get(i, &(*out)[i]);
-  return status;
-}
-
-kiln::Status Read(const kiln::Model& model, Contents* out) {
-  kiln::Status status = model.get_info(&out->info);
-  const kiln_model_info_t& info = out->info;
-  auto tensor = [&](size_t i, kiln_tensor_info_t* t) { return model.get_tensor_info(i, t); };
-  auto input = [&](size_t i, kiln_tensor_info_t* t) { return model.get_input_info(i, t); };
-  auto output = [&](size_t i, kiln_tensor_info_t* t) { return model.get_output_info(i, t); };
-  auto library = [&](size_t i, kiln_library_info_t* l) { return model.get_library_info(i, l); };
-  auto kernel = [&](size_t i, kiln_kernel_info_t* k) { return model.get_kernel_info(i, k); };
-  auto node = [&](size_t i, kiln_node_info_t* n) {
-    kiln::Status read = model.get_node_info(i, n);
-    if (!read.ok()) return read;
-    return ReadAll(n->attribute_count, &out->attributes[i], [&](size_t a, kiln_attribute_info_t* x) {
-      return model.get_attribute_info(i, a, x);
-    });
-  };
-  auto dispatch = [&](size_t i, kiln_dispatch_info_t* d) {
-    kiln::Status read = model.get_dispatch_info(i, d);
-    if (!read.ok()) return read;
-    return ReadAll(d->binding_count, &out->bindings[i], [&](size_t b, kiln_binding_info_t* x) {
-      return model.get_binding_info(i, b, x);
-    });
-  };
-  out->attributes.resize(info.node_count);
-  out->bindings.resize(info.dispatch_count);
-  if (status.ok()) status = ReadAll(info.tensor_count, &out->tensors, tensor);
-  if (status.ok()) status = ReadAll(model.input_count(), &out->inputs, input);
-  if (status.ok()) status = ReadAll(model.output_count(), &out->outputs, output);
-  if (status.ok()) status = ReadAll(info.node_count, &out->nodes, node);
-  if (status.ok()) status = ReadAll(info.library_count, &out->libraries, library);
-  if (status.ok()) status = ReadAll(info.kernel_count, &out->kernels, kernel);
-  if (status.ok()) status = ReadAll(info.dispatch_count, &out->dispatches, dispatch);
-  return status;
-}
-
-std::string Shape(const kiln_tensor_info_t& t) {
-  std::string s = "[";
-  for (uint32_t d = 0; d < t.rank; ++d) {
-    if (d) s += ",";
-    s += std::to_string(t.shape[d]);
-  }
-  return s + "]";
-}
-
-std::string TensorText(const kiln_tensor_info_t& t) {
-  return std::string(t.name) + ":" + kiln_dtype_name(t.dtype) + Shape(t);
 }
 
 //===--------------------------------------------------------------------===//
 // JSON
 //===--------------------------------------------------------------------===//
 
-std::string Json(const char* s) {
-  std::string out = "\"";
-  for (const unsigned char* p = (const unsigned char*)s; *p; ++p) {
-    switch (*p) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (*p < 0x20 || *p >= 0x7f) {  // control and non-ASCII bytes: \u00XX (always valid JSON)
-          char buffer[8];
-          snprintf(buffer, sizeof(buffer), "\\u%04x", *p);
-          out += buffer;
-        } else {
-          out += (char)*p;
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string JsonTensorList(const std::vector<kiln_tensor_info_t>& list) {
   std::string out = "[";
   for (size_t i = 0; i < list.size(); ++i) {
     const kiln_tensor_info_t& t = list[i];
     if (i) out += ", ";
-    out += "{\"name\": " + Json(t.name) + ", \"tensor\": " + std::to_string(t.index) +
-           ", \"dtype\": \"" + kiln_dtype_name(t.dtype) + "\", \"shape\": " + Shape(t) +
+    out += "{\"name\": " + JsonString(t.name) + ", \"tensor\": " + std::to_string(t.index) +
+           ", \"dtype\": \"" + kiln_dtype_name(t.dtype) + "\", \"shape\": " + ShapeText(t) +
            ", \"byte_size\": " + std::to_string(t.byte_size) + "}";
   }
   return out + "]";
 }
 
 // ["name", ...] of `count` tensor indices.
-std::string JsonNameList(const Contents& c, const uint32_t* list, uint32_t count) {
+std::string JsonNameList(const ModelContents& c, const uint32_t* list, uint32_t count) {
   std::string out = "[";
   for (uint32_t i = 0; i < count; ++i) {
     if (i) out += ", ";
-    out += Json(c.tensors[list[i]].name);
+    out += JsonString(c.tensors[list[i]].name);
   }
   return out + "]";
 }
 
-void PrintJson(const Contents& c) {
+void PrintJson(const ModelContents& c) {
   const kiln_model_info_t& info = c.info;
   std::string out = "{\n";
   out += "  \"version\": \"" + std::to_string(info.version_major) + "." +
          std::to_string(info.version_minor) + "\",\n";
   out += "  \"min_runtime_minor\": " + std::to_string(info.min_runtime_minor) + ",\n";
-  out += "  \"producer\": " + Json(info.producer) + ",\n";
+  out += "  \"producer\": " + JsonString(info.producer) + ",\n";
   out += "  \"arena_bytes\": " + std::to_string(info.arena_bytes) + ",\n";
   out += "  \"constant_count\": " + std::to_string(info.constant_count) + ",\n";
   out += "  \"constant_bytes\": " + std::to_string(info.constant_bytes) + ",\n";
@@ -180,8 +83,8 @@ void PrintJson(const Contents& c) {
   for (size_t i = 0; i < c.tensors.size(); ++i) {
     const kiln_tensor_info_t& t = c.tensors[i];
     out += std::string(i ? ",\n    " : "\n    ") + "{\"index\": " + std::to_string(i) +
-           ", \"name\": " + Json(t.name) + ", \"dtype\": \"" + kiln_dtype_name(t.dtype) +
-           "\", \"shape\": " + Shape(t) + ", \"storage\": \"" + StorageName(t.storage) +
+           ", \"name\": " + JsonString(t.name) + ", \"dtype\": \"" + kiln_dtype_name(t.dtype) +
+           "\", \"shape\": " + ShapeText(t) + ", \"storage\": \"" + StorageName(t.storage) +
            "\", \"offset\": " + std::to_string(t.offset) + ", \"byte_size\": " +
            std::to_string(t.byte_size) + "}";
   }
@@ -191,11 +94,11 @@ void PrintJson(const Contents& c) {
     std::string attributes = "{";
     for (size_t a = 0; a < c.attributes[i].size(); ++a) {
       const kiln_attribute_info_t& attribute = c.attributes[i][a];
-      attributes += std::string(a ? ", " : "") + Json(attribute.name) + ": " + Json(attribute.value);
+      attributes += std::string(a ? ", " : "") + JsonString(attribute.name) + ": " + JsonString(attribute.value);
     }
     attributes += "}";
-    out += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + Json(n.name) +
-           ", \"op_type\": " + Json(n.op_type) + ", \"attributes\": " + attributes +
+    out += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + JsonString(n.name) +
+           ", \"op_type\": " + JsonString(n.op_type) + ", \"attributes\": " + attributes +
            ", \"inputs\": " + JsonNameList(c, n.inputs, n.input_count) +
            ", \"outputs\": " + JsonNameList(c, n.outputs, n.output_count) + "}";
   }
@@ -203,18 +106,18 @@ void PrintJson(const Contents& c) {
   for (size_t i = 0; i < c.libraries.size(); ++i) {
     const kiln_library_info_t& l = c.libraries[i];
     out += std::string(i ? ",\n    " : "\n    ") + "{\"format\": \"" + FormatName(l.format) +
-           "\", \"target_triple\": " + Json(l.target_triple) + ", \"cpu\": " + Json(l.cpu) +
-           ", \"features\": " + Json(l.features) + ", \"offset\": " + std::to_string(l.offset) +
+           "\", \"target_triple\": " + JsonString(l.target_triple) + ", \"cpu\": " + JsonString(l.cpu) +
+           ", \"features\": " + JsonString(l.features) + ", \"offset\": " + std::to_string(l.offset) +
            ", \"size\": " + std::to_string(l.size) +
            (l.format == KILN_LIBRARY_FORMAT_STATIC
-                ? ", \"kernel_hash\": \"" + HexHash(l.kernel_hash) + "\", \"static_symbol\": " + Json(l.static_symbol)
+                ? ", \"kernel_hash\": \"" + HexHash(l.kernel_hash) + "\", \"static_symbol\": " + JsonString(l.static_symbol)
                 : std::string()) +
            "}";
   }
   out += "],\n  \"kernels\": [";
   for (size_t i = 0; i < c.kernels.size(); ++i) {
     const kiln_kernel_info_t& k = c.kernels[i];
-    out += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + Json(k.name) +
+    out += std::string(i ? ",\n    " : "\n    ") + "{\"name\": " + JsonString(k.name) +
            ", \"library\": " + std::to_string(k.library) + ", \"ordinal\": " +
            std::to_string(k.ordinal) + "}";
   }
@@ -227,7 +130,7 @@ void PrintJson(const Contents& c) {
     std::string bindings = "[";
     for (size_t x = 0; x < c.bindings[i].size(); ++x) {
       const kiln_binding_info_t& binding = c.bindings[i][x];
-      bindings += std::string(x ? ", " : "") + "{\"tensor\": " + Json(c.tensors[binding.tensor].name) +
+      bindings += std::string(x ? ", " : "") + "{\"tensor\": " + JsonString(c.tensors[binding.tensor].name) +
                   ", \"tensor_index\": " + std::to_string(binding.tensor) + ", \"access\": \"" +
                   AccessName(binding.access) + "\"}";
     }
@@ -239,14 +142,14 @@ void PrintJson(const Contents& c) {
     push += "]";
     std::string sources = "[";
     for (uint32_t x = 0; x < d.source_node_count; ++x) {
-      sources += (x ? ", " : "") + Json(c.nodes[d.source_nodes[x]].name);
+      sources += (x ? ", " : "") + JsonString(c.nodes[d.source_nodes[x]].name);
     }
     sources += "]";
     std::string device = std::string(", \"device\": \"") + DeviceName(d.device) +
                          "\", \"host_downloads\": " + JsonNameList(c, d.host_downloads, d.host_download_count) +
                          ", \"host_uploads\": " + JsonNameList(c, d.host_uploads, d.host_upload_count);
     out += std::string(i ? ",\n    " : "\n    ") + "{\"index\": " + std::to_string(i) +
-           ", \"kernel\": " + Json(c.kernels[d.kernel].name) + ", \"kernel_index\": " +
+           ", \"kernel\": " + JsonString(c.kernels[d.kernel].name) + ", \"kernel_index\": " +
            std::to_string(d.kernel) + ", \"workgroup_count\": " + workgroups + ", \"bindings\": " +
            bindings + ", \"push_constants\": " + push + ", \"source_nodes\": " + sources + device + "}";
   }
@@ -265,13 +168,13 @@ std::string NameList(const std::vector<kiln_tensor_info_t>& list) {
 }
 
 // "name:dtype[shape], ..." of `count` tensor indices.
-std::string NameList(const Contents& c, const uint32_t* list, uint32_t count) {
+std::string NameList(const ModelContents& c, const uint32_t* list, uint32_t count) {
   std::string out;
   for (uint32_t i = 0; i < count; ++i) out += (i ? ", " : "") + TensorText(c.tensors[list[i]]);
   return out;
 }
 
-void PrintText(const Contents& c) {
+void PrintText(const ModelContents& c) {
   const kiln_model_info_t& info = c.info;
   printf("bundle version %u.%u (needs runtime minor >= %u), producer \"%s\"\n", info.version_major,
          info.version_minor, info.min_runtime_minor, info.producer);
@@ -286,7 +189,7 @@ void PrintText(const Contents& c) {
   for (size_t i = 0; i < c.tensors.size(); ++i) {
     const kiln_tensor_info_t& t = c.tensors[i];
     printf("  %5zu  %-9s %-8s %12" PRIu64 " %12zu  %-20s %s\n", i, StorageName(t.storage),
-           kiln_dtype_name(t.dtype), t.offset, t.byte_size, Shape(t).c_str(), t.name);
+           kiln_dtype_name(t.dtype), t.offset, t.byte_size, ShapeText(t).c_str(), t.name);
   }
 
   printf("\nnodes (%zu):\n", c.nodes.size());
@@ -350,33 +253,85 @@ void PrintText(const Contents& c) {
 
 }  // namespace
 
+const CommandHelp kInspectHelp = {
+    "inspect", "MODEL.kiln [--json | --dot | --svg] [--profile TRACE.json | --profile-run]",
+    "Prints what the bundle describes: the graph, tensors, memory plan, kernel\n"
+    "libraries and dispatches (as text, or JSON with --json); with --dot a Graphviz\n"
+    "picture of the graph (--svg: rendered by Graphviz's dot), its nodes coloured by\n"
+    "kernel time with --profile or --profile-run. Bundles for another architecture\n"
+    "can be inspected (the kernels are not loaded), but not profiled.\n"};
+
 int CmdInspect(int argc, char** argv) {
-  const char* model_path = nullptr;
-  bool json = false;
-  for (int i = 0; i < argc; ++i) {
-    if (!strcmp(argv[i], "--json")) {
-      json = true;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      return UsageError("inspect: unknown option '%s'", argv[i]);
-    } else if (!model_path) {
-      model_path = argv[i];
-    } else {
-      return UsageError("inspect: unexpected argument '%s'", argv[i]);
+  enum Format { kText, kJson, kDot, kSvg } format = kText;
+  const char* trace_path = nullptr;
+  bool profile_run = false;
+  CommandArgs args;
+  args.iterations = 5;
+  using kiln_cli::Arity;
+  const kiln_cli::OptionTable own = {
+      {kOptJson, "--json", Arity::kFlag, "", "print JSON (arena_bytes, constant_bytes, nodes, dispatches, ...)"},
+      {kOptDot, "--dot", Arity::kFlag, "",
+       "print the graph in Graphviz's DOT language: a cluster per fused kernel,\n"
+       "edges labelled with the tensors' shapes"},
+      {kOptSvg, "--svg", Arity::kFlag, "", "the --dot graph as SVG (runs Graphviz's dot -Tsvg)"},
+      {kOptProfileTrace, "--profile", Arity::kValue, "TRACE.json",
+       "--dot/--svg: colour by kernel time from a trace of kiln profile -o"},
+      {kOptProfileRun, "--profile-run", Arity::kFlag, "",
+       "--dot/--svg: colour by kernel time measured now (with the options below)"},
+  };
+  auto handle = [&](const kiln_cli::Option& option, const char* value) -> int {
+    Format wanted = option.id == kOptJson ? kJson : option.id == kOptDot ? kDot : kSvg;
+    switch (option.id) {
+      case kOptProfileTrace: trace_path = value; return kContinue;
+      case kOptProfileRun: profile_run = true; return kContinue;
+      default:
+        if (format != kText && format != wanted) return UsageError("--json, --dot and --svg exclude each other");
+        format = wanted;
+        return kContinue;
     }
+  };
+  int result = ParseCommandArgs(kInspectHelp, own, "--profile-run: profiled runs after the first (default 5)",
+                                argc, argv, handle, &args);
+  if (result != kContinue) return result;
+  if ((trace_path || profile_run) && format != kDot && format != kSvg) {
+    return UsageError("--profile and --profile-run colour the --dot or --svg graph");
   }
-  if (!model_path) return UsageError("inspect: missing MODEL.kiln");
+  if (trace_path && profile_run) return UsageError("--profile and --profile-run exclude each other");
+  if (args.session_options_given && !profile_run) {
+    return UsageError("--threads, --iterations, --input and the device options go with --profile-run");
+  }
+
   kiln::Model model;
-  kiln::Status status = kiln::Model::LoadFile(model_path, &model, KILN_MODEL_LOAD_VERIFY_ONLY);
-  if (!status.ok()) return FailStatus(status);
-  Contents contents;
-  status = Read(model, &contents);
-  if (!status.ok()) return FailStatus(status);
-  if (json) {
-    PrintJson(contents);
+  kiln::Status status;
+  std::vector<double> dispatch_ms;
+  std::string measured_on;
+  Measurement measurement;
+  if (profile_run) {  // a full load: the model runs
+    result = Measure(args, &model, &measurement);
+    if (result != kExitOk) return result;
   } else {
-    PrintText(contents);
+    status = kiln::Model::LoadFile(args.model_path, &model, KILN_MODEL_LOAD_VERIFY_ONLY);
+    if (!status.ok()) return FailStatus(status);
   }
-  return kExitOk;
+  ModelContents contents;
+  status = ReadModelContents(model, &contents);
+  if (!status.ok()) return FailStatus(status);
+  if (profile_run) {
+    dispatch_ms = DispatchMedianMs(measurement.runs, contents.dispatches.size());
+    measured_on = MeasuredOn(measurement.device, measurement.threads);
+  }
+  if (trace_path) {
+    result = ReadTrace(trace_path, contents, &dispatch_ms, &measured_on);
+    if (result != kExitOk) return result;
+  }
+  result = kExitOk;
+  switch (format) {
+    case kJson: PrintJson(contents); break;
+    case kText: PrintText(contents); break;
+    case kDot: fputs(DotGraph(contents, dispatch_ms, measured_on).c_str(), stdout); break;
+    case kSvg: result = WriteSvg(DotGraph(contents, dispatch_ms, measured_on)); break;
+  }
+  return result != kExitOk ? result : CheckValidationMessages();
 }
 
 }  // namespace kiln_tool

@@ -1,6 +1,8 @@
 // kiln run MODEL.kiln --input NAME=FILE.npy ... [--output-dir DIR] [--top K]
 //                     [--iterations N] [--threads N] [--device auto|cpu|vulkan]
 //                     [--vulkan-device N] [--validation[=sync]]
+// Runs the model on .npy inputs, writes the outputs as .npy files and
+// prints the median latency (and, with --top, the best classes).
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -84,26 +86,33 @@ bool MakeDirectories(const std::string& path) {
 
 }  // namespace
 
+const CommandHelp kRunHelp = {
+    "run", "MODEL.kiln --input NAME=FILE.npy ... [options]",
+    "Runs the model on inputs from .npy files (every input needs one) and writes each\n"
+    "output to DIR/<output name>.npy ('/' in a name becomes '_'); prints latency_ms=X\n"
+    "(the median run).\n"};
+
 int CmdRun(int argc, char** argv) {
   std::string output_dir;
   uint64_t top = 0;
   CommandArgs args;  // iterations: 1
-  auto own = [&](int count, char** values, int* i) -> int {
-    const char* arg = values[*i];
-    const char* next = *i + 1 < count ? values[*i + 1] : nullptr;
-    if (!strcmp(arg, "--output-dir")) {
-      if (!next || !*next) return UsageError("--output-dir needs a directory");
-      output_dir = next;
-    } else if (!strcmp(arg, "--top")) {
-      if (!ParseCount(next, 1u << 30, &top)) return UsageError("--top needs a count");
-    } else {
-      return 0;
-    }
-    ++*i;
-    return 1;
+  using kiln_cli::Arity;
+  const kiln_cli::OptionTable own = {
+      {kOptOutputDir, "--output-dir", Arity::kValue, "DIR", "write the outputs to DIR (created if missing)"},
+      {kOptTop, "--top", Arity::kValue, "K", "print the K highest-scoring classes of the first output"},
   };
-  int parsed = ParseCommandArgs("run", argc, argv, own, &args);
-  if (parsed != kExitOk) return parsed;
+  auto handle = [&](const kiln_cli::Option& option, const char* value) -> int {
+    if (option.id == kOptOutputDir) {
+      if (!*value) return UsageError("--output-dir needs a directory");
+      output_dir = value;
+    } else if (!ParseCount(value, 1u << 30, &top)) {
+      return UsageError("--top needs a count");
+    }
+    return kContinue;
+  };
+  int parsed = ParseCommandArgs(kRunHelp, own, "how many runs; latency_ms is their median (default 1)", argc,
+                                argv, handle, &args);
+  if (parsed != kContinue) return parsed;
 
   kiln::Model model;
   int result = OpenModel(args, &model);

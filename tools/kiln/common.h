@@ -1,4 +1,6 @@
-// Shared helpers of the kiln tool's subcommands.
+// Shared helpers of the kiln tool's subcommands: errors and usage, the
+// command line (cli_options.h tables), the model and session the commands
+// open, their inputs.
 #ifndef KILN_TOOLS_KILN_COMMON_H_
 #define KILN_TOOLS_KILN_COMMON_H_
 
@@ -9,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "cli_options.h"
 #include "kiln/kiln.hpp"
 #include "npy.h"
 
@@ -18,10 +21,24 @@ namespace kiln_tool {
 constexpr int kExitOk = 0;
 constexpr int kExitError = 1;  // a runtime or file error: "kiln: error: ..."
 constexpr int kExitUsage = 2;  // bad command line
+// Not an exit status: ParseCommandArgs' "go on with the command".
+constexpr int kContinue = -1;
+
+// A subcommand's --help: "usage: kiln NAME SYNOPSIS", the description, the options.
+struct CommandHelp {
+  const char* name;         // "run"
+  const char* synopsis;     // "MODEL.kiln --input NAME=FILE.npy ... [options]"
+  const char* description;  // a paragraph, lines ending in '\n'
+};
+extern const CommandHelp kRunHelp, kInspectHelp, kBenchHelp, kProfileHelp;
+
+// The command whose usage a UsageError names (main sets it; nullptr: none).
+void SetCurrentCommand(const CommandHelp* command);
 
 // Prints "kiln: error: <message>" to stderr and returns kExitError.
 int Fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-// Prints "kiln: <message>" and a usage hint to stderr and returns kExitUsage.
+// Prints "kiln: [COMMAND: ]<message>" and the command's usage line to stderr
+// and returns kExitUsage.
 int UsageError(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 // Fail() with the status's message.
 int FailStatus(const kiln::Status& status);
@@ -33,9 +50,26 @@ bool ParseCount(const char* text, uint64_t max, uint64_t* out);
 std::string DescribeTensor(const kiln_tensor_info_t& info);
 
 double NowMs();
+uint64_t NowNs();  // CLOCK_MONOTONIC, the clock libkiln's timings use
 double Median(std::vector<double> values);
 
-// --device, --vulkan-device, --validation of run and bench (device.cpp).
+// Option ids of every subcommand's table (cli_options.h Option::id).
+enum OptionId {
+  kOptHelp,
+  // Shared by run, bench, profile and inspect --profile-run (args.cpp).
+  kOptThreads, kOptIterations, kOptInput,
+  kOptDevice, kOptVulkanDevice, kOptValidation,  // device.cpp
+  // run
+  kOptOutputDir, kOptTop,
+  // bench
+  kOptWarmup, kOptProfile, kOptStartup,
+  // profile
+  kOptOutput, kOptLayers,
+  // inspect
+  kOptJson, kOptDot, kOptSvg, kOptProfileTrace, kOptProfileRun,
+};
+
+// --device, --vulkan-device, --validation (device.cpp).
 struct DeviceOptions {
   uint32_t device = 0;         // kiln_device_kind_t
   uint32_t vulkan_device = 0;  // 0: automatic; i + 1: device i
@@ -43,15 +77,16 @@ struct DeviceOptions {
   DeviceOptions();
   void Apply(kiln_session_options_t* options) const;
 };
-// Consumes argv[*i] (and its value) when it is a device option: returns 1;
-// 0 when it is not one; kExitUsage after printing a usage error.
-int ParseDeviceOption(int argc, char** argv, int* i, DeviceOptions* out);
+// Appends the device options to `table`.
+void AddDeviceOptions(kiln_cli::OptionTable* table);
+// Takes a device option's value: kContinue, or kExitUsage after a usage error.
+int ParseDeviceOption(int id, const char* value, DeviceOptions* out);
 // kExitOk, or Fail() when the validation layer reported anything.
 int CheckValidationMessages();
 // Prints "device=NAME" for sessions that do not run on the CPU.
 void PrintDevice(const kiln::Session& session);
 
-// The command line `kiln run` and `kiln bench` share (args.cpp): the model,
+// The command line of the commands that run a model (args.cpp): the model,
 // --threads, --iterations, --input NAME=FILE.npy and the device options.
 struct CommandArgs {
   const char* model_path = nullptr;                         // the positional MODEL.kiln
@@ -59,17 +94,25 @@ struct CommandArgs {
   uint64_t iterations = 1;                                  // --iterations N (the command's default before parsing)
   std::vector<std::pair<std::string, std::string>> inputs;  // --input NAME=FILE.npy, in order
   DeviceOptions device;                                     // --device, --vulkan-device, --validation
+  bool session_options_given = false;                       // any of the above but the model
 };
-// One command's own options: called with argv[*i] not being a shared one;
-// returns 1 when it took it (moving *i past a value), 0 when it is not one
-// of its options, kExitUsage after printing a usage error.
-using CommandOption = std::function<int(int argc, char** argv, int* i)>;
-// Parses argv for `command` ("run", "bench"): kExitOk, or kExitUsage after
-// printing a usage error (unknown option, missing MODEL.kiln, ...).
-int ParseCommandArgs(const char* command, int argc, char** argv, const CommandOption& own,
-                     CommandArgs* out);
+// The shared options' table; `iterations_help` describes --iterations.
+kiln_cli::OptionTable SessionOptionTable(const char* iterations_help);
+// One command's own option (from its table): kContinue when taken,
+// kExitUsage after printing a usage error.
+using CommandOption = std::function<int(const kiln_cli::Option& option, const char* value)>;
+// Parses argv against `own` (the command's options) followed by the shared
+// ones and --help. kContinue: go on; kExitOk after printing --help to
+// stdout; kExitUsage after a usage error (unknown option, missing MODEL.kiln, ...).
+int ParseCommandArgs(const CommandHelp& command, const kiln_cli::OptionTable& own,
+                     const char* iterations_help, int argc, char** argv,
+                     const CommandOption& handle, CommandArgs* out);
+// Prints the command's --help (usage, description, `table`) to stdout.
+void PrintCommandHelp(const CommandHelp& command, const kiln_cli::OptionTable& table);
 // Loads args.model_path. kExitOk, or Fail() with the status.
 int OpenModel(const CommandArgs& args, kiln::Model* model);
+// The session options args describe (threads, device).
+void SessionOptions(const CommandArgs& args, kiln_session_options_t* out);
 // Creates the model's session with the threads and device options
 // (`out_options`: the options used); prints "device=NAME" for sessions not
 // on the CPU. kExitOk, or Fail() with the status.
@@ -80,10 +123,18 @@ int OpenSession(const CommandArgs& args, const kiln::Model& model,
 // named it. kExitOk, or Fail() naming the problem.
 int ReadInputs(const kiln::Model& model, const CommandArgs& args, std::vector<NpyArray>* arrays,
                std::vector<bool>* given);
+// Every input's bytes: from its --input file, or pseudo-random (a fixed
+// seed: floats in [-1, 1), integers in [0, 10)). `given` as ReadInputs'.
+int PrepareInputs(const kiln::Model& model, const CommandArgs& args,
+                  std::vector<std::vector<uint8_t>>* inputs, std::vector<bool>* given);
+// Copies `inputs` into the session (before every run: the memory plan may
+// reuse their space).
+kiln::Status SetInputs(kiln::Session* session, const std::vector<std::vector<uint8_t>>& inputs);
 
 int CmdRun(int argc, char** argv);
 int CmdInspect(int argc, char** argv);
 int CmdBench(int argc, char** argv);
+int CmdProfile(int argc, char** argv);
 
 }  // namespace kiln_tool
 

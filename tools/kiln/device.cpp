@@ -1,4 +1,5 @@
-// The device options of `kiln run` and `kiln bench`:
+// The device options of the commands that run a model (run, bench, profile,
+// inspect --profile-run):
 //   --device auto|cpu|vulkan   where the session runs (default: the bundle's)
 //   --vulkan-device N          Vulkan physical device N (default: the best kind)
 //   --validation[=sync]        VK_LAYER_KHRONOS_validation (and its synchronization
@@ -39,32 +40,42 @@ DeviceOptions::DeviceOptions() {
   }
 }
 
-int ParseDeviceOption(int argc, char** argv, int* i, DeviceOptions* out) {
-  const char* arg = argv[*i];
-  const char* next = *i + 1 < argc ? argv[*i + 1] : nullptr;
-  if (!strcmp(arg, "--device")) {
-    if (!next) return UsageError("--device needs auto, cpu or vulkan");
-    if (!strcmp(next, "auto")) out->device = KILN_DEVICE_AUTO;
-    else if (!strcmp(next, "cpu")) out->device = KILN_DEVICE_CPU;
-    else if (!strcmp(next, "vulkan")) out->device = KILN_DEVICE_VULKAN;
-    else return UsageError("--device needs auto, cpu or vulkan (got '%s')", next);
-    ++*i;
-    return 1;
-  }
-  if (!strcmp(arg, "--vulkan-device")) {
-    uint64_t index = 0;
-    if (!ParseCount(next, 1u << 20, &index)) return UsageError("--vulkan-device needs a device index");
-    out->vulkan_device = (uint32_t)index + 1;
-    ++*i;
-    return 1;
-  }
-  if (!strcmp(arg, "--validation") || !strncmp(arg, "--validation=", 13)) {
-    if (!ParseValidation(arg[12] == '=' ? arg + 13 : "1", &out->validation)) {
-      return UsageError("--validation takes no value or =sync");
+void AddDeviceOptions(kiln_cli::OptionTable* table) {
+  static const char* const kValidationValues[] = {"1", "on", "sync", "0", "off", nullptr};
+  using kiln_cli::Arity;
+  table->push_back({kOptDevice, "--device", Arity::kValue, "auto|cpu|vulkan",
+                    "where the session runs (default auto: what the bundle was compiled for)"});
+  table->push_back({kOptVulkanDevice, "--vulkan-device", Arity::kValue, "N",
+                    "Vulkan physical device N (default: the first discrete GPU, else\n"
+                    "integrated, virtual, CPU)"});
+  table->push_back({kOptValidation, "--validation", Arity::kOptionalValue, "sync",
+                    "the Vulkan validation layer (=sync: with its synchronization\n"
+                    "checks; also 1, on, 0, off); any message it reports fails the\n"
+                    "command. Default: $KILN_VULKAN_VALIDATION (1, sync or 0)",
+                    kValidationValues});
+}
+
+int ParseDeviceOption(int id, const char* value, DeviceOptions* out) {
+  switch (id) {
+    case kOptDevice:
+      if (!strcmp(value, "auto")) out->device = KILN_DEVICE_AUTO;
+      else if (!strcmp(value, "cpu")) out->device = KILN_DEVICE_CPU;
+      else if (!strcmp(value, "vulkan")) out->device = KILN_DEVICE_VULKAN;
+      else return UsageError("--device needs auto, cpu or vulkan (got '%s')", value);
+      return kContinue;
+    case kOptVulkanDevice: {
+      uint64_t index = 0;
+      if (!ParseCount(value, 1u << 20, &index)) return UsageError("--vulkan-device needs a device index");
+      out->vulkan_device = (uint32_t)index + 1;
+      return kContinue;
     }
-    return 1;
+    case kOptValidation:
+      if (!ParseValidation(value ? value : "1", &out->validation)) {
+        return UsageError("--validation takes no value or one of 1, on, sync, 0, off (got '%s')", value);
+      }
+      return kContinue;
   }
-  return 0;
+  return UsageError("internal: option %d is not a device option", id);
 }
 
 void DeviceOptions::Apply(kiln_session_options_t* options) const {

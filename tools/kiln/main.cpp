@@ -1,12 +1,13 @@
-// kiln: run, inspect and benchmark Kiln bundles.
+// kiln: run, inspect, benchmark and profile Kiln bundles.
 //
-//   kiln run MODEL.kiln --input NAME=FILE.npy ... [--output-dir DIR] [--top K] [--iterations N]
-//            [--threads N]
-//   kiln inspect MODEL.kiln [--json]
-//   kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile] [--startup]
-//              [--input NAME=FILE.npy ...]
-//   (run and bench: [--device auto|cpu|vulkan] [--vulkan-device N] [--validation[=sync]];
-//   their shared options are parsed in args.cpp)
+//   kiln run MODEL.kiln --input NAME=FILE.npy ... [options]
+//   kiln inspect MODEL.kiln [--json | --dot | --svg] [--profile TRACE.json | --profile-run]
+//   kiln bench MODEL.kiln [options]
+//   kiln profile MODEL.kiln [options] [-o TRACE.json]
+//   kiln --help | kiln COMMAND --help | kiln --version
+// Every option takes its value as --opt=value or --opt value (tools/cli);
+// each command's table of options is in its cmd_*.cpp, the shared ones in
+// args.cpp and device.cpp.
 //
 // Errors: "kiln: error: ..." on stderr, exit 1; usage errors exit 2.
 #include <stdarg.h>
@@ -21,18 +22,34 @@
 
 namespace kiln_tool {
 
-static const char kUsage[] =
-    "usage:\n"
-    "  kiln run MODEL.kiln --input NAME=FILE.npy ... [--output-dir DIR] [--top K]\n"
-    "           [--iterations N] [--threads N]\n"
-    "  kiln inspect MODEL.kiln [--json]\n"
-    "  kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile]\n"
-    "             [--startup]  (every start-up stage, and a second load: warm pipeline cache)\n"
-    "             [--input NAME=FILE.npy ...]  (other inputs: fixed pseudo-random values)\n"
-    "  --threads N: threads running each dispatch, the calling one included (default 1)\n"
-    "  run and bench also take --device auto|cpu|vulkan (default: what the bundle was\n"
-    "  compiled for), --vulkan-device N and --validation[=sync] (the Vulkan validation\n"
-    "  layer; any message it reports fails the command; or KILN_VULKAN_VALIDATION=1|sync)\n";
+namespace {
+
+const CommandHelp* g_command = nullptr;  // the command being parsed, for usage errors
+
+struct Command {
+  const CommandHelp* help;
+  int (*run)(int argc, char** argv);
+};
+const Command kCommands[] = {
+    {&kRunHelp, CmdRun},
+    {&kInspectHelp, CmdInspect},
+    {&kBenchHelp, CmdBench},
+    {&kProfileHelp, CmdProfile},
+};
+
+void PrintUsage(FILE* out) {
+  fputs("usage: kiln COMMAND MODEL.kiln [options]\n\ncommands:\n", out);
+  for (const Command& command : kCommands) {
+    fprintf(out, "  kiln %s %s\n", command.help->name, command.help->synopsis);
+  }
+  fputs("\n  kiln COMMAND --help    a command's options\n"
+        "  kiln --version         the runtime's version and ABI\n"
+        "Options take their value as --opt=value or --opt value.\n", out);
+}
+
+}  // namespace
+
+void SetCurrentCommand(const CommandHelp* command) { g_command = command; }
 
 int Fail(const char* fmt, ...) {
   fputs("kiln: error: ", stderr);
@@ -45,13 +62,18 @@ int Fail(const char* fmt, ...) {
 }
 
 int UsageError(const char* fmt, ...) {
-  fputs("kiln: ", stderr);
+  fprintf(stderr, "kiln: %s%s", g_command ? g_command->name : "", g_command ? ": " : "");
   va_list args;
   va_start(args, fmt);
   vfprintf(stderr, fmt, args);
   va_end(args);
   fputc('\n', stderr);
-  fputs(kUsage, stderr);
+  if (g_command) {
+    fprintf(stderr, "usage: kiln %s %s\n(kiln %s --help lists the options)\n", g_command->name,
+            g_command->synopsis, g_command->name);
+  } else {
+    PrintUsage(stderr);
+  }
   return kExitUsage;
 }
 
@@ -80,11 +102,13 @@ std::string DescribeTensor(const kiln_tensor_info_t& info) {
   return text;
 }
 
-double NowMs() {
+uint64_t NowNs() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+double NowMs() { return (double)NowNs() / 1e6; }
 
 double Median(std::vector<double> values) {
   if (values.empty()) return 0.0;
@@ -99,12 +123,28 @@ int main(int argc, char** argv) {
   using namespace kiln_tool;
   if (argc < 2) return UsageError("missing command");
   const char* command = argv[1];
-  if (!strcmp(command, "-h") || !strcmp(command, "--help") || !strcmp(command, "help")) {
-    fputs(kUsage, stdout);
+  int command_argc = argc - 2;
+  char** command_argv = argv + 2;
+  char help_flag[] = "--help";
+  char* help_argv[] = {help_flag, nullptr};
+  if (!strcmp(command, "help") && argc > 2) {  // kiln help COMMAND: kiln COMMAND --help
+    command = argv[2];
+    command_argc = 1;
+    command_argv = help_argv;
+  } else if (!strcmp(command, "-h") || !strcmp(command, "--help") || !strcmp(command, "help")) {
+    PrintUsage(stdout);
     return kExitOk;
   }
-  if (!strcmp(command, "run")) return CmdRun(argc - 2, argv + 2);
-  if (!strcmp(command, "inspect")) return CmdInspect(argc - 2, argv + 2);
-  if (!strcmp(command, "bench")) return CmdBench(argc - 2, argv + 2);
+  if (!strcmp(command, "--version")) {
+    // The library actually loaded, and the header this kiln was built with.
+    printf("kiln: libkiln %s, ABI %u (built with kiln.h %s, ABI %u)\n", kiln_version(),
+           kiln_abi_version(), KILN_VERSION_STRING, (unsigned)KILN_ABI_VERSION);
+    return kExitOk;
+  }
+  for (const Command& entry : kCommands) {
+    if (strcmp(command, entry.help->name) != 0) continue;
+    SetCurrentCommand(entry.help);
+    return entry.run(command_argc, command_argv);
+  }
   return UsageError("unknown command '%s'", command);
 }

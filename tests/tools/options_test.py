@@ -1,0 +1,292 @@
+#!/usr/bin/python3
+"""Command-line conventions of kilnc and every kiln subcommand.
+
+  options_test.py options|help --kilnc KILNC --kiln KILN --source-root DIR --workdir DIR [--vulkan]
+
+options: a table with a case for every option each tool lists in its --help
+  (the test fails when an option has no case). Each option that takes a value
+  is run as --opt=value and as --opt value: same exit status, same output
+  (timings masked), same files written; the value must have its effect (a
+  check per case) and a bad value must give the same error in both forms.
+  Flags must work and refuse a value (--flag=x: exit 2). The optional value
+  of --validation is taken after '=', or as the next word only when it is one
+  of its values (`--validation MODEL.kiln` leaves the model positional).
+  Unknown options are usage errors (exit 2).
+help: `--help` on every kiln subcommand and on kilnc prints that command's
+  usage to stdout and exits 0 (also `kiln help COMMAND`); `--version` prints
+  the runtime's version and ABI (kiln) and kilnc's version, the bundle format
+  and LLVM's version (kilnc), as the headers define them.
+"""
+
+import difflib
+import json
+import os
+import re
+import sys
+from collections import Counter
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tools_common import (check, compile_model, demo_input, demo_onnx, main, mask_numbers,  # noqa: E402
+                          run)
+
+KILN_COMMANDS = ('run', 'inspect', 'bench', 'profile')
+
+
+class Case:
+    """One option of one tool: `base(ctx)` is the rest of the command line
+    ('{out}' stands for the form's own directory), `effect(ctx, proc, out)`
+    checks the option did what it says, `bad` is a value it must refuse
+    (exit `bad_rc` with the same message in both forms), `files` are what the
+    command writes under '{out}' (compared between the forms)."""
+
+    def __init__(self, tool, option, value, base, effect=None, bad=None, bad_rc=2, files=()):
+        self.tool, self.option, self.value, self.base = tool, option, value, base
+        self.effect, self.bad, self.bad_rc, self.files = effect, bad, bad_rc, files
+
+
+def has(text):
+    return lambda ctx, proc, out: check(text in proc.stdout + proc.stderr, 'expected %r in the output' % text)
+
+
+def exists(name):
+    return lambda ctx, proc, out: check(os.path.exists(os.path.join(out, name)), '%s not written' % name)
+
+
+def on_vulkan(command):
+    """The check that a command ran on the Vulkan device (None without --vulkan)."""
+    if not ctx_vulkan[0]:
+        return None
+    if command != 'inspect':
+        return has('device=')
+    return lambda ctx, proc, out: check('kernel time on ' in proc.stdout and 'kernel time on cpu' not in proc.stdout,
+                                        'inspect --profile-run did not run on the Vulkan device')
+
+
+def session_cases(command, base):
+    """The options every command that runs a model shares (args.cpp, device.cpp)."""
+    visible = command in ('bench', 'profile')
+    return [
+        Case(command, '--threads', '2', base, has('threads=2') if visible else None, bad='2000'),
+        Case(command, '--iterations', '3', base, has({'bench': 'iterations=3', 'profile': '3 profiled runs'}.get(
+            command, 'output logits' if command == 'run' else 'digraph')), bad='0'),
+        Case(command, '--device', 'cpu', base, None, bad='gpu'),
+        Case(command, '--vulkan-device', '0', lambda ctx: base(ctx, vulkan=True), on_vulkan(command), bad='x'),
+        Case(command, '--validation', 'sync', lambda ctx: base(ctx, vulkan=True), on_vulkan(command), bad='bogus'),
+    ]
+
+
+ctx_vulkan = [False]  # whether the Vulkan bundle exists (set in check_options)
+
+
+def kiln_cases():
+    def bundle(ctx, vulkan=False):
+        return ctx['vulkan_bundle'] if vulkan and ctx['vulkan_bundle'] else ctx['bundle']
+
+    run_base = lambda ctx, vulkan=False: ['run', bundle(ctx, vulkan), '--input', ctx['input']]  # noqa: E731
+    bench_base = lambda ctx, vulkan=False: ['bench', bundle(ctx, vulkan), '--iterations', '2']  # noqa: E731
+    profile_base = lambda ctx, vulkan=False: ['profile', bundle(ctx, vulkan), '--iterations', '2']  # noqa: E731
+    dot_base = lambda ctx, vulkan=False: ['inspect', bundle(ctx, vulkan), '--dot']  # noqa: E731
+    run_dot = lambda ctx, vulkan=False: dot_base(ctx, vulkan) + ['--profile-run']  # noqa: E731
+    plain = {'run': lambda ctx, vulkan=False: ['run', bundle(ctx, vulkan)],
+             'bench': lambda ctx, vulkan=False: ['bench', bundle(ctx, vulkan)],
+             'profile': lambda ctx, vulkan=False: ['profile', bundle(ctx, vulkan)],
+             'inspect': run_dot}
+    cases = [
+        Case('run', '--output-dir', '{out}/o', run_base, exists('o/logits.npy'), files=['o/logits.npy']),
+        Case('run', '--top', '2', run_base, lambda ctx, proc, out: check(
+            proc.stdout.count('top-') == 2, 'run --top 2 printed %d classes' % proc.stdout.count('top-')), bad='x'),
+        Case('bench', '--warmup', '1', bench_base, has('warmup=1'), bad='x'),
+        Case('bench', '--profile', None, bench_base, has('profile: ')),
+        Case('bench', '--startup', None, bench_base, has('startup_stages: ')),
+        Case('profile', '-o', '{out}/trace.json', profile_base, exists('trace.json'), files=['trace.json']),
+        Case('profile', '--top', '3', profile_base, lambda ctx, proc, out: check(
+            len(re.findall(r'^ +\d+ ', proc.stdout, re.M)) == 3, 'profile --top 3: not 3 rows'), bad='x'),
+        Case('inspect', '--json', None, lambda ctx, vulkan=False: ['inspect', bundle(ctx)],
+             lambda ctx, proc, out: check(json.loads(proc.stdout)['dispatches'], 'no JSON')),
+        Case('inspect', '--dot', None, lambda ctx, vulkan=False: ['inspect', bundle(ctx)], has('digraph')),
+        Case('inspect', '--svg', None, lambda ctx, vulkan=False: ['inspect', bundle(ctx)], has('<svg')),
+        Case('inspect', '--profile', '{trace}', dot_base, has('kernel time'), bad='/nonexistent.json', bad_rc=1),
+        Case('inspect', '--profile-run', None, dot_base, has('kernel time')),
+    ]
+    for command in KILN_COMMANDS:
+        base = {'run': run_base, 'bench': bench_base, 'profile': plain['profile'], 'inspect': run_dot}[command]
+        cases += session_cases(command, base)
+        cases.append(Case(command, '--input', '{input}', plain[command],
+                          has('output logits') if command == 'run' else None, bad='nope'))
+    return cases
+
+
+def kilnc_cases():
+    def base(*extra):
+        return lambda ctx: [ctx['onnx'], '-o', '{out}/m.kiln'] + list(extra)
+    kiln_file = ['m.kiln']
+    return [
+        Case('kilnc', '-o', '{out}/m.kiln', lambda ctx: [ctx['onnx']], files=kiln_file),
+        Case('kilnc', '--target', 'host', base(), files=kiln_file, bad='nonsense', bad_rc=1),
+        Case('kilnc', '--vulkan-features', 'int64', base('--target', 'vulkan'), files=kiln_file, bad='x', bad_rc=1),
+        Case('kilnc', '--vulkan-shared-memory', 'on', base('--target', 'vulkan'), files=kiln_file,
+             bad='maybe', bad_rc=1),
+        Case('kilnc', '--kernels', 'static', base(), exists('m.kernels.o'),
+             files=['m.kiln', 'm.kernels.o', 'm.kernels.h'], bad='x', bad_rc=1),
+        Case('kilnc', '--max-arena', '1M', base(), files=kiln_file, bad='1K', bad_rc=1),
+        Case('kilnc', '--input-shape', 'input=1,3,64,64', base(), files=kiln_file, bad='input=0', bad_rc=1),
+        Case('kilnc', '--freeze-input', 'input={tensor}', base(), files=kiln_file, bad='input=/nonexistent',
+             bad_rc=1),
+        Case('kilnc', '--dump-after', 'lower', base(), has('after lower'), bad='nopass', bad_rc=1),
+        Case('kilnc', '--dump-graph-after', 'all', base(), has('graph after'), bad='nopass', bad_rc=1),
+        Case('kilnc', '--disable-graph-pass', 'winograd', base(), files=kiln_file, bad='nopass', bad_rc=1),
+        Case('kilnc', '--dump-graph', None, base(), has('graph after import')),
+        Case('kilnc', '--report', None, base(), has('[kilnc] ')),
+        Case('kilnc', '--list-operators', None, lambda ctx: [], has('Conv')),
+    ]
+
+
+def help_options(args, tool):
+    """The options a tool's --help lists (kilnc, or a kiln subcommand)."""
+    cmd = [args.kilnc, '--help'] if tool == 'kilnc' else [args.kiln, tool, '--help']
+    proc = run(cmd, expect_rc=0)
+    return set(re.findall(r'^  (-{1,2}[a-z][\w-]*)', proc.stdout, re.M))
+
+
+def normalize(text, out):
+    """Output that must be equal between the forms: the form's directory as
+    {out}, timings and what follows from them (colours, ranks, column
+    widths) masked, lines sorted (tables are ordered by time)."""
+    text = mask_numbers(text.replace(out, '{out}'))
+    text = re.sub(r'fillcolor=\d', 'fillcolor=N', text).replace(', fontcolor=white', '').replace('; fontcolor=white', '')
+    text = re.sub(r'^ +\d+( +F +F%)', r'  R\1', text, flags=re.M)  # the rank of a layer (by time)
+    return sorted(re.sub(r' +', ' ', line) for line in text.split('\n'))  # column widths follow the numbers
+
+
+def file_summary(path):
+    """What must be equal in a written file: its bytes, or for a trace the
+    events' names, categories and tracks."""
+    data = open(path, 'rb').read()
+    if path.endswith('.json'):
+        events = json.loads(data)['traceEvents']
+        return Counter((e['name'], e.get('cat'), e.get('tid')) for e in events)
+    return data
+
+
+def run_form(args, ctx, case, form, value):
+    """Runs `case` with `value` as '--opt=value' ('eq'), '--opt value' ('sp') or a flag ('flag')."""
+    out = os.path.join(args.workdir, 'case%d_%s' % (ctx['index'], form))
+    os.makedirs(out, exist_ok=True)
+    tool = [args.kilnc] if case.tool == 'kilnc' else [args.kiln]
+    subst = lambda s: s.replace('{out}', out).replace('{input}', ctx['input']).replace(  # noqa: E731
+        '{trace}', ctx['trace']).replace('{tensor}', ctx['tensor'])
+    option = [case.option] if value is None else (
+        [case.option + '=' + subst(value)] if form.startswith('eq') else [case.option, subst(value)])
+    return run(tool + [subst(a) for a in case.base(ctx)] + option), out
+
+
+def check_case(args, ctx, case):
+    label = '%s %s' % (case.tool, case.option)
+    if case.value is None:
+        proc, out = run_form(args, ctx, case, 'flag', None)
+        check(proc.returncode == 0, label + ': exit %d' % proc.returncode)
+        if case.effect:
+            case.effect(ctx, proc, out)
+        bad, _ = run_form(args, ctx, case, 'eq_flag', 'x')
+        check(bad.returncode == 2 and 'takes no value' in bad.stderr, label + '=x is not refused')
+        return
+    results = [run_form(args, ctx, case, form, case.value) for form in ('eq', 'sp')]
+    (eq, eq_out), (sp, sp_out) = results
+    check(eq.returncode == sp.returncode, label + ': exit %d with =, %d without' % (eq.returncode, sp.returncode))
+    check(eq.returncode == 0, label + ': exit %d' % eq.returncode)
+    for stream in ('stdout', 'stderr'):
+        a, b = normalize(getattr(eq, stream), eq_out), normalize(getattr(sp, stream), sp_out)
+        check(a == b, label + ': %s differs between --opt=value and --opt value:\n%s' % (
+            stream, '\n'.join(difflib.unified_diff(a, b, lineterm=''))))
+    for name in case.files:
+        paths = [os.path.join(o, name) for o in (eq_out, sp_out)]
+        check(os.path.exists(paths[0]) == os.path.exists(paths[1]), label + ': %s written by one form only' % name)
+        if os.path.exists(paths[0]):
+            check(file_summary(paths[0]) == file_summary(paths[1]), label + ': %s differs between the forms' % name)
+    if case.effect:
+        case.effect(ctx, eq, eq_out)
+        case.effect(ctx, sp, sp_out)
+    if case.bad is not None:
+        forms = ('eq_bad',) if case.option == '--validation' else ('eq_bad', 'sp_bad')
+        bads = [run_form(args, ctx, case, form, case.bad)[0] for form in forms]
+        for bad in bads:
+            check(bad.returncode == case.bad_rc, label + ' %s: exit %d, expected %d' % (case.bad, bad.returncode,
+                                                                                     case.bad_rc))
+        check(len(set(mask_numbers(b.stderr) for b in bads)) == 1, label + ': the two forms fail differently')
+
+
+def check_options(args):
+    import numpy as np
+    from onnx import numpy_helper
+    bundle = compile_model(args, demo_onnx(args), 'demo')
+    vulkan_bundle = compile_model(args, demo_onnx(args), 'demo_vulkan', ['--target=vulkan']) if args.vulkan else ''
+    ctx_vulkan[0] = bool(vulkan_bundle)
+    tensor = os.path.join(args.workdir, 'input.pb')
+    with open(tensor, 'wb') as f:
+        array = np.load(os.path.join(args.source_root, 'demo', 'example_triangle.npy'))
+        f.write(numpy_helper.from_array(array, 'input').SerializeToString())
+    trace = os.path.join(args.workdir, 'trace.json')
+    run([args.kiln, 'profile', bundle, '--iterations', '2', '-o', trace], expect_rc=0)
+    ctx = {'bundle': bundle, 'vulkan_bundle': vulkan_bundle, 'input': demo_input(args), 'trace': trace,
+           'tensor': tensor, 'onnx': demo_onnx(args), 'index': 0}
+
+    cases = kiln_cases() + kilnc_cases()
+    for tool in ('kilnc',) + KILN_COMMANDS:
+        listed = help_options(args, tool) - {'--help', '-h', '--version'}
+        tested = {c.option for c in cases if c.tool == tool}
+        check(listed == tested, '%s: options without a case: %s; cases for options it does not list: %s' % (
+            tool, sorted(listed - tested), sorted(tested - listed)))
+    for case in cases:
+        ctx['index'] += 1
+        check_case(args, ctx, case)
+
+    # The optional value: the next word is taken only when it is one of its values.
+    run([args.kiln, 'run', '--validation', bundle, '--input', demo_input(args)], expect_rc=0)
+    run([args.kiln, 'run', bundle, '--validation', '--input', demo_input(args)], expect_rc=0)
+    # Usage errors: exit 2, naming the option; after "--" words are positional.
+    for tool in ([args.kilnc], [args.kiln, 'run'], [args.kiln, 'inspect'], [args.kiln, 'bench'],
+                 [args.kiln, 'profile']):
+        proc = run(tool + [bundle, '--frobnicate=1'], expect_rc=2)
+        check("'--frobnicate=1'" in proc.stderr, 'the unknown option is not named')
+    run([args.kiln, 'inspect', '--', bundle], expect_rc=0)
+    run([args.kiln, 'run', bundle, '--input'], expect_rc=2)
+    run([args.kiln, 'inspect', bundle, '--json', '--dot'], expect_rc=2)
+    run([args.kiln, 'inspect', bundle, '--profile-run'], expect_rc=2)  # colours need --dot or --svg
+    run([args.kiln, 'inspect', bundle, '--threads', '2'], expect_rc=2)  # session options need --profile-run
+
+
+def check_help(args):
+    header = open(os.path.join(args.source_root, 'runtime', 'include', 'kiln', 'kiln.h')).read()
+    version = re.search(r'#define KILN_VERSION_STRING "([^"]+)"', header).group(1)
+    abi = re.search(r'#define KILN_ABI_VERSION (\d+)', header).group(1)
+    proc = run([args.kiln, '--version'], expect_rc=0)
+    check('libkiln %s, ABI %s' % (version, abi) in proc.stdout, 'kiln --version does not say libkiln %s, ABI %s'
+          % (version, abi))
+    schema = open(os.path.join(args.source_root, 'schema', 'kiln_bundle_version.h')).read()
+    major, minor = (re.search(r'#define KILN_BUNDLE_VERSION_%s (\d+)' % w, schema).group(1) for w in ('MAJOR', 'MINOR'))
+    proc = run([args.kilnc, '--version'], expect_rc=0)
+    check(re.match(r'kilnc \d+\.\d+\.\d+\n', proc.stdout), 'kilnc --version: no version line')
+    check('bundle format %s.%s\n' % (major, minor) in proc.stdout, 'kilnc --version: no bundle format line')
+    check(re.search(r'^LLVM \d+\.\d+', proc.stdout, re.M), 'kilnc --version: no LLVM version')
+
+    for command in KILN_COMMANDS:
+        proc = run([args.kiln, command, '--help'], expect_rc=0)
+        check(proc.stdout.startswith('usage: kiln %s ' % command) and not proc.stderr,
+              'kiln %s --help: not its usage on stdout' % command)
+        check('--help' in proc.stdout and 'options:' in proc.stdout, 'kiln %s --help lists no options' % command)
+        check(run([args.kiln, 'help', command], expect_rc=0).stdout == proc.stdout,
+              'kiln help %s differs from kiln %s --help' % (command, command))
+        # A usage error names the command and points to its --help, on stderr.
+        bad = run([args.kiln, command, '--frobnicate'], expect_rc=2)
+        check('kiln %s --help' % command in bad.stderr and not bad.stdout, 'kiln %s: usage error' % command)
+    proc = run([args.kiln, '--help'], expect_rc=0)
+    for command in KILN_COMMANDS:
+        check('kiln %s ' % command in proc.stdout, 'kiln --help does not list %s' % command)
+    for flag in ('--help', '-h'):
+        proc = run([args.kilnc, flag], expect_rc=0)
+        check(proc.stdout.startswith('usage: kilnc ') and '--target' in proc.stdout, 'kilnc %s' % flag)
+    run([args.kiln, 'frobnicate'], expect_rc=2)
+
+
+if __name__ == '__main__':
+    sys.exit(main({'options': check_options, 'help': check_help}))
