@@ -55,6 +55,10 @@ packages=(
   # device), the Khronos validation layer, glslangValidator and SPIRV-Tools
   # for its tests; glslang's and SPIRV-Tools' libraries for kilnc --target=vulkan.
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools spirv-tools glslang-dev
+  # The Java binding (bindings/java, docs/java.md): a JDK for javac and the
+  # JNI headers, and Maven, which runs its JUnit tests (plugins and JUnit come
+  # from Maven Central into ~/.m2 on the first run).
+  openjdk-17-jdk-headless maven
 )
 # Node.js may come from elsewhere (e.g. NodeSource); only use Debian's if there is none.
 if ! command -v node >/dev/null 2>&1; then
