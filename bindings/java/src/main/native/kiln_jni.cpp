@@ -139,6 +139,23 @@ jlong FinishLoad(JNIEnv* env, kiln_status_t status, kiln_model_t* model, void* b
   return ToHandle(handle);
 }
 
+// Calls `copy(bytes)` (a kiln_session_* call that copies into or out of
+// them) with bytes [offset, offset + length) of a primitive array of
+// elements of `element_size` bytes, pinned (usually without a copy) for just
+// that call: no JNI call inside the critical region. `writes`: whether the
+// call fills the bytes (then a JVM's copy is written back). Throws the
+// call's status.
+template <typename Copy>
+void WithPinnedArray(JNIEnv* env, jarray array, jint element_size, jint offset, jint length,
+                     bool writes, Copy copy) {
+  if (!ArrayRangeOk(env, env->GetArrayLength(array), element_size, offset, length)) return;
+  void* base = env->GetPrimitiveArrayCritical(array, NULL);
+  if (!base) return;  // OutOfMemoryError pending
+  kiln_status_t status = copy(static_cast<uint8_t*>(base) + offset);
+  env->ReleasePrimitiveArrayCritical(array, base, writes && !status ? 0 : JNI_ABORT);
+  Check(env, status);
+}
+
 }  // namespace
 
 extern "C" {
@@ -317,16 +334,10 @@ JNIEXPORT void JNICALL Java_ai_kiln_Native_sessionSetInputArray(JNIEnv* env, jcl
                                                                 jint index, jarray array,
                                                                 jint element_size, jint offset,
                                                                 jint length) {
-  if (!ArrayRangeOk(env, env->GetArrayLength(array), element_size, offset, length)) return;
-  // Pinned (usually without a copy) only for the runtime's memcpy: no JNI call
-  // inside the critical region.
-  void* base = env->GetPrimitiveArrayCritical(array, NULL);
-  if (!base) return;  // OutOfMemoryError pending
-  kiln_status_t status = kiln_session_set_input(AsSession(handle)->session, Index(index),
-                                                static_cast<uint8_t*>(base) + offset,
-                                                static_cast<size_t>(length));
-  env->ReleasePrimitiveArrayCritical(array, base, JNI_ABORT);
-  Check(env, status);
+  kiln_session_t* session = AsSession(handle)->session;
+  WithPinnedArray(env, array, element_size, offset, length, false, [&](uint8_t* bytes) {
+    return kiln_session_set_input(session, Index(index), bytes, static_cast<size_t>(length));
+  });
 }
 
 JNIEXPORT void JNICALL Java_ai_kiln_Native_sessionRun(JNIEnv* env, jclass, jlong handle) {
@@ -362,15 +373,10 @@ JNIEXPORT void JNICALL Java_ai_kiln_Native_sessionGetOutputArray(JNIEnv* env, jc
                                                                  jint index, jarray array,
                                                                  jint element_size, jint offset,
                                                                  jint length) {
-  if (!ArrayRangeOk(env, env->GetArrayLength(array), element_size, offset, length)) return;
-  void* base = env->GetPrimitiveArrayCritical(array, NULL);
-  if (!base) return;
-  kiln_status_t status = kiln_session_get_output(AsSession(handle)->session, Index(index),
-                                                 static_cast<uint8_t*>(base) + offset,
-                                                 static_cast<size_t>(length));
-  // 0: copy back (when the JVM gave a copy) and release.
-  env->ReleasePrimitiveArrayCritical(array, base, status ? JNI_ABORT : 0);
-  Check(env, status);
+  kiln_session_t* session = AsSession(handle)->session;
+  WithPinnedArray(env, array, element_size, offset, length, true, [&](uint8_t* bytes) {
+    return kiln_session_get_output(session, Index(index), bytes, static_cast<size_t>(length));
+  });
 }
 
 JNIEXPORT jbyteArray JNICALL Java_ai_kiln_Native_sessionDeviceName(JNIEnv* env, jclass, jlong handle) {
