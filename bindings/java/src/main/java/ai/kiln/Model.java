@@ -64,6 +64,7 @@ public final class Model implements AutoCloseable {
   /** Loads a bundle file: mapped read-only, verified; constants are used in place. */
   public static Model load(String path) {
     if (path == null) throw new NullPointerException("path");
+    if (path.indexOf('\0') >= 0) throw new IllegalArgumentException("path contains a NUL character");
     return new Model(Native.modelLoadFile(Native.cString(path)), null);
   }
 

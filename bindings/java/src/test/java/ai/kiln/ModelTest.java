@@ -171,5 +171,7 @@ class ModelTest {
     assertThrows(NullPointerException.class, () -> Model.load((String) null));
     assertThrows(NullPointerException.class, () -> Model.load((byte[]) null));
     assertThrows(NullPointerException.class, () -> Model.load((ByteBuffer) null));
+    // A C string would end at the NUL and name another file.
+    assertThrows(IllegalArgumentException.class, () -> Model.load(TestData.bundlePath() + "\0.txt"));
   }
 }
