@@ -58,6 +58,10 @@ packages=(
   # Graphviz's dot: `kiln inspect --svg`, and the tools_dot test checks that
   # `dot -Tsvg` accepts `kiln inspect --dot` (docs/tools.md).
   graphviz
+  # The Java binding (bindings/java, docs/java.md): a JDK for javac and the
+  # JNI headers, and Maven, which runs its JUnit tests (plugins and JUnit come
+  # from Maven Central into ~/.m2 on the first run).
+  openjdk-17-jdk-headless maven
 )
 # Node.js may come from elsewhere (e.g. NodeSource); only use Debian's if there is none.
 if ! command -v node >/dev/null 2>&1; then

@@ -1,0 +1,43 @@
+// Element types of tensors (kiln_dtype_t), with their sizes.
+package ai.kiln;
+
+/** A tensor's element type (kiln_dtype_t). */
+public enum DType {
+  FLOAT32(0, 4, "float32"), FLOAT16(1, 2, "float16"), FLOAT64(2, 8, "float64"),
+  INT8(3, 1, "int8"), INT16(4, 2, "int16"), INT32(5, 4, "int32"), INT64(6, 8, "int64"),
+  UINT8(7, 1, "uint8"), BOOL(8, 1, "bool");
+
+  private final int value;
+  private final int size;
+  private final String label;
+
+  DType(int value, int size, String label) {
+    this.value = value;
+    this.size = size;
+    this.label = label;
+  }
+
+  /** The C enum's number. */
+  public int value() {
+    return value;
+  }
+
+  /** Bytes per element. */
+  public int size() {
+    return size;
+  }
+
+  /** The runtime's name, e.g. "float32" (kiln_dtype_name). */
+  @Override
+  public String toString() {
+    return label;
+  }
+
+  static DType of(int value) {
+    for (DType dtype : values()) {
+      if (dtype.value == value) return dtype;
+    }
+    throw new KilnException(KilnException.Code.UNSUPPORTED,
+        "dtype " + value + " is unknown to this version of the Java binding");
+  }
+}

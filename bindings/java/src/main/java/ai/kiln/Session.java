@@ -1,0 +1,218 @@
+// One execution state of a model (kiln_session_t): set inputs, run, read
+// outputs as zero-copy views or copies.
+package ai.kiln;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.ReadOnlyBufferException;
+import java.util.List;
+
+/**
+ * The state of one execution of a {@link Model}: its arena, inputs and
+ * outputs, and, with {@code threads > 1}, its worker threads. Made by
+ * {@link Model#newSession}. Use it from one thread at a time (its methods are
+ * synchronized, so misuse is slow rather than unsafe); different sessions run
+ * concurrently.
+ *
+ * <p>Tensor bytes are passed as the runtime reads them: in the platform's
+ * byte order ({@link ByteOrder#nativeOrder()}, little-endian on every CPU
+ * Kiln supports).
+ *
+ * <p><b>Zero copy.</b> {@link #setInput(int, ByteBuffer)} hands a direct
+ * buffer's memory straight to {@code kiln_session_set_input}, which copies it
+ * into the arena (the only copy). {@link #output(int)} returns a read-only view
+ * of the output inside the arena ({@code kiln_session_get_output_view}): no
+ * copy, the same address after every run, valid <b>until the next
+ * {@link #run} or {@link #close}</b>. The view's {@link Tensor#buffer} then
+ * throws {@link IllegalStateException}; a ByteBuffer taken from it earlier
+ * must not be read any more (after close its memory is unmapped). Use
+ * {@link #outputCopy(int)} or {@link #getOutput(int, ByteBuffer)} to keep
+ * the values.
+ *
+ * <p>Errors of the runtime are {@link KilnException}s (e.g. a buffer of the
+ * wrong size is {@code INVALID_ARGUMENT}); using a closed session is an
+ * {@link IllegalStateException}; closing twice is harmless.
+ */
+public final class Session implements AutoCloseable {
+  private final Model model;
+  private long handle;  // guarded by this; 0 once closed
+  private long runs;    // guarded by this: run() calls so far (output views record it)
+
+  Session(Model model, long handle) {
+    this.model = model;
+    this.handle = handle;
+  }
+
+  /** The model it runs. */
+  public Model model() {
+    return model;
+  }
+
+  /** The device it runs on: "cpu", or the Vulkan device's name. */
+  public synchronized String deviceName() {
+    checkOpen();
+    return Native.string(Native.sessionDeviceName(handle));
+  }
+
+  /**
+   * Sets input {@code index} from the buffer's remaining bytes (exactly the
+   * input's byte size; the buffer's position is not changed). A direct buffer
+   * is read in place; a heap buffer's array is pinned while the runtime copies it.
+   */
+  public synchronized void setInput(int index, ByteBuffer data) {
+    checkOpen();
+    inputInfo(index);
+    if (data == null) throw new NullPointerException("data");
+    if (data.isDirect()) {
+      Native.sessionSetInputDirect(handle, index, data, data.position(), data.remaining());
+    } else if (data.hasArray()) {
+      Native.sessionSetInputArray(handle, index, data.array(), 1,
+                                  data.arrayOffset() + data.position(), data.remaining());
+    } else {
+      byte[] copy = new byte[data.remaining()];  // a read-only heap buffer
+      data.duplicate().get(copy);
+      Native.sessionSetInputArray(handle, index, copy, 1, 0, copy.length);
+    }
+  }
+
+  /** Sets the input called {@code name} (see {@link #setInput(int, ByteBuffer)}). */
+  public void setInput(String name, ByteBuffer data) {
+    setInput(model.inputIndex(name), data);
+  }
+
+  /** Sets a float32 input from an array (its length must be the element count). */
+  public synchronized void setInput(int index, float[] data) {
+    checkOpen();
+    inputInfo(index);
+    if (data == null) throw new NullPointerException("data");
+    Native.sessionSetInputArray(handle, index, data, 4, 0, byteLength(data.length, 4));
+  }
+
+  /** Sets the float32 input called {@code name} from an array. */
+  public void setInput(String name, float[] data) {
+    setInput(model.inputIndex(name), data);
+  }
+
+  /** Sets an input from raw bytes in native order (e.g. a uint8 image). */
+  public synchronized void setInput(int index, byte[] data) {
+    checkOpen();
+    inputInfo(index);
+    if (data == null) throw new NullPointerException("data");
+    Native.sessionSetInputArray(handle, index, data, 1, 0, data.length);
+  }
+
+  /**
+   * Runs the model once. Output views taken before become stale, whether the
+   * run succeeds or not.
+   */
+  public synchronized void run() {
+    checkOpen();
+    ++runs;
+    Native.sessionRun(handle);
+  }
+
+  /**
+   * A zero-copy, read-only view of output {@code index}: valid until the next
+   * {@link #run} or {@link #close} (see the class comment).
+   */
+  public synchronized Tensor output(int index) {
+    checkOpen();
+    TensorInfo info = outputInfo(index);
+    ByteBuffer view = Native.sessionOutputView(handle, index);
+    return new Tensor(info, view.asReadOnlyBuffer().order(ByteOrder.nativeOrder()), this, runs);
+  }
+
+  /** A view of the output called {@code name} (see {@link #output(int)}). */
+  public Tensor output(String name) {
+    return output(model.outputIndex(name));
+  }
+
+  /** A copy of output {@code index} in a new direct buffer, which stays valid. */
+  public synchronized Tensor outputCopy(int index) {
+    checkOpen();
+    TensorInfo info = outputInfo(index);
+    Tensor copy = Tensor.allocate(info);
+    ByteBuffer data = copy.buffer();
+    Native.sessionGetOutputDirect(handle, index, data, 0, data.remaining());
+    return copy;
+  }
+
+  /** A copy of the output called {@code name} (see {@link #outputCopy(int)}). */
+  public Tensor outputCopy(String name) {
+    return outputCopy(model.outputIndex(name));
+  }
+
+  /**
+   * Copies output {@code index} into the buffer's remaining bytes (exactly the
+   * output's byte size; the position is not changed).
+   */
+  public synchronized void getOutput(int index, ByteBuffer data) {
+    checkOpen();
+    if (data == null) throw new NullPointerException("data");
+    if (data.isReadOnly()) throw new ReadOnlyBufferException();
+    outputInfo(index);
+    if (data.isDirect()) {
+      Native.sessionGetOutputDirect(handle, index, data, data.position(), data.remaining());
+    } else {
+      Native.sessionGetOutputArray(handle, index, data.array(), 1,
+                                   data.arrayOffset() + data.position(), data.remaining());
+    }
+  }
+
+  /** Copies a float32 output into an array (its length must be the element count). */
+  public synchronized void getOutput(int index, float[] data) {
+    checkOpen();
+    if (data == null) throw new NullPointerException("data");
+    outputInfo(index);
+    Native.sessionGetOutputArray(handle, index, data, 4, 0, byteLength(data.length, 4));
+  }
+
+  private TensorInfo inputInfo(int index) {
+    return checkIndex(model.inputs(), index, "input");
+  }
+
+  private TensorInfo outputInfo(int index) {
+    return checkIndex(model.outputs(), index, "output");
+  }
+
+  private static TensorInfo checkIndex(List<TensorInfo> list, int index, String what) {
+    if (index < 0 || index >= list.size()) {
+      throw new KilnException(KilnException.Code.INVALID_ARGUMENT,
+                              what + " index " + index + " out of range (" + list.size() + " "
+                              + what + "s)");
+    }
+    return list.get(index);
+  }
+
+  private static int byteLength(int elements, int size) {
+    if (elements > Integer.MAX_VALUE / size) {
+      throw new IllegalArgumentException(elements + " elements of " + size + " bytes exceed 2 GiB");
+    }
+    return elements * size;
+  }
+
+  // Whether a view made after `generation` runs still shows the output.
+  synchronized boolean viewValid(long generation) {
+    return handle != 0 && generation == runs;
+  }
+
+  /** Whether {@link #close} was called (directly or by closing the model). */
+  public synchronized boolean isClosed() {
+    return handle == 0;
+  }
+
+  private void checkOpen() {
+    if (handle == 0) throw new IllegalStateException("ai.kiln.Session is closed");
+  }
+
+  /** Frees the session (its arena and threads); its output views become invalid. Idempotent. */
+  @Override
+  public void close() {
+    synchronized (this) {
+      if (handle == 0) return;
+      Native.sessionFree(handle);
+      handle = 0;
+    }
+    model.forget(this);
+  }
+}
