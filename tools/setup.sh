@@ -55,6 +55,9 @@ packages=(
   # device), the Khronos validation layer, glslangValidator and SPIRV-Tools
   # for its tests; glslang's and SPIRV-Tools' libraries for kilnc --target=vulkan.
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools spirv-tools glslang-dev
+  # The Python package (python/, docs/python.md): Python's headers for its
+  # extension (its tests and `pip install .` use venvs: python3-venv, above).
+  python3-dev
 )
 # Node.js may come from elsewhere (e.g. NodeSource); only use Debian's if there is none.
 if ! command -v node >/dev/null 2>&1; then
