@@ -44,7 +44,26 @@ def _infos(described) -> Tuple[TensorInfo, ...]:
     return tuple(TensorInfo(name, np.dtype(dtype), shape, nbytes) for name, dtype, shape, nbytes in described)
 
 
-class Session:
+class _Closable:
+    """close(), closed and the context manager, over the extension's object."""
+
+    __slots__ = ()
+
+    @property
+    def closed(self) -> bool:
+        return self._core.closed
+
+    def close(self) -> None:
+        self._core.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class Session(_Closable):
     """The state of one execution of a model (its arena, its threads).
 
     Used by one thread at a time: run() from several threads at once is
@@ -79,19 +98,9 @@ class Session:
         """'cpu' or the Vulkan device's name."""
         return self._core.device_name
 
-    @property
-    def closed(self) -> bool:
-        return self._core.closed
-
     def close(self) -> None:
         """Releases the session; its memory is freed once no output view of it is left."""
         self._core.close()
-
-    def __enter__(self) -> "Session":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     @property
     def _last_input_addresses(self) -> Tuple[int, ...]:
@@ -104,7 +113,7 @@ class Session:
             state, [i.name for i in self.inputs], [o.name for o in self.outputs])
 
 
-class Model:
+class Model(_Closable):
     """A loaded, verified bundle (Model.load). Immutable: any number of threads
     may use it and make sessions of it."""
 
@@ -142,19 +151,9 @@ class Model:
             raise ValueError("threads must be an int >= 1, not %r" % (threads,))
         return Session(self._core.session(threads, device), self.inputs, self.outputs)
 
-    @property
-    def closed(self) -> bool:
-        return self._core.closed
-
     def close(self) -> None:
         """Releases the model; it is freed once its sessions are."""
         self._core.close()
-
-    def __enter__(self) -> "Model":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return "<kiln.Model%s inputs=%s outputs=%s>" % (

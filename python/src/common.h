@@ -125,6 +125,45 @@ std::string shape_text(const int64_t* dims, size_t rank);
 // Types and functions of the module
 //===----------------------------------------------------------------------===//
 
+// A Python object owning one C++ value: made by box() (the value moved in
+// place), destroyed by boxed_dealloc<T> (the type's tp_dealloc).
+template <typename T>
+struct Boxed {
+  PyObject_HEAD
+  T value;
+};
+template <typename T>
+T& unbox(PyObject* self) {
+  return reinterpret_cast<Boxed<T>*>(self)->value;
+}
+template <typename T>
+void boxed_dealloc(PyObject* self) {
+  unbox<T>(self).~T();
+  Py_TYPE(self)->tp_free(self);
+}
+// A new object of `type` (whose tp_basicsize is sizeof(Boxed<T>)); nullptr
+// with an exception set.
+template <typename T>
+PyObject* box(PyTypeObject* type, T&& value) {
+  PyObject* self = type->tp_alloc(type, 0);
+  if (self) new (&unbox<T>(self)) T(std::move(value));
+  return self;
+}
+// False with ValueError("the <what> is closed") when `core` is empty.
+template <typename Core>
+bool check_open(const std::shared_ptr<Core>& core, const char* what) {
+  if (core) return true;
+  PyErr_Format(PyExc_ValueError, "the %s is closed", what);
+  return false;
+}
+
+// A static type of the module (module.cpp); add_type readies it and adds it
+// as `name` (false with an exception set).
+PyTypeObject make_type(const char* name, size_t basicsize, destructor dealloc, const char* doc,
+                       PyMethodDef* methods = nullptr, PyGetSetDef* getset = nullptr, newfunc new_object = nullptr,
+                       PyBufferProcs* buffer = nullptr);
+bool add_type(PyObject* module, PyTypeObject* type, const char* name);
+
 // compile.cpp: kiln._kiln.compile(...)
 PyObject* compile(PyObject* self, PyObject* args, PyObject* kwargs);
 

@@ -26,13 +26,21 @@ bool to_string(PyObject* object, std::string* out) {
   return true;
 }
 
-// {name: (d0, d1, ...)} -> input_shapes
-bool read_shapes(PyObject* dict, kiln::ImportOptions* import) {
+// Calls f(name, value) for each entry of a dict with str keys; false with
+// an exception set when a key is not a str or f returns false.
+template <typename F>
+bool each_entry(PyObject* dict, F f) {
   PyObject *key, *value;
   Py_ssize_t pos = 0;
-  while (PyDict_Next(dict, &pos, &key, &value)) {
-    std::string name;
-    if (!to_string(key, &name)) return false;
+  std::string name;
+  while (PyDict_Next(dict, &pos, &key, &value))
+    if (!to_string(key, &name) || !f(name, value)) return false;
+  return true;
+}
+
+// {name: (d0, d1, ...)} -> input_shapes
+bool read_shapes(PyObject* dict, kiln::ImportOptions* import) {
+  return each_entry(dict, [&](const std::string& name, PyObject* value) {
     Ref dims(PySequence_Fast(value, "input_shapes: each shape must be a sequence of ints"));
     if (!dims) return false;
     std::vector<int64_t>& shape = import->input_shapes[name];
@@ -41,22 +49,19 @@ bool read_shapes(PyObject* dict, kiln::ImportOptions* import) {
       if (d == -1 && PyErr_Occurred()) return false;
       shape.push_back(d);
     }
-  }
-  return true;
+    return true;
+  });
 }
 
 // {name: serialized TensorProto bytes} -> frozen_inputs
 bool read_frozen(PyObject* dict, kiln::ImportOptions* import) {
-  PyObject *key, *value;
-  Py_ssize_t pos = 0;
-  while (PyDict_Next(dict, &pos, &key, &value)) {
-    std::string name;
+  return each_entry(dict, [&](const std::string& name, PyObject* value) {
     char* data = nullptr;
     Py_ssize_t size = 0;
-    if (!to_string(key, &name) || PyBytes_AsStringAndSize(value, &data, &size) < 0) return false;
+    if (PyBytes_AsStringAndSize(value, &data, &size) < 0) return false;
     import->frozen_inputs[name].assign(data, (size_t)size);
-  }
-  return true;
+    return true;
+  });
 }
 
 PyObject* to_bytes(const std::string& s) { return PyBytes_FromStringAndSize(s.data(), (Py_ssize_t)s.size()); }

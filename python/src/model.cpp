@@ -9,8 +9,7 @@ namespace kilnpy {
 
 namespace {
 
-struct ModelObject {
-  PyObject_HEAD
+struct ModelState {
   std::shared_ptr<ModelCore> core;  // empty once closed
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;
@@ -57,30 +56,11 @@ PyObject* model_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   }
   if (status) return raise_status(status);
 
-  Ref self(type->tp_alloc(type, 0));
-  if (!self) return nullptr;
-  auto* model = reinterpret_cast<ModelObject*>(self.get());
-  new (&model->core) std::shared_ptr<ModelCore>(std::move(core));
-  new (&model->inputs) std::vector<TensorDesc>();
-  new (&model->outputs) std::vector<TensorDesc>();
-  if (!describe_tensors(model->core->model, false, &model->inputs) ||
-      !describe_tensors(model->core->model, true, &model->outputs))
+  ModelState state;
+  if (!describe_tensors(core->model, false, &state.inputs) || !describe_tensors(core->model, true, &state.outputs))
     return nullptr;
-  return self.release();
-}
-
-void model_dealloc(PyObject* self) {
-  auto* model = reinterpret_cast<ModelObject*>(self);
-  model->core.~shared_ptr();
-  model->inputs.~vector();
-  model->outputs.~vector();
-  Py_TYPE(self)->tp_free(self);
-}
-
-bool check_open(ModelObject* model) {
-  if (model->core) return true;
-  PyErr_SetString(PyExc_ValueError, "the model is closed");
-  return false;
+  state.core = std::move(core);
+  return box(type, std::move(state));
 }
 
 // ((name, dtype name, shape, byte size), ...)
@@ -103,19 +83,19 @@ PyObject* describe(const std::vector<TensorDesc>& tensors) {
   return tuple.release();
 }
 
-PyObject* model_inputs(PyObject* self, void*) { return describe(reinterpret_cast<ModelObject*>(self)->inputs); }
+PyObject* model_inputs(PyObject* self, void*) { return describe(unbox<ModelState>(self).inputs); }
 
-PyObject* model_outputs(PyObject* self, void*) { return describe(reinterpret_cast<ModelObject*>(self)->outputs); }
+PyObject* model_outputs(PyObject* self, void*) { return describe(unbox<ModelState>(self).outputs); }
 
-PyObject* model_closed(PyObject* self, void*) { return PyBool_FromLong(!reinterpret_cast<ModelObject*>(self)->core); }
+PyObject* model_closed(PyObject* self, void*) { return PyBool_FromLong(!unbox<ModelState>(self).core); }
 
 // "cpu" or "vulkan": what the bundle was compiled for.
 PyObject* model_device(PyObject* self, void*) {
-  auto* model = reinterpret_cast<ModelObject*>(self);
-  if (!check_open(model)) return nullptr;
+  const std::shared_ptr<ModelCore>& core = unbox<ModelState>(self).core;
+  if (!check_open(core, "model")) return nullptr;
   kiln_model_info_t info;
   kiln_model_info_init(&info);
-  if (kiln_status_t status = kiln_model_get_info(model->core->model, &info)) return raise_status(status);
+  if (kiln_status_t status = kiln_model_get_info(core->model, &info)) return raise_status(status);
   return PyUnicode_FromString(info.device == KILN_DEVICE_VULKAN ? "vulkan" : "cpu");
 }
 
@@ -124,14 +104,14 @@ PyObject* model_session(PyObject* self, PyObject* args, PyObject* kwargs) {
   unsigned long threads = 1;
   const char* device = "auto";
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|ks", (char**)kKeywords, &threads, &device)) return nullptr;
-  auto* model = reinterpret_cast<ModelObject*>(self);
-  if (!check_open(model)) return nullptr;
-  return new_session(model->core, threads, device);
+  const std::shared_ptr<ModelCore>& core = unbox<ModelState>(self).core;
+  if (!check_open(core, "model")) return nullptr;
+  return new_session(core, threads, device);
 }
 
 // Drops this object's hold on the model; it is freed once its sessions are.
 PyObject* model_close(PyObject* self, PyObject*) {
-  reinterpret_cast<ModelObject*>(self)->core.reset();
+  unbox<ModelState>(self).core.reset();
   Py_RETURN_NONE;
 }
 
@@ -150,29 +130,13 @@ PyGetSetDef kModelGetSet[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
-PyTypeObject kModelType = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-  t.tp_name = "kiln._kiln.Model";
-  t.tp_basicsize = sizeof(ModelObject);
-  t.tp_dealloc = model_dealloc;
-  t.tp_flags = Py_TPFLAGS_DEFAULT;
-  t.tp_doc = "Model(source, verify_only=False): a bundle loaded from a path (str) or bytes";
-  t.tp_methods = kModelMethods;
-  t.tp_getset = kModelGetSet;
-  t.tp_new = model_new;
-  return t;
-}();
+PyTypeObject kModelType =
+    make_type("kiln._kiln.Model", sizeof(Boxed<ModelState>), boxed_dealloc<ModelState>,
+              "Model(source, verify_only=False): a bundle loaded from a path (str) or bytes", kModelMethods,
+              kModelGetSet, model_new);
 
 }  // namespace
 
-bool add_model_type(PyObject* module) {
-  if (PyType_Ready(&kModelType) < 0) return false;
-  Py_INCREF(&kModelType);
-  if (PyModule_AddObject(module, "Model", reinterpret_cast<PyObject*>(&kModelType)) < 0) {
-    Py_DECREF(&kModelType);
-    return false;
-  }
-  return true;
-}
+bool add_model_type(PyObject* module) { return add_type(module, &kModelType, "Model"); }
 
 }  // namespace kilnpy

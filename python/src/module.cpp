@@ -49,6 +49,29 @@ PyModuleDef kModule = {
 
 }  // namespace
 
+PyTypeObject make_type(const char* name, size_t basicsize, destructor dealloc, const char* doc,
+                       PyMethodDef* methods, PyGetSetDef* getset, newfunc new_object, PyBufferProcs* buffer) {
+  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
+  t.tp_name = name;
+  t.tp_basicsize = (Py_ssize_t)basicsize;
+  t.tp_dealloc = dealloc;
+  t.tp_flags = Py_TPFLAGS_DEFAULT;
+  t.tp_doc = doc;
+  t.tp_methods = methods;
+  t.tp_getset = getset;
+  t.tp_new = new_object;
+  t.tp_as_buffer = buffer;
+  return t;
+}
+
+bool add_type(PyObject* module, PyTypeObject* type, const char* name) {
+  if (PyType_Ready(type) < 0) return false;
+  Py_INCREF(type);
+  if (PyModule_AddObject(module, name, reinterpret_cast<PyObject*>(type)) == 0) return true;
+  Py_DECREF(type);
+  return false;
+}
+
 bool init_errors() {
   Ref errors(PyImport_ImportModule("kiln._errors"));
   if (!errors) return false;

@@ -4,7 +4,6 @@
 // view the session's arena (kiln_session_get_output_view) through an
 // OutputView, which keeps the session alive; or, with copy=True, arrays of
 // their own filled by kiln_session_get_output.
-#include <cstring>
 #include <memory>
 
 #include "common.h"
@@ -24,27 +23,18 @@ PyObject* numpy_function(const char* name) {
 // OutputView: a read-only buffer over one output in a session's arena
 //===----------------------------------------------------------------------===//
 
-struct OutputViewObject {
-  PyObject_HEAD
+struct OutputView {
   std::shared_ptr<SessionCore> core;  // the arena's owner
-  const void* data;
-  Py_ssize_t len;
-  Py_ssize_t itemsize;
-  const char* format;
+  const void* data = nullptr;
+  Py_ssize_t len = 0;
+  Py_ssize_t itemsize = 0;
+  const char* format = nullptr;
   std::vector<Py_ssize_t> shape;
   std::vector<Py_ssize_t> strides;
 };
 
-void view_dealloc(PyObject* self) {
-  auto* view = reinterpret_cast<OutputViewObject*>(self);
-  view->core.~shared_ptr();
-  view->shape.~vector();
-  view->strides.~vector();
-  Py_TYPE(self)->tp_free(self);
-}
-
 int view_getbuffer(PyObject* self, Py_buffer* buffer, int flags) {
-  auto* view = reinterpret_cast<OutputViewObject*>(self);
+  const OutputView* view = &unbox<OutputView>(self);
   if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE) {
     PyErr_SetString(PyExc_BufferError,
                     "kiln output views are read-only (Session.run(..., copy=True) gives writable arrays)");
@@ -59,8 +49,9 @@ int view_getbuffer(PyObject* self, Py_buffer* buffer, int flags) {
   buffer->itemsize = view->itemsize;
   buffer->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(view->format) : nullptr;
   buffer->ndim = (int)view->shape.size();
-  buffer->shape = (flags & PyBUF_ND) == PyBUF_ND ? view->shape.data() : nullptr;
-  buffer->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? view->strides.data() : nullptr;
+  buffer->shape = (flags & PyBUF_ND) == PyBUF_ND ? const_cast<Py_ssize_t*>(view->shape.data()) : nullptr;
+  buffer->strides =
+      (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? const_cast<Py_ssize_t*>(view->strides.data()) : nullptr;
   buffer->suboffsets = nullptr;
   buffer->internal = nullptr;
   return 0;
@@ -68,65 +59,42 @@ int view_getbuffer(PyObject* self, Py_buffer* buffer, int flags) {
 
 PyBufferProcs kViewBuffer = {view_getbuffer, nullptr};
 
-PyTypeObject kOutputViewType = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-  t.tp_name = "kiln._kiln.OutputView";
-  t.tp_basicsize = sizeof(OutputViewObject);
-  t.tp_dealloc = view_dealloc;
-  t.tp_flags = Py_TPFLAGS_DEFAULT;
-  t.tp_doc = "A read-only view of one output in a session's arena (the base of run()'s arrays)";
-  t.tp_as_buffer = &kViewBuffer;
-  return t;
-}();
+PyTypeObject kOutputViewType =
+    make_type("kiln._kiln.OutputView", sizeof(Boxed<OutputView>), boxed_dealloc<OutputView>,
+              "A read-only view of one output in a session's arena (the base of run()'s arrays)", nullptr, nullptr,
+              nullptr, &kViewBuffer);
 
 // numpy.asarray(OutputView): an array viewing `data`, whose base keeps the
 // session (and so its arena) alive.
 PyObject* view_array(const std::shared_ptr<SessionCore>& core, const void* data, const TensorDesc& desc,
                      PyObject* asarray) {
-  Ref object(kOutputViewType.tp_alloc(&kOutputViewType, 0));
-  if (!object) return nullptr;
-  auto* view = reinterpret_cast<OutputViewObject*>(object.get());
-  new (&view->core) std::shared_ptr<SessionCore>(core);
-  new (&view->shape) std::vector<Py_ssize_t>(desc.shape.begin(), desc.shape.end());
-  new (&view->strides) std::vector<Py_ssize_t>(desc.shape.size());
-  view->data = data;
-  view->len = (Py_ssize_t)desc.byte_size;
-  view->itemsize = (Py_ssize_t)desc.info->size;
-  view->format = desc.info->format;
-  Py_ssize_t stride = view->itemsize;
+  OutputView view;
+  view.core = core;
+  view.data = data;
+  view.len = (Py_ssize_t)desc.byte_size;
+  view.itemsize = (Py_ssize_t)desc.info->size;
+  view.format = desc.info->format;
+  view.shape.assign(desc.shape.begin(), desc.shape.end());
+  view.strides.resize(desc.shape.size());
+  Py_ssize_t stride = view.itemsize;
   for (size_t d = desc.shape.size(); d-- > 0;) {
-    view->strides[d] = stride;
+    view.strides[d] = stride;
     stride *= (Py_ssize_t)desc.shape[d];
   }
-  return PyObject_CallOneArg(asarray, object.get());
+  Ref object(box(&kOutputViewType, std::move(view)));
+  return object ? PyObject_CallOneArg(asarray, object.get()) : nullptr;
 }
 
 //===----------------------------------------------------------------------===//
 // Session
 //===----------------------------------------------------------------------===//
 
-struct SessionObject {
-  PyObject_HEAD
+struct SessionState {
   std::shared_ptr<SessionCore> core;  // empty once closed
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;
   std::vector<uintptr_t> last_inputs;  // what the last run passed to kiln_session_set_input
 };
-
-void session_dealloc(PyObject* self) {
-  auto* session = reinterpret_cast<SessionObject*>(self);
-  session->core.~shared_ptr();
-  session->inputs.~vector();
-  session->outputs.~vector();
-  session->last_inputs.~vector();
-  Py_TYPE(self)->tp_free(self);
-}
-
-bool check_open(SessionObject* session) {
-  if (session->core) return true;
-  PyErr_SetString(PyExc_ValueError, "the session is closed");
-  return false;
-}
 
 std::string input_names(const std::vector<TensorDesc>& inputs) {
   std::string names;
@@ -169,8 +137,8 @@ PyObject* session_run(PyObject* self, PyObject* args, PyObject* kwargs) {
   PyObject* mapping = nullptr;
   int copy = 0;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p", (char**)kKeywords, &mapping, &copy)) return nullptr;
-  auto* s = reinterpret_cast<SessionObject*>(self);
-  if (!check_open(s)) return nullptr;
+  SessionState* s = &unbox<SessionState>(self);
+  if (!check_open(s->core, "session")) return nullptr;
   std::shared_ptr<SessionCore> core = s->core;  // alive through the run, even if closed meanwhile
   const kiln_model_t* model = core->model->model;
 
@@ -240,22 +208,22 @@ PyObject* session_run(PyObject* self, PyObject* args, PyObject* kwargs) {
 }
 
 PyObject* session_close(PyObject* self, PyObject*) {
-  reinterpret_cast<SessionObject*>(self)->core.reset();
+  unbox<SessionState>(self).core.reset();
   Py_RETURN_NONE;
 }
 
 PyObject* session_closed(PyObject* self, void*) {
-  return PyBool_FromLong(!reinterpret_cast<SessionObject*>(self)->core);
+  return PyBool_FromLong(!unbox<SessionState>(self).core);
 }
 
 PyObject* session_device_name(PyObject* self, void*) {
-  auto* s = reinterpret_cast<SessionObject*>(self);
-  if (!check_open(s)) return nullptr;
-  return PyUnicode_FromString(kiln_session_device_name(s->core->session));
+  const std::shared_ptr<SessionCore>& core = unbox<SessionState>(self).core;
+  if (!check_open(core, "session")) return nullptr;
+  return PyUnicode_FromString(kiln_session_device_name(core->session));
 }
 
 PyObject* session_last_inputs(PyObject* self, void*) {
-  auto* s = reinterpret_cast<SessionObject*>(self);
+  const SessionState* s = &unbox<SessionState>(self);
   Ref tuple(PyTuple_New((Py_ssize_t)s->last_inputs.size()));
   if (!tuple) return nullptr;
   for (size_t i = 0; i < s->last_inputs.size(); i++) {
@@ -281,17 +249,9 @@ PyGetSetDef kSessionGetSet[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
-PyTypeObject kSessionType = [] {
-  PyTypeObject t{PyVarObject_HEAD_INIT(nullptr, 0)};
-  t.tp_name = "kiln._kiln.Session";
-  t.tp_basicsize = sizeof(SessionObject);
-  t.tp_dealloc = session_dealloc;
-  t.tp_flags = Py_TPFLAGS_DEFAULT;
-  t.tp_doc = "A session of a model (Model.session)";
-  t.tp_methods = kSessionMethods;
-  t.tp_getset = kSessionGetSet;
-  return t;
-}();
+PyTypeObject kSessionType =
+    make_type("kiln._kiln.Session", sizeof(Boxed<SessionState>), boxed_dealloc<SessionState>,
+              "A session of a model (Model.session)", kSessionMethods, kSessionGetSet);
 
 }  // namespace
 
@@ -320,28 +280,15 @@ PyObject* new_session(const std::shared_ptr<ModelCore>& model, unsigned long thr
   Py_END_ALLOW_THREADS
   if (status) return raise_status(status);
 
-  Ref self(kSessionType.tp_alloc(&kSessionType, 0));
-  if (!self) return nullptr;
-  auto* s = reinterpret_cast<SessionObject*>(self.get());
-  new (&s->core) std::shared_ptr<SessionCore>(std::move(core));
-  new (&s->inputs) std::vector<TensorDesc>();
-  new (&s->outputs) std::vector<TensorDesc>();
-  new (&s->last_inputs) std::vector<uintptr_t>();
-  if (!describe_tensors(model->model, false, &s->inputs) || !describe_tensors(model->model, true, &s->outputs))
+  SessionState state;
+  if (!describe_tensors(model->model, false, &state.inputs) || !describe_tensors(model->model, true, &state.outputs))
     return nullptr;
-  return self.release();
+  state.core = std::move(core);
+  return box(&kSessionType, std::move(state));
 }
 
 bool add_session_types(PyObject* module) {
-  for (PyTypeObject* type : {&kSessionType, &kOutputViewType}) {
-    if (PyType_Ready(type) < 0) return false;
-    Py_INCREF(type);
-    if (PyModule_AddObject(module, type->tp_name + strlen("kiln._kiln."), reinterpret_cast<PyObject*>(type)) < 0) {
-      Py_DECREF(type);
-      return false;
-    }
-  }
-  return true;
+  return add_type(module, &kSessionType, "Session") && add_type(module, &kOutputViewType, "OutputView");
 }
 
 }  // namespace kilnpy
