@@ -62,6 +62,9 @@ packages=(
   # JNI headers, and Maven, which runs its JUnit tests (plugins and JUnit come
   # from Maven Central into ~/.m2 on the first run).
   openjdk-17-jdk-headless maven
+  # The Python package (python/, docs/python.md): Python's headers for its
+  # extension (its tests and `pip install .` use venvs: python3-venv, above).
+  python3-dev
 )
 # Node.js may come from elsewhere (e.g. NodeSource); only use Debian's if there is none.
 if ! command -v node >/dev/null 2>&1; then

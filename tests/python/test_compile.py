@@ -1,0 +1,130 @@
+"""kiln.compile's options (kilnc's flags): output, input_shapes,
+freeze_inputs, kernels="static", max_arena, external data, the Vulkan target."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import kiln
+from helpers import assert_matches, model_input, models, onnx_graph_model, ort_run
+
+
+def dynamic_relu():
+    """y = Relu(x) + c with a symbolic batch dimension."""
+    from onnx import TensorProto, helper, numpy_helper
+    return onnx_graph_model(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "c"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 5])],
+        [numpy_helper.from_array(np.arange(5, dtype=np.float32), "c")])
+
+
+def test_output_is_written_and_its_path_returned(tmp_path, demo_onnx, demo_input):
+    out = tmp_path / "demo.kiln"
+    returned = kiln.compile(demo_onnx, out)
+    assert returned == str(out) and out.is_file()
+    assert out.read_bytes() == kiln.compile(demo_onnx)
+    with kiln.Model.load(returned) as model, model.session() as s:
+        assert int(np.argmax(s.run({"input": demo_input})["logits"])) == 2
+
+
+def test_input_shapes_fix_symbolic_dimensions():
+    model = dynamic_relu()
+    with pytest.raises(kiln.CompileError) as e:
+        kiln.compile(model)
+    assert "N" in e.value.message or "dynamic" in e.value.message or "symbolic" in e.value.message
+    bundle = kiln.compile(model, input_shapes={"x": [3, 5]})
+    with kiln.Model.load(bundle) as m, m.session() as s:
+        assert m.inputs[0].shape == (3, 5)
+        x = np.linspace(-2, 2, 15, dtype=np.float32).reshape(3, 5)
+        np.testing.assert_array_equal(s.run({"x": x})["y"], np.maximum(x, 0) + np.arange(5, dtype=np.float32))
+
+
+def test_freeze_inputs_make_an_input_a_constant():
+    from onnx import TensorProto, helper, numpy_helper
+    model = onnx_graph_model(
+        [helper.make_node("Mul", ["a", "b"], ["y"])],
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, [4]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    b = np.array([1, -2, 3, -4], np.float32)
+    a = np.array([0.5, 0.25, 2, 8], np.float32)
+    for frozen in (b, numpy_helper.from_array(b, "b").SerializeToString()):
+        with kiln.Model.load(kiln.compile(model, freeze_inputs={"b": frozen})) as m, m.session() as s:
+            assert [i.name for i in m.inputs] == ["a"]
+            np.testing.assert_array_equal(s.run({"a": a})["y"], a * b)
+
+
+def test_static_kernels_write_the_object_and_header(tmp_path, onnx_path):
+    out = tmp_path / "ops conv.kiln"
+    kiln.compile(onnx_path("ops_conv"), out, kernels="static")
+    header = (tmp_path / "ops conv.kernels.h").read_text()
+    assert "kiln_static_library_ops_conv" in header
+    assert (tmp_path / "ops conv.kernels.o").read_bytes()[:4] == b"\x7fELF"
+    # The bundle has no code: it loads only once the application registered
+    # the kernels; inspecting it works.
+    with pytest.raises(kiln.Error) as e:
+        kiln.Model.load(out)
+    assert e.value.code == "NOT_FOUND" and "kiln_static_library_ops_conv" in e.value.message
+    with kiln.Model.load(out, verify_only=True) as m:
+        assert [o.name for o in m.outputs] == ["output", "output_1"]
+
+
+def test_max_arena_accepts_bytes_and_suffixes(onnx_path):
+    path = onnx_path("ops_conv")
+    assert kiln.compile(path, max_arena="64M") == kiln.compile(path, max_arena=64 << 20)
+    with pytest.raises(kiln.CompileError):
+        kiln.compile(path, max_arena=1024)
+
+
+def test_external_data_of_models_in_memory(tmp_path):
+    """A ModelProto whose weights live in a file: read from model_dir."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096
+    model = onnx_graph_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 64])],
+        [numpy_helper.from_array(w, "w")])
+    onnx.save_model(model, str(tmp_path / "m.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="weights.bin", size_threshold=0)
+    in_memory = onnx.load(str(tmp_path / "m.onnx"), load_external_data=False)
+    x = np.ones((2, 64), np.float32)
+    (tmp_path / "elsewhere").mkdir()
+    with pytest.raises(kiln.CompileError, match="tensor 'w'"):
+        kiln.compile(in_memory, model_dir=tmp_path / "elsewhere")
+    for bundle in (kiln.compile(in_memory, model_dir=tmp_path), kiln.compile(tmp_path / "m.onnx")):
+        with kiln.Model.load(bundle) as m, m.session() as s:
+            np.testing.assert_allclose(s.run({"x": x})["y"], x @ w, rtol=1e-5)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_vulkan_target(onnx_path, shared):
+    """--target=vulkan (and --vulkan-shared-memory=on): run on a Vulkan device
+    (Mesa's lavapipe where tools/setup.sh installed it)."""
+    path = onnx_path("ops_elementwise")
+    try:
+        bundle = kiln.compile(path, target="vulkan", vulkan_shared_memory=shared)
+    except kiln.CompileError as e:
+        pytest.skip("kilnc was built without the Vulkan target: %s" % e)
+    spec = models.MODELS["ops_elementwise"]
+    x = model_input("ops_elementwise")
+    with kiln.Model.load(bundle) as m:
+        assert m.device == "vulkan"
+        if not os.path.exists("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"):
+            try:
+                session = m.session()
+            except kiln.Error as e:
+                pytest.skip("no Vulkan device: %s" % e)
+        else:
+            session = m.session()
+        with session:
+            assert session.device_name != "cpu"
+            got = session.run({"input": x})
+            got_again = session.run({"input": x}, copy=True)
+    assert_matches(got, ort_run(path, {"input": x}), max(spec.rtol, 1e-3), max(spec.atol, 1e-4))
+    assert_matches(got_again, got, 0, 0)
