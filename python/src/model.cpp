@@ -22,7 +22,9 @@ PyObject* model_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p", (char**)kKeywords, &source, &verify_only))
     return nullptr;
   auto core = std::make_shared<ModelCore>();
-  uint32_t flags = verify_only ? KILN_MODEL_LOAD_VERIFY_ONLY : 0u;
+  kiln_model_load_options_t options;
+  kiln_model_load_options_init(&options);
+  options.flags = verify_only ? KILN_MODEL_LOAD_VERIFY_ONLY : 0u;
   kiln_status_t status = nullptr;
   if (PyUnicode_Check(source)) {
     PyObject* encoded = nullptr;  // bytes, in the file system's encoding
@@ -30,7 +32,7 @@ PyObject* model_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     std::string file = PyBytes_AS_STRING(encoded);
     Py_DECREF(encoded);
     Py_BEGIN_ALLOW_THREADS
-    status = kiln_model_load_file_ex(file.c_str(), flags, &core->model);
+    status = kiln_model_load_file_ex(file.c_str(), &options, &core->model);
     Py_END_ALLOW_THREADS
   } else {
     // Bytes: copied once into 64-byte aligned memory the model then uses in
@@ -51,7 +53,7 @@ PyObject* model_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
     memcpy(core->memory.get(), view.buf, size);
     PyBuffer_Release(&view);
     Py_BEGIN_ALLOW_THREADS
-    status = kiln_model_load_memory_ex(core->memory.get(), size, flags, &core->model);
+    status = kiln_model_load_memory_ex(core->memory.get(), size, &options, &core->model);
     Py_END_ALLOW_THREADS
   }
   if (status) return raise_status(status);

@@ -504,25 +504,30 @@ def bad_input_checks(args, bundles: Dict, workdir: str, checks: Checks) -> None:
     except (SetupError, OSError) as e:
         checks.check(False, label, 'cannot make the bundle: %s' % e)
 
-    # A 3 GiB arena: beyond a 32-bit address space, fine on a 64-bit one.
+    # A 3 GiB arena: beyond a 32-bit address space, fine on a 64-bit one once
+    # --max-arena lifts the session's default limit (1 GiB), which alone refuses it.
     big_host = patched(bundles['host'], os.path.join(workdir, 'demo.x86_64.arena3g.kiln'),
                        [(arena_bytes_pos(bundles['host']), '<Q', ARENA_3GIB)])
     big_target = patched(target, os.path.join(workdir, 'demo.%s.arena3g.kiln' % args.arch_name),
                          [(arena_bytes_pos(target), '<Q', ARENA_3GIB)])
     out = os.path.join(workdir, 'out_arena3g_host')
     os.makedirs(out, exist_ok=True)
-    proc = run_tool('host kiln run, 3 GiB arena', [args.kiln, 'run', big_host] + inputs + ['--output-dir', out], 120)
+    must_fail_cleanly(checks, 'host kiln run of the demo with a 3 GiB arena and the default --max-arena',
+                      [args.kiln, 'run', big_host] + inputs, os.path.join(workdir, 'out_arena3g_default'),
+                      ['%d bytes' % ARENA_3GIB, 'max_arena_bytes'])
+    proc = run_tool('host kiln run, 3 GiB arena', [args.kiln, 'run', big_host, '--max-arena', '4G'] + inputs +
+                    ['--output-dir', out], 120)
     checks.check(proc.returncode == 0, 'host kiln run of the demo with a 3 GiB arena (the patched bundle is valid)')
     if arch.elf_class == 'ELFCLASS64':
         out = os.path.join(workdir, 'out_arena3g')
         os.makedirs(out, exist_ok=True)
-        proc = run_tool('%s kiln run, 3 GiB arena' % args.arch_name, cross + [big_target] + inputs + ['--output-dir', out],
-                        120)
+        proc = run_tool('%s kiln run, 3 GiB arena' % args.arch_name,
+                        cross + [big_target, '--max-arena', '4G'] + inputs + ['--output-dir', out], 120)
         checks.check(proc.returncode == 0, '%s kiln run of the demo with a 3 GiB arena (64-bit address space)'
                      % args.arch_name)
     else:
-        must_fail_cleanly(checks, '%s kiln run of the demo with a 3 GiB arena' % args.arch_name, cross + [big_target] +
-                          inputs, os.path.join(workdir, 'out_arena3g'), ['%d bytes' % ARENA_3GIB, '32-bit address space'])
+        must_fail_cleanly(checks, '%s kiln run of the demo with a 3 GiB arena' % args.arch_name,
+                          cross + [big_target, '--max-arena', '4G'] + inputs, os.path.join(workdir, 'out_arena3g'), ['%d bytes' % ARENA_3GIB, '32-bit address space'])
         # A 3 GiB input file (sparse): kiln's .npy reader refuses it instead of aborting in the allocator.
         big_input = os.path.join(workdir, 'input_3g.npy')
         with open(big_input, 'wb') as f:

@@ -69,6 +69,7 @@ def session_cases(command, base):
         Case(command, '--threads', '2', base, has('threads=2') if visible else None, bad='2000'),
         Case(command, '--iterations', '3', base, has({'bench': 'iterations=3', 'profile': '3 profiled runs'}.get(
             command, 'output logits' if command == 'run' else 'digraph')), bad='0'),
+        Case(command, '--max-arena', '64M', base, None, bad='1K', bad_rc=1),
         Case(command, '--device', 'cpu', base, None, bad='gpu'),
         Case(command, '--vulkan-device', '0', lambda ctx: base(ctx, vulkan=True), on_vulkan(command), bad='x'),
         Case(command, '--validation', 'sync', lambda ctx: base(ctx, vulkan=True), on_vulkan(command), bad='bogus'),

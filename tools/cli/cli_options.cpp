@@ -101,4 +101,21 @@ std::string FormatOptions(const OptionTable& table) {
   return out;
 }
 
+bool ParseByteCount(const char* text, uint64_t* out) {
+  uint64_t value = 0;
+  const char* p = text;
+  for (; *p >= '0' && *p <= '9'; ++p) {
+    if (value > (UINT64_MAX - 9) / 10) return false;
+    value = value * 10 + (uint64_t)(*p - '0');
+  }
+  if (p == text || value == 0) return false;
+  int shift = 0;
+  if (*p) {
+    shift = *p == 'K' ? 10 : *p == 'M' ? 20 : *p == 'G' ? 30 : *p == 'T' ? 40 : -1;
+    if (shift < 0 || p[1] != '\0' || value > (UINT64_MAX >> shift)) return false;
+  }
+  *out = value << shift;
+  return true;
+}
+
 }  // namespace kiln_cli

@@ -13,6 +13,8 @@
 #ifndef KILN_TOOLS_CLI_CLI_OPTIONS_H_
 #define KILN_TOOLS_CLI_CLI_OPTIONS_H_
 
+#include <stdint.h>
+
 #include <string>
 #include <vector>
 
@@ -61,6 +63,10 @@ class Parser {
 
 // The table as --help lines: "  --name VALUE   help", aligned.
 std::string FormatOptions(const OptionTable& table);
+
+// A positive byte count: digits with an optional binary suffix K, M, G or T
+// (4096, 512M, 4G). False when the text is not one or it overflows 64 bits.
+bool ParseByteCount(const char* text, uint64_t* out);
 
 }  // namespace kiln_cli
 

@@ -1,6 +1,6 @@
 // The command line the commands that run a model share, parsed once through
 // cli_options.h: MODEL.kiln, --threads N, --iterations N, --input
-// NAME=FILE.npy, the device options (device.cpp) and --help; then opening
+// NAME=FILE.npy, --max-arena BYTES, the device options (device.cpp) and --help; then opening
 // the model and the session they describe and preparing the inputs (--input
 // files, or pseudo-random values).
 #include <stdio.h>
@@ -69,6 +69,11 @@ int ParseSharedOption(int id, const char* value, CommandArgs* out) {
         return UsageError("--iterations needs a positive count");
       }
       return kContinue;
+    case kOptMaxArena:
+      if (!kiln_cli::ParseByteCount(value, &out->max_arena_bytes)) {
+        return UsageError("--max-arena needs a positive byte count such as 4096, 512M or 4G");
+      }
+      return kContinue;
     case kOptInput: {
       const char* eq = strchr(value, '=');
       if (!eq || eq == value) return UsageError("--input needs NAME=FILE.npy");
@@ -90,6 +95,8 @@ kiln_cli::OptionTable SessionOptionTable(const char* iterations_help) {
       {kOptIterations, "--iterations", Arity::kValue, "N", iterations_help},
       {kOptInput, "--input", Arity::kValue, "NAME=FILE.npy",
        "model input NAME from a .npy file (repeatable; dtype and shape must match)"},
+      {kOptMaxArena, "--max-arena", Arity::kValue, "BYTES",
+       "the largest arena the session may allocate, e.g. 4G (default 1G)"},
   };
   AddDeviceOptions(&table);
   return table;
@@ -147,6 +154,7 @@ int OpenModel(const CommandArgs& args, kiln::Model* model) {
 void SessionOptions(const CommandArgs& args, kiln_session_options_t* out) {
   kiln_session_options_init(out);
   out->thread_count = (uint32_t)args.threads;
+  out->max_arena_bytes = args.max_arena_bytes;
   args.device.Apply(out);
 }
 

@@ -57,7 +57,7 @@ double Median(std::vector<double> values);
 enum OptionId {
   kOptHelp,
   // Shared by run, bench, profile and inspect --profile-run (args.cpp).
-  kOptThreads, kOptIterations, kOptInput,
+  kOptThreads, kOptIterations, kOptInput, kOptMaxArena,
   kOptDevice, kOptVulkanDevice, kOptValidation,  // device.cpp
   // run
   kOptOutputDir, kOptTop,
@@ -87,12 +87,13 @@ int CheckValidationMessages();
 void PrintDevice(const kiln::Session& session);
 
 // The command line of the commands that run a model (args.cpp): the model,
-// --threads, --iterations, --input NAME=FILE.npy and the device options.
+// --threads, --iterations, --input NAME=FILE.npy, --max-arena and the device options.
 struct CommandArgs {
   const char* model_path = nullptr;                         // the positional MODEL.kiln
   uint64_t threads = 1;                                     // --threads N
   uint64_t iterations = 1;                                  // --iterations N (the command's default before parsing)
   std::vector<std::pair<std::string, std::string>> inputs;  // --input NAME=FILE.npy, in order
+  uint64_t max_arena_bytes = 0;                             // --max-arena BYTES (0: the runtime's default)
   DeviceOptions device;                                     // --device, --vulkan-device, --validation
   bool session_options_given = false;                       // any of the above but the model
 };
