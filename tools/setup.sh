@@ -65,6 +65,10 @@ packages=(
   # The Python package (python/, docs/python.md): Python's headers for its
   # extension (its tests and `pip install .` use venvs: python3-venv, above).
   python3-dev
+  # Bundle signatures (docs/bundle.md, Signatures): kilnc signs with OpenSSL's
+  # libcrypto, the runtime's verifier is tested against it, and the openssl
+  # command makes keys.
+  libssl-dev openssl
 )
 # Node.js may come from elsewhere (e.g. NodeSource); only use Debian's if there is none.
 if ! command -v node >/dev/null 2>&1; then

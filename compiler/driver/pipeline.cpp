@@ -5,9 +5,11 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <iostream>
 #include <sstream>
 
+#include "bundle/bundle_signer.h"
 #include "bundle/bundle_writer.h"
 #include "codegen/codegen_llvm.h"
 #include "codegen/codegen_spirv.h"
@@ -347,7 +349,12 @@ CompileOutput compile_onnx_bytes(const std::string& bytes, const std::string& mo
     for (auto& n : graph_pass_names()) known |= n == p;
     user_assert(known) << "--disable-graph-pass: unknown graph pass '" << p << "'";
   }
-  return Pipeline(options).run(bytes, model_dir, name);
+  // The key is read first: a bad one fails before minutes of compiling.
+  std::unique_ptr<SigningKey> key;
+  if (!options.sign_key.empty()) key.reset(new SigningKey(read_signing_key(options.sign_key)));
+  CompileOutput out = Pipeline(options).run(bytes, model_dir, name);
+  if (key) out.bundle = sign_bundle(out.bundle, *key);
+  return out;
 }
 
 }  // namespace kiln

@@ -35,6 +35,9 @@ struct CompileOptions {
   // --max-arena: the most bytes the arena (every intermediate tensor, the
   // inputs and outputs) may need; a model that needs more is refused.
   uint64_t max_arena_bytes = 4ull << 30;
+  // --sign-key: a PEM file of an Ed25519 private key; the bundle ends with
+  // its signature (bundle/bundle_signer.h). Empty: unsigned.
+  std::string sign_key;
   std::set<std::string> dump_after;  // pass names (see pipeline.cpp); "all" for every pass
   std::set<std::string> dump_graph_after;  // graph pass names (graph/passes.h); "all" for every graph pass
   std::set<std::string> disabled_graph_passes;  // graph passes to skip (debugging)

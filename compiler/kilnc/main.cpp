@@ -19,6 +19,7 @@
 
 #include <llvm/Config/llvm-config.h>
 
+#include "bundle/bundle_signer.h"
 #include "cli_options.h"
 #include "codegen/codegen_spirv.h"
 #include "codegen/static_kernels.h"
@@ -33,7 +34,8 @@ namespace {
 
 enum OptionId {
   kOutput, kTarget, kVulkanFeatures, kVulkanSharedMemory, kKernels, kMaxArena, kInputShape, kFreezeInput,
-  kDumpAfter, kDumpGraphAfter, kDisableGraphPass, kDumpGraph, kReport, kListOperators, kVersion, kHelp,
+  kSignKey, kPrintPublicKey, kDumpAfter, kDumpGraphAfter, kDisableGraphPass, kDumpGraph, kReport, kListOperators,
+  kVersion, kHelp,
 };
 
 // "a, b, c" of `names`.
@@ -71,6 +73,13 @@ kiln_cli::OptionTable option_table(std::vector<std::string>* storage) {
       {kFreezeInput, "--freeze-input", Arity::kValue, "NAME=FILE",
        "make model input NAME a constant holding FILE, a serialized ONNX TensorProto\n"
        "(as in ONNX test data); for shape-deciding inputs (repeatable)"},
+      {kSignKey, "--sign-key", Arity::kValue, "KEY.pem",
+       "sign the bundle with this Ed25519 private key (PKCS#8 PEM: openssl genpkey\n"
+       "-algorithm ed25519 -out KEY.pem); runtimes given its public key refuse\n"
+       "bundles it did not sign (docs/bundle.md, Signatures)"},
+      {kPrintPublicKey, "--print-public-key", Arity::kValue, "KEY.pem",
+       "print the public key of KEY.pem as a C array for\n"
+       "kiln_model_load_options_t.trusted_public_keys, and in hex; then exit"},
       {kDumpAfter, "--dump-after", Arity::kValue, "PASS", (*storage)[0].c_str()},
       {kDumpGraphAfter, "--dump-graph-after", Arity::kValue, "PASS", (*storage)[1].c_str()},
       {kDisableGraphPass, "--disable-graph-pass", Arity::kValue, "PASS", "skip graph pass PASS (debugging; repeatable)"},
@@ -110,16 +119,9 @@ void list_operators() {
 // "4096", "512M", "4G", "1T" (binary multiples); a user error otherwise.
 uint64_t parse_bytes(const std::string& text, const char* option) {
   uint64_t v = 0;
-  size_t i = 0;
-  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; i++) {
-    user_assert(v <= (UINT64_MAX - 9) / 10) << option << ": '" << text << "' is too large";
-    v = v * 10 + (uint64_t)(text[i] - '0');
-  }
-  int shift = 0;
-  if (i + 1 == text.size()) shift = text[i] == 'K' ? 10 : text[i] == 'M' ? 20 : text[i] == 'G' ? 30 : text[i] == 'T' ? 40 : -1;
-  user_assert(i > 0 && shift >= 0 && (i == text.size() || i + 1 == text.size()) && v > 0 && v <= (UINT64_MAX >> shift))
+  user_assert(kiln_cli::ParseByteCount(text.c_str(), &v))
       << option << " takes a positive byte count such as 4096, 512M or 4G, not '" << text << "'";
-  return v << shift;
+  return v;
 }
 
 void write_file(const std::string& path, const std::string& bytes) {
@@ -159,6 +161,7 @@ void apply_option(int id, const std::string& v, std::string* output, std::string
       user_assert(v == "on" || v == "off") << "--vulkan-shared-memory takes on or off, not '" << v << "'";
       options->vulkan_shared_memory = v == "on";
       break;
+    case kSignKey: options->sign_key = v; break;
     case kMaxArena: options->max_arena_bytes = parse_bytes(v, "--max-arena"); break;
     case kKernels:
       user_assert(v == "static" || v == "dynamic") << "--kernels takes dynamic or static, not '" << v << "'";
@@ -218,6 +221,12 @@ int main(int argc, char** argv) {
         return 0;
       } else if (option->id == kListOperators) {
         list_operators();
+        return 0;
+      } else if (option->id == kPrintPublicKey) {
+        kiln::SigningKey key = kiln::read_signing_key(value);
+        printf("// %s: Ed25519 public key for kiln_model_load_options_t.trusted_public_keys\n", value);
+        printf("static const uint8_t kTrustedKey[32] = %s;\n", kiln::public_key_c_array(key.public_key).c_str());
+        printf("// hex: %s\n", kiln::public_key_hex(key.public_key).c_str());
         return 0;
       } else {
         apply_option(option->id, value ? value : "", &output, &target, &options);

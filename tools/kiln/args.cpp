@@ -3,6 +3,7 @@
 // NAME=FILE.npy, --max-arena BYTES, the device options (device.cpp) and --help; then opening
 // the model and the session they describe and preparing the inputs (--input
 // files, or pseudo-random values).
+#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,8 +58,26 @@ void Fill(kiln_dtype_t dtype, std::vector<uint8_t>* bytes, Random* random) {
 
 // Takes a shared option's value: kContinue, or kExitUsage after a usage error.
 int ParseSharedOption(int id, const char* value, CommandArgs* out) {
-  out->session_options_given = true;
+  out->session_options_given |= id != kOptTrustedKey;
   switch (id) {
+    case kOptTrustedKey: {
+      uint8_t key[32];
+      size_t digits = strlen(value);
+      for (size_t i = 0; i < 32 && digits == 64; ++i) {
+        unsigned byte = 0;
+        if (sscanf(value + 2 * i, "%2x", &byte) != 1 || !isxdigit((unsigned char)value[2 * i]) ||
+            !isxdigit((unsigned char)value[2 * i + 1])) {
+          digits = 0;
+        }
+        key[i] = (uint8_t)byte;
+      }
+      if (digits != 64) {
+        return UsageError("--trusted-key needs an Ed25519 public key as 64 hex digits "
+                          "(kilnc --print-public-key=KEY.pem prints it)");
+      }
+      out->trusted_keys.insert(out->trusted_keys.end(), key, key + 32);
+      return kContinue;
+    }
     case kOptThreads:
       if (!ParseCount(value, KILN_SESSION_MAX_THREADS, &out->threads)) {
         return UsageError("--threads needs a count (at most %u)", KILN_SESSION_MAX_THREADS);
@@ -99,6 +118,9 @@ kiln_cli::OptionTable SessionOptionTable(const char* iterations_help) {
        "the largest arena the session may allocate, e.g. 4G (default 1G)"},
   };
   AddDeviceOptions(&table);
+  table.push_back({kOptTrustedKey, "--trusted-key", Arity::kValue, "HEX",
+                   "load only bundles signed by this Ed25519 public key (64 hex digits,\n"
+                   "from kilnc --print-public-key; repeatable: any of them)"});
   return table;
 }
 
@@ -146,9 +168,30 @@ int ParseCommandArgs(const CommandHelp& command, const kiln_cli::OptionTable& ow
   }
 }
 
+void LoadOptions(const CommandArgs& args, uint32_t flags, kiln_model_load_options_t* out) {
+  kiln_model_load_options_init(out);
+  out->flags = flags;
+  out->trusted_public_keys = args.trusted_keys.empty() ? nullptr : args.trusted_keys.data();
+  out->trusted_public_key_count = args.trusted_keys.size() / 32;
+}
+
 int OpenModel(const CommandArgs& args, kiln::Model* model) {
-  kiln::Status status = kiln::Model::LoadFile(args.model_path, model);
+  kiln_model_load_options_t options;
+  LoadOptions(args, 0, &options);
+  kiln::Status status = kiln::Model::LoadFile(args.model_path, options, model);
   return status.ok() ? kExitOk : FailStatus(status);
+}
+
+std::string DescribeSignature(const kiln_model_info_t& info) {
+  if (info.signature == KILN_SIGNATURE_NONE) return "none";
+  std::string text = "ed25519 by ";
+  char byte[4];
+  for (uint8_t b : info.signer_public_key) {
+    snprintf(byte, sizeof(byte), "%02x", b);
+    text += byte;
+  }
+  return text + (info.signature_verified ? " (verified against a trusted key)"
+                                         : " (not checked: no --trusted-key)");
 }
 
 void SessionOptions(const CommandArgs& args, kiln_session_options_t* out) {

@@ -40,10 +40,11 @@ void PrintStartupStages(const kiln_session_load_stats_t& s) {
 
 // Loads the model, creates the session, sets the inputs and runs once: the
 // start-up as an application sees it.
-kiln::Status LoadAndRunOnce(const char* path, const kiln_session_options_t& options,
+kiln::Status LoadAndRunOnce(const char* path, const kiln_model_load_options_t& load_options,
+                            const kiln_session_options_t& options,
                             const std::vector<std::vector<uint8_t>>& inputs, kiln::Model* model,
                             kiln::Session* session) {
-  kiln::Status status = kiln::Model::LoadFile(path, model);
+  kiln::Status status = kiln::Model::LoadFile(path, load_options, model);
   if (!status.ok()) return status;
   status = kiln::Session::Create(*model, &options, session);
   if (status.ok()) status = SetInputs(session, inputs);
@@ -185,7 +186,9 @@ int CmdBench(int argc, char** argv) {
     model = kiln::Model();
     options.vulkan_pipeline_cache = cache.data();
     options.vulkan_pipeline_cache_size = cache_size;
-    status = LoadAndRunOnce(args.model_path, options, inputs, &model, &session);
+    kiln_model_load_options_t load_options;
+    LoadOptions(args, 0, &load_options);
+    status = LoadAndRunOnce(args.model_path, load_options, options, inputs, &model, &session);
     options.vulkan_pipeline_cache = nullptr;
     if (status.ok()) status = session.get_load_stats(&stats);
     if (!status.ok()) return FailStatus(status);

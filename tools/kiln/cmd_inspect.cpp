@@ -73,6 +73,7 @@ void PrintJson(const ModelContents& c) {
          std::to_string(info.version_minor) + "\",\n";
   out += "  \"min_runtime_minor\": " + std::to_string(info.min_runtime_minor) + ",\n";
   out += "  \"producer\": " + JsonString(info.producer) + ",\n";
+  out += "  \"signature\": " + JsonString(DescribeSignature(info).c_str()) + ",\n";
   out += "  \"arena_bytes\": " + std::to_string(info.arena_bytes) + ",\n";
   out += "  \"constant_count\": " + std::to_string(info.constant_count) + ",\n";
   out += "  \"constant_bytes\": " + std::to_string(info.constant_bytes) + ",\n";
@@ -178,6 +179,7 @@ void PrintText(const ModelContents& c) {
   const kiln_model_info_t& info = c.info;
   printf("bundle version %u.%u (needs runtime minor >= %u), producer \"%s\"\n", info.version_major,
          info.version_minor, info.min_runtime_minor, info.producer);
+  printf("signature: %s\n", DescribeSignature(info).c_str());
   printf("inputs:  %s\n", NameList(c.inputs).c_str());
   printf("outputs: %s\n", NameList(c.outputs).c_str());
   printf("memory plan: arena %" PRIu64 " bytes, alignment %u\n", info.arena_bytes, info.arena_alignment);
@@ -310,7 +312,9 @@ int CmdInspect(int argc, char** argv) {
     result = Measure(args, &model, &measurement);
     if (result != kExitOk) return result;
   } else {
-    status = kiln::Model::LoadFile(args.model_path, &model, KILN_MODEL_LOAD_VERIFY_ONLY);
+    kiln_model_load_options_t options;
+    LoadOptions(args, KILN_MODEL_LOAD_VERIFY_ONLY, &options);
+    status = kiln::Model::LoadFile(args.model_path, options, &model);
     if (!status.ok()) return FailStatus(status);
   }
   ModelContents contents;

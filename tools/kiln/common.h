@@ -57,7 +57,7 @@ double Median(std::vector<double> values);
 enum OptionId {
   kOptHelp,
   // Shared by run, bench, profile and inspect --profile-run (args.cpp).
-  kOptThreads, kOptIterations, kOptInput, kOptMaxArena,
+  kOptThreads, kOptIterations, kOptInput, kOptMaxArena, kOptTrustedKey,
   kOptDevice, kOptVulkanDevice, kOptValidation,  // device.cpp
   // run
   kOptOutputDir, kOptTop,
@@ -94,8 +94,9 @@ struct CommandArgs {
   uint64_t iterations = 1;                                  // --iterations N (the command's default before parsing)
   std::vector<std::pair<std::string, std::string>> inputs;  // --input NAME=FILE.npy, in order
   uint64_t max_arena_bytes = 0;                             // --max-arena BYTES (0: the runtime's default)
+  std::vector<uint8_t> trusted_keys;                        // --trusted-key HEX: 32 bytes each (repeatable)
   DeviceOptions device;                                     // --device, --vulkan-device, --validation
-  bool session_options_given = false;                       // any of the above but the model
+  bool session_options_given = false;                       // any of the above but the model and --trusted-key
 };
 // The shared options' table; `iterations_help` describes --iterations.
 kiln_cli::OptionTable SessionOptionTable(const char* iterations_help);
@@ -110,8 +111,13 @@ int ParseCommandArgs(const CommandHelp& command, const kiln_cli::OptionTable& ow
                      const CommandOption& handle, CommandArgs* out);
 // Prints the command's --help (usage, description, `table`) to stdout.
 void PrintCommandHelp(const CommandHelp& command, const kiln_cli::OptionTable& table);
+// The model load options args describe (--trusted-key) with `flags`.
+void LoadOptions(const CommandArgs& args, uint32_t flags, kiln_model_load_options_t* out);
 // Loads args.model_path. kExitOk, or Fail() with the status.
 int OpenModel(const CommandArgs& args, kiln::Model* model);
+// "none", or "ed25519 by KEYHEX (verified against a trusted key)" / "(not
+// checked: no --trusted-key)": how the bundle is signed.
+std::string DescribeSignature(const kiln_model_info_t& info);
 // The session options args describe (threads, device).
 void SessionOptions(const CommandArgs& args, kiln_session_options_t* out);
 // Creates the model's session with the threads and device options

@@ -210,6 +210,14 @@ typedef struct kiln_model_load_options_t {
   // Workgroups of one dispatch: more is KILN_INVALID_BUNDLE (a run's length
   // stays bounded).
   uint64_t max_workgroups;
+  // Ed25519 public keys the application trusts, 32 bytes each
+  // (`kilnc --print-public-key=KEY.pem` prints one as a C array). With any,
+  // the bundle must be signed by one of them (`kilnc --sign-key=KEY.pem`)
+  // and the signature must verify, else KILN_INVALID_BUNDLE; this is checked
+  // on the raw bytes before anything else reads the bundle or maps its
+  // code. NULL / 0: signatures are not checked.
+  const uint8_t* trusted_public_keys;
+  size_t trusted_public_key_count;  // keys at `trusted_public_keys`
 } kiln_model_load_options_t;
 
 #define KILN_MODEL_LOAD_OPTIONS_MIN_SIZE sizeof(kiln_model_load_options_t)
@@ -285,6 +293,12 @@ typedef enum kiln_device_kind_e {
   KILN_DEVICE_HOST = 3,    // dispatches only: a CPU kernel of a Vulkan bundle (host copy of the arena)
 } kiln_device_kind_t;
 
+// How a bundle is signed (docs/bundle.md, "Signatures").
+typedef enum kiln_signature_e {
+  KILN_SIGNATURE_NONE = 0,     // no signature trailer
+  KILN_SIGNATURE_ED25519 = 1,  // Ed25519 (RFC 8032) over the whole file
+} kiln_signature_t;
+
 // The bundle's header facts and memory plan.
 typedef struct kiln_model_info_t {
   size_t struct_size;            // sizeof(kiln_model_info_t) as the caller compiled it
@@ -305,9 +319,14 @@ typedef struct kiln_model_info_t {
   uint32_t library_count;        // kiln_model_get_library_info
   uint32_t kernel_count;         // kiln_model_get_kernel_info
   uint32_t dispatch_count;       // kiln_model_get_dispatch_info
+  kiln_signature_t signature;    // how the bundle is signed (KILN_SIGNATURE_NONE: not)
+  uint32_t signature_verified;   // 1: checked against a trusted key at load
+  uint8_t signer_public_key[32]; // the key the signature names (zeros if unsigned)
 } kiln_model_info_t;
 
-#define KILN_MODEL_INFO_MIN_SIZE sizeof(kiln_model_info_t)
+// Its first published size (0.3, before the signature fields): callers
+// compiled against it still work and get the fields they know.
+#define KILN_MODEL_INFO_MIN_SIZE offsetof(kiln_model_info_t, signature)
 
 KILN_API kiln_status_t kiln_model_get_info(const kiln_model_t* model, kiln_model_info_t* out_info);
 

@@ -114,6 +114,14 @@ static kiln_status_t kiln_model_read_options(const kiln_model_load_options_t* op
   if (!out->max_bundle_bytes) out->max_bundle_bytes = KILN_DEFAULT_MAX_BUNDLE_BYTES;
   if (!out->max_constant_bytes) out->max_constant_bytes = KILN_DEFAULT_MAX_CONSTANT_BYTES;
   if (!out->max_workgroups) out->max_workgroups = KILN_DEFAULT_MAX_WORKGROUPS;
+  if ((out->trusted_public_key_count && !out->trusted_public_keys) ||
+      out->trusted_public_key_count > SIZE_MAX / 32) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT,
+                            "model: kiln_model_load_options_t.trusted_public_key_count is %zu, "
+                            "trusted_public_keys is %s",
+                            out->trusted_public_key_count,
+                            out->trusted_public_keys ? "set" : "NULL");
+  }
   return NULL;
 }
 
@@ -157,7 +165,12 @@ static kiln_status_t kiln_model_load(kiln_bundle_memory_t memory, const kiln_mod
   model->load_start_ns = start;
   model->load_stats.bundle_map_ns = map_ns;
   uint64_t stage = kiln_now_nanoseconds();
-  status = kiln_bundle_verify(memory.data, memory.size, &model->view);
+  // The signature first, on the raw bytes: with trusted keys set, nothing
+  // below reads an unsigned or tampered bundle.
+  status = kiln_bundle_signature_check(memory.data, memory.size, options->trusted_public_keys,
+                                       options->trusted_public_key_count, &model->signature);
+  const size_t bundle_size = model->signature.present ? model->signature.signed_size : memory.size;
+  if (!status) status = kiln_bundle_verify(memory.data, bundle_size, &model->view);
   if (!status) status = kiln_model_check_limits(&model->view, options);
   model->load_stats.bundle_verify_ns = kiln_nanoseconds_since(stage);
   if (!status && !(flags & KILN_MODEL_LOAD_VERIFY_ONLY) &&

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "bundle/bundle_memory.h"
+#include "bundle/bundle_signature.h"
 #include "bundle/bundle_verify.h"
 #include "cpu/kernel_library.h"
 #include "kiln/kiln.h"
@@ -16,6 +17,7 @@
 struct kiln_model_t {
   kiln_bundle_memory_t memory;               // the bundle's bytes and their owner
   kiln_bundle_view_t view;                   // the verified bundle inside `memory`
+  kiln_bundle_signature_t signature;         // its signature trailer, if any, and whether it was checked
   uint32_t flags;                            // KILN_MODEL_LOAD_* flags used at load
   kiln_kernel_library_handle_t* libraries;   // one per bundle library (NULL if verify-only)
   uint32_t library_count;                    // entries in `libraries`

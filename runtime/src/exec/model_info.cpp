@@ -181,6 +181,11 @@ kiln_status_t kiln_model_get_info(const kiln_model_t* model, kiln_model_info_t* 
   info.library_count = (uint32_t)kiln_model_count(bundle->libraries());
   info.kernel_count = (uint32_t)kiln_model_count(bundle->kernels());
   info.dispatch_count = model->dispatch_count;
+  if (model->signature.present) {
+    info.signature = (kiln_signature_t)model->signature.algorithm;  // checked: a known one
+    info.signature_verified = model->signature.verified ? 1 : 0;
+    memcpy(info.signer_public_key, model->signature.public_key, sizeof(info.signer_public_key));
+  }
   return kiln_model_write_info(info, KILN_MODEL_INFO_MIN_SIZE, "kiln_model_info_t", out_info);
 }
 
