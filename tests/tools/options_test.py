@@ -45,7 +45,10 @@ class Case:
 
 
 def has(text):
-    return lambda ctx, proc, out: check(text in proc.stdout + proc.stderr, 'expected %r in the output' % text)
+    def effect(ctx, proc, out):
+        expected = text.replace('{pubkey}', ctx['pubkey'])
+        check(expected in proc.stdout + proc.stderr, 'expected %r in the output' % expected)
+    return effect
 
 
 def exists(name):
@@ -109,6 +112,15 @@ def kiln_cases():
         Case('inspect', '--profile', '{trace}', dot_base, has('kernel time'), bad='/nonexistent.json', bad_rc=1),
         Case('inspect', '--profile-run', None, dot_base, has('kernel time')),
     ]
+    signed = {'run': lambda ctx, vulkan=False: ['run', ctx['signed_bundle'], '--input', ctx['input']],
+              'bench': lambda ctx, vulkan=False: ['bench', ctx['signed_bundle'], '--iterations', '2'],
+              'profile': lambda ctx, vulkan=False: ['profile', ctx['signed_bundle'], '--iterations', '2'],
+              'inspect': lambda ctx, vulkan=False: ['inspect', ctx['signed_bundle']]}
+    for command in KILN_COMMANDS:
+        # A bundle signed by another key is refused (exit 1) the same way in both forms.
+        cases.append(Case(command, '--trusted-key', '{pubkey}', signed[command],
+                          has('verified against a trusted key') if command == 'inspect' else None,
+                          bad='11' * 32, bad_rc=1))
     for command in KILN_COMMANDS:
         base = {'run': run_base, 'bench': bench_base, 'profile': plain['profile'], 'inspect': run_dot}[command]
         cases += session_cases(command, base)
@@ -133,6 +145,10 @@ def kilnc_cases():
         Case('kilnc', '--input-shape', 'input=1,3,64,64', base(), files=kiln_file, bad='input=0', bad_rc=1),
         Case('kilnc', '--freeze-input', 'input={tensor}', base(), files=kiln_file, bad='input=/nonexistent',
              bad_rc=1),
+        Case('kilnc', '--sign-key', '{key}', base(), lambda ctx, proc, out: check(
+            open(os.path.join(out, 'm.kiln'), 'rb').read()[-8:] == b'KILNSIG1', 'no signature trailer'),
+            files=kiln_file, bad='{tensor}', bad_rc=1),
+        Case('kilnc', '--print-public-key', '{key}', lambda ctx: [], has('{pubkey}'), bad='{tensor}', bad_rc=1),
         Case('kilnc', '--dump-after', 'lower', base(), has('after lower'), bad='nopass', bad_rc=1),
         Case('kilnc', '--dump-graph-after', 'all', base(), has('graph after'), bad='nopass', bad_rc=1),
         Case('kilnc', '--disable-graph-pass', 'winograd', base(), files=kiln_file, bad='nopass', bad_rc=1),
@@ -175,7 +191,8 @@ def run_form(args, ctx, case, form, value):
     os.makedirs(out, exist_ok=True)
     tool = [args.kilnc] if case.tool == 'kilnc' else [args.kiln]
     subst = lambda s: s.replace('{out}', out).replace('{input}', ctx['input']).replace(  # noqa: E731
-        '{trace}', ctx['trace']).replace('{tensor}', ctx['tensor'])
+        '{trace}', ctx['trace']).replace('{tensor}', ctx['tensor']).replace('{key}', ctx['key']).replace(
+        '{pubkey}', ctx['pubkey'])
     option = [case.option] if value is None else (
         [case.option + '=' + subst(value)] if form.startswith('eq') else [case.option, subst(value)])
     return run(tool + [subst(a) for a in case.base(ctx)] + option), out
@@ -228,8 +245,15 @@ def check_options(args):
         f.write(numpy_helper.from_array(array, 'input').SerializeToString())
     trace = os.path.join(args.workdir, 'trace.json')
     run([args.kiln, 'profile', bundle, '--iterations', '2', '-o', trace], expect_rc=0)
+    # An Ed25519 key (kilnc --sign-key), its public key in hex and a bundle it signed.
+    key = os.path.join(args.workdir, 'key.pem')
+    run(['openssl', 'genpkey', '-algorithm', 'ed25519', '-out', key], expect_rc=0)
+    printed = run([args.kilnc, '--print-public-key', key], expect_rc=0).stdout
+    pubkey = re.search(r'hex: ([0-9a-f]{64})', printed).group(1)
+    signed_bundle = compile_model(args, demo_onnx(args), 'demo_signed', ['--sign-key', key])
     ctx = {'bundle': bundle, 'vulkan_bundle': vulkan_bundle, 'input': demo_input(args), 'trace': trace,
-           'tensor': tensor, 'onnx': demo_onnx(args), 'index': 0}
+           'tensor': tensor, 'onnx': demo_onnx(args), 'index': 0, 'key': key, 'pubkey': pubkey,
+           'signed_bundle': signed_bundle}
 
     cases = kiln_cases() + kilnc_cases()
     for tool in ('kilnc',) + KILN_COMMANDS:
