@@ -13,7 +13,7 @@ this process, in the extension kiln._kiln; both release the GIL.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Mapping, NamedTuple, Tuple, Union
+from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -127,16 +127,25 @@ class Model(_Closable):
 
     @classmethod
     def load(cls, source: Union[str, "os.PathLike[str]", bytes, bytearray, memoryview], *,
-             verify_only: bool = False) -> "Model":
+             verify_only: bool = False, trusted_keys: Optional[Sequence[Union[bytes, str]]] = None) -> "Model":
         """Loads a bundle from a path (str or os.PathLike; mapped read-only) or
         from its bytes (copied once). ``verify_only`` checks the bundle but
         maps no kernels (it can be inspected, not run: for another CPU).
+        ``trusted_keys``: Ed25519 public keys (32 bytes, or 64 hex digits as
+        ``kilnc --print-public-key`` prints them); with any, the bundle must
+        be signed by one of them (docs/bundle.md, Signatures).
         A bad bundle raises kiln.Error (e.g. code INVALID_BUNDLE)."""
         if isinstance(source, (str, os.PathLike)):
             source = os.fsdecode(os.fspath(source))
         elif not isinstance(source, (bytes, bytearray, memoryview)):
             raise TypeError("Model.load takes a path or bytes, not %s" % type(source).__name__)
-        return cls(_kiln.Model(source, verify_only))
+        keys = b""
+        for key in trusted_keys or ():
+            raw = bytes.fromhex(key) if isinstance(key, str) else bytes(key)
+            if len(raw) != 32:
+                raise ValueError("a trusted key is 32 bytes (64 hex digits), not %d bytes" % len(raw))
+            keys += raw
+        return cls(_kiln.Model(source, verify_only, keys))
 
     @property
     def device(self) -> str:

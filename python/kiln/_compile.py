@@ -88,6 +88,7 @@ def compile(model: Union[PathLike, bytes, Any],
             vulkan_shared_memory: bool = False,
             freeze_inputs: Optional[Mapping[str, Any]] = None,
             disable_graph_passes: Iterable[str] = (),
+            sign_key: Optional[PathLike] = None,
             model_dir: Optional[PathLike] = None) -> Union[bytes, str]:
     """Compiles an ONNX model into a Kiln bundle, in this process.
 
@@ -95,7 +96,9 @@ def compile(model: Union[PathLike, bytes, Any],
     ``onnx.ModelProto``. Without ``output`` the bundle is returned as
     ``bytes``; with it, the bundle is written there and the path is returned
     (as a str). The options are kilnc's (see docs/python.md). A model or an
-    option kilnc refuses raises kiln.CompileError with kilnc's message. The
+    option kilnc refuses raises kiln.CompileError with kilnc's message.
+    ``sign_key``: an Ed25519 private key (PEM) that signs the bundle
+    (kilnc --sign-key; Model.load(..., trusted_keys=[...]) checks it). The
     GIL is released while compiling; compilations in several threads run one
     after another.
     """
@@ -117,7 +120,8 @@ def compile(model: Union[PathLike, bytes, Any],
         input_shapes=_input_shapes(input_shapes), frozen_inputs=_frozen_inputs(freeze_inputs),
         static_kernels=kernels == "static", output=out_path, max_arena=_max_arena(max_arena),
         vulkan_features=_VULKAN_FEATURES[vulkan_features], vulkan_shared_memory=bool(vulkan_shared_memory),
-        disabled_graph_passes=[str(p) for p in disable_graph_passes])
+        disabled_graph_passes=[str(p) for p in disable_graph_passes],
+        sign_key=os.fsdecode(os.fspath(sign_key)) if sign_key is not None else "")
     if not out_path:
         return bundle
     with open(out_path, "wb") as f:

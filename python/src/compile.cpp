@@ -72,16 +72,16 @@ PyObject* compile(PyObject*, PyObject* args, PyObject* kwargs) {
   static const char* kKeywords[] = {"data", "path", "name", "model_dir", "target", "input_shapes",
                                     "frozen_inputs", "static_kernels", "output", "max_arena",
                                     "vulkan_features", "vulkan_shared_memory", "disabled_graph_passes",
-                                    nullptr};
+                                    "sign_key", nullptr};
   PyObject *data = nullptr, *path = nullptr, *shapes = nullptr, *frozen = nullptr, *disabled = nullptr;
-  const char *name = nullptr, *model_dir = nullptr, *target = nullptr, *output = nullptr;
+  const char *name = nullptr, *model_dir = nullptr, *target = nullptr, *output = nullptr, *sign_key = "";
   int static_kernels = 0, vulkan_shared_memory = 0;
   unsigned long long max_arena = 0;
   unsigned int vulkan_features = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOsssO!O!psKIpO!", (char**)kKeywords, &data, &path,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOsssO!O!psKIpO!|s", (char**)kKeywords, &data, &path,
                                    &name, &model_dir, &target, &PyDict_Type, &shapes, &PyDict_Type,
                                    &frozen, &static_kernels, &output, &max_arena, &vulkan_features,
-                                   &vulkan_shared_memory, &PyList_Type, &disabled))
+                                   &vulkan_shared_memory, &PyList_Type, &disabled, &sign_key))
     return nullptr;
 
   std::string model_bytes, model_path, target_text = target;
@@ -104,6 +104,7 @@ PyObject* compile(PyObject*, PyObject* args, PyObject* kwargs) {
   options.max_arena_bytes = max_arena;
   options.vulkan_features = vulkan_features;
   options.vulkan_shared_memory = vulkan_shared_memory != 0;
+  options.sign_key = sign_key;
   std::string model_name = name, dir = model_dir, output_path = output;
 
   kiln::CompileOutput out;

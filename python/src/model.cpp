@@ -16,15 +16,23 @@ struct ModelState {
 };
 
 PyObject* model_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
-  static const char* kKeywords[] = {"source", "verify_only", nullptr};
+  static const char* kKeywords[] = {"source", "verify_only", "trusted_keys", nullptr};
   PyObject* source = nullptr;
   int verify_only = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p", (char**)kKeywords, &source, &verify_only))
+  Py_buffer keys = {};  // the trusted public keys, 32 bytes each, one after another
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|py*", (char**)kKeywords, &source, &verify_only, &keys))
     return nullptr;
+  std::string trusted_keys;
+  if (keys.obj) {
+    trusted_keys.assign(static_cast<const char*>(keys.buf), (size_t)keys.len);
+    PyBuffer_Release(&keys);
+  }
   auto core = std::make_shared<ModelCore>();
   kiln_model_load_options_t options;
   kiln_model_load_options_init(&options);
   options.flags = verify_only ? KILN_MODEL_LOAD_VERIFY_ONLY : 0u;
+  options.trusted_public_keys = reinterpret_cast<const uint8_t*>(trusted_keys.data());
+  options.trusted_public_key_count = trusted_keys.size() / 32;
   kiln_status_t status = nullptr;
   if (PyUnicode_Check(source)) {
     PyObject* encoded = nullptr;  // bytes, in the file system's encoding

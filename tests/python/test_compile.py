@@ -128,3 +128,29 @@ def test_vulkan_target(onnx_path, shared):
             got_again = session.run({"input": x}, copy=True)
     assert_matches(got, ort_run(path, {"input": x}), max(spec.rtol, 1e-3), max(spec.atol, 1e-4))
     assert_matches(got_again, got, 0, 0)
+
+
+def test_sign_key_signs_and_trusted_keys_check(tmp_path, demo_onnx, demo_input):
+    import subprocess
+    keys = []
+    for name in ("a", "b"):
+        pem = tmp_path / (name + ".pem")
+        subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", str(pem)], check=True)
+        der = subprocess.run(["openssl", "pkey", "-in", str(pem), "-pubout", "-outform", "DER"],
+                             check=True, capture_output=True).stdout
+        keys.append((pem, der[-32:]))  # the raw key ends the SubjectPublicKeyInfo
+    (pem_a, key_a), (_, key_b) = keys
+    signed = kiln.compile(demo_onnx, sign_key=pem_a)
+    unsigned = kiln.compile(demo_onnx)
+    assert signed[:len(unsigned)] == unsigned and signed.endswith(b"KILNSIG1")
+    with kiln.Model.load(signed, trusted_keys=[key_b, key_a.hex()]) as model, model.session() as s:
+        assert int(np.argmax(s.run({"input": demo_input})["logits"])) == 2
+    for bundle, key, words in ((signed, key_b, "not among"), (unsigned, key_a, "not signed")):
+        with pytest.raises(kiln.Error) as e:
+            kiln.Model.load(bundle, trusted_keys=[key])
+        assert e.value.code == "INVALID_BUNDLE" and words in e.value.message
+    with pytest.raises(ValueError):
+        kiln.Model.load(signed, trusted_keys=[b"short"])
+    with pytest.raises(kiln.CompileError) as e:
+        kiln.compile(demo_onnx, sign_key=tmp_path / "missing.pem")
+    assert "missing.pem" in e.value.message

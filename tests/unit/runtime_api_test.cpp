@@ -304,8 +304,18 @@ TEST_CASE("api: struct_size: a bogus size is refused and nothing is written") {
   kiln_status_free(status);
   kiln_model_info_t info;
   kiln_model_info_init(&info);
-  info.struct_size = sizeof(info) - 4;  // every later info struct's first version is its whole size
+  info.struct_size = KILN_MODEL_INFO_MIN_SIZE - 4;  // below its first published size
   CHECK(Contains(Message(kiln_model_get_info(model.get(), &info)), "kiln_model_info_t.struct_size"));
+  // A caller compiled before the signature fields gets the fields it knows,
+  // and nothing past them is written.
+  memset(&info, 0xAB, sizeof(info));
+  info.struct_size = KILN_MODEL_INFO_MIN_SIZE;
+  CHECK(kiln_model_get_info(model.get(), &info) == NULL);
+  CHECK(info.struct_size == KILN_MODEL_INFO_MIN_SIZE);
+  CHECK(info.tensor_count == b.tensors.size());
+  CHECK(info.dispatch_count == b.dispatches.size());
+  CHECK((uint32_t)info.signature == 0xABABABABu);
+  CHECK(info.signer_public_key[31] == 0xAB);
   kiln_session_load_stats_t stats;
   kiln_session_load_stats_init(&stats);
   stats.struct_size = 8;
