@@ -314,7 +314,9 @@ TEST_CASE("api: struct_size: a bogus size is refused and nothing is written") {
   CHECK(info.struct_size == KILN_MODEL_INFO_MIN_SIZE);
   CHECK(info.tensor_count == b.tensors.size());
   CHECK(info.dispatch_count == b.dispatches.size());
-  CHECK((uint32_t)info.signature == 0xABABABABu);
+  uint32_t signature_bytes = 0;  // read as bytes: 0xABABABAB is no kiln_signature_t
+  memcpy(&signature_bytes, &info.signature, sizeof(signature_bytes));
+  CHECK(signature_bytes == 0xABABABABu);
   CHECK(info.signer_public_key[31] == 0xAB);
   kiln_session_load_stats_t stats;
   kiln_session_load_stats_init(&stats);

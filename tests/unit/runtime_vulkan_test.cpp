@@ -462,8 +462,7 @@ TEST_CASE("vulkan: freeing after a submission that never finishes does not hang"
   CHECK(lavapipe.instance->wedged == 1);
   float data[4] = {1, 2, 3, 4};
   status = kiln_vulkan_buffer_upload(lavapipe.device, nullptr, &buffer, 0, data, sizeof(data));
-  CHECK(Message(status).find("the device is wedged") != std::string::npos);
-  kiln_status_free(status);
+  CHECK(Message(status).find("the device is wedged") != std::string::npos);  // Message frees it
   kiln_vulkan_buffer_release(lavapipe.device, &buffer);  // leaked
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(s < 5.0);
