@@ -139,6 +139,30 @@ jlong FinishLoad(JNIEnv* env, kiln_status_t status, kiln_model_t* model, void* b
   return ToHandle(handle);
 }
 
+// The load options of one model load: the trusted public keys (32 bytes
+// each, one after another; NULL: none) copied out of the Java array for the
+// call (the runtime reads them only during the load).
+struct LoadOptions {
+  kiln_model_load_options_t options;  // what the load is given
+  uint8_t* keys = NULL;               // the keys' bytes (malloc), freed with this
+  bool ok = true;                     // false: an exception is pending
+  LoadOptions(JNIEnv* env, jbyteArray key_array) {
+    kiln_model_load_options_init(&options);
+    if (!key_array) return;
+    jsize length = env->GetArrayLength(key_array);
+    keys = static_cast<uint8_t*>(malloc(length > 0 ? static_cast<size_t>(length) : 1));
+    if (!keys) {
+      ThrowNamed(env, "java/lang/OutOfMemoryError", "ai.kiln: trusted keys");
+      ok = false;
+      return;
+    }
+    env->GetByteArrayRegion(key_array, 0, length, reinterpret_cast<jbyte*>(keys));
+    options.trusted_public_keys = keys;
+    options.trusted_public_key_count = static_cast<size_t>(length) / 32;
+  }
+  ~LoadOptions() { free(keys); }
+};
+
 // Calls `copy(bytes)` (a kiln_session_* call that copies into or out of
 // them) with bytes [offset, offset + length) of a primitive array of
 // elements of `element_size` bytes, pinned (usually without a copy) for just
@@ -189,7 +213,8 @@ JNIEXPORT jint JNICALL Java_ai_kiln_Native_abiVersion(JNIEnv*, jclass) {
 
 //===--- Models ---------------------------------------------------------===//
 
-JNIEXPORT jlong JNICALL Java_ai_kiln_Native_modelLoadFile(JNIEnv* env, jclass, jbyteArray path) {
+JNIEXPORT jlong JNICALL Java_ai_kiln_Native_modelLoadFile(JNIEnv* env, jclass, jbyteArray path,
+                                                          jbyteArray keys) {
   jsize length = env->GetArrayLength(path);
   char* cpath = static_cast<char*>(malloc(static_cast<size_t>(length) + 1));
   if (!cpath) {
@@ -198,15 +223,19 @@ JNIEXPORT jlong JNICALL Java_ai_kiln_Native_modelLoadFile(JNIEnv* env, jclass, j
   }
   env->GetByteArrayRegion(path, 0, length, reinterpret_cast<jbyte*>(cpath));
   cpath[length] = '\0';  // the Java side ends it with a NUL too
+  LoadOptions options(env, keys);
   kiln_model_t* model = NULL;
-  kiln_status_t status = kiln_model_load_file(cpath, &model);
+  kiln_status_t status = options.ok ? kiln_model_load_file_ex(cpath, &options.options, &model) : NULL;
   free(cpath);
+  if (!options.ok) return 0;
   return FinishLoad(env, status, model, NULL);
 }
 
 JNIEXPORT jlong JNICALL Java_ai_kiln_Native_modelLoadArray(JNIEnv* env, jclass, jbyteArray data,
-                                                           jint offset, jint length) {
+                                                           jint offset, jint length, jbyteArray keys) {
   if (!ArrayRangeOk(env, env->GetArrayLength(data), 1, offset, length)) return 0;
+  LoadOptions options(env, keys);
+  if (!options.ok) return 0;
   // The runtime reads the bytes for the model's whole life: a copy of our
   // own, aligned so that the runtime does not copy it again.
   void* bytes = NULL;
@@ -216,16 +245,20 @@ JNIEXPORT jlong JNICALL Java_ai_kiln_Native_modelLoadArray(JNIEnv* env, jclass, 
   }
   env->GetByteArrayRegion(data, offset, length, static_cast<jbyte*>(bytes));
   kiln_model_t* model = NULL;
-  kiln_status_t status = kiln_model_load_memory(bytes, static_cast<size_t>(length), &model);
+  kiln_status_t status =
+      kiln_model_load_memory_ex(bytes, static_cast<size_t>(length), &options.options, &model);
   return FinishLoad(env, status, model, bytes);
 }
 
 JNIEXPORT jlong JNICALL Java_ai_kiln_Native_modelLoadDirect(JNIEnv* env, jclass, jobject buffer,
-                                                            jint position, jint length) {
+                                                            jint position, jint length, jbyteArray keys) {
   uint8_t* bytes = DirectRange(env, buffer, position, length);
   if (!bytes) return 0;
+  LoadOptions options(env, keys);
+  if (!options.ok) return 0;
   kiln_model_t* model = NULL;
-  kiln_status_t status = kiln_model_load_memory(bytes, static_cast<size_t>(length), &model);
+  kiln_status_t status =
+      kiln_model_load_memory_ex(bytes, static_cast<size_t>(length), &options.options, &model);
   return FinishLoad(env, status, model, NULL);
 }
 
@@ -276,7 +309,8 @@ JNIEXPORT jlongArray JNICALL Java_ai_kiln_Native_modelInfo(JNIEnv* env, jclass, 
                     info.device, static_cast<jlong>(info.content_hash),
                     static_cast<jlong>(info.arena_bytes), info.constant_count,
                     static_cast<jlong>(info.constant_bytes), info.tensor_count,
-                    info.node_count, info.kernel_count, info.dispatch_count};
+                    info.node_count, info.kernel_count, info.dispatch_count,
+                    info.signature, info.signature_verified};
   jsize length = static_cast<jsize>(sizeof(values) / sizeof(values[0]));
   jlongArray array = env->NewLongArray(length);
   if (array) env->SetLongArrayRegion(array, 0, length, values);

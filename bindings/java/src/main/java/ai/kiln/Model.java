@@ -63,21 +63,39 @@ public final class Model implements AutoCloseable {
 
   /** Loads a bundle file: mapped read-only, verified; constants are used in place. */
   public static Model load(String path) {
+    return load(path, null);
+  }
+
+  /**
+   * Loads a bundle file with {@code options} (null: the defaults), e.g. the
+   * public keys whose signature it must carry.
+   */
+  public static Model load(String path, LoadOptions options) {
     if (path == null) throw new NullPointerException("path");
     if (path.indexOf('\0') >= 0) throw new IllegalArgumentException("path contains a NUL character");
-    return new Model(Native.modelLoadFile(Native.cString(path)), null);
+    return new Model(Native.modelLoadFile(Native.cString(path), LoadOptions.keysOf(options)), null);
   }
 
   /** Loads a bundle file (see {@link #load(String)}). */
   public static Model load(Path path) {
+    return load(path, null);
+  }
+
+  /** Loads a bundle file with {@code options} (see {@link #load(String, LoadOptions)}). */
+  public static Model load(Path path, LoadOptions options) {
     if (path == null) throw new NullPointerException("path");
-    return load(path.toString());
+    return load(path.toString(), options);
   }
 
   /** Loads a bundle from memory; the bytes are copied, so the array may change afterwards. */
   public static Model load(byte[] bundle) {
+    return load(bundle, null);
+  }
+
+  /** Loads a bundle from memory with {@code options} (null: the defaults). */
+  public static Model load(byte[] bundle, LoadOptions options) {
     if (bundle == null) throw new NullPointerException("bundle");
-    return new Model(Native.modelLoadArray(bundle, 0, bundle.length), null);
+    return new Model(Native.modelLoadArray(bundle, 0, bundle.length, LoadOptions.keysOf(options)), null);
   }
 
   /**
@@ -87,17 +105,23 @@ public final class Model implements AutoCloseable {
    * model keeps it reachable). Other buffers are copied.
    */
   public static Model load(ByteBuffer bundle) {
+    return load(bundle, null);
+  }
+
+  /** Loads a bundle from a buffer (see {@link #load(ByteBuffer)}) with {@code options}. */
+  public static Model load(ByteBuffer bundle, LoadOptions options) {
     if (bundle == null) throw new NullPointerException("bundle");
+    byte[] keys = LoadOptions.keysOf(options);
     if (bundle.isDirect()) {
-      return new Model(Native.modelLoadDirect(bundle, bundle.position(), bundle.remaining()), bundle);
+      return new Model(Native.modelLoadDirect(bundle, bundle.position(), bundle.remaining(), keys), bundle);
     }
     if (bundle.hasArray()) {
       return new Model(Native.modelLoadArray(bundle.array(), bundle.arrayOffset() + bundle.position(),
-                                             bundle.remaining()), null);
+                                             bundle.remaining(), keys), null);
     }
     byte[] copy = new byte[bundle.remaining()];  // a read-only heap buffer
     bundle.duplicate().get(copy);
-    return load(copy);
+    return load(copy, options);
   }
 
   /** The inputs, in order. */

@@ -67,6 +67,16 @@ public final class ModelInfo {
     return (int) v[11];
   }
 
+  /** Whether the bundle carries a signature (kilnc --sign-key; Ed25519). */
+  public boolean signed() {
+    return v[12] != 0;
+  }
+
+  /** Whether its signature was checked against a key of {@link LoadOptions} at load. */
+  public boolean signatureVerified() {
+    return v[13] != 0;
+  }
+
   /** Who wrote the bundle, e.g. "kilnc 0.1.0". */
   public String producer() {
     return producer;

@@ -67,13 +67,14 @@ final class Native {
 
   // Models: each returns a handle that modelFree releases. Errors throw
   // KilnException (the runtime's status).
-  static native long modelLoadFile(byte[] pathUtf8z);
+  // `keys`: the trusted public keys, 32 bytes each (LoadOptions), or null.
+  static native long modelLoadFile(byte[] pathUtf8z, byte[] keys);
   // Copies length bytes from data[offset..] into 64-byte aligned native memory
   // the handle owns.
-  static native long modelLoadArray(byte[] data, int offset, int length);
+  static native long modelLoadArray(byte[] data, int offset, int length, byte[] keys);
   // Uses the direct buffer's bytes in place (the caller keeps it reachable and
   // unchanged until modelFree).
-  static native long modelLoadDirect(ByteBuffer data, int position, int length);
+  static native long modelLoadDirect(ByteBuffer data, int position, int length, byte[] keys);
   static native void modelFree(long model);
   // Inputs (output = false) or outputs: count, and per tensor its name and
   // {dtype, byte_size, bundle index, shape...}.
@@ -82,7 +83,7 @@ final class Native {
   static native long[] modelTensorMeta(long model, boolean output, int index);
   // {version_major, version_minor, min_runtime_minor, device, content_hash,
   //  arena_bytes, constant_count, constant_bytes, tensor_count, node_count,
-  //  kernel_count, dispatch_count}
+  //  kernel_count, dispatch_count, signature, signature_verified}
   static native long[] modelInfo(long model);
   static native byte[] modelProducer(long model);
 
