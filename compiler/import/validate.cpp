@@ -4,6 +4,7 @@
 #include <onnx/defs/schema.h>
 
 #include <cstring>
+#include <unordered_set>
 
 #include "support/diagnostics.h"
 
@@ -40,6 +41,29 @@ void check_graph(const onnx::GraphProto& g) {
   }
 }
 
+// Every output of the main graph must be a value the graph defines: a graph
+// input, a node's output or (from IR version 4, where initializers need not
+// be inputs) an initializer. ONNX's checker does not check this, and ONNX's
+// IR conversion (onnx::ImportModelProto, under the version converter)
+// dereferences a null value for an undefined output. Subgraphs may name
+// values of enclosing scopes, which ONNX resolves itself.
+void check_graph_outputs(const onnx::ModelProto& model) {
+  const onnx::GraphProto& g = model.graph();
+  std::unordered_set<std::string> defined;
+  for (const auto& in : g.input()) defined.insert(in.name());
+  if (model.ir_version() >= 4) {
+    for (const auto& init : g.initializer()) defined.insert(init.name());
+  }
+  for (const auto& n : g.node()) {
+    for (const auto& out : n.output()) defined.insert(out);
+  }
+  for (const auto& out : g.output()) {
+    user_assert(!out.name().empty() && defined.count(out.name()))
+        << "graph output '" << out.name()
+        << "' is not a graph input, an initializer or any node's output; fix the model";
+  }
+}
+
 }  // namespace
 
 void validate_model(const onnx::ModelProto& model) {
@@ -53,6 +77,7 @@ void validate_model(const onnx::ModelProto& model) {
         << "; export it for opset " << max_opset << " or older";
   }
   check_graph(model.graph());
+  check_graph_outputs(model);
 }
 
 }  // namespace kiln

@@ -4,8 +4,10 @@
 // would be treated as the newest, silently), and the attributes ONNX's shape
 // inference divides by or sizes windows with (strides, dilations,
 // kernel_shape, group, blocksize) are positive (a Conv with strides [0, 0]
-// would stop kilnc with SIGFPE inside it). Errors name the node and say
-// what to fix.
+// would stop kilnc with SIGFPE inside it), and every main-graph output is
+// defined by the graph (ONNX's IR conversion under the version converter
+// dereferences a null value otherwise; found by tests/fuzz/fuzz_onnx_import).
+// Errors name the node or value and say what to fix.
 #pragma once
 
 #include <onnx/onnx_pb.h>

@@ -111,3 +111,29 @@ TEST_CASE("an unsupported operator names the node and the operator") {
     CHECK(msg.find("RandomUniformLike") != std::string::npos);
   }
 }
+
+// Found by tests/fuzz/fuzz_onnx_import: an opset-1 model whose graph output
+// no node produces crashed inside ONNX's version converter (a null Value in
+// onnx::graphProtoToGraph); validate_model now refuses it first.
+TEST_CASE("a graph output nothing defines is a user error, also before the version converter") {
+  for (int opset : {1, 13}) {
+    CAPTURE(opset);
+    onnx::ModelProto m;
+    m.set_ir_version(7);
+    m.add_opset_import()->set_version(opset);
+    auto* g = m.mutable_graph();
+    g->set_name("g");
+    add_float_input(g, "a", {"2", "3"});
+    add_float_input(g, "b", {"2", "3"});
+    add_node(g, "Add", "add", {"a", "b"}, {"sum"});
+    add_output(g, "c", {"2", "3"});
+    std::string bytes;
+    REQUIRE(m.SerializeToString(&bytes));
+    try {
+      kiln::import_onnx_bytes(bytes, ".", {});
+      FAIL("expected a UserError");
+    } catch (const kiln::UserError& e) {
+      CHECK(std::string(e.what()).find("graph output 'c' is not a graph input") != std::string::npos);
+    }
+  }
+}
