@@ -16,9 +16,10 @@
 #   KILNC, KILN          kilnc and kiln for the seeds (default: build/compiler/kilnc, build/tools/kiln/kiln)
 #   KILN_FUZZ_REQUIRE=1  missing clang-15 or libFuzzer fails (else the run is skipped, exit 77)
 #   KILN_FUZZ_JOBS       passed to tests/fuzz/build.sh as KILN_JOBS (default 2)
+#   KILN_FUZZ_RUNS       also stop each harness after this many executions (-runs)
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 if [[ $# -lt 1 || ! "$1" =~ ^[0-9]+$ ]]; then usage >&2; exit 2; fi
 seconds="$1"; shift
 all=(fuzz_bundle fuzz_elf fuzz_spirv fuzz_npy fuzz_onnx_import)
@@ -68,16 +69,18 @@ for h in "${harnesses[@]}"; do
     fi
   fi
   log="$work/logs/$h.log"
+  start=$(date +%s)
   "$bin" "$work/corpus/$h" "$work/seeds/$h" -max_total_time="$seconds" -max_len="${max_len[$h]}" \
       -timeout="${timeout[$h]}" -rss_limit_mb=4096 -print_final_stats=1 \
-      -artifact_prefix="$work/crashes/$h/" >"$log" 2>&1
+      -artifact_prefix="$work/crashes/$h/" ${KILN_FUZZ_RUNS:+-runs="$KILN_FUZZ_RUNS"} >"$log" 2>&1
   status=$?
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
   last="$(grep -E '^#[0-9]+.*cov:' "$log" | tail -1)"
   cov="$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")"
   ft="$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")"
   corpus="$(ls "$work/corpus/$h" | wc -l)"
-  line="$(printf '%-17s %10s execs in %5ss  cov %-6s ft %-7s corpus %s' "$h" "${execs:-?}" "$seconds" "${cov:-?}" "${ft:-?}" "$corpus")"
+  wall=$(( $(date +%s) - start ))
+  line="$(printf '%-17s %10s execs in %5ss  cov %-6s ft %-7s corpus %s' "$h" "${execs:-?}" "$wall" "${cov:-?}" "${ft:-?}" "$corpus")"
   if ((status != 0)); then
     failed=1
     line+="  FAILED (exit $status; $log, $work/crashes/$h/)"
