@@ -10,11 +10,19 @@
 // Errors name the node or value and say what to fix.
 #pragma once
 
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 namespace kiln {
 
 // Throws UserError.
 void validate_model(const onnx::ModelProto& model);
+
+// ONNX's schema registry for shape inference (onnx::shape_inference::
+// InferShapes), with checks in front of the inference functions that trust
+// their inputs' ranks (Conv, ConvInteger, ConvTranspose, QLinearConv: the
+// weight's rank equals the data's; MaxUnpool: its indices have a shape of
+// that rank); a failed check is an onnx::InferenceError, like ONNX's own.
+const onnx::ISchemaRegistry* guarded_schema_registry();
 
 }  // namespace kiln
