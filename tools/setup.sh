@@ -69,6 +69,9 @@ packages=(
   # libcrypto, the runtime's verifier is tested against it, and the openssl
   # command makes keys.
   libssl-dev openssl
+  # The fuzz harnesses (tests/fuzz, docs/security.md "Fuzzing"): clang 15 with
+  # libFuzzer, ASan and UBSan; the fuzz_smoke test fails without them.
+  clang-15 libfuzzer-15-dev
 )
 # Node.js may come from elsewhere (e.g. NodeSource); only use Debian's if there is none.
 if ! command -v node >/dev/null 2>&1; then

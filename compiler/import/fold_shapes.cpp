@@ -10,6 +10,7 @@
 #include <set>
 
 #include "graph/op_table.h"
+#include "import/validate.h"
 #include "support/diagnostics.h"
 
 namespace kiln {
@@ -460,7 +461,7 @@ class Folder {
 void infer(onnx::ModelProto& model) {
   try {
     onnx::ShapeInferenceOptions si(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), si);
+    onnx::shape_inference::InferShapes(model, guarded_schema_registry(), si);
   } catch (const std::exception& e) {
     user_error << "ONNX shape inference failed: " << e.what();
   }

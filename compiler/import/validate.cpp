@@ -2,8 +2,13 @@
 #include "import/validate.h"
 
 #include <onnx/defs/schema.h>
+#include <onnx/defs/shape_inference.h>
 
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_set>
 
 #include "support/diagnostics.h"
 
@@ -40,7 +45,102 @@ void check_graph(const onnx::GraphProto& g) {
   }
 }
 
+// Every output of the main graph must be a value the graph defines: a graph
+// input, a node's output or (from IR version 4, where initializers need not
+// be inputs) an initializer. ONNX's checker does not check this, and ONNX's
+// IR conversion (onnx::ImportModelProto, under the version converter)
+// dereferences a null value for an undefined output. Subgraphs may name
+// values of enclosing scopes, which ONNX resolves itself.
+void check_graph_outputs(const onnx::ModelProto& model) {
+  const onnx::GraphProto& g = model.graph();
+  std::unordered_set<std::string> defined;
+  for (const auto& in : g.input()) defined.insert(in.name());
+  if (model.ir_version() >= 4) {
+    for (const auto& init : g.initializer()) defined.insert(init.name());
+  }
+  for (const auto& n : g.node()) {
+    for (const auto& out : n.output()) defined.insert(out);
+  }
+  for (const auto& out : g.output()) {
+    user_assert(!out.name().empty() && defined.count(out.name()))
+        << "graph output '" << out.name()
+        << "' is not a graph input, an initializer or any node's output; fix the model";
+  }
+}
+
+// Operators whose ONNX shape inference takes a kernel's spatial rank from
+// input `kernel` and then indexes the vectors sized by input `data`'s rank
+// with it (convPoolShapeInference, convTransposeShapeInference), or reads
+// input `kernel`'s dimension 1 unchecked (MaxUnpool): ranks that differ
+// make it read out of bounds (fuzz_onnx_import: a Conv weight of rank 250
+// crashed kilnc in convPoolShapeInference).
+struct RankGuard {
+  const char* op;          // default-domain operator type
+  int data;                // input whose rank is the reference (N, C, spatial...)
+  int kernel;              // input that must have a shape of the same rank
+  bool kernel_shape_first; // the kernel input's shape must be known when `data`'s is
+};
+const RankGuard kRankGuards[] = {
+    {"Conv", 0, 1, false},          {"ConvInteger", 0, 1, false}, {"ConvTranspose", 0, 1, false},
+    {"QLinearConv", 0, 3, false},   {"MaxUnpool", 0, 1, true},
+};
+
+void check_ranks(const RankGuard& guard, onnx::InferenceContext& ctx) {
+  if (!onnx::hasInputShape(ctx, guard.data)) return;  // ONNX infers nothing then
+  const int rank = ctx.getInputType(guard.data)->tensor_type().shape().dim_size();
+  if (!onnx::hasInputShape(ctx, guard.kernel)) {
+    if (guard.kernel_shape_first) {
+      fail_shape_inference(guard.op, ": input ", guard.kernel, " needs a shape (of rank ", rank, ", like input ",
+                           guard.data, ")");
+    }
+    return;
+  }
+  const int kernel_rank = ctx.getInputType(guard.kernel)->tensor_type().shape().dim_size();
+  if (kernel_rank != rank) {
+    fail_shape_inference(guard.op, ": input ", guard.kernel, " has rank ", kernel_rank, " but input ", guard.data,
+                         " has rank ", rank, "; they must be equal");
+  }
+}
+
+// OpSchemaRegistry, with the inference functions of kRankGuards' operators
+// wrapped: the guard runs first. Wrapped schemas are copies made once per
+// schema and kept for the process's life.
+class GuardedRegistry final : public onnx::ISchemaRegistry {
+ public:
+  const onnx::OpSchema* GetSchema(const std::string& key, const int max_inclusive_version,
+                                  const std::string& domain) const override {
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Instance()->GetSchema(key, max_inclusive_version, domain);
+    if (!schema || !(domain.empty() || domain == "ai.onnx")) return schema;
+    const RankGuard* guard = nullptr;
+    for (const RankGuard& g : kRankGuards) {
+      if (key == g.op) guard = &g;
+    }
+    if (!guard || !schema->has_type_and_shape_inference_function()) return schema;
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_ptr<onnx::OpSchema>& wrapped = wrapped_[schema];
+    if (!wrapped) {
+      wrapped = std::make_unique<onnx::OpSchema>(*schema);
+      onnx::InferenceFunction original = schema->GetTypeAndShapeInferenceFunction();
+      wrapped->TypeAndShapeInferenceFunction([guard, original](onnx::InferenceContext& ctx) {
+        check_ranks(*guard, ctx);
+        original(ctx);
+      });
+    }
+    return wrapped.get();
+  }
+
+ private:
+  mutable std::mutex mutex_;                                                        // guards wrapped_
+  mutable std::map<const onnx::OpSchema*, std::unique_ptr<onnx::OpSchema>> wrapped_;  // by ONNX's schema
+};
+
 }  // namespace
+
+const onnx::ISchemaRegistry* guarded_schema_registry() {
+  static const GuardedRegistry* registry = new GuardedRegistry();  // never destroyed: used until exit
+  return registry;
+}
 
 void validate_model(const onnx::ModelProto& model) {
   const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
@@ -53,6 +153,7 @@ void validate_model(const onnx::ModelProto& model) {
         << "; export it for opset " << max_opset << " or older";
   }
   check_graph(model.graph());
+  check_graph_outputs(model);
 }
 
 }  // namespace kiln

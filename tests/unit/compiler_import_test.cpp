@@ -111,3 +111,70 @@ TEST_CASE("an unsupported operator names the node and the operator") {
     CHECK(msg.find("RandomUniformLike") != std::string::npos);
   }
 }
+
+// Found by tests/fuzz/fuzz_onnx_import: an opset-1 model whose graph output
+// no node produces crashed inside ONNX's version converter (a null Value in
+// onnx::graphProtoToGraph); validate_model now refuses it first.
+TEST_CASE("a graph output nothing defines is a user error, also before the version converter") {
+  for (int opset : {1, 13}) {
+    CAPTURE(opset);
+    onnx::ModelProto m;
+    m.set_ir_version(7);
+    m.add_opset_import()->set_version(opset);
+    auto* g = m.mutable_graph();
+    g->set_name("g");
+    add_float_input(g, "a", {"2", "3"});
+    add_float_input(g, "b", {"2", "3"});
+    add_node(g, "Add", "add", {"a", "b"}, {"sum"});
+    add_output(g, "c", {"2", "3"});
+    std::string bytes;
+    REQUIRE(m.SerializeToString(&bytes));
+    try {
+      kiln::import_onnx_bytes(bytes, ".", {});
+      FAIL("expected a UserError");
+    } catch (const kiln::UserError& e) {
+      CHECK(std::string(e.what()).find("graph output 'c' is not a graph input") != std::string::npos);
+    }
+  }
+}
+
+// Found by tests/fuzz/fuzz_onnx_import: ONNX's shape inference for Conv and
+// ConvTranspose takes the kernel's spatial rank from the weight and indexes
+// vectors sized by the data's rank with it; a weight of another rank read
+// out of bounds (a crash in convPoolShapeInference). The guarded schema
+// registry (import/validate.h) makes it a user error first.
+TEST_CASE("a Conv weight whose rank is not the input's is a user error, not a crash in ONNX") {
+  for (const char* op : {"Conv", "ConvTranspose"}) {
+    for (int weight_rank : {6, 4}) {
+      CAPTURE(op);
+      CAPTURE(weight_rank);
+      onnx::ModelProto m;
+      m.set_ir_version(8);
+      m.add_opset_import()->set_version(13);
+      auto* g = m.mutable_graph();
+      g->set_name("g");
+      add_float_input(g, "x", {"1", "3", "9", "11"});
+      auto* w = g->add_initializer();
+      w->set_name("w");
+      w->set_data_type(onnx::TensorProto::FLOAT);
+      for (int64_t d : {3, 3, 3, 3}) w->add_dims(d);
+      for (int i = 4; i < weight_rank; i++) w->add_dims(1);
+      for (int i = 0; i < 81; i++) w->add_float_data(0.5f);
+      add_node(g, op, "conv", {"x", "w"}, {"y"});
+      if (std::string(op) == "Conv") add_output(g, "y", {"1", "3", "7", "9"});
+      else add_output(g, "y", {"1", "3", "11", "13"});
+      std::string bytes;
+      REQUIRE(m.SerializeToString(&bytes));
+      if (weight_rank == 4) {
+        CHECK_NOTHROW(kiln::import_onnx_bytes(bytes, ".", {}));
+        continue;
+      }
+      try {
+        kiln::import_onnx_bytes(bytes, ".", {});
+        FAIL("expected a UserError");
+      } catch (const kiln::UserError& e) {
+        CHECK(std::string(e.what()).find("input 1 has rank 6 but input 0 has rank 4") != std::string::npos);
+      }
+    }
+  }
+}

@@ -195,33 +195,38 @@ bool ReadNpy(const std::string& path, NpyArray* out, std::string* error) {
   bool read_ok = ReadAll(file, path, &bytes, error);
   fclose(file);
   if (!read_ok) return false;
+  return ParseNpy(bytes.data(), bytes.size(), path, out, error);
+}
+
+bool ParseNpy(const uint8_t* data, size_t size, const std::string& path, NpyArray* out,
+              std::string* error) {
   std::string prefix = "'" + path + "': ";
-  if (bytes.size() < 10 || memcmp(bytes.data(), kMagic, 6) != 0) {
+  if (size < 10 || memcmp(data, kMagic, 6) != 0) {
     *error = prefix + "not a .npy file (bad magic)";
     return false;
   }
-  uint8_t major = bytes[6];
+  uint8_t major = data[6];
   size_t header_length, header_start;
   if (major == 1) {
-    header_length = (size_t)bytes[8] | ((size_t)bytes[9] << 8);
+    header_length = (size_t)data[8] | ((size_t)data[9] << 8);
     header_start = 10;
   } else if (major == 2 || major == 3) {
-    if (bytes.size() < 12) {
+    if (size < 12) {
       *error = prefix + "truncated header";
       return false;
     }
-    header_length = (size_t)bytes[8] | ((size_t)bytes[9] << 8) | ((size_t)bytes[10] << 16) |
-                    ((size_t)bytes[11] << 24);
+    header_length = (size_t)data[8] | ((size_t)data[9] << 8) | ((size_t)data[10] << 16) |
+                    ((size_t)data[11] << 24);
     header_start = 12;
   } else {
     *error = prefix + "unsupported .npy version " + std::to_string(major);
     return false;
   }
-  if (header_length > bytes.size() - header_start) {
+  if (header_length > size - header_start) {
     *error = prefix + "truncated header";
     return false;
   }
-  std::string header((const char*)bytes.data() + header_start, header_length);
+  std::string header((const char*)data + header_start, header_length);
   std::string descr;
   bool fortran_order = false;
   NpyArray array;
@@ -246,12 +251,12 @@ bool ReadNpy(const std::string& path, NpyArray* out, std::string* error) {
     }
   }
   size_t data_start = header_start + header_length;
-  if (bytes.size() - data_start != byte_size) {
-    *error = prefix + "has " + std::to_string(bytes.size() - data_start) +
+  if (size - data_start != byte_size) {
+    *error = prefix + "has " + std::to_string(size - data_start) +
              " data bytes, its header describes " + std::to_string(byte_size);
     return false;
   }
-  array.data.assign(bytes.begin() + (ptrdiff_t)data_start, bytes.end());
+  array.data.assign(data + data_start, data + size);
   *out = std::move(array);
   return true;
 }

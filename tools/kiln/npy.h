@@ -20,6 +20,11 @@ struct NpyArray {
 
 // Reads `path`; on failure returns false with a message in *error.
 bool ReadNpy(const std::string& path, NpyArray* out, std::string* error);
+// Parses the `size` bytes of a .npy file at `data` (what ReadNpy read from
+// `path`, which only names it in messages); the fuzz harness
+// tests/fuzz/fuzz_npy.cpp calls it directly.
+bool ParseNpy(const uint8_t* data, size_t size, const std::string& path, NpyArray* out,
+              std::string* error);
 // Writes a version 1.0 .npy file.
 bool WriteNpy(const std::string& path, kiln_dtype_t dtype, const int64_t* shape,
               uint32_t rank, const void* data, size_t byte_size, std::string* error);
