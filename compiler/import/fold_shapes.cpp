@@ -30,9 +30,12 @@ struct Const {
   std::vector<int64_t> i;       // values, integer types
   std::vector<double> f;        // values, float types
   bool is_float() const { return elem == TP::FLOAT || elem == TP::DOUBLE || elem == TP::FLOAT16; }
+  // The element count, or -1 when a dimension is negative or the product
+  // overflows int64 (the model's dims are untrusted).
   int64_t size() const {
     int64_t n = 1;
-    for (auto d : dims) n *= d;
+    for (auto d : dims)
+      if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
     return n;
   }
   double at(int64_t k) const { return is_float() ? f[k] : (double)i[k]; }
@@ -137,7 +140,7 @@ bool broadcast2(const Const& a, const Const& b, Const* out, int elem,
   o.elem = elem;
   o.dims = dout;
   int64_t n = o.size();
-  if (n > kMaxElements) return false;
+  if (n < 0 || n > kMaxElements) return false;
   for (int64_t k = 0; k < n; k++) {
     int64_t rem = k, ia = 0, ib = 0, sa = 1, sb = 1;
     for (size_t d = rank; d-- > 0;) {
@@ -167,7 +170,7 @@ class Folder {
       if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
       if (is_constant_node(n) || n.output_size() != 1 || n.output(0).empty()) continue;
       Const r;
-      if (!eval(n, &r) || r.size() > kMaxElements) continue;
+      if (!eval(n, &r) || r.size() < 0 || r.size() > kMaxElements) continue;
       consts_[n.output(0)] = r;
       *g_.add_initializer() = to_proto(r, n.output(0));
       remove.push_back(ni);
