@@ -30,13 +30,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # build is what costs time, and kernels are generated code either way).
 # UBSan's vptr check is off: it needs RTTI of every polymorphic class, and
 # LLVM's and glslang's libraries are built without it (so is the runtime).
+_COMMON = ['-Db_lundef=false', '-Doptimization=1', '-Db_ndebug=false', '-Dpython=disabled', '-Djava=disabled']
+_ASAN_FLAGS = '-fno-omit-frame-pointer -fno-sanitize-recover=undefined -fno-sanitize=vptr'
 SETUP = {
-    'address': ['-Db_sanitize=address,undefined', '-Db_lundef=false', '-Doptimization=1', '-Db_ndebug=false',
-                '-Dcpp_args=-fno-omit-frame-pointer -fno-sanitize-recover=undefined -fno-sanitize=vptr',
-                '-Dc_args=-fno-omit-frame-pointer -fno-sanitize-recover=undefined -fno-sanitize=vptr',
-                '-Dpython=disabled', '-Djava=disabled'],
-    'thread': ['-Db_sanitize=thread', '-Db_lundef=false', '-Doptimization=1', '-Db_ndebug=false',
-               '-Dcompiler=disabled', '-Dpython=disabled', '-Djava=disabled'],
+    'address': ['-Db_sanitize=address,undefined', '-Dcpp_args=' + _ASAN_FLAGS, '-Dc_args=' + _ASAN_FLAGS] + _COMMON,
+    'thread': ['-Db_sanitize=thread', '-Dcompiler=disabled'] + _COMMON,
 }
 
 
@@ -73,11 +71,11 @@ def step(label, cmd, env=None, timeout=None, cwd=None):
 
 
 def configure(args, kind):
-    if not os.path.isfile(os.path.join(args.build_dir, 'build.ninja')):
-        rc = step('setup', ['meson', 'setup', args.build_dir, args.source_root] + SETUP[kind])
-        if rc:
-            return rc
-    return 0
+    # An existing build is reconfigured with the same options, so a change to
+    # SETUP reaches it (the build itself stays incremental).
+    existing = os.path.isfile(os.path.join(args.build_dir, 'build.ninja'))
+    return step('setup', ['meson', 'setup'] + (['--reconfigure'] if existing else []) +
+                [args.build_dir, args.source_root] + SETUP[kind])
 
 
 def reports_of(reports):
