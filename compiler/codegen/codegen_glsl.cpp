@@ -430,6 +430,7 @@ class GlslEmitter {
       case Intrinsic::Abs: return "abs(" + args[0] + ")";
       case Intrinsic::Floor: return "floor(" + args[0] + ")";
       case Intrinsic::Ceil: return "ceil(" + args[0] + ")";
+      case Intrinsic::RoundEven: return "roundEven(" + args[0] + ")";
       case Intrinsic::Exp: name = "exp"; break;
       case Intrinsic::Log: name = "log"; break;
       case Intrinsic::Tanh: name = "kiln_tanh"; break;
@@ -441,6 +442,18 @@ class GlslEmitter {
       case Intrinsic::Asin: name = "asin"; break;
       case Intrinsic::Acos: name = "acos"; break;
       case Intrinsic::Atan: name = "atan"; break;
+      case Intrinsic::DotU8S8:
+      case Intrinsic::DotS8S8: {
+        // Four byte products: a's bytes zero- (U8S8) or sign-extended, b's sign-extended.
+        std::string sum;
+        for (int k = 0; k < 4; k++) {
+          std::string at = ", " + std::to_string(8 * k) + ", 8)";
+          std::string ak = c->op == Intrinsic::DotU8S8 ? "int(bitfieldExtract(uint(" + args[0] + ")" + at + ")"
+                                                        : "bitfieldExtract(" + args[0] + at;
+          sum += (k ? " + " : "") + ak + " * bitfieldExtract(" + args[1] + at;
+        }
+        return "(" + sum + ")";
+      }
     }
     // Transcendentals are float32 (GLSL has no double versions; the CPU
     // backend computes float64 ones in float32 precision too).

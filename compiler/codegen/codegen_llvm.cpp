@@ -2,6 +2,8 @@
 
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsAArch64.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
@@ -30,8 +32,8 @@ using namespace tir;
 // Emits one kernel function from its TIR body.
 class KernelEmitter {
  public:
-  KernelEmitter(llvm::Module& m, llvm::StructType* dispatch_ty, llvm::StructType* workgroup_ty)
-      : m_(m), ctx_(m.getContext()), b_(ctx_), dispatch_ty_(dispatch_ty), workgroup_ty_(workgroup_ty) {
+  KernelEmitter(llvm::Module& m, llvm::StructType* dispatch_ty, llvm::StructType* workgroup_ty, const VectorInfo& vector)
+      : m_(m), ctx_(m.getContext()), b_(ctx_), dispatch_ty_(dispatch_ty), workgroup_ty_(workgroup_ty), vector_(vector) {
     // a * b + c may become one fused multiply-add (one rounding instead of
     // two, like C compilers' default -ffp-contract): without it every
     // multiply-accumulate costs two instructions.
@@ -68,6 +70,7 @@ class KernelEmitter {
   llvm::IRBuilder<> b_;
   llvm::StructType* dispatch_ty_;
   llvm::StructType* workgroup_ty_;
+  VectorInfo vector_;  // the target's vector unit (its int8 dot product)
   llvm::Function* fn_ = nullptr;
   llvm::Value* workgroup_ = nullptr;
   std::map<const ExprNode*, llvm::Value*> vars_;
@@ -121,7 +124,15 @@ class KernelEmitter {
         return it->second;
       }
       case NodeType::Cast: return emit_cast(e.as<Cast>());
-      case NodeType::Add: return arith(e, &llvm::IRBuilder<>::CreateAdd, &llvm::IRBuilder<>::CreateFAdd);
+      case NodeType::Add: {
+        // acc + Dot(a, b): one dot-product instruction where the target has it.
+        auto* add = e.as<Add>();
+        for (int side = 0; side < 2; side++) {
+          auto* c = (side ? add->a : add->b).as<Call>();
+          if (c && is_int8_dot(c->op)) return emit_int8_dot(c, emit_expr(side ? add->b : add->a));
+        }
+        return arith(e, &llvm::IRBuilder<>::CreateAdd, &llvm::IRBuilder<>::CreateFAdd);
+      }
       case NodeType::Sub: return arith(e, &llvm::IRBuilder<>::CreateSub, &llvm::IRBuilder<>::CreateFSub);
       case NodeType::Mul: return arith(e, &llvm::IRBuilder<>::CreateMul, &llvm::IRBuilder<>::CreateFMul);
       case NodeType::Div: return emit_div_mod(e.as<Div>()->a, e.as<Div>()->b, true);
@@ -254,6 +265,7 @@ class KernelEmitter {
   // Transcendentals are generated for float32; float64 arguments are
   // computed in float32 precision (see docs/compiler.md).
   llvm::Value* emit_call(const Call* c) {
+    if (is_int8_dot(c->op)) return emit_int8_dot(c, nullptr);
     std::vector<llvm::Value*> args;
     bool vector = false;
     for (auto& a : c->args) {
@@ -263,6 +275,63 @@ class KernelEmitter {
     if (vector)
       for (auto& a : args) a = splat(a);
     return emit_math_intrinsic(b_, c->op, args);
+  }
+
+  // acc + DotU8S8/DotS8S8(a, b) (acc null: 0), on scalars or vectors of
+  // int32 words. The target's instruction where it has one for this width
+  // and signedness (vpdpbusd; usdot, sdot on 4-word pieces); else the bytes
+  // are widened, multiplied and summed in fours.
+  llvm::Value* emit_int8_dot(const Call* c, llvm::Value* acc) {
+    bool u8 = c->op == Intrinsic::DotU8S8;
+    llvm::Value* a = emit_expr(c->args[0]);
+    llvm::Value* b = emit_expr(c->args[1]);
+    match(a, b);
+    if (acc) match(acc, a), match(a, b);
+    auto* vty = llvm::dyn_cast<llvm::FixedVectorType>(a->getType());
+    int64_t words = vty ? vty->getNumElements() : 1;
+    llvm::Type* i32 = b_.getInt32Ty();
+    if (!acc) acc = llvm::Constant::getNullValue(a->getType());
+    llvm::Triple triple(m_.getTargetTriple());
+    auto pieces = [&](int64_t n, auto&& one) -> llvm::Value* {  // one instruction per n words
+      if (words % n) return nullptr;
+      if (words == n) return one(acc, a, b);
+      llvm::Value* out = llvm::UndefValue::get(a->getType());
+      for (int64_t p = 0; p < words; p += n) {
+        llvm::SmallVector<int, 16> idx;
+        for (int64_t i = 0; i < n; i++) idx.push_back((int)(p + i));
+        llvm::Value* r = one(b_.CreateShuffleVector(acc, idx), b_.CreateShuffleVector(a, idx), b_.CreateShuffleVector(b, idx));
+        for (int64_t i = 0; i < n; i++) out = b_.CreateInsertElement(out, b_.CreateExtractElement(r, (uint64_t)i), (uint64_t)(p + i));
+      }
+      return out;
+    };
+    llvm::Value* fast = nullptr;
+    if (vty && triple.isX86() && u8 && vector_.int8_dot == Int8Dot::U8S8 && (words == 16 || words == 8)) {
+      auto id = words == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512 : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+      fast = b_.CreateIntrinsic(id, {}, {acc, a, b});
+    } else if (vty && triple.isAArch64() && vector_.int8_dot != Int8Dot::None &&
+               (u8 ? vector_.int8_dot == Int8Dot::U8S8 : true)) {
+      // sdot needs the dotprod feature (which i8mm targets have too); usdot needs i8mm.
+      auto id = u8 ? llvm::Intrinsic::aarch64_neon_usdot : llvm::Intrinsic::aarch64_neon_sdot;
+      auto* v16 = llvm::FixedVectorType::get(b_.getInt8Ty(), 16);
+      auto* v4 = llvm::FixedVectorType::get(i32, 4);
+      fast = pieces(4, [&](llvm::Value* c4, llvm::Value* a4, llvm::Value* b4) {
+        return b_.CreateIntrinsic(id, {v4, v16}, {c4, b_.CreateBitCast(a4, v16), b_.CreateBitCast(b4, v16)});
+      });
+    }
+    if (fast) return fast;
+    // Widened: <4n x i8> bytes to i32, products, then the four of each word summed.
+    auto* bytes = llvm::FixedVectorType::get(b_.getInt8Ty(), (unsigned)(4 * words));
+    auto* wide = llvm::FixedVectorType::get(i32, (unsigned)(4 * words));
+    llvm::Value* ab = b_.CreateBitCast(a, bytes);
+    llvm::Value* bb = b_.CreateBitCast(b, bytes);
+    llvm::Value* p = b_.CreateMul(u8 ? b_.CreateZExt(ab, wide) : b_.CreateSExt(ab, wide), b_.CreateSExt(bb, wide));
+    for (int64_t n = 4 * words; n > words; n /= 2) {  // pairwise: [p0+p1, p2+p3, ...]
+      llvm::SmallVector<int, 64> even, odd;
+      for (int64_t i = 0; i < n / 2; i++) even.push_back((int)(2 * i)), odd.push_back((int)(2 * i + 1));
+      p = b_.CreateAdd(b_.CreateShuffleVector(p, even), b_.CreateShuffleVector(p, odd));
+    }
+    if (!vty) p = b_.CreateExtractElement(p, (uint64_t)0);
+    return b_.CreateAdd(acc, p);
   }
 
   // The address of element `index` (a vector of addresses for a vector index).
@@ -693,7 +762,7 @@ std::string compile_kernels(const std::vector<KernelDef>& kernels, const TargetS
   std::vector<llvm::Function*> fns;
   for (auto& k : kernels) {
     report_progress(options.progress, "emitting LLVM IR", fns.size(), kernels.size(), "kernels");
-    KernelEmitter e(m, dispatch_ty, workgroup_ty);
+    KernelEmitter e(m, dispatch_ty, workgroup_ty, vector_info(target));
     llvm::Function* f = e.emit(k);
     f->addFnAttr("target-cpu", target.cpu);
     f->addFnAttr("min-legal-vector-width", vector_width);

@@ -39,6 +39,19 @@ class InlineMath {
     return b_.CreateSelect(b_.CreateFCmpOLT(ax, llvm::ConstantFP::get(ft, big)), r, x);
   }
 
+  // Round half to even without a libm call or rounding instruction: below
+  // 2^23 (2^52), |x| + 2^23 has a unit in the last place of 1, so the add
+  // itself rounds, to nearest-even; the sign is put back (-0.4 -> -0).
+  llvm::Value* emit_round_even(llvm::Value* x) {
+    llvm::Type* ft = x->getType();
+    bool dbl = ft->getScalarType()->isDoubleTy();
+    llvm::Value* big = llvm::ConstantFP::get(ft, dbl ? 4503599627370496.0 : 8388608.0);
+    llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+    llvm::Value* r = b_.CreateFSub(b_.CreateFAdd(ax, big), big);
+    r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
+    return b_.CreateSelect(b_.CreateFCmpOLT(ax, big), r, x);
+  }
+
   // exp(x) for float32, Cephes-style: 2^n * p(r) with n = round(x / ln 2).
   llvm::Value* emit_exp_f32(llvm::Value* x) {
     auto* f = fty();
@@ -206,6 +219,10 @@ llvm::Value* emit_math_intrinsic(llvm::IRBuilder<>& b, Intrinsic op, std::vector
     case Intrinsic::Abs: return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
     case Intrinsic::Floor: return m.emit_floor(x, false);
     case Intrinsic::Ceil: return m.emit_floor(x, true);
+    case Intrinsic::RoundEven:
+      if (x->getType()->getScalarType()->isHalfTy())  // 2^23 overflows half: round in float32 (exact)
+        return b.CreateFPCast(m.emit_round_even(b.CreateFPCast(x, m.fty())), x->getType());
+      return m.emit_round_even(x);
     default: break;
   }
   llvm::Type* ty = x->getType();

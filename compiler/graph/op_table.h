@@ -13,6 +13,8 @@ namespace kiln::graph {
 // Flags (the Flags column).
 constexpr uint32_t kKeepsFinite = 1u << 0;       // finite inputs give finite outputs
 constexpr uint32_t kNondeterministic = 1u << 1;  // random: never folded, never merged
+constexpr uint32_t kAxisOperands = 1u << 2;      // operands along attribute `axis`, not numpy-broadcast
+constexpr uint32_t kCommutesWithQuant = 1u << 3; // commutes with per-tensor quantization (moves or picks values)
 
 // Parameter operands (the Params column): a bit per input position.
 constexpr uint32_t kNoParams = 0;
@@ -53,7 +55,7 @@ struct OpTraits {
   OpLayout layout;        // layout pass behaviour
   ImportFold fold;        // import-time folding rule
   uint32_t param_inputs;  // bit i: input i is read as a parameter (weights)
-  uint32_t flags;         // kKeepsFinite, kNondeterministic
+  uint32_t flags;         // kKeepsFinite, kNondeterministic, kAxisOperands, kCommutesWithQuant
 
   bool known() const { return op != Op::Unknown; }
   bool elementwise() const { return role == OpRole::Elementwise; }
@@ -62,6 +64,8 @@ struct OpTraits {
   bool shape_only() const { return role == OpRole::Reshape || role == OpRole::Passthrough; }
   bool keeps_finite() const { return (flags & kKeepsFinite) != 0; }
   bool nondeterministic() const { return (flags & kNondeterministic) != 0; }
+  bool axis_operands() const { return (flags & kAxisOperands) != 0; }
+  bool commutes_with_quant() const { return (flags & kCommutesWithQuant) != 0; }
   bool param_input(size_t position) const {
     return position < 32 ? ((param_inputs >> position) & 1u) != 0 : param_inputs == kAllParams;
   }

@@ -96,6 +96,10 @@ class Blocker {
   static bool is_float4d(const Value& v) {
     return v.shape.size() == 4 && (v.dtype == DType::F32 || v.dtype == DType::F64);
   }
+  // Float or 8-bit (quantized) 4-D: what elementwise ops and concats run on blocked.
+  static bool is_4d(const Value& v) {
+    return is_float4d(v) || (v.shape.size() == 4 && (v.dtype == DType::U8 || v.dtype == DType::I8));
+  }
 
   // [N, C, H, W] blocked by b: [N, ceil(C / b), H, W, b]; the channels past
   // C (padding) hold finite values that no real output depends on.
@@ -157,7 +161,8 @@ class Blocker {
       case OpLayout::Concat: return rewrite_concat(n);
       case OpLayout::PackWeights:
         if (n.is(Op::Gemm)) pretranspose_gemm(n);
-        pack_matmul_weights(n);
+        if (n.is(Op::KilnQMatMul)) pack_int8_matmul_weights(n);
+        else pack_matmul_weights(n);
         return false;
       case OpLayout::Nchw: return false;
     }
@@ -189,6 +194,33 @@ class Blocker {
     transposed_++;
   }
 
+  // kiln.QMatMul's int8 weights [K, N]: into panels of int32 words
+  // [N/nb, K4/4, nb] for the target's dot product (lower/ops_int8.cpp),
+  // each word four consecutive k of one column (K4: K rounded up to 4, zero
+  // bytes past K). Without a dot-product instruction too: the widened dot
+  // product does four multiply-adds per word.
+  void pack_int8_matmul_weights(Node& n) {
+    if (n.has_attr("kiln_packed_b") || n.inputs[0] < 0) return;
+    const Value b = g_.values[n.inputs[1]];
+    if (!b.is_constant() || b.shape.size() != 2 || b.dtype != DType::I8) return;
+    const Shape& as = g_.values[n.inputs[0]].shape;
+    int64_t M = as.size() < 2 ? 1 : as[as.size() - 2];
+    int64_t K = b.shape[0], N = b.shape[1], K4 = padded(K, 4);
+    int64_t nb = matmul_panel_width(M, N, vector_);
+    if (!nb) return;
+    std::vector<double> d = constant_as_doubles(b);
+    std::vector<uint8_t> bytes((size_t)(N * K4), 0);
+    for (int64_t k = 0; k < K; k++)
+      for (int64_t j = 0; j < N; j++)
+        bytes[(size_t)((((j / nb) * (K4 / 4) + k / 4) * nb + j % nb) * 4 + k % 4)] = (uint8_t)(int8_t)d[(size_t)(k * N + j)];
+    n.inputs[1] = g_.add_constant(b.name + ".packed", DType::I32, {N / nb, K4 / 4, nb}, std::move(bytes));
+    n.attrs["kiln_packed_b"].kind = Attr::Kind::Int;
+    n.attrs["kiln_packed_b"].i = nb;
+    n.attrs["kiln_int8_dot"].kind = Attr::Kind::Int;
+    n.attrs["kiln_int8_dot"].i = 1;
+    transposed_++;
+  }
+
   // Gemm with constant B and transB=1 (a Linear layer): B is transposed
   // here, so the kernel's vector loads run along B's rows. The node itself
   // is kept (changed in place).
@@ -205,6 +237,7 @@ class Blocker {
   }
 
   bool rewrite_conv(Node& n) {
+    if (n.is(Op::KilnQConv)) return rewrite_int8_conv(n);
     if (n.inputs.size() < 2 || n.inputs[0] < 0 || n.inputs[1] < 0) return false;
     // Copies: the graph's value list grows below.
     const Value x = g_.values[n.inputs[0]], w = g_.values[n.inputs[1]], y = g_.values[n.outputs[0]];
@@ -247,10 +280,61 @@ class Blocker {
     return true;
   }
 
+  // kiln.QConv (lower/ops_int8.cpp): int8 weights packed like a float
+  // conv's, or, where c is a multiple of 4 (not depthwise), as int32 words
+  // [M/m, C/c, KH, KW, c/4, m] of four input channels each (kiln_int8_dot);
+  // bias, wsum and scale padded with zeros.
+  bool rewrite_int8_conv(Node& n) {
+    const Value x = g_.values[n.inputs[0]], w = g_.values[n.inputs[1]], y = g_.values[n.outputs[0]];
+    if (!is_4d(x) || !is_4d(y) || !w.is_constant() || w.shape.size() != 4 || w.dtype != DType::I8) return false;
+    int64_t group = n.attr_int("group", 1), C = x.shape[1], M = y.shape[1];
+    bool depthwise = group == C && group == M && w.shape[1] == 1 && group > 1;
+    if (group != 1 && !depthwise) return false;
+    int64_t m = block_of(M), c = depthwise ? m : input_block_of(C);
+    if (!m || !c) return false;
+    // A narrow input (RGB) is blocked by 4 with zero channels added, for the
+    // dot product: 4 bytes per step instead of 3 int32 products.
+    if (!depthwise && c % 4 && padded(c, 4) <= lanes_ && !blocked_.count(n.inputs[0])) c = padded(c, 4);
+    int64_t macs = y.elements() * w.shape[1] * w.shape[2] * w.shape[3];
+    if (!blocked_.count(n.inputs[0]) && macs < kMinMacs) return false;
+    int64_t KH = w.shape[2], KW = w.shape[3], Cw = w.shape[1], cw = depthwise ? 1 : c;
+    int64_t Mp = padded(M, m), Cwp = padded(Cw, cw);
+    bool dot = !depthwise && c % 4 == 0;
+    std::vector<double> wd = constant_as_doubles(w);
+    std::vector<uint8_t> packed((size_t)(Mp * Cwp * KH * KW), 0);
+    for (int64_t oc = 0; oc < M; oc++)
+      for (int64_t ic = 0; ic < Cw; ic++)
+        for (int64_t kh = 0; kh < KH; kh++)
+          for (int64_t kw = 0; kw < KW; kw++) {
+            int64_t tile = (((oc / m) * (Cwp / cw) + ic / cw) * KH + kh) * KW + kw;
+            int64_t to = dot ? (tile * (cw / 4) + (ic % cw) / 4) * m * 4 + (oc % m) * 4 + ic % 4
+                             : tile * cw * m + (ic % cw) * m + oc % m;
+            packed[(size_t)to] = (uint8_t)(int8_t)wd[(size_t)(((oc * Cw + ic) * KH + kh) * KW + kw)];
+          }
+    Node b = n;
+    b.attrs["kiln_layout"].kind = Attr::Kind::String;
+    b.attrs["kiln_layout"].s = "NCHWc";
+    if (dot) b.attrs["kiln_int8_dot"].i = 1;
+    b.inputs[0] = to_blocked(n.inputs[0], c);
+    b.inputs[1] = dot ? g_.add_constant(w.name + ".nchwc", DType::I32, {Mp / m, Cwp / cw, KH, KW, cw / 4, m}, std::move(packed))
+                      : g_.add_constant(w.name + ".nchwc", DType::I8, {Mp / m, Cwp / cw, KH, KW, cw, m}, std::move(packed));
+    for (size_t i : {2, 3, 5}) {  // per-channel bias, wsum, scale
+      if (i >= n.inputs.size() || n.inputs[i] < 0 || Mp == M) continue;
+      const Value p = g_.values[n.inputs[i]];
+      std::vector<double> d = constant_as_doubles(p);
+      d.resize((size_t)Mp, 0.0);
+      b.inputs[i] = g_.add_constant(p.name + ".padded", p.dtype, {Mp}, doubles_to_bytes(d, p.dtype));
+    }
+    b.outputs = {new_value(y, blocked_shape(y.shape, m), ".nchwc")};
+    emit(std::move(b), n.outputs);
+    return true;
+  }
+
   bool rewrite_pool(Node& n) {
     if (n.inputs.empty() || n.inputs[0] < 0) return false;
     const Value x = g_.values[n.inputs[0]], y = g_.values[n.outputs[0]];
-    if (!is_float4d(x) || !is_float4d(y)) return false;
+    bool int8_ok = n.is(Op::MaxPool);  // MaxPool also runs on quantized tensors
+    if (!(int8_ok ? is_4d(x) && is_4d(y) : is_float4d(x) && is_float4d(y))) return false;
     int64_t b = block_of(x.shape[1]);
     if (!b || !blocked_.count(n.inputs[0])) return false;  // only where the input is blocked anyway
     Node p = n;
@@ -283,7 +367,10 @@ class Blocker {
 
   bool rewrite_elementwise(Node& n) {
     const Value y = g_.values[n.outputs[0]];
-    if (!is_float4d(y)) return false;
+    if (!is_4d(y)) return false;
+    if (n.traits().axis_operands())  // per-axis operands do not broadcast like numpy's
+      for (size_t i = 1; i < n.inputs.size(); i++)
+        if (n.inputs[i] >= 0 && g_.values[n.inputs[i]].elements() != 1) return false;
     int64_t C = y.shape[1], b = block_of(C);
     if (!b || (padded(C, b) != C && !n.traits().keeps_finite())) return false;
     std::vector<int> inputs = n.inputs;
@@ -318,7 +405,7 @@ class Blocker {
 
   bool rewrite_concat(Node& n) {
     const Value y = g_.values[n.outputs[0]];
-    if (!is_float4d(y) || (n.attr_int("axis", 1) != 1 && n.attr_int("axis", 1) != -3)) return false;
+    if (!is_4d(y) || (n.attr_int("axis", 1) != 1 && n.attr_int("axis", 1) != -3)) return false;
     int64_t b = block_of(y.shape[1]);
     if (!b) return false;
     std::vector<int> inputs;

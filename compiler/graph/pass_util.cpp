@@ -55,6 +55,11 @@ std::vector<uint8_t> doubles_to_bytes(const std::vector<double>& x, DType dtype)
       memcpy(b.data() + i * 4, &f, 4);
     } else if (dtype == DType::F64) {
       memcpy(b.data() + i * 8, &x[i], 8);
+    } else if (dtype == DType::I32) {
+      int32_t v = (int32_t)x[i];
+      memcpy(b.data() + i * 4, &v, 4);
+    } else if (dtype == DType::I8 || dtype == DType::U8) {
+      b[i] = dtype == DType::I8 ? (uint8_t)(int8_t)x[i] : (uint8_t)x[i];
     } else {
       internal_error << "doubles_to_bytes: unsupported dtype " << dtype_name(dtype);
     }

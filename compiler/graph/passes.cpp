@@ -18,6 +18,7 @@ const std::vector<GraphPass>& graph_passes() {
   // dead-code elimination clean up what the rewrites left behind.
   static const std::vector<GraphPass> passes = {
       {"identity", pass_identity},
+      {"quantize", pass_quantize},
       {"constant-fold", pass_constant_fold},
       {"reshape-chain", pass_reshape_chain},
       {"fold-batchnorm", pass_fold_batchnorm},

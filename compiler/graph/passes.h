@@ -54,6 +54,7 @@ const std::vector<GraphPass>& graph_passes();
 
 // The passes (one per file).
 bool pass_identity(Graph& g, PassContext& ctx);        // pass_identity.cpp
+bool pass_quantize(Graph& g, PassContext& ctx);        // pass_quantize.cpp
 bool pass_constant_fold(Graph& g, PassContext& ctx);   // pass_constant_fold.cpp
 bool pass_reshape_chain(Graph& g, PassContext& ctx);   // pass_reshape_chain.cpp
 bool pass_fold_batchnorm(Graph& g, PassContext& ctx);  // pass_fold_batchnorm.cpp
@@ -95,7 +96,8 @@ void remove_nodes(Graph& g, const std::vector<bool>& remove);
 void recompute_producers(Graph& g);
 // A constant's elements as doubles (int and float dtypes).
 std::vector<double> constant_as_doubles(const Value& v);
-// Bytes of a float32 or float64 tensor holding `x`.
+// Bytes of a float32, float64, int32, int8 or uint8 tensor holding `x`
+// (integers: exact values in range, the caller's to check).
 std::vector<uint8_t> doubles_to_bytes(const std::vector<double>& x, DType dtype);
 // Rewrites Conv `conv` (constant float weights, optional constant bias) so
 // that its output becomes out[c] * scale[c] + shift[c] per output channel:

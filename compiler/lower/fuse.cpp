@@ -54,11 +54,23 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
   // producers (e.g. the two convolutions of a ResNet downsampling block
   // meeting in an Add), only the last one fuses; the others get their own
   // kernels (their reductions would otherwise run untiled at every element).
+  // Heavy producers are found through fused elementwise ones too (int8
+  // convolutions meet in an Add through their DequantizeLinear nodes).
+  std::map<int, std::vector<int>> anchors;  // fused value -> the heavy fused values its kernel part holds
   for (const graph::Node& c : g.nodes) {
     std::vector<int> heavy;
-    for (int v : c.inputs)
-      if (v >= 0 && fused.count(v) && g.nodes[g.values[v].producer].traits().role == graph::OpRole::Heavy) heavy.push_back(v);
+    for (int v : c.inputs) {
+      if (v < 0 || !fused.count(v)) continue;
+      if (g.nodes[g.values[v].producer].traits().role == graph::OpRole::Heavy) heavy.push_back(v);
+      auto it = anchors.find(v);
+      if (it != anchors.end()) heavy.insert(heavy.end(), it->second.begin(), it->second.end());
+    }
+    std::sort(heavy.begin(), heavy.end(), [&](int a, int b) { return g.values[a].producer < g.values[b].producer; });
+    heavy.erase(std::unique(heavy.begin(), heavy.end()), heavy.end());
     for (size_t i = 0; i + 1 < heavy.size(); i++) fused.erase(heavy[i]);
+    if (!heavy.empty())
+      for (int o : c.outputs)
+        if (o >= 0) anchors[o] = {heavy.back()};
   }
   return fused;
 }

@@ -152,5 +152,8 @@ graph::DType dtype_from_tir(tir::Type t);
 Expr trunc_divide(const Expr& a, const Expr& b);
 // Round half to even (ONNX's Round) of a float expression.
 Expr round_half_even(const Expr& v);
+// saturate(round_half_even(v) + zp) in `range`, converted to `t` (v and zp
+// float32; NaN becomes 0 before the clamp): ONNX's QuantizeLinear.
+Expr quantize(const Expr& v, const Expr& zp, tir::Type t, std::pair<double, double> range);
 
 }  // namespace kiln::lower

@@ -11,6 +11,11 @@ void lower_import_only(OpContext& ctx) {
   internal_error << ctx.node().describe() << ": reached lowering; the import should have consumed it";
 }
 
+// QOperator rows (QLinearConv, ...) are rewritten by the quantize graph pass.
+void lower_rewritten(OpContext& ctx) {
+  internal_error << ctx.node().describe() << ": reached lowering; the quantize graph pass should have rewritten it";
+}
+
 OpLowering op_lowering(graph::Op op) {
   static const OpLowering lowerings[] = {
 #define KILN_OP(id, name, family, lowering, ...) lowering,

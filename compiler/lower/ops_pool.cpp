@@ -40,7 +40,9 @@ double lp_order(OpContext& ctx) {
 
 void lower_pool(OpContext& ctx) {
   const bool is_max = ctx.op() == graph::Op::MaxPool, is_lp = ctx.op() == graph::Op::LpPool;
-  ctx.require_float();
+  // MaxPool also on quantized tensors (the quantize pass moves it there).
+  graph::DType in_type = ctx.in_dtype(0);
+  if (!is_max || (in_type != graph::DType::U8 && in_type != graph::DType::I8)) ctx.require_float();
   const graph::Node& n = ctx.node();
   user_assert(n.outputs.size() < 2 || n.outputs[1] < 0)
       << n.describe() << ": the Indices output of MaxPool is not supported yet";
@@ -83,7 +85,7 @@ void lower_pool(OpContext& ctx) {
     return;
   }
   if (is_max) {
-    Expr lowest = tir::make_const(t, -INFINITY);
+    Expr lowest = tir::make_const(t, t.is_float() ? -INFINITY : t.is_uint() ? 0 : -128);
     ctx.set_output(0, te::reduce("maxpool", os, kernel, te::ReduceKind::Max, t, [=](const Indices& o, const Indices& r) {
       return padded_read(x, at(o, r), lowest);
     }), schedule);

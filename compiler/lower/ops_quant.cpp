@@ -20,14 +20,7 @@
 
 namespace kiln::lower {
 
-Expr round_half_even(const Expr& v) {
-  // floor(v + 0.5), minus one where that is odd and v was a tie.
-  Expr f = tir::Call::make(tir::Intrinsic::Floor, {v + tir::make_const(v.type(), 0.5)});
-  Expr tie = tir::EQ::make(f - v, tir::make_const(v.type(), 0.5));
-  Expr half = f * tir::make_const(v.type(), 0.5);
-  Expr odd = tir::NE::make(tir::Call::make(tir::Intrinsic::Floor, {half}), half);
-  return tir::select(tie && odd, f - tir::make_const(v.type(), 1), f);
-}
+Expr round_half_even(const Expr& v) { return tir::Call::make(tir::Intrinsic::RoundEven, {v}); }
 
 namespace {
 
@@ -75,6 +68,8 @@ QParam qparam(OpContext& ctx, size_t i, const graph::Shape& xs, int64_t& axis) {
   return p;
 }
 
+}  // namespace
+
 // saturate(round(v) + zp) converted to `t`, with v and zp float32.
 Expr quantize(const Expr& v, const Expr& zp, tir::Type t, std::pair<double, double> range) {
   Expr q = round_half_even(v) + zp;
@@ -83,8 +78,6 @@ Expr quantize(const Expr& v, const Expr& zp, tir::Type t, std::pair<double, doub
   q = tir::clamp(q, tir::make_const(F32, range.first), tir::make_const(F32, range.second));
   return tir::cast(t, q);
 }
-
-}  // namespace
 
 void lower_quantize(OpContext& ctx) {
   const graph::Node& n = ctx.node();

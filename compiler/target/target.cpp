@@ -98,6 +98,15 @@ std::string TargetSpec::str() const {
   return triple + " cpu=" + cpu + (features.empty() ? "" : " features=" + features);
 }
 
+const char* int8_dot_name(Int8Dot d) {
+  switch (d) {
+    case Int8Dot::None: return "none";
+    case Int8Dot::U8S8: return "u8s8";
+    case Int8Dot::S8S8: return "s8s8";
+  }
+  return "?";
+}
+
 VectorInfo vector_info(const TargetSpec& spec) {
   if (spec.vulkan) return VectorInfo();
   initialize_llvm_targets();
@@ -110,10 +119,16 @@ VectorInfo vector_info(const TargetSpec& spec) {
   llvm::Triple triple(spec.triple);
   if (triple.isAArch64()) {
     v.lanes = 4, v.registers = 32;  // NEON: 32 x 128-bit
+    if (sti->checkFeatures("+i8mm")) v.int8_dot = Int8Dot::U8S8;
+    else if (sti->checkFeatures("+dotprod")) v.int8_dot = Int8Dot::S8S8;
   } else if (triple.isX86()) {
     if (sti->checkFeatures("+avx512f")) v.lanes = 16, v.registers = 32;
     else if (sti->checkFeatures("+avx")) v.lanes = 8, v.registers = 16;
     else v.lanes = 4, v.registers = 16;
+    // vpdpbusd on zmm (AVX512-VNNI) or ymm (AVX-VNNI, or AVX512-VNNI with VL).
+    if (v.lanes == 16 ? sti->checkFeatures("+avx512vnni")
+                      : v.lanes == 8 && (sti->checkFeatures("+avxvnni") || sti->checkFeatures("+avx512vnni,+avx512vl")))
+      v.int8_dot = Int8Dot::U8S8;
   } else if (triple.isARM()) {
     v.lanes = 4, v.registers = 16;  // NEON (q0-q15)
   }

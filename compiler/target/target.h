@@ -11,6 +11,7 @@
 // (docs/vulkan.md).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace kiln {
@@ -33,12 +34,22 @@ struct TargetSpec {
   std::string str() const;
 };
 
-// What the CPU schedules and the layout pass need to know about a target's
-// SIMD unit (for float32).
-struct VectorInfo {
-  int lanes = 4;       // float32 lanes of the widest vector register worth using
-  int registers = 16;  // vector registers (accumulator budget of register tiles)
+// The int8 dot-product instruction of a target: four byte products summed
+// into each 32-bit lane (docs/int8.md).
+enum class Int8Dot : uint8_t {
+  None,  // none: the dot product is widened to 32-bit multiplies and adds
+  U8S8,  // unsigned x signed bytes: x86 AVX512-VNNI / AVX-VNNI vpdpbusd, AArch64 i8mm usdot
+  S8S8,  // signed x signed bytes: AArch64 dotprod sdot
 };
+
+// What the CPU schedules and the layout pass need to know about a target's
+// SIMD unit (for float32), and its int8 dot product.
+struct VectorInfo {
+  int lanes = 4;                  // float32 lanes of the widest vector register worth using
+  int registers = 16;             // vector registers (accumulator budget of register tiles)
+  Int8Dot int8_dot = Int8Dot::None;  // the int8 dot-product instruction (int8 kernels)
+};
+const char* int8_dot_name(Int8Dot d);
 // Asks LLVM's subtarget description (so -mcpu alone is enough, e.g.
 // -mcpu=skylake-avx512); the defaults for Vulkan. User error if LLVM does
 // not know the target.

@@ -33,6 +33,7 @@ const char* intrinsic_name(Intrinsic i) {
     case Intrinsic::Abs: return "abs";
     case Intrinsic::Floor: return "floor";
     case Intrinsic::Ceil: return "ceil";
+    case Intrinsic::RoundEven: return "round_even";
     case Intrinsic::Tanh: return "tanh";
     case Intrinsic::Erf: return "erf";
     case Intrinsic::Pow: return "pow";
@@ -42,6 +43,8 @@ const char* intrinsic_name(Intrinsic i) {
     case Intrinsic::Asin: return "asin";
     case Intrinsic::Acos: return "acos";
     case Intrinsic::Atan: return "atan";
+    case Intrinsic::DotU8S8: return "dot_u8s8";
+    case Intrinsic::DotS8S8: return "dot_s8s8";
   }
   return "?";
 }
@@ -155,6 +158,11 @@ Expr Load::make(Buffer b, Expr index) {
   return Expr(std::make_shared<Load>(std::move(b), std::move(index)));
 }
 Expr Call::make(Intrinsic op, std::vector<Expr> args) {
+  if (is_int8_dot(op)) {
+    internal_assert(args.size() == 2 && args[0].type() == Int(32) && args[1].type() == Int(32))
+        << "intrinsic " << intrinsic_name(op) << " takes two int32 words";
+    return Expr(std::make_shared<Call>(Int(32), op, std::move(args)));
+  }
   internal_assert(!args.empty() && args[0].type().is_float()) << "intrinsic " << intrinsic_name(op) << " needs float args";
   Type t = args[0].type();
   for (auto& a : args) match_types(args[0], a, intrinsic_name(op));

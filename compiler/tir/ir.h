@@ -232,13 +232,23 @@ struct Load : ExprNode {
 };
 
 // A pure math intrinsic. Code generation expands each inline (no libm calls).
-enum class Intrinsic : uint8_t { Exp, Log, Sqrt, Abs, Floor, Ceil, Tanh, Erf, Pow, Sin, Cos, Tan, Asin, Acos, Atan };
+// Float math functions (RoundEven: to the nearest integer, ties to even),
+// and the int8 dot products: DotU8S8(a, b) and
+// DotS8S8(a, b) take two int32 words of four bytes each (byte k = bits
+// 8k..8k+7, the byte at the lower address on the little-endian targets)
+// and return sum_k a_k * b_k in int32, a's bytes unsigned (U8S8) or signed
+// (S8S8), b's signed: the lane operation of vpdpbusd, usdot and sdot
+// (docs/int8.md). Code generation fuses `acc + Dot(a, b)` into one
+// instruction where the target has it.
+enum class Intrinsic : uint8_t { Exp, Log, Sqrt, Abs, Floor, Ceil, RoundEven, Tanh, Erf, Pow, Sin, Cos, Tan, Asin,
+                                 Acos, Atan, DotU8S8, DotS8S8 };
+inline bool is_int8_dot(Intrinsic i) { return i == Intrinsic::DotU8S8 || i == Intrinsic::DotS8S8; }
 const char* intrinsic_name(Intrinsic i);
 
 struct Call : ExprNode {
   static constexpr NodeType kNodeType = NodeType::Call;
   Intrinsic op;             // which function
-  std::vector<Expr> args;   // float arguments, all of `type`
+  std::vector<Expr> args;   // float arguments, all of `type` (the dot products: two int32)
   static Expr make(Intrinsic op, std::vector<Expr> args);
   Call(Type t, Intrinsic o, std::vector<Expr> a) : ExprNode(kNodeType, t), op(o), args(std::move(a)) {}
 };

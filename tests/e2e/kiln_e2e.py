@@ -20,6 +20,17 @@ Run with Debian's /usr/bin/python3 (it has python3-torch, -torchvision, -onnx, -
       kilnc must reject a model with an unsupported operator: exit 1 and a
       message naming the operator type and the node; `kilnc --list-operators`
       must list every operator the e2e models use, and not that one.
+  kiln_e2e.py int8 --name NAME --variant V[,V...] --kilnc PATH --kiln PATH --venv DIR
+                   --requirements tests/e2e/requirements-int8.txt --workdir DIR
+                   [--min-within F] [--max-steps S] [--top1-inputs N]
+      Quantized models: exports NAME, quantizes it with ONNX Runtime's quantizer
+      (quantize_models.py; V: qdq_pc, qdq_pt, qop_pc, dyn) in a venv DIR with the
+      pinned packages of --requirements (made on first use), compiles it with
+      kilnc, runs it with `kiln run` and compares it with ONNX Runtime's Python
+      package in quantization steps (see compare_steps()): at least F (0.999) of
+      the elements within 1 step and none beyond S (4) steps. Reports, without
+      checking, the top-1 agreement of kiln's int8 model with ONNX Runtime's
+      float32 model on N (100) seeded inputs.
   kiln_e2e.py list
       The models and the ONNX operators each one must export.
 
@@ -532,6 +543,285 @@ def cmd_list(_args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------
+# int8: models quantized by ONNX Runtime's quantizer (quantize_models.py).
+
+INT8_VARIANTS = ('qdq_pc', 'qdq_pt', 'qop_pc', 'dyn')
+INT8_SETUP_HINT = ('the int8 tests make it themselves with `python3 -m venv --system-site-packages` and '
+                   '`pip install --no-deps -r tests/e2e/requirements-int8.txt` (they need PyPI and apt\'s '
+                   'python3-venv; run tools/setup.sh --with-tests)')
+INT8_SLACK = 1e-6          # absolute slack on top of the step bounds (float rounding of the step itself)
+INT8_MIN_RANGE_STEPS = 8   # a reference spanning fewer steps proves nothing
+INT8_TOP1_SEED = 99        # the inputs of the top-1 report (quantize_models.random_input)
+QUANTIZE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'quantize_models.py')
+
+
+def ensure_int8_venv(venv: str, requirements: str) -> str:
+    """Makes the venv of the int8 tests unless its stamp says it has these requirements; returns
+    its python. A lock file serializes the tests that meson runs in parallel."""
+    import fcntl
+    import hashlib
+
+    if not os.path.isfile(requirements):
+        raise SetupError('requirements file not found: %s' % requirements)
+    venv = os.path.abspath(venv)
+    python = os.path.join(venv, 'bin', 'python')
+    with open(requirements, 'rb') as f:
+        wanted = hashlib.sha256(f.read() + os.path.realpath(sys.executable).encode()).hexdigest()
+    stamp = os.path.join(venv, 'kiln-requirements.sha256')
+    os.makedirs(os.path.dirname(venv), exist_ok=True)
+    with open(venv + '.lock', 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.isfile(stamp) and os.path.isfile(python):
+            with open(stamp) as f:
+                if f.read().strip() == wanted:
+                    log('int8 venv %s: up to date' % venv)
+                    return python
+        log('making the int8 venv %s (%s)' % (venv, requirements))
+        shutil.rmtree(venv, ignore_errors=True)
+        proc = run_tool('venv', [sys.executable, '-m', 'venv', '--system-site-packages', venv], timeout=300)
+        if proc.returncode != 0:
+            raise SetupError('cannot make a venv with %s (apt: python3-venv): %s' % (sys.executable, INT8_SETUP_HINT))
+        proc = run_tool('pip', [python, '-m', 'pip', '--disable-pip-version-check', '--no-input', 'install',
+                                '--no-deps', '-r', requirements], timeout=900)
+        if proc.returncode != 0:
+            raise SetupError('cannot install %s into %s (no network to PyPI?): %s'
+                             % (requirements, venv, INT8_SETUP_HINT))
+        check = ('import numpy, onnx, onnx.reference, onnxruntime, onnxruntime.quantization; '
+                 'from onnxruntime.quantization.shape_inference import quant_pre_process')
+        proc = run_tool('venv check', [python, '-c', check], timeout=300)
+        if proc.returncode != 0:
+            raise SetupError('the int8 venv %s cannot import ONNX Runtime\'s quantizer (%s): %s'
+                             % (venv, check, INT8_SETUP_HINT))
+        with open(stamp, 'w') as f:
+            f.write(wanted + '\n')
+    return python
+
+
+def step_array(info: dict, ref: np.ndarray):
+    """The size of one quantization step for each element of an output (broadcastable to it), and
+    a description. info: quantize_models.output_steps()'s entry for the output."""
+    if info['kind'] == 'quantized' or not np.issubdtype(ref.dtype, np.floating):
+        return np.float64(1.0), 'integer output: 1 step = 1'
+    if info['kind'] == 'dq':
+        scale = np.asarray(info['scale'], dtype=np.float64)
+        if scale.size == 1:
+            return np.float64(scale[0]), 'step %.6g: %s' % (scale[0], info['how'])
+        shape = [1] * ref.ndim
+        shape[info['axis'] % ref.ndim] = scale.size
+        return scale.reshape(shape), 'per-axis steps: %s' % info['how']
+    r = ref.astype(np.float64)
+    step = (float(np.nanmax(r)) - float(np.nanmin(r))) / 255.0
+    return np.float64(step), 'step %.6g = reference range / 255 (fallback: %s)' % (step, info['how'])
+
+
+def step_errors(got: np.ndarray, ref: np.ndarray, step) -> np.ndarray:
+    """|got - ref| in steps (NaN against a number: infinite)."""
+    g = got.astype(np.float64)
+    r = ref.astype(np.float64)
+    err = np.abs(g - r)
+    err = np.where(np.isnan(g) & np.isnan(r), 0.0, err)
+    err = np.where(np.isnan(g) != np.isnan(r), np.inf, err)
+    return err / step
+
+
+def compare_steps(label: str, got: np.ndarray, ref: np.ndarray, info: dict, min_within: float,
+                  max_steps: float, baseline: Optional[np.ndarray] = None) -> bool:
+    """Compares one output of a quantized model in units of its quantization step.
+
+    An element is within 1 step when |kiln - ort| <= step + 1e-6. The output
+    passes when at least `min_within` of its elements are, and none is more
+    than `max_steps` steps (+ 1e-6) off. `baseline`, ONNX Runtime's output for
+    the graph as written (no fused integer kernels), is reported alongside: it
+    shows how far two exact implementations of one model drift apart.
+    """
+    if got.shape != ref.shape:
+        log('%s: FAIL shape %s, expected %s' % (label, list(got.shape), list(ref.shape)))
+        return False
+    if got.dtype != ref.dtype:
+        log('%s: FAIL dtype %s, expected %s' % (label, got.dtype, ref.dtype))
+        return False
+    if got.size == 0:
+        log('%s: PASS (empty)' % label)
+        return True
+    step, how = step_array(info, ref)
+    if not np.all(np.asarray(step) > 0):
+        log('%s: FAIL: no usable quantization step (%s)' % (label, how))
+        return False
+    r = ref.astype(np.float64)
+    span = float(np.nanmax((np.nanmax(r) - np.nanmin(r)) / step)) if not np.isnan(r).all() else 0.0
+    err = step_errors(got, ref, step)
+    slack = INT8_SLACK / step
+    within = float(np.mean(err <= 1.0 + slack))
+    beyond = int(np.count_nonzero(err > max_steps + slack))
+    worst = np.unravel_index(int(np.argmax(err)), ref.shape)
+    hist = np.bincount(np.minimum(np.round(np.where(np.isfinite(err), err, 1e9)), 9).astype(np.int64).ravel(),
+                       minlength=1)
+    ok = within >= min_within and beyond == 0
+    log('%s: %s %s, %s' % (label, ref.dtype, list(ref.shape), how))
+    log('%s: %d/%d = %.2f%% within 1 step (need %.2f%%), max error %.3g steps at %s: got %.8g, expected %.8g; '
+        '%d beyond %g steps; |error| in steps rounded: %s'
+        % (label, int(np.count_nonzero(err <= 1.0 + slack)), ref.size, 100 * within, 100 * min_within,
+           float(err.max()), tuple(int(i) for i in worst), float(got[worst]), float(ref[worst]), beyond, max_steps,
+           ', '.join('%s%d: %d' % ('>=' if i == 9 else '', i, c) for i, c in enumerate(hist) if c)))
+    if baseline is not None and baseline.shape == ref.shape:
+        berr = step_errors(baseline, ref, step)
+        log('%s: for scale, ONNX Runtime without graph optimizations (the QDQ graph in float) vs with them: '
+            '%.2f%% within 1 step, max %.3g steps' % (label, 100 * float(np.mean(berr <= 1.0 + slack)),
+                                                      float(berr.max())))
+    if span < INT8_MIN_RANGE_STEPS:
+        log('%s: FAIL: the reference spans only %.1f steps; the comparison would prove nothing' % (label, span))
+        return False
+    log('%s: %s' % (label, 'PASS' if ok else 'FAIL'))
+    return ok
+
+
+def run_venv(label: str, python: str, args: Sequence[str], timeout: float = 900) -> bool:
+    proc = run_tool(label, [python, QUANTIZE_SCRIPT] + list(args), timeout=timeout)
+    return proc.returncode == 0
+
+
+def kiln_top1(kiln: str, bundle: str, input_name: str, shape: Sequence[int], count: int, workdir: str):
+    """Runs `kiln run` on `count` seeded inputs (quantize_models.random_input) and returns the first
+    output of each, stacked, or None on a failure."""
+    import quantize_models
+
+    in_path = os.path.join(workdir, 'top1_input.npy')
+    out_dir = os.path.join(workdir, 'top1_kiln_out')
+    os.makedirs(out_dir, exist_ok=True)
+    outs = []
+    start = time.monotonic()
+    for i in range(count):
+        np.save(in_path, quantize_models.random_input(shape, INT8_TOP1_SEED, i))
+        for f in os.listdir(out_dir):
+            os.remove(os.path.join(out_dir, f))
+        cmd = [kiln, 'run', bundle, '--input', '%s=%s' % (input_name, in_path), '--output-dir', out_dir]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        if proc.returncode != 0:
+            log('$ ' + ' '.join(cmd))
+            _show('stderr', proc.stderr)
+            log('top-1: kiln run failed on input %d (exit %d)' % (i, proc.returncode))
+            return None
+        files = sorted(os.listdir(out_dir))
+        first = [f for f in files if f == 'output.npy'] or files
+        outs.append(np.load(os.path.join(out_dir, first[0]), allow_pickle=False))
+    log('top-1: %d runs of kiln run in %.1f s' % (count, time.monotonic() - start))
+    return np.stack(outs)
+
+
+def top1_report(name: str, kiln_out, ort_int8, ort_float) -> None:
+    """Prints how often the top-1 class (argmax over the last axis) of the int8 model agrees with the
+    float model's. Reported only: an untrained model's classes are not a correctness criterion."""
+    def agree(a, b):
+        same = int(np.count_nonzero(np.argmax(a, axis=-1) == np.argmax(b, axis=-1)))
+        total = int(np.prod(a.shape[:-1]))
+        return '%d/%d (%.1f%%)' % (same, total, 100.0 * same / total)
+
+    if kiln_out is not None and kiln_out.shape == ort_float.shape:
+        log('%s: top-1 agreement (reported, not checked): kiln int8 vs ORT float32 %s' % (name, agree(kiln_out, ort_float)))
+        log('%s: top-1 agreement: kiln int8 vs ORT int8 %s' % (name, agree(kiln_out, ort_int8)))
+    log('%s: top-1 agreement: ORT int8 vs ORT float32 %s' % (name, agree(ort_int8, ort_float)))
+    classes = np.unique(np.argmax(ort_float, axis=-1))
+    log('%s: the float32 model\'s top-1 takes %d distinct classes over these inputs (of %d)'
+        % (name, classes.size, ort_float.shape[-1]))
+
+
+def cmd_int8(args) -> int:
+    import json
+
+    if args.name not in models.MODELS:
+        raise SetupError('unknown model %r (known: %s)' % (args.name, ', '.join(models.MODELS)))
+    variants = [v for v in args.variant.split(',') if v]
+    for v in variants:
+        if v not in INT8_VARIANTS:
+            raise SetupError('unknown variant %r (known: %s)' % (v, ', '.join(INT8_VARIANTS)))
+    kilnc = check_exe(args.kilnc, 'kilnc')
+    kiln = check_exe(args.kiln, 'kiln')
+    python = ensure_int8_venv(args.venv, os.path.abspath(args.requirements))
+    workdir = fresh_dir(args.workdir)
+    spec, onnx_path, input_path, _module, ok = prepare(args.name, workdir)
+    names = spec.names_of_outputs()
+    results = {}
+    float_top1 = None
+    if args.top1_inputs > 0:
+        float_top1 = os.path.join(workdir, 'top1_float_out')
+        if not run_venv('onnxruntime float32, top-1 inputs', python,
+                        ['reference', '--model', onnx_path, '--out-dir', float_top1,
+                         '--random', str(args.top1_inputs), '--seed', str(INT8_TOP1_SEED)]):
+            log('FAIL: the ONNX Runtime float32 reference failed')
+            return 1
+    for variant in variants:
+        t0 = time.monotonic()
+        log('== %s %s' % (args.name, variant))
+        vdir = os.path.join(workdir, variant)
+        os.makedirs(vdir)
+        qpath = os.path.join(vdir, '%s_%s.onnx' % (args.name, variant))
+        if not run_venv('quantize', python, ['quantize', '--model', onnx_path, '--variant', variant, '--out', qpath]):
+            log('%s %s: FAIL: quantization failed' % (args.name, variant))
+            results[variant] = 'FAIL (quantization)'
+            continue
+        with open(os.path.splitext(qpath)[0] + '.json') as f:
+            info = json.load(f)
+        steps = {o['name']: o for o in info['outputs']}
+        bundle = os.path.join(vdir, '%s_%s.kiln' % (args.name, variant))
+        proc = run_tool('kilnc', [kilnc, qpath, '-o', bundle], timeout=900)
+        if proc.returncode != 0 or not os.path.isfile(bundle):
+            err = [line for line in proc.stderr.decode('utf-8', 'replace').splitlines() if 'error' in line]
+            log('%s %s: FAIL: kilnc failed: %s' % (args.name, variant, err[0] if err else 'exit %s' % proc.returncode))
+            results[variant] = 'FAIL (kilnc: %s)' % (err[0] if err else 'exit %s' % proc.returncode)
+            continue
+        log('bundle: %s (%d bytes)' % (bundle, os.path.getsize(bundle)))
+        kiln_out = os.path.join(vdir, 'kiln_out')
+        proc = run_tool('kiln run', [kiln, 'run', bundle, '--input', '%s=%s' % (models.INPUT_NAME, input_path),
+                                     '--output-dir', kiln_out], timeout=600)
+        if proc.returncode != 0:
+            log('%s %s: FAIL: kiln run failed' % (args.name, variant))
+            results[variant] = 'FAIL (kiln run)'
+            continue
+        ort_out = os.path.join(vdir, 'ort_out')
+        base_out = os.path.join(vdir, 'ort_noopt_out')
+        feed = ['--input', '%s=%s' % (models.INPUT_NAME, input_path)]
+        if not (run_venv('onnxruntime int8', python, ['reference', '--model', qpath, '--out-dir', ort_out] + feed)
+                and run_venv('onnxruntime int8, no graph optimizations', python,
+                             ['reference', '--model', qpath, '--out-dir', base_out, '--no-optimization'] + feed)):
+            log('%s %s: FAIL: the ONNX Runtime reference failed' % (args.name, variant))
+            results[variant] = 'FAIL (onnxruntime)'
+            continue
+        vok = True
+        for oname in names:
+            fname = sanitize(oname) + '.npy'
+            if not os.path.isfile(os.path.join(kiln_out, fname)):
+                log("output '%s': FAIL: kiln run did not write %s" % (oname, fname))
+                vok = False
+                continue
+            got = np.load(os.path.join(kiln_out, fname), allow_pickle=False)
+            ref = np.load(os.path.join(ort_out, fname), allow_pickle=False)
+            base = np.load(os.path.join(base_out, fname), allow_pickle=False)
+            vok &= compare_steps("%s output '%s'" % (variant, oname), got, ref, steps[oname],
+                                 args.min_within, args.max_steps, baseline=base)
+        if float_top1 is not None:
+            int8_top1 = os.path.join(vdir, 'top1_ort_int8_out')
+            if not run_venv('onnxruntime int8, top-1 inputs', python,
+                            ['reference', '--model', qpath, '--out-dir', int8_top1,
+                             '--random', str(args.top1_inputs), '--seed', str(INT8_TOP1_SEED)]):
+                log('%s %s: FAIL: the ONNX Runtime int8 reference failed' % (args.name, variant))
+                vok = False
+            else:
+                fname = sanitize(names[0]) + '.npy'
+                kout = kiln_top1(kiln, bundle, models.INPUT_NAME, spec.input_shape, args.top1_inputs, vdir)
+                if kout is None:
+                    vok = False
+                top1_report('%s %s' % (args.name, variant), kout, np.load(os.path.join(int8_top1, fname)),
+                            np.load(os.path.join(float_top1, fname)))
+        results[variant] = 'PASS' if vok else 'FAIL'
+        log('%s %s: %s (%.1f s)' % (args.name, variant, results[variant], time.monotonic() - t0))
+    for variant in variants:
+        log('int8 %s %s: %s' % (args.name, variant, results[variant]))
+        ok &= results[variant] == 'PASS'
+    log('%s int8: %s' % (args.name, 'PASS' if ok else 'FAIL'))
+    return 0 if ok else 1
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -575,6 +865,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument('--kilnc', required=True)
     p.add_argument('--workdir', required=True)
     p.set_defaults(func=cmd_unsupported)
+
+    p = sub.add_parser('int8', help='quantize a model with ONNX Runtime, compile + run it, compare in steps')
+    p.add_argument('--name', required=True, help='model name (see `list`)')
+    p.add_argument('--variant', required=True, help='comma-separated: %s' % ', '.join(INT8_VARIANTS))
+    p.add_argument('--kilnc', required=True)
+    p.add_argument('--kiln', required=True)
+    p.add_argument('--venv', required=True, help='the venv with ONNX Runtime\'s quantizer (made when missing)')
+    p.add_argument('--requirements', required=True, help='tests/e2e/requirements-int8.txt')
+    p.add_argument('--workdir', required=True)
+    p.add_argument('--min-within', type=float, default=0.999,
+                   help='the fraction of elements that must be within 1 step (default 0.999)')
+    p.add_argument('--max-steps', type=float, default=4.0, help='no element may be further off (default 4)')
+    p.add_argument('--top1-inputs', type=int, default=100,
+                   help='seeded inputs of the top-1 report (default 100; 0: none)')
+    p.set_defaults(func=cmd_int8)
 
     p = sub.add_parser('list', help='list the models')
     p.set_defaults(func=cmd_list)

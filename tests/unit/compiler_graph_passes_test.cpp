@@ -9,80 +9,18 @@
 #include <cstring>
 #include <sstream>
 
+#include "compiler_graph_builder.h"
 #include "driver/evaluate.h"
 #include "graph/passes.h"
 
 namespace {
 
 using namespace kiln::graph;
-
-// A small graph builder.
-struct Builder {
-  Graph g;
-  int input(const std::string& name, Shape shape, DType dt = DType::F32) {
-    Value v;
-    v.name = name;
-    v.dtype = dt;
-    v.shape = std::move(shape);
-    int i = g.add_value(std::move(v));
-    g.inputs.push_back(i);
-    return i;
-  }
-  int constant(const std::string& name, Shape shape, const std::vector<float>& x) {
-    std::vector<uint8_t> b(x.size() * 4);
-    memcpy(b.data(), x.data(), b.size());
-    return g.add_constant(name, DType::F32, std::move(shape), std::move(b));
-  }
-  int constant_i64(const std::string& name, const std::vector<int64_t>& x) {
-    std::vector<uint8_t> b(x.size() * 8);
-    memcpy(b.data(), x.data(), b.size());
-    return g.add_constant(name, DType::I64, {(int64_t)x.size()}, std::move(b));
-  }
-  // Adds node `op` with one output of `shape`; returns the output value.
-  int node(const std::string& op, std::vector<int> ins, Shape shape, std::map<std::string, Attr> attrs = {},
-           DType dt = DType::F32) {
-    Value v;
-    v.name = g.unique_name(op + "_out");
-    v.dtype = dt;
-    v.shape = std::move(shape);
-    v.producer = (int)g.nodes.size();
-    int o = g.add_value(std::move(v));
-    Node n;
-    n.op = op;
-    n.name = op + "_" + std::to_string(g.nodes.size());
-    n.inputs = std::move(ins);
-    n.outputs = {o};
-    n.attrs = std::move(attrs);
-    g.nodes.push_back(std::move(n));
-    return o;
-  }
-  void output(int v) { g.outputs.push_back(v); }
-};
-
-Attr ints(std::vector<int64_t> v) {
-  Attr a;
-  a.kind = Attr::Kind::Ints;
-  a.ints = std::move(v);
-  return a;
-}
-Attr integer(int64_t v) {
-  Attr a;
-  a.kind = Attr::Kind::Int;
-  a.i = v;
-  return a;
-}
-Attr real(double v) {
-  Attr a;
-  a.kind = Attr::Kind::Float;
-  a.f = v;
-  return a;
-}
-Attr tensor(int v) {
-  Attr a;
-  a.kind = Attr::Kind::Tensor;
-  a.tensor = v;
-  return a;
-}
+using kiln::test::Builder;
+using kiln::test::ints;
+using kiln::test::integer;
+using kiln::test::real;
+using kiln::test::tensor;
 
 std::vector<float> pattern(int64_t n, float scale, float offset = 0) {
   std::vector<float> x((size_t)n);

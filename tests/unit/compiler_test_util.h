@@ -28,14 +28,14 @@ using tir::Expr;
 struct Library {
   std::string so;
   std::unique_ptr<HostLibrary> lib;
-  explicit Library(std::vector<KernelDef> kernels) {
+  // `target` must run on this machine (default: the host itself).
+  explicit Library(std::vector<KernelDef> kernels, const TargetSpec& target = TargetSpec::host()) {
     for (auto& k : kernels) {
       k.body = tir::simplify(k.body);
       k.workgroup_count = workgroup_count_of(k.body);
       grids.push_back(k.workgroup_count);
     }
-    TargetSpec host = TargetSpec::host();
-    so = link_shared_object(compile_kernels(kernels, host), host);
+    so = link_shared_object(compile_kernels(kernels, target), target);
     lib = std::make_unique<HostLibrary>(so);
     table = &lib->table();
   }
