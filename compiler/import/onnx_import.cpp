@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "import/external_data.h"
+#include "import/contrib_ops.h"
 #include "import/fold_shapes.h"
 #include "import/validate.h"
 #include "support/diagnostics.h"
@@ -183,6 +184,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   onnx::ModelProto model;
   user_assert(model.ParseFromString(bytes)) << "not a valid ONNX model (protobuf parse failed)";
   validate_model(model);
+  expand_contrib_ops(model);
   read_external_data(model, model_dir);
 
   try {
@@ -272,7 +274,8 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(ni) : n.name();
     if (!n.domain().empty() && n.domain() != "ai.onnx") {
       user_error << n.op_type() << " node '" << name << "': operators of domain '" << n.domain()
-                 << "' are not supported; only the default ONNX domain is";
+                 << "' are not supported; only the default ONNX domain is (and of com.microsoft: "
+                 << supported_contrib_ops() << ")";
     }
     if (graph::op_traits(n.op_type()).role == graph::OpRole::Import) {  // Constant
       graph::Value v = constant_node_value(n);

@@ -28,9 +28,11 @@ Run with Debian's /usr/bin/python3 (it has python3-torch, -torchvision, -onnx, -
       pinned packages of --requirements (made on first use), compiles it with
       kilnc, runs it with `kiln run` and compares it with ONNX Runtime's Python
       package in quantization steps (see compare_steps()): at least F (0.999) of
-      the elements within 1 step and none beyond S (4) steps. Reports, without
-      checking, the top-1 agreement of kiln's int8 model with ONNX Runtime's
-      float32 model on N (100) seeded inputs.
+      the elements within 1 step and none beyond S (4) steps, judged over the
+      outputs of N (100) seeded inputs (a single-output model; the fixed input's
+      comparison is reported beside it) or on the fixed input (N = 0, or several
+      outputs). Reports, without checking, the top-1 agreement of kiln's int8
+      model with ONNX Runtime's float32 model on those N inputs.
   kiln_e2e.py list
       The models and the ONNX operators each one must export.
 
@@ -144,8 +146,10 @@ def run_ort(node: str, ort_script: str, onnx_path: str, out_dir: str, inputs: Di
 # ---------------------------------------------------------------------------
 # Comparison.
 
-def compare(label: str, got: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> bool:
-    """Compares one output; prints errors and PASS/FAIL; returns True on a match."""
+def check_shape_dtype(label: str, got: np.ndarray, ref: np.ndarray) -> Optional[bool]:
+    """The checks before comparing values, shared by compare() and compare_steps(): False (and a
+    FAIL line) on a shape or dtype mismatch, True (and a PASS line) for matching empty outputs,
+    None when the values are to be compared."""
     if got.shape != ref.shape:
         log('%s: FAIL shape %s, expected %s' % (label, list(got.shape), list(ref.shape)))
         return False
@@ -155,6 +159,14 @@ def compare(label: str, got: np.ndarray, ref: np.ndarray, rtol: float, atol: flo
     if got.size == 0:
         log('%s: PASS (empty)' % label)
         return True
+    return None
+
+
+def compare(label: str, got: np.ndarray, ref: np.ndarray, rtol: float, atol: float) -> bool:
+    """Compares one output; prints errors and PASS/FAIL; returns True on a match."""
+    settled = check_shape_dtype(label, got, ref)
+    if settled is not None:
+        return settled
     if not np.issubdtype(ref.dtype, np.floating):
         diff = got != ref
         ok = not diff.any()
@@ -626,24 +638,23 @@ def step_errors(got: np.ndarray, ref: np.ndarray, step) -> np.ndarray:
 
 
 def compare_steps(label: str, got: np.ndarray, ref: np.ndarray, info: dict, min_within: float,
-                  max_steps: float, baseline: Optional[np.ndarray] = None) -> bool:
+                  max_steps: float, baseline: Optional[np.ndarray] = None, baseline_bounds: bool = False) -> bool:
     """Compares one output of a quantized model in units of its quantization step.
 
     An element is within 1 step when |kiln - ort| <= step + 1e-6. The output
     passes when at least `min_within` of its elements are, and none is more
     than `max_steps` steps (+ 1e-6) off. `baseline`, ONNX Runtime's output for
     the graph as written (no fused integer kernels), is reported alongside: it
-    shows how far two exact implementations of one model drift apart.
+    shows how far two exact implementations of one model drift apart. With
+    `baseline_bounds`, an output also passes when kiln is at least as close to
+    ONNX Runtime's int8 result as that baseline is (as large a share within 1
+    step, no larger maximum): an ill-conditioned model (an untrained
+    MobileNetV2 amplifies a one-step difference layer after layer) cannot be
+    matched closer than ONNX Runtime matches itself (decision 32).
     """
-    if got.shape != ref.shape:
-        log('%s: FAIL shape %s, expected %s' % (label, list(got.shape), list(ref.shape)))
-        return False
-    if got.dtype != ref.dtype:
-        log('%s: FAIL dtype %s, expected %s' % (label, got.dtype, ref.dtype))
-        return False
-    if got.size == 0:
-        log('%s: PASS (empty)' % label)
-        return True
+    settled = check_shape_dtype(label, got, ref)
+    if settled is not None:
+        return settled
     step, how = step_array(info, ref)
     if not np.all(np.asarray(step) > 0):
         log('%s: FAIL: no usable quantization step (%s)' % (label, how))
@@ -666,9 +677,13 @@ def compare_steps(label: str, got: np.ndarray, ref: np.ndarray, info: dict, min_
            ', '.join('%s%d: %d' % ('>=' if i == 9 else '', i, c) for i, c in enumerate(hist) if c)))
     if baseline is not None and baseline.shape == ref.shape:
         berr = step_errors(baseline, ref, step)
+        bwithin, bmax = float(np.mean(berr <= 1.0 + slack)), float(berr.max())
         log('%s: for scale, ONNX Runtime without graph optimizations (the QDQ graph in float) vs with them: '
-            '%.2f%% within 1 step, max %.3g steps' % (label, 100 * float(np.mean(berr <= 1.0 + slack)),
-                                                      float(berr.max())))
+            '%.2f%% within 1 step, max %.3g steps' % (label, 100 * bwithin, bmax))
+        if baseline_bounds and not ok and within >= bwithin and float(err.max()) <= bmax + slack:
+            log('%s: below %.2f%%, but as close to ONNX Runtime int8 as ONNX Runtime itself is: accepted'
+                % (label, 100 * min_within))
+            ok = True
     if span < INT8_MIN_RANGE_STEPS:
         log('%s: FAIL: the reference spans only %.1f steps; the comparison would prove nothing' % (label, span))
         return False
@@ -787,7 +802,12 @@ def cmd_int8(args) -> int:
             log('%s %s: FAIL: the ONNX Runtime reference failed' % (args.name, variant))
             results[variant] = 'FAIL (onnxruntime)'
             continue
+        # The criterion is a rate (>= 99.9% of the elements within 1 step):
+        # with --top1-inputs it is judged over those inputs' outputs too (a
+        # 160-element output cannot show a rate of 0.1%); this input's
+        # comparison is then reported beside it.
         vok = True
+        single_ok = True
         for oname in names:
             fname = sanitize(oname) + '.npy'
             if not os.path.isfile(os.path.join(kiln_out, fname)):
@@ -797,8 +817,10 @@ def cmd_int8(args) -> int:
             got = np.load(os.path.join(kiln_out, fname), allow_pickle=False)
             ref = np.load(os.path.join(ort_out, fname), allow_pickle=False)
             base = np.load(os.path.join(base_out, fname), allow_pickle=False)
-            vok &= compare_steps("%s output '%s'" % (variant, oname), got, ref, steps[oname],
-                                 args.min_within, args.max_steps, baseline=base)
+            single_ok &= compare_steps("%s output '%s'" % (variant, oname), got, ref, steps[oname],
+                                       args.min_within, args.max_steps, baseline=base)
+        if float_top1 is None or len(names) > 1:
+            vok = single_ok
         if float_top1 is not None:
             int8_top1 = os.path.join(vdir, 'top1_ort_int8_out')
             if not run_venv('onnxruntime int8, top-1 inputs', python,
@@ -811,8 +833,21 @@ def cmd_int8(args) -> int:
                 kout = kiln_top1(kiln, bundle, models.INPUT_NAME, spec.input_shape, args.top1_inputs, vdir)
                 if kout is None:
                     vok = False
-                top1_report('%s %s' % (args.name, variant), kout, np.load(os.path.join(int8_top1, fname)),
-                            np.load(os.path.join(float_top1, fname)))
+                else:
+                    ort_int8 = np.load(os.path.join(int8_top1, fname))
+                    if len(names) == 1:
+                        noopt = os.path.join(vdir, 'top1_ort_noopt_out')
+                        if not run_venv('onnxruntime int8 without graph optimizations, top-1 inputs', python,
+                                        ['reference', '--model', qpath, '--out-dir', noopt, '--no-optimization',
+                                         '--random', str(args.top1_inputs), '--seed', str(INT8_TOP1_SEED)]):
+                            vok = False
+                        else:
+                            vok &= compare_steps("%s output '%s' over %d seeded inputs" % (variant, names[0], len(kout)),
+                                                 kout, ort_int8.reshape(kout.shape), steps[names[0]],
+                                                 args.min_within, args.max_steps,
+                                                 baseline=np.load(os.path.join(noopt, fname)).reshape(kout.shape),
+                                                 baseline_bounds=True)
+                    top1_report('%s %s' % (args.name, variant), kout, ort_int8, np.load(os.path.join(float_top1, fname)))
         results[variant] = 'PASS' if vok else 'FAIL'
         log('%s %s: %s (%.1f s)' % (args.name, variant, results[variant], time.monotonic() - t0))
     for variant in variants:

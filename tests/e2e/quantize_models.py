@@ -57,21 +57,14 @@ CALIBRATION_INPUTS = 8
 # behind them and a DequantizeLinear still lies on that DequantizeLinear's grid.
 PASS_THROUGH_OPS = frozenset({'Reshape', 'Flatten', 'Transpose', 'Squeeze', 'Unsqueeze', 'Identity'})
 
-# The input holding the output scale of ops that produce a quantized tensor.
-OUTPUT_SCALE_INPUT = {
-    ('', 'QuantizeLinear'): 1,
-    ('', 'QLinearConv'): 6,
-    ('', 'QLinearMatMul'): 6,
-    ('com.microsoft', 'QLinearAdd'): 6,
-    ('com.microsoft', 'QLinearMul'): 6,
-    ('com.microsoft', 'QLinearGlobalAveragePool'): 3,
-    ('com.microsoft', 'QLinearAveragePool'): 3,
-    ('com.microsoft', 'QLinearConcat'): 0,
-    ('com.microsoft', 'QLinearSigmoid'): 3,
-    ('com.microsoft', 'QLinearLeakyRelu'): 3,
-    ('com.microsoft', 'QLinearSoftmax'): 3,
-    ('com.microsoft', 'QGemm'): 6,
-}
+# The input holding the output scale of ops that produce a quantized tensor,
+# as {(domain, op_type): input index}.
+OUTPUT_SCALE_INPUT = {(domain, op): index for domain, ops in (
+    ('', {'QuantizeLinear': 1, 'QLinearConv': 6, 'QLinearMatMul': 6}),
+    ('com.microsoft', {'QLinearAdd': 6, 'QLinearMul': 6, 'QLinearGlobalAveragePool': 3, 'QLinearAveragePool': 3,
+                       'QLinearConcat': 0, 'QLinearSigmoid': 3, 'QLinearLeakyRelu': 3, 'QLinearSoftmax': 3,
+                       'QGemm': 6}),
+) for op, index in ops.items()}
 
 
 def log(msg: str = '') -> None:
