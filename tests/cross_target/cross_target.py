@@ -26,7 +26,12 @@ Steps (each prints CHECK ...: PASS/FAIL; see docs/cross-targets.md):
      one whose library speaks another kernel ABI version naming both versions;
      ARMv7: a soft-float library, a 3 GiB arena and a 3 GiB input file (beyond a 32-bit address
      space) are refused;
-  5. informational (never fails): AArch64 with 64 KiB pages; NEON instruction counts.
+  5. informational (never fails): AArch64 with 64 KiB pages; NEON instruction counts;
+  6. int8 (cross_int8.py): ResNet-18, MobileNetV2 (AArch64) and the transformer quantized by ONNX
+     Runtime's quantizer (QDQ, per-channel), compiled for each CPU (AArch64: cortex-a72 without a
+     dot product, cortex-a76 with sdot, neoverse-n2 with usdot; ARMv7: cortex-a7 NEON), run under
+     qemu and compared with ONNX Runtime int8 in quantization steps; the expected dot-product
+     instructions are checked in the libraries and every CPU gives the same outputs bit for bit.
 
 Exit status: 0 when everything passed, 1 on any failure, 2 on a set-up error (a missing tool:
 the test never passes without the cross toolchain, qemu or ONNX Runtime).
@@ -51,6 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'e2e'))
 
 import bad_bundles  # noqa: E402  (root_field_pos, put, rehash: patching bundles)
+import cross_int8  # noqa: E402  (step 6: int8 models)
 import kiln_e2e  # noqa: E402  (run_tool, prepare, run_ort, compare_dirs, log)
 import models  # noqa: E402
 
@@ -414,7 +420,7 @@ def model_check(args, name: str, workdir: str, checks: Checks) -> Dict[str, str]
     unknown = [t for t in types if t not in args.arch.reloc_types]
     checks.check(not unknown, '%s: kilnc\'s library has only relocation types the loader handles' % name,
                  ' '.join(types))
-    if args.objdump and name in ('demo', 'resnet18', 'mobilenet_v2'):
+    if args.objdump and args.arch_name == 'armv7' and name in ('demo', 'resnet18', 'mobilenet_v2'):
         checks.notes['%s: code (informational)' % name] = neon_note(args, library)
     run_and_compare(args, checks, '%s: kiln run %s' % (name, args.arch_name), bundle, inputs, outputs, ort_out,
                     os.path.join(mdir, 'out'))
@@ -566,7 +572,7 @@ def setup(args) -> None:
     args.cross_cc = need_program(gnu + '-gcc', 'gcc-' + gnu)
     args.cross_cxx = need_program(gnu + '-g++', 'g++-' + gnu)
     args.readelf = need_program(gnu + '-readelf', 'binutils-' + gnu)
-    args.objdump = shutil.which(gnu + '-objdump') if args.arch_name == 'armv7' else None
+    args.objdump = shutil.which(gnu + '-objdump')  # NEON notes (ARMv7), dot-product instructions (int8)
     args.lld = shutil.which('ld.lld') or need_program('ld.lld-15', 'lld-15 (kilnc links with it)')
     args.meson = args.meson or need_program('meson', 'the cross build')
     args.ninja = args.ninja or need_program('ninja', 'the cross build')
@@ -596,6 +602,11 @@ def main() -> int:
     ap.add_argument('--ninja', default=None)
     ap.add_argument('--jobs', type=int, default=2)
     ap.add_argument('--models', default=None, help='comma-separated; default: all of ' + ','.join(ALL_MODELS))
+    ap.add_argument('--int8-venv', required=True, help='the venv of ONNX Runtime\'s quantizer (made on first use)')
+    ap.add_argument('--int8-requirements', required=True, help='tests/e2e/requirements-int8.txt')
+    ap.add_argument('--int8-models', default=None,
+                    help='comma-separated; default: ' + '; '.join('%s: %s' % (a, ','.join(m))
+                                                                    for a, m in cross_int8.INT8_MODELS.items()))
     args = ap.parse_args()
 
     t_start = time.monotonic()
@@ -621,6 +632,12 @@ def main() -> int:
         if demo:
             log('== 4. bad input')
             bad_input_checks(args, demo, os.path.join(workdir, 'demo'), checks)
+        log('== 6. int8')
+        try:
+            cross_int8.run_int8(args, workdir, checks, compile_bundle, extract_library, qemu_cmd, timed,
+                                [m for m in (args.int8_models or '').split(',') if m])
+        except kiln_e2e.SetupError as e:
+            checks.check(False, 'int8: set-up', str(e))
 
     log('')
     log('== timings')
