@@ -48,7 +48,8 @@ void lower_conv_blocked(OpContext& ctx) {
 }  // namespace
 
 void lower_conv(OpContext& ctx) {
-  ctx.require_float();
+  // int32 too: ConvInteger's exact fallback (graph/pass_quantize.cpp).
+  if (ctx.in_dtype(0) != graph::DType::I32) ctx.require_float();
   const graph::Node& n = ctx.node();
   if (n.attr_string("kiln_layout", "") == "NCHWc") return lower_conv_blocked(ctx);
   te::Tensor x = ctx.in(0), w = ctx.in(1);

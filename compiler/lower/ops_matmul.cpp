@@ -62,7 +62,8 @@ void lower_gemm(OpContext& ctx) {
 }
 
 void lower_matmul(OpContext& ctx) {
-  ctx.require_float();
+  // int32 too: MatMulInteger's exact fallback (graph/pass_quantize.cpp).
+  if (ctx.in_dtype(0) != graph::DType::I32) ctx.require_float();
   const graph::Node& n = ctx.node();
   te::Tensor a = ctx.in(0), b = ctx.in(1);
   graph::Shape as = a.shape(), bs = b.shape();
