@@ -1,6 +1,7 @@
 """What bench/run_bench.py measures: the models (name -> display name and input
-shape), the transformer's size, and the per-layer profile's model and row count.
-Shared by run_bench.py and its report modules."""
+shape), the transformer's size, the per-layer profile's model and row count, and
+the models also timed quantized to int8. Shared by run_bench.py and its report
+modules."""
 
 from typing import Dict, Tuple
 
@@ -20,3 +21,9 @@ MODELS: Dict[str, Tuple[str, Tuple[int, ...]]] = {
     'transformer': ('Transformer', (1, 128, 256)),
 }
 TRANSFORMER = dict(d=256, heads=4, ff=1024, layers=4, seq=128)
+
+# The models also timed in int8: quantized by ONNX Runtime's quantizer
+# (tests/e2e/quantize_models.py, variant INT8_VARIANT: QDQ, per-channel int8
+# weights, asymmetric uint8 activations, MinMax calibration on seeded inputs).
+INT8_MODELS = ['resnet18', 'mobilenet_v2', 'squeezenet1_1', 'transformer']
+INT8_VARIANT = 'qdq_pc'

@@ -1,16 +1,27 @@
 """The Markdown report of bench/run_bench.py: machine, models, the timing tables
-at each thread count, thread scaling, the per-layer profile and the Vulkan table."""
+at each thread count, thread scaling, the int8 tables, the per-layer profile and
+the Vulkan table."""
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
-from bench_config import MODELS, PROFILE_TOP
+from bench_config import INT8_MODELS, MODELS, PROFILE_TOP
+
+
+def section_head(title: str, result: Optional[Dict[str, object]], option: str, why: str = '%s') -> List[str]:
+    """An optional section's heading, and when it was not run the line that says so, in a list that
+    ends with an empty line: result None means skipped by OPTION; a result that is not 'available'
+    was not run for its 'reason' (put into WHY)."""
+    if result is None:
+        return ['## ' + title, '', 'Not run (`%s`).' % option, '']
+    if not result['available']:
+        return ['## ' + title, '', 'Not run: %s.' % (why % result['reason']), '']
+    return ['## ' + title, '']
+
 
 def render_vulkan(vk: Dict[str, object], names) -> List[str]:
-    L = ['## Vulkan', '']
-    if vk is None:
-        return L + ['Not run (`--no-vulkan`).', '']
-    if not vk['available']:
-        return L + ['Not run: no usable Vulkan device (%s).' % vk['reason'], '']
+    L = section_head('Vulkan', vk, '--no-vulkan', 'no usable Vulkan device (%s)')
+    if vk is None or not vk['available']:
+        return L
     st = vk['settings']
     L.append('Shared-memory GPU tiles (`kilnc --vulkan-shared-memory`): %s.' % st.get('shared_memory', 'on'))
     L.append('')
@@ -49,6 +60,65 @@ def render_vulkan(vk: Dict[str, object], names) -> List[str]:
     return L
 
 
+def render_int8(int8, names, threads_list) -> List[str]:
+    L = section_head('int8', int8, '--no-int8')
+    if int8 is None or not int8['available']:
+        return L
+    peak = int8['peak']
+    L.append('The models %s quantized by ONNX Runtime\'s quantizer (`tests/e2e/quantize_models.py quantize '
+             '--variant %s`: QDQ, per-channel int8 weights, uint8 activations, MinMax calibration on seeded '
+             'inputs), the same `.onnx` file compiled by kilnc and run by kiln, and run by ONNX Runtime (which '
+             'fuses the QDQ pairs into its integer kernels), in the same alternating rounds as the float32 rows. '
+             'kiln f32: the float32 rows above. GOP/s = 2 x MACs of the float model (its GFLOP above) / median '
+             'time; %% of the measured int8 peak (bench/int8_peak.c, %s; measured with the FMA peak, the best '
+             'measurement): %s.' % (
+                 ', '.join(MODELS[n][0] for n in INT8_MODELS), int8['variant'],
+                 peak[str(threads_list[0])]['isa'],
+                 '; '.join('%d thread%s **%.1f GOP/s** (median of the %d measurements %.1f; 256-bit %.1f)' % (
+                     t, '' if t == 1 else 's', peak[str(t)]['gops'], peak[str(t)]['measurements'],
+                     peak[str(t)]['median_of_measurements'], peak[str(t)]['gops_256']) for t in threads_list)))
+    L.append('')
+    L.append('| Model | quantized ops | kilnc time (s) | Bundle (MB) |')
+    L.append('|---|---|---:|---:|')
+    for n in names:
+        e = int8['models'].get(n)
+        if e is None:
+            continue
+        ops = e.get('ops', {})
+        q = ', '.join('%s x%d' % (k, ops[k]) for k in ('QuantizeLinear', 'DequantizeLinear') if k in ops)
+        if 'kiln' in e:
+            L.append('| %s | %s | %.1f | %.1f |' % (MODELS[n][0], q or '-', e['compile_s'], e['bundle_bytes'] / 1e6))
+        else:
+            L.append('| %s | %s | failed | |' % (MODELS[n][0], q or '-'))
+    L.append('')
+    for t in threads_list:
+        g = int8['geomean'][str(t)]
+        L.append('### int8, %d thread%s' % (t, '' if t == 1 else 's'))
+        L.append('')
+        L.append('| Model | kiln int8 median | kiln int8 min | ORT int8 median | ORT int8 min | kiln int8 / ORT int8 '
+                 '(median) | (min) | kiln f32 median | kiln f32 / kiln int8 | kiln int8 GOP/s | kiln % int8 peak '
+                 '| ORT int8 GOP/s | ORT % int8 peak |')
+        L.append('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+        for r in int8['summary']:
+            if r['threads'] != t:
+                continue
+            if 'error' in r:
+                L.append('| %s | error: %s | | | | | | %s | | | | | |' % (
+                    MODELS[r['model']][0], r['error'].replace('|', '/'), fmt_ms(r['kiln_f32_median_ms'])))
+                continue
+            L.append('| %s | %s | %s | %s | %s | %.2f | %.2f | %s | %.2fx | %.1f | %.1f | %.1f | %.1f |' % (
+                MODELS[r['model']][0], fmt_ms(r['kiln_int8_median_ms']), fmt_ms(r['kiln_int8_min_ms']),
+                fmt_ms(r['ort_int8_median_ms']), fmt_ms(r['ort_int8_min_ms']), r['ratio_median'], r['ratio_min'],
+                fmt_ms(r['kiln_f32_median_ms']), r['f32_over_int8_median'], r['kiln_int8_gops'],
+                r['kiln_int8_pct_peak'], r['ort_int8_gops'], r['ort_int8_pct_peak']))
+        if g['models']:
+            L.append('| **geometric mean** (%d model%s) | | | | | **%.2f** | **%.2f** | | **%.2fx** | | | | |' % (
+                g['models'], '' if g['models'] == 1 else 's', g['ratio_median'], g['ratio_min'],
+                g['f32_over_int8_median']))
+        L.append('')
+    return L
+
+
 # ---------------------------------------------------------------------------
 # Report: Markdown.
 
@@ -57,7 +127,7 @@ def fmt_ms(x: float) -> str:
 
 
 def render_markdown(machine, peaks, names, info, rows, geo, profile, args, threads_list, elapsed_s,
-                    vulkan=None) -> str:
+                    vulkan=None, int8=None) -> str:
     L = []
     L.append('# Kiln benchmark results')
     L.append('')
@@ -74,6 +144,11 @@ def render_markdown(machine, peaks, names, info, rows, geo, profile, args, threa
                  '%d thread%s **%.1f GFLOP/s** (%s; median of the %d measurements %.1f; 256-bit vectors %.1f)' % (
                      t, '' if t == 1 else 's', p['gflops'], p['isa'], p['measurements'],
                      p['median_of_measurements'], p['gflops_256']) for t, p in sorted(peaks.items())))
+    if int8 and int8.get('peak'):
+        L.append('- Measured int8 dot-product peak (bench/int8_peak.c, at the same moments as the FMA peak; 10^9 '
+                 'int8 ops/s, a multiply-add is 2): ' + '; '.join(
+                     '%s thread%s **%.1f GOP/s** (%s)' % (t, '' if t == '1' else 's', p['gops'], p['isa'])
+                     for t, p in sorted(int8['peak'].items(), key=lambda kv: int(kv[0]))))
     L.append('- Versions: onnxruntime-node %s (node %s), torch %s, torchvision %s, onnx %s, numpy %s, %s' % (
         machine['onnxruntime_node'], machine['node'], machine['torch'], machine['torchvision'], machine['onnx'],
         machine['numpy'], machine['cc']))
@@ -121,6 +196,7 @@ def render_markdown(machine, peaks, names, info, rows, geo, profile, args, threa
             L.append('| %s | %.2fx | %.2fx |' % (MODELS[n][0], a['kiln_median_ms'] / b['kiln_median_ms'],
                                                 a['ort_median_ms'] / b['ort_median_ms']))
         L.append('')
+    L.extend(render_int8(int8, names, threads_list))
     L.append('## Per-layer: the %d heaviest dispatches of ResNet-18 (1 thread)' % PROFILE_TOP)
     L.append('')
     if profile is None:

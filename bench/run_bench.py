@@ -4,40 +4,57 @@
   /usr/bin/python3 bench/run_bench.py [--build build] [--out BUILD/bench]
       [--models a,b,...] [--rounds R] [--iterations K] [--warmup W]
       [--threads 1,2] [--quick] [--reexport] [--ort-dir tests/ort]
+      [--no-int8] [--int8-venv DIR]
       [--no-vulkan] [--vulkan-iterations K] [--vulkan-budget S]
 
 Steps (docs/performance.md explains them):
- 1. measures the float32 FMA peak of this machine (bench/fma_peak.c, built
-    with `cc -O2 -march=native`) at every thread count, again after every
-    round; the best measurement counts;
+ 1. measures the float32 FMA peak of this machine (bench/fma_peak.c) and,
+    unless --no-int8, its int8 dot-product peak (bench/int8_peak.c; both
+    built with `cc -O2 -march=native`, sharing bench/peak_harness.h) at every
+    thread count, both again after every round; the best measurement counts;
  2. exports the models with PyTorch (seeded, weights=None, eval, opset 13,
     input `input`), caching the .onnx files in OUT/models/;
  3. counts each model's FLOPs from the ONNX graph (2 x MACs of Conv,
     ConvTranspose, Gemm and MatMul, shapes from onnx.shape_inference);
  4. compiles each model with kilnc (timed);
- 5. for every thread count, runs R rounds; in each round every model is timed
-    by `kiln bench` and by ONNX Runtime (bench/ort_bench.js) one after the
-    other on the same ONNX file, the order swapping every round;
- 6. profiles ResNet-18 at 1 thread with `kiln bench --profile` (when this
+ 5. unless --no-int8, for the int8 models among them (bench_config.INT8_MODELS:
+    ResNet-18, MobileNetV2, SqueezeNet 1.1, the transformer): quantizes the
+    export with ONNX Runtime's quantizer (tests/e2e/quantize_models.py,
+    variant qdq_pc: QDQ, per-channel weights; in the int8 tests' venv, made
+    by kiln_e2e.ensure_int8_venv when missing; cached in OUT/models/ like the
+    exports) and compiles the quantized model with kilnc. A model whose
+    quantization or compilation fails gets an int8 row saying so (the tool's
+    error), not a failed run;
+ 6. for every thread count, runs R rounds; in each round every model is timed
+    by `kiln bench` and by ONNX Runtime (bench/ort_bench.js) on the same ONNX
+    file, and an int8 model also by both on its quantized model, back to back,
+    the order reversing every round;
+ 7. profiles ResNet-18 at 1 thread with `kiln bench --profile` (when this
     kiln has it) and reports the five heaviest dispatches;
- 7. unless --no-vulkan, when a Vulkan device is available: compiles the
+ 8. unless --no-vulkan, when a Vulkan device is available: compiles the
     models with `kilnc --target=vulkan` and runs `kiln bench --startup` on
     the device, cheapest model first, while a time budget lasts (software
     Vulkan such as lavapipe is slow): median latency, load -> first
     inference and pipeline creation, cold and with a warm pipeline cache;
- 8. writes OUT/results.md, OUT/results.json and OUT/chart.png and prints the
-    Markdown.
+ 9. writes OUT/results.md, OUT/results.json and OUT/chart.png and prints the
+    Markdown. The int8 section gives per model and thread count kiln int8,
+    ORT int8 and kiln float32 (ms), kiln int8 / ORT int8, kiln f32 / kiln
+    int8, GOP/s (2 x MACs of the float model / time) and % of the int8 peak,
+    and the geometric means of kiln int8 / ORT int8.
 
 Exit status 0 on success; 1 with "run_bench: error: ..." when a tool fails or
-a model cannot be exported; 2 on a usage error. Run it with Debian's
-/usr/bin/python3 (python3-torch, -torchvision, -onnx, -numpy). Do not build
-while it runs: the machine's noise is the enemy.
+a model cannot be exported (int8 failures excepted, see 5); 2 on a usage
+error. Run it with Debian's /usr/bin/python3 (python3-torch, -torchvision,
+-onnx, -numpy); the int8 rows also need the venv (python3-venv, PyPI on first
+use). Do not build while it runs: the machine's noise is the enemy.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import hashlib
 import io
 import json
 import math
@@ -53,7 +70,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_chart import render_chart  # noqa: E402
-from bench_config import MODELS, PROFILE_MODEL, PROFILE_TOP, TRANSFORMER  # noqa: E402
+from bench_config import INT8_MODELS, INT8_VARIANT, MODELS, PROFILE_MODEL, PROFILE_TOP, TRANSFORMER  # noqa: E402
 from bench_flops import count_flops  # noqa: E402
 from bench_report import fmt_ms, render_markdown  # noqa: E402
 
@@ -212,47 +229,72 @@ def machine_info(ort_dir: str) -> Dict[str, object]:
 
 
 # ---------------------------------------------------------------------------
-# FMA peak.
+# Peaks: float32 FMA (bench/fma_peak.c) and int8 dot products (bench/int8_peak.c).
+
+# program -> the name of its rate field (fma_peak: GFLOP/s; int8_peak: 10^9 int8 ops/s)
+PEAK_PROGRAMS = {'fma_peak': 'gflops', 'int8_peak': 'gops'}
+
 
 class PeakMeter:
-    """The measured FMA peak per thread count. bench/fma_peak.c is built once and run at the
-    start, after every round and at the end; the peak is the best of all those measurements
-    (each the best of 15 short runs), since a busy spell of the machine can only lower it."""
+    """The measured peak of one of the PEAK_PROGRAMS per thread count. bench/<program>.c is built
+    once and run at the start, after every round and at the end; the peak is the best of all those
+    measurements (each the best of 15 short runs), since a busy spell of the machine can only lower
+    it. A sample holds the program's fields (for fma_peak: gflops, median_gflops, gflops_256, isa;
+    for int8_peak: gops, median_gops, gops_256, isa, ...)."""
 
-    def __init__(self, out_dir: str, threads: Sequence[int]):
-        self.exe = os.path.join(out_dir, 'fma_peak')
+    def __init__(self, out_dir: str, threads: Sequence[int], program: str = 'fma_peak'):
+        self.program = program
+        self.rate = PEAK_PROGRAMS[program]
+        self.exe = os.path.join(out_dir, program)
         self.threads = list(threads)
         self.samples: Dict[int, List[Dict[str, object]]] = {t: [] for t in self.threads}
-        run_tool(['cc', '-O2', '-march=native', '-pthread', os.path.join(BENCH_DIR, 'fma_peak.c'), '-o', self.exe,
-                  '-lm'], 'compiling bench/fma_peak.c')
+        run_tool(['cc', '-O2', '-march=native', '-pthread', os.path.join(BENCH_DIR, program + '.c'), '-o', self.exe,
+                  '-lm'], 'compiling bench/%s.c' % program)
 
     def measure(self, threads: Optional[Sequence[int]] = None) -> None:
         threads = list(threads or self.threads)
-        out = run_tool([self.exe, '--threads', ','.join(str(t) for t in threads)], 'fma_peak', timeout=300)
+        out = run_tool([self.exe, '--threads', ','.join(str(t) for t in threads)], self.program, timeout=300)
         seen = set()
         for line in out.splitlines():
-            if not line.startswith('fma_peak '):
+            if not line.startswith(self.program + ' '):
                 continue
-            fields = dict(kv.split('=', 1) for kv in line.split()[1:])
-            t = int(fields['threads'])
-            self.samples.setdefault(t, []).append({
-                'gflops': float(fields['gflops']), 'median_gflops': float(fields['median_gflops']),
-                'gflops_256': float(fields['gflops_256']), 'isa': fields['isa']})
+            fields: Dict[str, object] = {}
+            for kv in line.split()[1:]:
+                k, _, v = kv.partition('=')
+                try:
+                    fields[k] = float(v)
+                except ValueError:
+                    fields[k] = v
+            t = int(fields.pop('threads'))
+            for k in ('chains', 'repeats'):
+                fields.pop(k, None)
+            self.samples.setdefault(t, []).append(fields)
             seen.add(t)
         for t in threads:
             if t not in seen:
-                raise BenchError('fma_peak printed no result for %d thread(s):\n%s' % (t, out))
+                raise BenchError('%s printed no result for %d thread(s):\n%s' % (self.program, t, out))
 
     def peak(self, t: int) -> Dict[str, object]:
         if not self.samples.get(t):
             self.measure([t])
         s = self.samples[t]
-        best = max(s, key=lambda x: x['gflops'])
-        return dict(best, measurements=len(s), median_of_measurements=statistics.median(x['gflops'] for x in s),
-                    all_gflops=[x['gflops'] for x in s])
+        best = max(s, key=lambda x: x[self.rate])
+        return dict(best, measurements=len(s), median_of_measurements=statistics.median(x[self.rate] for x in s),
+                    **{'all_' + self.rate: [x[self.rate] for x in s]})
 
     def peaks(self) -> Dict[int, Dict[str, object]]:
         return {t: self.peak(t) for t in self.threads}
+
+
+class PeakMeters:
+    """Several PeakMeters measured at the same moments (the FMA and the int8 peak)."""
+
+    def __init__(self, meters: Sequence[PeakMeter]):
+        self.meters = list(meters)
+
+    def measure(self, threads: Optional[Sequence[int]] = None) -> None:
+        for m in self.meters:
+            m.measure(threads)
 
 
 # ---------------------------------------------------------------------------
@@ -288,6 +330,22 @@ def export_key(name: str, torch_version: str) -> Dict[str, object]:
             'export_version': EXPORT_VERSION, 'transformer': TRANSFORMER if name == 'transformer' else None}
 
 
+def stamp_matches(path: str, key: Dict[str, object]) -> bool:
+    """Whether PATH exists and its stamp PATH.json holds KEY (what it was made from)."""
+    if not (os.path.exists(path) and os.path.exists(path + '.json')):
+        return False
+    try:
+        with open(path + '.json') as f:
+            return json.load(f) == key
+    except (OSError, ValueError):
+        return False
+
+
+def write_stamp(path: str, key: Dict[str, object]) -> None:
+    with open(path + '.json', 'w') as f:
+        json.dump(key, f)
+
+
 def export_models(names: Sequence[str], model_dir: str, force: bool) -> Dict[str, Dict[str, object]]:
     """Exports each model to MODEL_DIR/<name>.onnx unless a cached export with the same key exists."""
     import onnx
@@ -296,16 +354,8 @@ def export_models(names: Sequence[str], model_dir: str, force: bool) -> Dict[str
     info = {}
     for name in names:
         path = os.path.join(model_dir, name + '.onnx')
-        stamp = path + '.json'
         key = export_key(name, torch.__version__)
-        cached = False
-        if not force and os.path.exists(path) and os.path.exists(stamp):
-            try:
-                with open(stamp) as f:
-                    cached = json.load(f) == key
-            except (OSError, ValueError):
-                cached = False
-        if cached:
+        if not force and stamp_matches(path, key):
             log('export %-20s cached (%s)' % (name, os.path.relpath(path)))
         else:
             start = time.monotonic()
@@ -324,11 +374,109 @@ def export_models(names: Sequence[str], model_dir: str, force: bool) -> Dict[str
             except Exception as e:  # noqa: BLE001 - any export failure is fatal, with its cause
                 raise BenchError('exporting %s failed: %s: %s' % (name, type(e).__name__, e))
             onnx.save(model, path)
-            with open(stamp, 'w') as f:
-                json.dump(key, f)
+            write_stamp(path, key)
             log('export %-20s %.1f s -> %s' % (name, time.monotonic() - start, os.path.relpath(path)))
         info[name] = {'onnx': path}
     return info
+
+
+# ---------------------------------------------------------------------------
+# int8: the models quantized by ONNX Runtime's quantizer (QDQ, per-channel weights).
+
+E2E_DIR = os.path.join(REPO, 'tests', 'e2e')
+QUANTIZE_SCRIPT = os.path.join(E2E_DIR, 'quantize_models.py')
+INT8_REQUIREMENTS = os.path.join(E2E_DIR, 'requirements-int8.txt')
+
+
+def file_sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            h.update(block)
+    return h.hexdigest()
+
+
+def int8_venv_python(venv: str) -> str:
+    """The python of the int8 tests' venv (ONNX Runtime's quantizer, tests/e2e/requirements-int8.txt),
+    made by kiln_e2e.ensure_int8_venv when missing or stale (its progress goes to stderr)."""
+    sys.path.insert(0, E2E_DIR)
+    import kiln_e2e  # noqa: E402
+    with contextlib.redirect_stdout(sys.stderr):
+        try:
+            return kiln_e2e.ensure_int8_venv(venv, INT8_REQUIREMENTS)
+        except kiln_e2e.SetupError as e:
+            raise BenchError('the int8 venv %s: %s' % (venv, e))
+
+
+def tool_error(tool: str, e: BenchError) -> str:
+    """What failed, for a table row: "TOOL: " and the lines of the tool's output that say so (those
+    with "error"; at most three), else its last line (the prefix left out where they start with it)."""
+    lines = [x.strip() for x in str(e).splitlines()[1:] if x.strip()]
+    errors = [x for x in lines if 'error' in x.lower()]
+    msg = ' / '.join(errors[:3]) if errors else (lines[-1] if lines else str(e).splitlines()[0])
+    return msg if msg.startswith(tool) else '%s: %s' % (tool, msg)
+
+
+def prepare_int8(names: Sequence[str], info, args, kilnc: str) -> Dict[str, object]:
+    """Quantizes every int8 model among NAMES (INT8_MODELS) with tests/e2e/quantize_models.py
+    (variant INT8_VARIANT, cached in OUT/models/ like the float exports) and compiles it with
+    kilnc. A model whose quantization or compilation fails keeps an 'error' (the tool's error
+    lines) and is not timed; no usable venv skips the section with a 'reason'."""
+    result: Dict[str, object] = {'variant': INT8_VARIANT, 'available': False, 'reason': None, 'models': {}}
+    selected = [n for n in names if n in INT8_MODELS]
+    if not selected:
+        result['reason'] = 'none of the benchmarked models has an int8 variant (%s)' % ', '.join(INT8_MODELS)
+        return result
+    try:
+        python = int8_venv_python(args.int8_venv)
+    except BenchError as e:
+        result['reason'] = str(e)
+        log('warning: int8 rows skipped: %s' % e)
+        return result
+    result['available'] = True
+    result['venv'] = args.int8_venv
+    tools = {'quantize_models_sha256': file_sha256(QUANTIZE_SCRIPT),
+             'requirements_sha256': file_sha256(INT8_REQUIREMENTS)}
+    for name in selected:
+        entry: Dict[str, object] = {}
+        result['models'][name] = entry
+        float_path = info[name]['onnx']
+        qpath = os.path.splitext(float_path)[0] + '.%s.onnx' % INT8_VARIANT
+        key = dict(tools, variant=INT8_VARIANT, float_onnx_sha256=file_sha256(float_path))
+        entry['onnx'] = qpath
+        if not args.reexport and stamp_matches(qpath, key):
+            log('quantize %-18s cached (%s)' % (name, os.path.relpath(qpath)))
+        else:
+            start = time.monotonic()
+            try:
+                run_tool([python, QUANTIZE_SCRIPT, 'quantize', '--model', float_path, '--variant', INT8_VARIANT,
+                          '--out', qpath], 'quantize_models.py %s %s' % (name, INT8_VARIANT), timeout=1800)
+            except BenchError as e:
+                entry['error'] = tool_error('quantize_models.py', e)
+                entry['error_detail'] = str(e)
+                log('quantize %-18s FAILED: %s' % (name, e))
+                continue
+            write_stamp(qpath, key)
+            log('quantize %-18s %.1f s -> %s' % (name, time.monotonic() - start, os.path.relpath(qpath)))
+        try:
+            with open(os.path.splitext(qpath)[0] + '.json') as f:
+                entry['ops'] = json.load(f).get('ops', {})
+        except (OSError, ValueError):
+            entry['ops'] = {}
+        kpath = os.path.splitext(qpath)[0] + '.kiln'
+        start = time.monotonic()
+        try:
+            run_tool([kilnc, qpath, '-o', kpath], 'kilnc %s (%s)' % (name, INT8_VARIANT), timeout=1800)
+        except BenchError as e:
+            entry['error'] = tool_error('kilnc', e)
+            entry['error_detail'] = str(e)
+            log('compile %-20s int8 FAILED: %s' % (name, e))
+            continue
+        entry['kiln'] = kpath
+        entry['compile_s'] = time.monotonic() - start
+        entry['bundle_bytes'] = os.path.getsize(kpath)
+        log('compile %-20s int8 %6.1f s  %.1f MB' % (name, entry['compile_s'], entry['bundle_bytes'] / 1e6))
+    return result
 
 
 # ---------------------------------------------------------------------------
@@ -363,21 +511,53 @@ def time_ort(node: str, ort_dir: str, path: str, threads: int, iterations: int, 
     return parse_timing(out, 'ort_bench.js %s' % name)
 
 
-def run_rounds(names, info, args, threads_list, kiln, node, meter):
-    """runs[name][threads][engine] = list of per-round timings. In every round, each model is
-    timed by both engines back to back; the first engine alternates from round to round,
-    so a slow spell of the machine hits both alike."""
-    runs = {n: {t: {'kiln': [], 'ort': []} for t in threads_list} for n in names}
+ENGINES = ('kiln', 'ort', 'kiln_int8', 'ort_int8')
+INT8_ENGINES = ('kiln_int8', 'ort_int8')
+
+
+def int8_timed(int8, name: str) -> bool:
+    """Whether NAME's int8 model is timed: quantized and compiled, and no int8 timing has failed."""
+    entry = (int8 or {}).get('models', {}).get(name)
+    return entry is not None and 'kiln' in entry and 'error' not in entry
+
+
+def time_engine(engine: str, name: str, info, int8, t: int, args, kiln: str, node: str):
+    if engine == 'kiln':
+        return time_kiln(kiln, info[name]['kiln'], t, args.iterations, args.warmup, name)
+    if engine == 'ort':
+        return time_ort(node, args.ort_dir, info[name]['onnx'], t, args.iterations, args.warmup, name)
+    entry = int8['models'][name]
+    label = '%s (%s)' % (name, INT8_VARIANT)
+    if engine == 'kiln_int8':
+        return time_kiln(kiln, entry['kiln'], t, args.iterations, args.warmup, label)
+    return time_ort(node, args.ort_dir, entry['onnx'], t, args.iterations, args.warmup, label)
+
+
+def run_rounds(names, info, args, threads_list, kiln, node, meter, int8=None):
+    """runs[name][threads][engine] = list of per-round timings, engine in ENGINES. In every round,
+    each model is timed by all its engines back to back (kiln, ORT, and for an int8 model kiln and
+    ORT on its quantized model); the order reverses from round to round, so a slow spell of the
+    machine hits all alike. The peaks are measured after every round. A failing int8 timing makes
+    that model's int8 rows an error, not the run."""
+    runs = {n: {t: {e: [] for e in ENGINES} for t in threads_list} for n in names}
     for t in threads_list:
         for r in range(args.rounds):
-            order = ('kiln', 'ort') if r % 2 == 0 else ('ort', 'kiln')
             for name in names:
+                engines = list(ENGINES if int8_timed(int8, name) else ENGINES[:2])
                 line = []
-                for engine in order:
-                    if engine == 'kiln':
-                        res = time_kiln(kiln, info[name]['kiln'], t, args.iterations, args.warmup, name)
-                    else:
-                        res = time_ort(node, args.ort_dir, info[name]['onnx'], t, args.iterations, args.warmup, name)
+                for engine in (engines if r % 2 == 0 else engines[::-1]):
+                    if engine in INT8_ENGINES and not int8_timed(int8, name):
+                        continue
+                    try:
+                        res = time_engine(engine, name, info, int8, t, args, kiln, node)
+                    except BenchError as e:
+                        if engine not in INT8_ENGINES:
+                            raise
+                        int8['models'][name]['error'] = tool_error(
+                            'kiln bench' if engine == 'kiln_int8' else 'ort_bench', e)
+                        int8['models'][name]['error_detail'] = str(e)
+                        log('threads %d round %d/%d %-20s %s FAILED: %s' % (t, r + 1, args.rounds, name, engine, e))
+                        continue
                     runs[name][t][engine].append(res)
                     line.append('%s %.2f/%.2f' % (engine, res['median_ms'], res['min_ms']))
                 log('threads %d round %d/%d %-20s %s  (median/min ms)' % (t, r + 1, args.rounds, name, '  '.join(line)))
@@ -385,15 +565,22 @@ def run_rounds(names, info, args, threads_list, kiln, node, meter):
     return runs
 
 
+def geomean(xs: Sequence[float]) -> Optional[float]:
+    xs = list(xs)
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def median_and_min(timings: Sequence[Dict[str, float]]) -> Tuple[float, float]:
+    """The median of the rounds' medians and the best single run."""
+    return statistics.median(x['median_ms'] for x in timings), min(x['min_ms'] for x in timings)
+
+
 def summarize(names, info, runs, threads_list, peaks):
     rows = []
     for t in threads_list:
         for name in names:
-            k, o = runs[name][t]['kiln'], runs[name][t]['ort']
-            km = statistics.median(x['median_ms'] for x in k)
-            kmin = min(x['min_ms'] for x in k)
-            om = statistics.median(x['median_ms'] for x in o)
-            omin = min(x['min_ms'] for x in o)
+            km, kmin = median_and_min(runs[name][t]['kiln'])
+            om, omin = median_and_min(runs[name][t]['ort'])
             flops = info[name]['flops']['total']
             peak = peaks[t]['gflops']
             kg = flops / (km * 1e6)
@@ -405,9 +592,50 @@ def summarize(names, info, runs, threads_list, peaks):
     geo = {}
     for t in threads_list:
         sel = [r for r in rows if r['threads'] == t]
-        geo[t] = {'ratio_median': math.exp(sum(math.log(r['ratio_median']) for r in sel) / len(sel)),
-                  'ratio_min': math.exp(sum(math.log(r['ratio_min']) for r in sel) / len(sel))}
+        geo[t] = {'ratio_median': geomean(r['ratio_median'] for r in sel),
+                  'ratio_min': geomean(r['ratio_min'] for r in sel)}
     return rows, geo
+
+
+def summarize_int8(names, info, runs, threads_list, peaks, rows, int8):
+    """Per int8 model and thread count: kiln int8, ORT int8 and kiln float32 (median, min), the
+    ratios kiln int8 / ORT int8 and kiln f32 / kiln int8, and GOP/s = 2 x MACs of the float model
+    / time, with its % of the measured int8 peak (PEAKS: int8_peak's, by thread count); a model
+    that failed has a row with its 'error'. Geometric means per thread count over the rows
+    without an error."""
+    out = []
+    for t in threads_list:
+        for name in names:
+            entry = int8['models'].get(name)
+            if entry is None:
+                continue
+            f32 = next(r for r in rows if r['model'] == name and r['threads'] == t)
+            row = {'model': name, 'threads': t, 'kiln_f32_median_ms': f32['kiln_median_ms'],
+                   'kiln_f32_min_ms': f32['kiln_min_ms'], 'ort_f32_median_ms': f32['ort_median_ms']}
+            k, o = runs[name][t]['kiln_int8'], runs[name][t]['ort_int8']
+            if 'error' in entry or not k or not o:
+                row['error'] = entry.get('error', 'not timed')
+                out.append(row)
+                continue
+            km, kmin = median_and_min(k)
+            om, omin = median_and_min(o)
+            ops = info[name]['flops']['total']
+            peak = peaks[t]['gops']
+            kg, og = ops / (km * 1e6), ops / (om * 1e6)
+            row.update({'kiln_int8_median_ms': km, 'kiln_int8_min_ms': kmin, 'ort_int8_median_ms': om,
+                        'ort_int8_min_ms': omin, 'ratio_median': km / om, 'ratio_min': kmin / omin,
+                        'f32_over_int8_median': f32['kiln_median_ms'] / km, 'f32_over_int8_min': f32['kiln_min_ms'] / kmin,
+                        'ort_f32_over_int8_median': f32['ort_median_ms'] / om,
+                        'gop': ops / 1e9, 'kiln_int8_gops': kg, 'ort_int8_gops': og,
+                        'kiln_int8_pct_peak': 100 * kg / peak, 'ort_int8_pct_peak': 100 * og / peak})
+            out.append(row)
+    geo = {}
+    for t in threads_list:
+        sel = [r for r in out if r['threads'] == t and 'error' not in r]
+        geo[t] = {'models': len(sel), 'ratio_median': geomean(r['ratio_median'] for r in sel),
+                  'ratio_min': geomean(r['ratio_min'] for r in sel),
+                  'f32_over_int8_median': geomean(r['f32_over_int8_median'] for r in sel)}
+    return out, geo
 
 
 # ---------------------------------------------------------------------------
@@ -613,10 +841,15 @@ def parse_args(argv):
     p.add_argument('--warmup', type=int, default=None, help='untimed runs before them (default 2; --quick: 1)')
     p.add_argument('--threads', default='1,2', help='comma-separated thread counts (default 1,2)')
     p.add_argument('--quick', action='store_true', help='a smoke run: 1 round, 3 iterations, 1 warm-up')
-    p.add_argument('--reexport', action='store_true', help='export the models again even when cached')
+    p.add_argument('--reexport', action='store_true', help='export (and quantize) the models again even when cached')
     p.add_argument('--ort-dir', default=os.path.join(REPO, 'tests', 'ort'),
                    help='folder with node_modules/onnxruntime-node (default tests/ort)')
     p.add_argument('--node', default='node', help='the Node.js executable')
+    p.add_argument('--no-int8', action='store_true',
+                   help='skip the int8 rows (the quantized %s models)' % ', '.join(INT8_MODELS))
+    p.add_argument('--int8-venv', default=None,
+                   help='the venv with ONNX Runtime\'s quantizer (tests/e2e/requirements-int8.txt), made when '
+                        'missing (default BUILD/tests/e2e/int8-venv, the int8 tests\' own)')
     p.add_argument('--no-vulkan', action='store_true', help='skip the Vulkan measurements')
     p.add_argument('--vulkan-shared-memory', choices=['auto', 'on', 'off'], default='auto',
                    help='kilnc --vulkan-shared-memory for the Vulkan bundles (default auto: off on CPU '
@@ -648,6 +881,7 @@ def parse_args(argv):
     args.build = os.path.abspath(args.build)
     args.out = os.path.abspath(args.out or os.path.join(args.build, 'bench'))
     args.ort_dir = os.path.abspath(args.ort_dir)
+    args.int8_venv = os.path.abspath(args.int8_venv or os.path.join(args.build, 'tests', 'e2e', 'int8-venv'))
     return args
 
 
@@ -665,8 +899,31 @@ def check_setup(args) -> Tuple[str, str, str]:
         raise BenchError('onnxruntime-node is not installed in %s; run tools/setup.sh --with-tests '
                          '(or npm ci --ignore-scripts there)' % args.ort_dir)
     if not shutil.which('cc'):
-        raise BenchError('no C compiler (cc) for bench/fma_peak.c')
+        raise BenchError('no C compiler (cc) for bench/fma_peak.c and bench/int8_peak.c')
     return kilnc, kiln, node
+
+
+def log_peaks(meter: PeakMeter, int8_meter: Optional[PeakMeter], final: bool = False) -> None:
+    for m, what, unit in ((meter, 'FMA peak', 'GFLOP/s'), (int8_meter, 'int8 peak', 'GOP/s')):
+        if m is None:
+            continue
+        for t, pk in sorted(m.peaks().items()):
+            if final:
+                log('%s, %d thread(s): %.1f %s, the best of %d measurements (their median %.1f)' % (
+                    what, t, pk[m.rate], unit, pk['measurements'], pk['median_of_measurements']))
+            else:
+                log('%s, %d thread(s): %.1f %s (%s)' % (what, t, pk[m.rate], unit, pk['isa']))
+
+
+def int8_json(int8: Optional[Dict[str, object]], out_dir: str) -> Optional[Dict[str, object]]:
+    """results.json's "int8": the section with the model paths relative to the out folder."""
+    if int8 is None:
+        return None
+    models = {}
+    for n, entry in int8['models'].items():
+        models[n] = dict(entry, display_name=MODELS[n][0],
+                         **{k: os.path.relpath(entry[k], out_dir) for k in ('onnx', 'kiln') if k in entry})
+    return dict(int8, models=models)
 
 
 def main(argv) -> int:
@@ -681,9 +938,11 @@ def main(argv) -> int:
         log('machine: %s, %s CPUs; kiln %s; onnxruntime-node %s' % (machine['cpu'], machine['logical_cpus'],
                                                                     machine['kiln_git'], machine['onnxruntime_node']))
         meter = PeakMeter(args.out, args.threads_list)
-        meter.measure()
-        for t, pk in sorted(meter.peaks().items()):
-            log('FMA peak, %d thread(s): %.1f GFLOP/s (%s)' % (t, pk['gflops'], pk['isa']))
+        with_int8 = not args.no_int8 and any(n in INT8_MODELS for n in args.model_list)
+        int8_meter = PeakMeter(args.out, args.threads_list, 'int8_peak') if with_int8 else None
+        meters = PeakMeters([m for m in (meter, int8_meter) if m])
+        meters.measure()
+        log_peaks(meter, int8_meter)
         names = args.model_list
         info = export_models(names, os.path.join(args.out, 'models'), args.reexport)
         for n in names:
@@ -693,12 +952,18 @@ def main(argv) -> int:
                     n, len(info[n]['flops']['unknown_nodes']), ', '.join(info[n]['flops']['unknown_nodes'][:5])))
             log('flops   %-20s %.3f GFLOP' % (n, info[n]['flops']['total'] / 1e9))
         compile_models(names, info, kilnc)
-        runs = run_rounds(names, info, args, args.threads_list, kiln, node, meter)
+        int8 = None if args.no_int8 else prepare_int8(names, info, args, kilnc)
+        runs = run_rounds(names, info, args, args.threads_list, kiln, node, meters, int8)
         peaks = meter.peaks()
-        for t, pk in sorted(peaks.items()):
-            log('FMA peak, %d thread(s): %.1f GFLOP/s, the best of %d measurements (their median %.1f)' % (
-                t, pk['gflops'], pk['measurements'], pk['median_of_measurements']))
+        int8_peaks = int8_meter.peaks() if int8_meter else None
+        log_peaks(meter, int8_meter, final=True)
         rows, geo = summarize(names, info, runs, args.threads_list, peaks)
+        if int8 is not None and int8['available']:
+            int8['peak'] = {str(t): p for t, p in int8_peaks.items()}
+            int8['summary'], int8_geo = summarize_int8(names, info, runs, args.threads_list, int8_peaks, rows, int8)
+            int8['geomean'] = {str(t): g for t, g in int8_geo.items()}
+            for n, entry in int8['models'].items():
+                entry['rounds'] = {str(t): {e: runs[n][t][e] for e in INT8_ENGINES} for t in args.threads_list}
         profile = None
         if PROFILE_MODEL in names:
             peak1 = meter.peak(1)['gflops']
@@ -717,7 +982,7 @@ def main(argv) -> int:
         machine['loadavg_end'] = list(os.getloadavg())
         elapsed = time.monotonic() - started
         md = render_markdown(machine, peaks, names, info, rows, geo, profile, args, args.threads_list, elapsed,
-                             vulkan)
+                             vulkan, int8)
         chart = os.path.join(args.out, 'chart.png')
         render_chart(chart, names, rows, geo, args.threads_list, peaks)
         with open(os.path.join(args.out, 'results.md'), 'w') as f:
@@ -725,18 +990,21 @@ def main(argv) -> int:
         results = {
             'machine': machine,
             'settings': {'rounds': args.rounds, 'iterations': args.iterations, 'warmup': args.warmup,
-                         'threads': args.threads_list, 'models': names},
+                         'threads': args.threads_list, 'models': names, 'int8': not args.no_int8},
             'fma_peak': {str(t): p for t, p in peaks.items()},
+            'int8_peak': int8['peak'] if int8 else None,
             'models': {n: {'display_name': MODELS[n][0], 'input_shape': list(MODELS[n][1]),
                            'onnx': os.path.relpath(info[n]['onnx'], args.out),
                            'kiln': os.path.relpath(info[n]['kiln'], args.out),
                            'compile_s': info[n]['compile_s'], 'bundle_bytes': info[n]['bundle_bytes'],
                            'flops': info[n]['flops']['total'], 'flops_by_op': info[n]['flops']['by_op'],
-                           'rounds': {str(t): runs[n][t] for t in args.threads_list}} for n in names},
+                           'rounds': {str(t): {e: runs[n][t][e] for e in ENGINES[:2]} for t in args.threads_list}}
+                       for n in names},
             'summary': rows,
             'geomean': {str(t): g for t, g in geo.items()},
             'profile': profile,
             'vulkan': vulkan,
+            'int8': int8_json(int8, args.out),
             'wall_s': elapsed,
         }
         with open(os.path.join(args.out, 'results.json'), 'w') as f:

@@ -30,8 +30,9 @@
 // of the inputs minus their zero points (exact).
 //
 // An operator that commutes with quantization (flag kCommutesWithQuant:
-// MaxPool, Reshape, Transpose, ...) between a DequantizeLinear and a
-// QuantizeLinear of equal parameters runs on the quantized tensor instead.
+// MaxPool, Reshape, Transpose, Concat, ...) between DequantizeLinear and
+// QuantizeLinear nodes of equal parameters (a Concat: on every input) runs
+// on the quantized tensors instead.
 //
 // Every constant scale and zero point of a QuantizeLinear, DequantizeLinear
 // or QOperator node is checked first: a scale that is zero, negative or not
@@ -344,13 +345,22 @@ class Quantizer {
     Quant qx, qy;
     int y = n.outputs[0];
     if (!dequantized_old(old, n.inputs[0], qx) || qx.per_axis()) return false;
+    // A Concat's every input is data (the others' later inputs are shapes, axes...).
+    std::vector<int> data = {qx.q};
+    for (size_t i = 1; n.is(Op::Concat) && i < n.inputs.size(); i++) {
+      Quant qi;
+      if (!dequantized_old(old, n.inputs[i], qi) || qi.per_axis() || qi.type != qx.type ||
+          (float)qi.scale[0] != (float)qx.scale[0] || qi.zp[0] != qx.zp[0])
+        return false;
+      data.push_back(qi.q);
+    }
     if (uses[(size_t)y] != 1 || is_model_output(g_, y) || consumers[(size_t)y].size() != 1) return false;
     const Node& q = old[(size_t)consumers[(size_t)y][0]];
     if (!q.is(Op::QuantizeLinear) || in(q, 0) != y) return false;
     if (!quant_of(q.outputs[0], in(q, 1), in(q, 2), q.attr_int("axis", 1), qy) || qy.per_axis()) return false;
     if (qy.type != qx.type || (float)qy.scale[0] != (float)qx.scale[0] || qy.zp[0] != qx.zp[0]) return false;
     Node m = n;
-    m.inputs[0] = qx.q;
+    for (size_t i = 0; i < data.size(); i++) m.inputs[i] = data[i];
     m.outputs = q.outputs;
     g_.nodes.push_back(std::move(m));
     skip[(size_t)consumers[(size_t)y][0]] = true;
