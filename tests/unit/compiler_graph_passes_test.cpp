@@ -380,7 +380,7 @@ TEST_CASE("graph pass layout: convs and their neighbours go NCHWc, conversions o
 TEST_CASE("run_graph_passes: the list, statistics and --dump-graph-after") {
   std::vector<std::string> names;
   for (auto& p : graph_passes()) names.push_back(p.name);
-  CHECK(names == std::vector<std::string>{"identity", "constant-fold", "reshape-chain", "fold-batchnorm", "fold-affine",
+  CHECK(names == std::vector<std::string>{"identity", "quantize", "constant-fold", "reshape-chain", "fold-batchnorm", "fold-affine",
                                           "layout", "winograd", "cse", "dead-code"});
   Builder b;
   int x = b.input("x", {4});
