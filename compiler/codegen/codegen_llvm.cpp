@@ -266,6 +266,12 @@ class KernelEmitter {
   // computed in float32 precision (see docs/compiler.md).
   llvm::Value* emit_call(const Call* c) {
     if (is_int8_dot(c->op)) return emit_int8_dot(c, nullptr);
+    // Round half to even in one instruction where the target has one
+    // (x86 with AVX: vroundps/vrndscaleps; AArch64: frintn); elsewhere
+    // (ARMv7, x86 without SSE4.1) LLVM would call libm: emulated instead.
+    llvm::Triple triple(m_.getTargetTriple());
+    if (c->op == Intrinsic::RoundEven && ((triple.isX86() && vector_.lanes >= 8) || triple.isAArch64()))
+      return b_.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, emit_expr(c->args[0]));
     std::vector<llvm::Value*> args;
     bool vector = false;
     for (auto& a : c->args) {
