@@ -1,5 +1,6 @@
 #include "tir/simplify.h"
 
+#include <cmath>
 #include <limits>
 #include <map>
 
@@ -208,6 +209,43 @@ class Simplifier : public IRMutator {
       if (*cb > 0 && ia.min >= 0 && ia.max < *cb) return a;
     }
     return a.same_as(op->a) && b.same_as(op->b) ? self : Mod::make(a, b);
+  }
+  // A float holding an integer (or NaN) by construction: rounded, integer
+  // constants and conversions from narrow integers, and sums, products,
+  // selections and clamps of those.
+  static bool integral_float(const Expr& e) {
+    if (!e.type().is_float()) return false;
+    if (auto f = e.as<FloatImm>()) return f->value == (double)(int64_t)f->value;
+    if (auto c = e.as<Call>())
+      return c->op == Intrinsic::RoundEven || c->op == Intrinsic::Floor || c->op == Intrinsic::Ceil;
+    if (auto c = e.as<Cast>()) return !c->value.type().is_float() && c->value.type().bits <= 16;
+    if (auto o = e.as<Add>()) return integral_float(o->a) && integral_float(o->b);
+    if (auto o = e.as<Sub>()) return integral_float(o->a) && integral_float(o->b);
+    if (auto o = e.as<Mul>()) return integral_float(o->a) && integral_float(o->b);
+    if (auto o = e.as<Min>()) return integral_float(o->a) && integral_float(o->b);
+    if (auto o = e.as<Max>()) return integral_float(o->a) && integral_float(o->b);
+    if (auto o = e.as<Select>()) return integral_float(o->true_value) && integral_float(o->false_value);
+    return false;
+  }
+  // float(int8/uint8/int16(v)) = v when v is a float clamp of an integer
+  // into the narrow type's range (a QuantizeLinear read back by a
+  // DequantizeLinear): the two conversions are dropped. A clamp is
+  // max(min(x, hi), lo) with constant bounds; it leaves no NaN.
+  Expr visit(const Cast* op, const Expr& self) override {
+    Expr v = mutate(op->value);
+    if (auto inner = v.as<Cast>(); inner && op->type.is_float() && !v.type().is_float() && v.type().bits <= 16 &&
+                                    inner->value.type() == op->type) {
+      const Expr& x = inner->value;
+      auto mx = x.as<Max>();
+      auto mn = mx ? mx->a.as<Min>() : nullptr;
+      auto lo = mx ? mx->b.as<FloatImm>() : nullptr;
+      auto hi = mn ? mn->b.as<FloatImm>() : nullptr;
+      Type t = v.type();
+      double tmin = t.is_uint() ? 0 : -std::ldexp(1.0, t.bits - 1), tmax = t.is_uint() ? std::ldexp(1.0, t.bits) - 1
+                                                                                       : std::ldexp(1.0, t.bits - 1) - 1;
+      if (lo && hi && lo->value >= tmin && hi->value <= tmax && integral_float(mn->a)) return x;
+    }
+    return v.same_as(op->value) ? self : Cast::make(op->type, v);
   }
   Expr visit(const Min* op, const Expr& self) override {
     Expr a = mutate(op->a), b = mutate(op->b);

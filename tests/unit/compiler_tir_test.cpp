@@ -124,3 +124,18 @@ TEST_CASE("a split's recombination divides back exactly") {
   Stmt t = For::make(j, Expr(0), Expr(9), ForKind::Serial, Store::make(out, j, (o * Expr(8) + j) / Expr(8)));
   CHECK(to_string(simplify(t)).find("/ 8") != std::string::npos);
 }
+
+TEST_CASE("simplify: a quantized value read back as float drops its two conversions only when exact") {
+  Expr x = Var::make(Float(32), "x");
+  Expr zp = cast(Float(32), Var::make(UInt(8), "zp"));
+  Expr q = clamp(Call::make(Intrinsic::RoundEven, {x}) + zp, make_const(Float(32), 0), make_const(Float(32), 255));
+  // float(uint8(clamp(round(x) + zp, 0, 255))): an integer in range, converted and back.
+  Expr back = simplify(cast(Float(32), cast(UInt(8), q)));
+  CHECK(back.as<Max>() != nullptr);  // the clamp itself
+  // Not integral (no rounding): uint8 truncates, so the conversions stay.
+  Expr raw = clamp(x, make_const(Float(32), 0), make_const(Float(32), 255));
+  CHECK(simplify(cast(Float(32), cast(UInt(8), raw))).as<Cast>() != nullptr);
+  // A clamp wider than int8's range: stays.
+  Expr wide = clamp(Call::make(Intrinsic::RoundEven, {x}), make_const(Float(32), -200), make_const(Float(32), 127));
+  CHECK(simplify(cast(Float(32), cast(Int(8), wide))).as<Cast>() != nullptr);
+}
