@@ -221,7 +221,12 @@ bool NodeFlops(const ModelContents& c, size_t node, double* flops) {
   const char* op = c.nodes[node].op_type;
   if (!strcmp(op, "Conv")) return ConvFlops(c, node, flops);
   if (!strcmp(op, "Gemm")) return GemmFlops(c, node, flops);
-  if (!strcmp(op, "MatMul")) return MatMulFlops(c, node, flops);
+  if (!strcmp(op, "MatMul") || !strcmp(op, "kiln.QMatMul")) return MatMulFlops(c, node, flops);
+  if (!strcmp(op, "kiln.QConv")) {  // int8 (docs/int8.md): weights packed as words of 4 input channels
+    if (!ConvFlops(c, node, flops)) return false;
+    if (IntList(FindAttribute(c, node, "kiln_int8_dot")) == std::vector<int64_t>{1}) *flops *= 4;
+    return true;
+  }
   return false;
 }
 
