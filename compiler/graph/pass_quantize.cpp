@@ -31,8 +31,10 @@
 //
 // An operator that commutes with quantization (flag kCommutesWithQuant:
 // MaxPool, Reshape, Transpose, Concat, ...) between DequantizeLinear and
-// QuantizeLinear nodes of equal parameters (a Concat: on every input) runs
-// on the quantized tensors instead.
+// QuantizeLinear nodes of equal parameters runs on the quantized tensors
+// instead; a Concat's inputs quantized otherwise are requantized to its
+// output's parameters first (DequantizeLinear -> QuantizeLinear, fused into
+// their producers).
 //
 // Every constant scale and zero point of a QuantizeLinear, DequantizeLinear
 // or QOperator node is checked first: a scale that is zero, negative or not
@@ -342,25 +344,36 @@ class Quantizer {
   bool transparent(const std::vector<Node>& old, const Node& n, const std::vector<int>& uses,
                    const std::vector<std::vector<int>>& consumers, std::vector<bool>& skip) {
     if (n.inputs.empty() || n.outputs.size() != 1 || n.outputs[0] < 0) return false;
-    Quant qx, qy;
     int y = n.outputs[0];
-    if (!dequantized_old(old, n.inputs[0], qx) || qx.per_axis()) return false;
-    // A Concat's every input is data (the others' later inputs are shapes, axes...).
-    std::vector<int> data = {qx.q};
-    for (size_t i = 1; n.is(Op::Concat) && i < n.inputs.size(); i++) {
-      Quant qi;
-      if (!dequantized_old(old, n.inputs[i], qi) || qi.per_axis() || qi.type != qx.type ||
-          (float)qi.scale[0] != (float)qx.scale[0] || qi.zp[0] != qx.zp[0])
-        return false;
-      data.push_back(qi.q);
-    }
     if (uses[(size_t)y] != 1 || is_model_output(g_, y) || consumers[(size_t)y].size() != 1) return false;
     const Node& q = old[(size_t)consumers[(size_t)y][0]];
+    Quant qy;
     if (!q.is(Op::QuantizeLinear) || in(q, 0) != y) return false;
     if (!quant_of(q.outputs[0], in(q, 1), in(q, 2), q.attr_int("axis", 1), qy) || qy.per_axis()) return false;
-    if (qy.type != qx.type || (float)qy.scale[0] != (float)qx.scale[0] || qy.zp[0] != qx.zp[0]) return false;
+    auto same = [&](const Quant& a) {
+      return a.type == qy.type && (float)a.scale[0] == (float)qy.scale[0] && a.zp[0] == qy.zp[0];
+    };
+    // The data inputs: the first, and a Concat's every one (others' later
+    // inputs are shapes, axes...). A Concat input quantized differently is
+    // requantized to the output's parameters first (DQ -> Q, fused into its
+    // producer's epilogue): Q(concat(DQ_i(a_i))) = concat(Q(DQ_i(a_i))).
+    size_t count = n.is(Op::Concat) ? n.inputs.size() : 1;
+    std::vector<Quant> qs(count);
+    for (size_t i = 0; i < count; i++) {
+      if (!dequantized_old(old, n.inputs[i], qs[i]) || qs[i].per_axis()) return false;
+      if (!n.is(Op::Concat) && !same(qs[i])) return false;
+    }
     Node m = n;
-    for (size_t i = 0; i < data.size(); i++) m.inputs[i] = data[i];
+    for (size_t i = 0; i < count; i++) {
+      if (same(qs[i])) {
+        m.inputs[i] = qs[i].q;
+        continue;
+      }
+      const Node& d = old[(size_t)val(n.inputs[i]).producer];
+      const std::string base = val(n.inputs[i]).name + ".requantized";
+      int f = emit("DequantizeLinear", base + "_float", d.inputs, DType::F32, val(qs[i].q).shape, d.attrs);
+      m.inputs[i] = emit("QuantizeLinear", base, {f, in(q, 1), in(q, 2)}, qy.type, val(qs[i].q).shape);
+    }
     m.outputs = q.outputs;
     g_.nodes.push_back(std::move(m));
     skip[(size_t)consumers[(size_t)y][0]] = true;

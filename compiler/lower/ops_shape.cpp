@@ -59,7 +59,16 @@ void lower_concat(OpContext& ctx) {
       v = v.defined() ? tir::select(idx[axis] < Expr(offsets[k] + ins[k].shape()[axis]), here, v) : here;
     }
     return v;
-  }));
+  }), [axis, rank = os.size()](te::Stage& s) {
+    te::default_cpu_schedule(s);
+    // Concatenating along an outer axis (a blocked tensor's channel blocks):
+    // the innermost rows are plain copies, in vectors.
+    te::IterVar last = s.axes[rank - 1];
+    bool leaf = std::find(s.leaves.begin(), s.leaves.end(), last) != s.leaves.end();
+    if ((size_t)axis + 1 < rank && rank >= 2 && leaf && last->extent >= 4 && last->extent <= 64 &&
+        last->kind == tir::ForKind::Serial)
+      s.vectorize(last);
+  });
 }
 
 void lower_transpose(OpContext& ctx) {
