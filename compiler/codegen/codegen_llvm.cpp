@@ -311,9 +311,12 @@ class KernelEmitter {
       return out;
     };
     llvm::Value* fast = nullptr;
-    if (vty && triple.isX86() && u8 && vector_.int8_dot == Int8Dot::U8S8 && (words == 16 || words == 8)) {
-      auto id = words == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512 : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
-      fast = b_.CreateIntrinsic(id, {}, {acc, a, b});
+    if (vty && triple.isX86() && u8 && vector_.int8_dot == Int8Dot::U8S8 && words % 8 == 0) {
+      // zmm on AVX-512 targets (which all have the VL forms too), ymm on
+      // AVX-VNNI ones; longer vectors in pieces.
+      int64_t width = vector_.lanes == 16 && words % 16 == 0 ? 16 : 8;
+      auto id = width == 16 ? llvm::Intrinsic::x86_avx512_vpdpbusd_512 : llvm::Intrinsic::x86_avx512_vpdpbusd_256;
+      fast = pieces(width, [&](llvm::Value* c, llvm::Value* x, llvm::Value* y) { return b_.CreateIntrinsic(id, {}, {c, x, y}); });
     } else if (vty && triple.isAArch64() && vector_.int8_dot != Int8Dot::None &&
                (u8 ? vector_.int8_dot == Int8Dot::U8S8 : true)) {
       // sdot needs the dotprod feature (which i8mm targets have too); usdot needs i8mm.

@@ -155,13 +155,18 @@ TEST_CASE("int8 dot products match the byte sums: vpdpbusd, widened, vectors and
   for (int64_t i = 0; i < n; i++) acc[i] = (int32_t)(rng() % 100000) - 50000, a[i] = (int32_t)rng(), b[i] = (int32_t)rng();
   a[0] = (int32_t)0xFFFFFFFF, b[0] = (int32_t)0x80808080;  // the extremes: 255 * -128 four times
   a[1] = (int32_t)0x80808080, b[1] = (int32_t)0x80808080;  // -128 * -128 (S8S8) four times
-  // The host (AVX512-VNNI here: vpdpbusd) and an AVX2 CPU (no dot product:
-  // the widened form), both of which this machine runs.
-  for (const char* target : {"host", "llvm -mtriple=x86_64-linux-gnu -mcpu=haswell"}) {
+  // The host (AVX512-VNNI here: vpdpbusd zmm), an AVX-VNNI CPU (vpdpbusd
+  // ymm, VEX) and an AVX2 CPU (no dot product: the widened form), all of
+  // which this machine runs (the AVX-VNNI one only where it has avx_vnni).
+  std::vector<std::string> targets = {"host", "llvm -mtriple=x86_64-linux-gnu -mcpu=haswell"};
+  if (TargetSpec::host().features.find("+avxvnni") != std::string::npos)
+    targets.push_back("llvm -mtriple=x86_64-linux-gnu -mcpu=alderlake");
+  for (const std::string& target : targets) {
     for (tir::Intrinsic dot : {tir::Intrinsic::DotU8S8, tir::Intrinsic::DotS8S8}) {
       for (int64_t lanes : {0, 4, 8, 16}) {
         CAPTURE(target);
         CAPTURE(tir::intrinsic_name(dot));
+        CHECK(vector_info(TargetSpec::parse(target)).int8_dot == (target.find("haswell") != std::string::npos ? Int8Dot::None : Int8Dot::U8S8));
         CAPTURE(lanes);
         test::Library lib({dot_kernel(n, lanes, dot)}, TargetSpec::parse(target));
         lib.run(0, {acc.data(), a.data(), b.data(), out.data()});
