@@ -6,7 +6,8 @@
 Writes OUT_DIR/<harness>/ for each harness:
   fuzz_onnx_import  small onnx.helper models (Add, Conv+Relu, MatMul+Softmax,
                     a Shape->Gather->Concat->Reshape chain, opset 6, Constant
-                    and Clip) and demo/shapes_cnn.onnx;
+                    and Clip, ONNX Runtime's com.microsoft QLinear* / QGemm)
+                    and demo/shapes_cnn.onnx;
   fuzz_bundle       bundles kilnc compiles from them (CPU, --target=vulkan,
                     one signed with a fresh Ed25519 key), each behind the mode
                     bytes fuzz_bundle.cpp reads (0 as is, 1 rehash, 2/3 trusted keys);
@@ -85,6 +86,26 @@ def onnx_models(rng):
     }
     for name, m in models.items():
         onnx.checker.check_model(m)
+    # ONNX Runtime's quantized contrib operators (domain com.microsoft),
+    # which kilnc expands at import (import/contrib_ops.cpp); Python's
+    # checker does not know the domain, kilnc checks after the expansion.
+    u8 = TensorProto.UINT8
+    scalar = lambda name, v, dt=np.float32: numpy_helper.from_array(np.array(v, dt), name)
+    contrib = model([
+        helper.make_node("QLinearAdd", ["a", "s", "z", "b", "s", "z", "s2", "z"], ["c"], domain="com.microsoft"),
+        helper.make_node("QLinearConcat", ["s2", "z", "c", "s2", "z", "a", "s", "z"], ["d"], axis=1,
+                         domain="com.microsoft"),
+        helper.make_node("QLinearGlobalAveragePool", ["d", "s2", "z", "s", "z"], ["e"], channels_last=0,
+                         domain="com.microsoft"),
+        helper.make_node("QGemm", ["f", "s", "z", "w8", "s", "z8", "bias", "s2", "z"], ["g"], transB=1,
+                         domain="com.microsoft")],
+        [value("a", [1, 2, 3, 3], u8), value("b", [1, 2, 3, 3], u8), value("f", [2, 4], u8)],
+        [value("e", [1, 4, 1, 1], u8), value("g", [2, 3], u8)],
+        [scalar("s", 0.05), scalar("s2", 0.1), scalar("z", 128, np.uint8), scalar("z8", 0, np.int8),
+         numpy_helper.from_array(rng.integers(-127, 128, (3, 4)).astype(np.int8), "w8"),
+         numpy_helper.from_array(rng.integers(-1000, 1000, (3,)).astype(np.int32), "bias")])
+    contrib.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    models["qoperator_contrib"] = contrib
     return models
 
 
