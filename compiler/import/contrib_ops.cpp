@@ -132,20 +132,17 @@ class Expander {
   std::vector<onnx::NodeProto>& out_;
 };
 
-void expand_graph(onnx::GraphProto& g, bool& any) {
+void expand_graph(onnx::GraphProto& g) {
   std::vector<onnx::NodeProto> nodes;
   for (int i = 0; i < g.node_size(); i++) {
     onnx::NodeProto n = g.node(i);
     for (auto& a : *n.mutable_attribute()) {
-      if (a.has_g()) expand_graph(*a.mutable_g(), any);
-      for (auto& sub : *a.mutable_graphs()) expand_graph(sub, any);
+      if (a.has_g()) expand_graph(*a.mutable_g());
+      for (auto& sub : *a.mutable_graphs()) expand_graph(sub);
     }
     if (n.domain() == kDomain) {
       if (n.name().empty()) n.set_name(n.op_type() + "_" + std::to_string(i));
-      if (Expander(n, nodes).expand()) {
-        any = true;
-        continue;
-      }
+      if (Expander(n, nodes).expand()) continue;
     }
     nodes.push_back(std::move(n));
   }
@@ -161,8 +158,7 @@ const char* supported_contrib_ops() {
 }
 
 void expand_contrib_ops(onnx::ModelProto& model) {
-  bool any = false;
-  expand_graph(*model.mutable_graph(), any);
+  expand_graph(*model.mutable_graph());
 }
 
 }  // namespace kiln

@@ -96,7 +96,6 @@ void lower_qconv_blocked(OpContext& ctx, const Int8Operands& q) {
   std::vector<int64_t> strides = n.attr_ints("strides", {1, 1}), dilations = n.attr_ints("dilations", {1, 1});
   std::vector<int64_t> pads = spatial_pads(ctx, xs, os, kernel, strides, dilations);
   int64_t m = os[4];
-  Int8Operands qq = q;
   Expr pad = q.zx();
   te::Tensor acc = te::reduce("qconv_nchwc", os, {ws[1], ws[2], ws[3], ws[4]}, te::ReduceKind::Sum, I32,
                               [=](const Indices& o, const Indices& r) {
@@ -110,10 +109,10 @@ void lower_qconv_blocked(OpContext& ctx, const Int8Operands& q) {
       Expr inside = in_range({ih, iw}, {0, 0}, {xs[2], xs[3]});
       Expr ch = tir::clamp(ih, Expr(0), Expr(xs[2] - 1)), cw = tir::clamp(iw, Expr(0), Expr(xs[3] - 1));
       Expr b[4];
-      for (int k = 0; k < 4; k++) b[k] = qq.byte(x({o[0], r[0], ch, cw, r[3] * Expr(4) + Expr(k)}));
-      Expr zb = qq.byte(pad);
+      for (int k = 0; k < 4; k++) b[k] = q.byte(x({o[0], r[0], ch, cw, r[3] * Expr(4) + Expr(k)}));
+      Expr zb = q.byte(pad);
       Expr word = tir::select(inside, Int8Operands::word(b[0], b[1], b[2], b[3]), Int8Operands::word(zb, zb, zb, zb));
-      return tir::Call::make(qq.dot, {word, wv});
+      return tir::Call::make(q.dot, {word, wv});
     }
     Indices xi = depthwise ? Indices{o[0], o[1], ih, iw, o[4]} : Indices{o[0], r[0], ih, iw, r[3]};
     return Int8Operands::value(padded_read(x, xi, pad)) * tir::cast(I32, wv);
@@ -121,7 +120,7 @@ void lower_qconv_blocked(OpContext& ctx, const Int8Operands& q) {
   int registers = ctx.vector().registers;
   ctx.schedule_reduction(acc, [registers, w](te::Stage& s) { schedule_conv2d_blocked_cpu(s, w, registers); });
   ctx.set_output(0, te::compute("qconv_out", os, [=](const Indices& o) {
-    return qq.epilogue(acc(o), o[1] * Expr(m) + o[4], dotted);
+    return q.epilogue(acc(o), o[1] * Expr(m) + o[4], dotted);
   }));
 }
 
@@ -171,7 +170,6 @@ void lower_qmatmul(OpContext& ctx) {
   bool dotted = n.attr_int("kiln_int8_dot", 0) != 0;
   internal_assert(!dotted || nb) << n.describe() << ": dot-product weights come packed";
   int64_t steps = dotted ? w.shape()[1] : K;  // reduction steps: words of four (K4 / 4) or elements
-  Int8Operands qq = q;
   Expr zero = tir::make_const(graph::dtype_to_tir(q.x_type), 0);
   te::Tensor acc = te::reduce("qmatmul", os, {steps}, te::ReduceKind::Sum, I32, [=](const Indices& o, const Indices& rr) {
     Indices xi(o.begin(), o.end() - 1);
@@ -181,9 +179,9 @@ void lower_qmatmul(OpContext& ctx) {
       for (int k = 0; k < 4; k++) {
         Indices e = xi;
         e.push_back(rr[0] * Expr(4) + Expr(k));
-        b[k] = qq.byte(padded_read(x, e, zero));  // past K: the weights are zero
+        b[k] = q.byte(padded_read(x, e, zero));  // past K: the weights are zero
       }
-      return tir::Call::make(qq.dot, {Int8Operands::word(b[0], b[1], b[2], b[3]), w({j / Expr(nb), rr[0], j % Expr(nb)})});
+      return tir::Call::make(q.dot, {Int8Operands::word(b[0], b[1], b[2], b[3]), w({j / Expr(nb), rr[0], j % Expr(nb)})});
     }
     xi.push_back(rr[0]);
     Expr wv = nb ? w({j / Expr(nb), rr[0], j % Expr(nb)}) : w({rr[0], j});
@@ -192,7 +190,7 @@ void lower_qmatmul(OpContext& ctx) {
   VectorInfo target = ctx.vector();
   ctx.schedule_reduction(acc, [target](te::Stage& s) { schedule_matmul_cpu(s, target); });
   ctx.set_output(0, te::compute("qmatmul_out", os, [=](const Indices& o) {
-    return qq.epilogue(acc(o), o[(size_t)r - 1], dotted);
+    return q.epilogue(acc(o), o[(size_t)r - 1], dotted);
   }));
 }
 
