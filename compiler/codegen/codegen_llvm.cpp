@@ -3,6 +3,7 @@
 #include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsAArch64.h>
+#include <llvm/IR/IntrinsicsARM.h>
 #include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/MDBuilder.h>
@@ -171,6 +172,8 @@ class KernelEmitter {
           auto* vty = llvm::VectorType::get(ty, llvm::ElementCount::getFixed(lanes_));
           if (lane_stride(l->index) == std::optional<int64_t>(1))
             return b_.CreateAlignedLoad(vty, address(l->buffer, b_.CreateExtractElement(index, (uint64_t)0)), align);
+          if (l->type.bits == 8 && l->buffer->size == 256 && vector_.byte_table)
+            if (llvm::Value* v = emit_byte_table(l->buffer, index)) return v;
           return b_.CreateMaskedGather(vty, address(l->buffer, index), align);
         }
         return b_.CreateAlignedLoad(ty, address(l->buffer, index), align);
@@ -328,19 +331,60 @@ class KernelEmitter {
       });
     }
     if (fast) return fast;
-    // Widened: <4n x i8> bytes to i32, products, then the four of each word summed.
+    // Widened. ARM: bytes to int16 (a product of a byte and a signed byte
+    // fits), int16 products (vmull.s8 for two signed operands), a pairwise
+    // add long into int32 per 128 bits (vpaddl.s16 / saddlp), then the two
+    // pairs of each word. Elsewhere (x86 without VNNI): bytes to int32,
+    // products, and the four of each word summed pairwise (measured faster
+    // there than vpmaddwd on int16, whose pairs need a horizontal add).
+    auto half_of = [&](llvm::Value* v, int64_t n, int64_t first) {  // lanes first, first + 2, ...
+      llvm::SmallVector<int, 64> idx;
+      for (int64_t i = 0; i < n / 2; i++) idx.push_back((int)(2 * i + first));
+      return b_.CreateShuffleVector(v, idx);
+    };
     auto* bytes = llvm::FixedVectorType::get(b_.getInt8Ty(), (unsigned)(4 * words));
-    auto* wide = llvm::FixedVectorType::get(i32, (unsigned)(4 * words));
     llvm::Value* ab = b_.CreateBitCast(a, bytes);
     llvm::Value* bb = b_.CreateBitCast(b, bytes);
-    llvm::Value* p = b_.CreateMul(u8 ? b_.CreateZExt(ab, wide) : b_.CreateSExt(ab, wide), b_.CreateSExt(bb, wide));
-    for (int64_t n = 4 * words; n > words; n /= 2) {  // pairwise: [p0+p1, p2+p3, ...]
-      llvm::SmallVector<int, 64> even, odd;
-      for (int64_t i = 0; i < n / 2; i++) even.push_back((int)(2 * i)), odd.push_back((int)(2 * i + 1));
-      p = b_.CreateAdd(b_.CreateShuffleVector(p, even), b_.CreateShuffleVector(p, odd));
+    llvm::Value* p;
+    int64_t n = 4 * words;  // lanes of p
+    if ((triple.isARM() || triple.isAArch64()) && words % 4 == 0) {
+      auto* halves = llvm::FixedVectorType::get(b_.getInt16Ty(), (unsigned)n);
+      llvm::Value* prod = b_.CreateMul(u8 ? b_.CreateZExt(ab, halves) : b_.CreateSExt(ab, halves), b_.CreateSExt(bb, halves));
+      auto* v8 = llvm::FixedVectorType::get(b_.getInt16Ty(), 8);
+      auto* v4 = llvm::FixedVectorType::get(i32, 4);
+      auto id = triple.isAArch64() ? llvm::Intrinsic::aarch64_neon_saddlp : llvm::Intrinsic::arm_neon_vpaddls;
+      llvm::SmallVector<llvm::Value*, 16> parts;
+      for (int64_t q = 0; q < n; q += 8) {
+        llvm::SmallVector<int, 8> idx;
+        for (int i = 0; i < 8; i++) idx.push_back((int)(q + i));
+        parts.push_back(b_.CreateIntrinsic(id, {v4, v8}, {b_.CreateShuffleVector(prod, idx)}));
+      }
+      p = concat(parts);
+      n /= 2;
+    } else {
+      auto* wide = llvm::FixedVectorType::get(i32, (unsigned)n);
+      p = b_.CreateMul(u8 ? b_.CreateZExt(ab, wide) : b_.CreateSExt(ab, wide), b_.CreateSExt(bb, wide));
     }
+    for (; n > words; n /= 2) p = b_.CreateAdd(half_of(p, n, 0), half_of(p, n, 1));  // [p0+p1, p2+p3, ...]
     if (!vty) p = b_.CreateExtractElement(p, (uint64_t)0);
     return b_.CreateAdd(acc, p);
+  }
+
+  // The vectors of `parts` (all of one type) one after the other.
+  llvm::Value* concat(llvm::ArrayRef<llvm::Value*> parts) {
+    llvm::SmallVector<llvm::Value*, 16> level(parts.begin(), parts.end());
+    while (level.size() > 1) {  // pairwise; the count is a power of two here
+      llvm::SmallVector<llvm::Value*, 16> next;
+      for (size_t i = 0; i + 1 < level.size(); i += 2) {
+        unsigned n = llvm::cast<llvm::FixedVectorType>(level[i]->getType())->getNumElements();
+        llvm::SmallVector<int, 64> idx;
+        for (unsigned k = 0; k < 2 * n; k++) idx.push_back((int)k);
+        next.push_back(b_.CreateShuffleVector(level[i], level[i + 1], idx));
+      }
+      internal_assert(level.size() % 2 == 0) << "concat of " << level.size() << " vectors";
+      level = next;
+    }
+    return level[0];
   }
 
   // The address of element `index` (a vector of addresses for a vector index).
@@ -348,6 +392,46 @@ class KernelEmitter {
     auto it = buffers_.find(buf.get());
     internal_assert(it != buffers_.end()) << "buffer " << buf->name << " not bound";
     return b_.CreateInBoundsGEP(llvm_type(buf->dtype), it->second, index);
+  }
+
+  // A vector of lookups in a 256-entry table of bytes (kiln.LookupTable):
+  // the table is held in registers (the loads are loop-invariant) and
+  // permutes pick the lanes: two vpermi2b over 128 bytes each and a select
+  // on bit 7 (AVX512-VBMI), or tbl + three tbx over 64 bytes each (AArch64).
+  // An index in bounds is below 256, so its low byte is all of it. Null
+  // where the lanes do not fit one register (the caller gathers instead).
+  llvm::Value* emit_byte_table(const Buffer& buf, llvm::Value* index) {
+    llvm::Triple triple(m_.getTargetTriple());
+    int width = triple.isX86() ? 64 : 16;
+    if (lanes_ > width || !(triple.isX86() || triple.isAArch64())) return nullptr;
+    llvm::Type* i8 = b_.getInt8Ty();
+    auto* wide_ty = llvm::FixedVectorType::get(i8, width);
+    llvm::Value* idx = b_.CreateTrunc(index, llvm::FixedVectorType::get(i8, lanes_));
+    std::vector<int> widen(width, -1), narrow(lanes_);
+    for (int k = 0; k < lanes_; k++) widen[k] = narrow[k] = k;
+    if (lanes_ < width) idx = b_.CreateShuffleVector(idx, widen);
+    llvm::Value* base = address(buf, b_.getInt64(0));
+    std::vector<llvm::Value*> part(256 / width);
+    for (int k = 0; k < 256 / width; k++)
+      part[k] = b_.CreateAlignedLoad(wide_ty, b_.CreateConstInBoundsGEP1_64(i8, base, k * width), llvm::Align(1));
+    llvm::Value* r;
+    if (triple.isX86()) {
+      llvm::Function* perm = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::x86_avx512_vpermi2var_qi_512);
+      llvm::Value* lo = b_.CreateCall(perm, {part[0], idx, part[1]});
+      llvm::Value* hi = b_.CreateCall(perm, {part[2], idx, part[3]});
+      r = b_.CreateSelect(b_.CreateICmpSLT(idx, llvm::Constant::getNullValue(wide_ty)), hi, lo);
+    } else {
+      // tbl gives 0 for an index past its 64 bytes, tbx keeps the lane: each
+      // quarter of the table answers the indices it holds.
+      llvm::Function* tbl = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::aarch64_neon_tbl4, {wide_ty});
+      llvm::Function* tbx = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::aarch64_neon_tbx4, {wide_ty});
+      r = b_.CreateCall(tbl, {part[0], part[1], part[2], part[3], idx});
+      for (int q = 1; q < 4; q++) {
+        llvm::Value* shifted = b_.CreateSub(idx, llvm::ConstantInt::get(wide_ty, 64 * q));
+        r = b_.CreateCall(tbx, {r, part[4 * q], part[4 * q + 1], part[4 * q + 2], part[4 * q + 3], shifted});
+      }
+    }
+    return lanes_ < width ? b_.CreateShuffleVector(r, narrow) : r;
   }
 
   // select(c, buf[i], k) with a constant k, as padded reads are written:

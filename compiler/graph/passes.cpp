@@ -14,7 +14,9 @@ const std::vector<GraphPass>& graph_passes() {
   // compile-time computation (run-time-built weights included) into
   // constants, which the BatchNormalization and affine folds need; layout
   // then packs the folded weights for the target's blocked convolutions,
-  // winograd transforms those of the 3x3 ones where it wins; CSE and
+  // winograd transforms those of the 3x3 ones where it wins; lookup-table
+  // turns 8-bit-to-8-bit elementwise chains (on the tensors as they will
+  // run, blocked or not) into tables; CSE and
   // dead-code elimination clean up what the rewrites left behind.
   static const std::vector<GraphPass> passes = {
       {"identity", pass_identity},
@@ -25,6 +27,7 @@ const std::vector<GraphPass>& graph_passes() {
       {"fold-affine", pass_fold_affine},
       {"layout", pass_layout},
       {"winograd", pass_winograd},
+      {"lookup-table", pass_lookup_table},
       {"cse", pass_cse},
       {"dead-code", pass_dead_code},
   };

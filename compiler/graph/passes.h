@@ -30,7 +30,7 @@ using GraphEvaluator =
 struct PassEnvironment {
   VectorInfo vector;            // layout: the target's vector unit (block widths, matmul panels)
   bool blocked_layout = false;  // layout: move convolutions to NCHWc (CPU targets; false keeps NCHW)
-  // constant-fold: compiles and runs constant subgraphs with the compiler's
+  // constant-fold and lookup-table: compile and run subgraphs with the compiler's
   // own steps (driver/evaluate.h; the graph layer never generates code
   // itself). Unset: only Shape/Size and alias ops on constants fold.
   GraphEvaluator evaluate;
@@ -61,6 +61,7 @@ bool pass_fold_batchnorm(Graph& g, PassContext& ctx);  // pass_fold_batchnorm.cp
 bool pass_fold_affine(Graph& g, PassContext& ctx);     // pass_fold_affine.cpp
 bool pass_layout(Graph& g, PassContext& ctx);          // pass_layout.cpp
 bool pass_winograd(Graph& g, PassContext& ctx);        // pass_winograd.cpp
+bool pass_lookup_table(Graph& g, PassContext& ctx);    // pass_lookup_table.cpp
 bool pass_cse(Graph& g, PassContext& ctx);             // pass_cse.cpp
 bool pass_dead_code(Graph& g, PassContext& ctx);       // pass_dead_code.cpp
 

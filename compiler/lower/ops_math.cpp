@@ -199,7 +199,7 @@ void lower_logic(OpContext& ctx) {
   });
 }
 
-// Float base: pow in the base's type. Integer base (numpy's power cast to
+// Float base: pow in the base's type (a constant exponent 2: x * x). Integer base (numpy's power cast to
 // the base's type): a constant small non-negative integer exponent is
 // repeated multiplication, an integer exponent is exact binary
 // exponentiation (both wrap like numpy); a float exponent is pow in
@@ -208,11 +208,17 @@ void lower_pow(OpContext& ctx) {
   graph::DType bt = ctx.in_dtype(0);
   require(ctx, !is_bool(bt) && bt != graph::DType::F16 && !is_bool(ctx.in_dtype(1)), "numbers only");
   tir::Type t = graph::dtype_to_tir(bt);
+  const graph::Value& e = ctx.value(ctx.input(1));
   if (is_float(bt)) {
+    // A constant exponent of 2 (LayerNorm's variance, decomposed) is one
+    // multiplication: x * x is the correctly rounded x^2, as pow's is.
+    if (e.is_constant() && e.elements() == 1 && e.const_at(0) == 2.0) {
+      lower_nary(ctx, [](const std::vector<Expr>& v) { return v[0] * v[0]; });
+      return;
+    }
     lower_nary(ctx, [t](const std::vector<Expr>& v) { return tir::Call::make(Intrinsic::Pow, {v[0], tir::cast(t, v[1])}); });
     return;
   }
-  const graph::Value& e = ctx.value(ctx.input(1));
   if (e.is_constant() && e.elements() == 1) {
     double p = e.const_at(0);
     if (p >= 0 && p <= 64 && p == std::floor(p)) {

@@ -13,6 +13,9 @@
 // ONNX's reference. Scale and zero point are scalars (or 1-element), or 1-D
 // along `axis` (default 1) for per-axis quantization; they may be run-time
 // tensors. A zero point absent means 0 (and uint8 for QuantizeLinear).
+//
+// And kiln.LookupTable (graph/pass_lookup_table.cpp): y = table[x] for a
+// uint8 x, table[x + 128] for an int8 x; the table has 256 entries.
 #include <cmath>
 
 #include "lower/op_lowering.h"
@@ -132,6 +135,17 @@ void lower_dynamic_quantize(OpContext& ctx) {
     ctx.set_output(1, te::compute("scale", {}, [=](const Indices&) { return scale(); }));
   if (ctx.node().outputs.size() > 2 && ctx.node().outputs[2] >= 0)
     ctx.set_output(2, te::compute("zero_point", {}, [=](const Indices&) { return zero_point(); }));
+}
+
+void lower_lookup_table(OpContext& ctx) {
+  graph::DType it = ctx.in_dtype(0);
+  internal_assert((it == graph::DType::U8 || it == graph::DType::I8) && ctx.value(ctx.input(1)).elements() == 256)
+      << ctx.node().describe() << ": a lookup table needs an 8-bit index and 256 entries";
+  te::Tensor x = ctx.in(0), table = ctx.in(1);
+  Expr offset = tir::make_const(tir::Int(64), it == graph::DType::I8 ? 128 : 0);
+  ctx.set_output(0, te::compute("lookup_table", x.shape(), [=](const Indices& o) {
+    return table({tir::cast(tir::Int(64), x(o)) + offset});
+  }));
 }
 
 }  // namespace kiln::lower

@@ -119,6 +119,7 @@ VectorInfo vector_info(const TargetSpec& spec) {
   llvm::Triple triple(spec.triple);
   if (triple.isAArch64()) {
     v.lanes = 4, v.registers = 32;  // NEON: 32 x 128-bit
+    v.byte_table = true;            // tbl/tbx over four registers
     if (sti->checkFeatures("+i8mm")) v.int8_dot = Int8Dot::U8S8;
     else if (sti->checkFeatures("+dotprod")) v.int8_dot = Int8Dot::S8S8;
   } else if (triple.isX86()) {
@@ -129,6 +130,7 @@ VectorInfo vector_info(const TargetSpec& spec) {
     if (v.lanes == 16 ? sti->checkFeatures("+avx512vnni")
                       : v.lanes == 8 && (sti->checkFeatures("+avxvnni") || sti->checkFeatures("+avx512vnni,+avx512vl")))
       v.int8_dot = Int8Dot::U8S8;
+    v.byte_table = v.lanes == 16 && sti->checkFeatures("+avx512vbmi");
   } else if (triple.isARM()) {
     v.lanes = 4, v.registers = 16;  // NEON (q0-q15)
   }

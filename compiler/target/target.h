@@ -48,6 +48,7 @@ struct VectorInfo {
   int lanes = 4;                  // float32 lanes of the widest vector register worth using
   int registers = 16;             // vector registers (accumulator budget of register tiles)
   Int8Dot int8_dot = Int8Dot::None;  // the int8 dot-product instruction (int8 kernels)
+  bool byte_table = false;        // 256-byte tables looked up in registers (AVX512-VBMI vpermi2b, AArch64 tbl/tbx)
 };
 const char* int8_dot_name(Int8Dot d);
 // Asks LLVM's subtarget description (so -mcpu alone is enough, e.g.

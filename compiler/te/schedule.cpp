@@ -75,13 +75,17 @@ bool flat_is_contiguous(const Stage& s) {
 // The float32 lanes a loop of `extent` iterations splits into (0: none).
 int64_t lanes_for(int64_t extent) { return extent % 16 == 0 ? 16 : extent % 8 == 0 ? 8 : 0; }
 
-// Elementwise and injective float kernels: vectors along the innermost
+// Elementwise and injective float and 8-bit kernels (quantized tensors,
+// table lookups): vectors along the innermost
 // axis when its extent allows (then every other index is the same for all
 // lanes, so reads are vector loads or broadcasts), else, for purely
 // elementwise kernels, along the flattened tensor; chunks of the outer
 // iterations are workgroups. Returns false (nothing changed) otherwise.
 bool vectorize_elementwise(Stage& s) {
-  if (s.tensor->kind != TensorNode::Kind::Compute || !s.tensor->dtype.is_float() || s.axes.empty()) return false;
+  tir::Type t = s.tensor->dtype;
+  if (s.tensor->kind != TensorNode::Kind::Compute || !(t.is_float() || ((t.is_int() || t.is_uint()) && t.bits == 8)) ||
+      s.axes.empty())
+    return false;
   int64_t n = 1;
   for (auto& iv : s.axes) n *= iv->extent;
   std::vector<IterVar> outer(s.axes.begin(), s.axes.end() - 1);

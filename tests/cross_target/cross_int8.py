@@ -34,6 +34,11 @@ INT8_CPUS = {
     'armv7': (('cortex-a7', 'cortex-a7', 'cortex-a7', None),),
 }
 DOT_INSTRUCTIONS = ('sdot', 'udot', 'usdot')
+# The models whose quantized GELUs become 256-entry tables (graph/pass_lookup_table.cpp),
+# looked up on AArch64 with tbl/tbx from registers (codegen_llvm.cpp, emit_byte_table).
+TABLE_MODELS = ('transformer',)
+# Without a dot product the kernels widen bytes to int16 products and add pairs long (codegen_llvm.cpp).
+WIDENED_INSTRUCTION = {'aarch64': 'saddlp', 'armv7': 'vpaddl.s16'}
 
 
 def dot_counts(objdump: Optional[str], library: str) -> Dict[str, int]:
@@ -42,7 +47,8 @@ def dot_counts(objdump: Optional[str], library: str) -> Dict[str, int]:
         return {}
     text = subprocess.run([objdump, '-d', library], stdout=subprocess.PIPE, stderr=subprocess.PIPE).stdout.decode(
         'utf-8', 'replace')
-    return {i: len(re.findall(r'\t%s\t' % i, text)) for i in DOT_INSTRUCTIONS}
+    return {i: len(re.findall(r'\t%s\t' % re.escape(i), text))
+            for i in DOT_INSTRUCTIONS + ('tbx',) + tuple(WIDENED_INSTRUCTION.values())}
 
 
 def int8_check(args, name: str, workdir: str, checks, compile_bundle, extract_library, qemu_cmd, timed) -> None:
@@ -74,6 +80,14 @@ def int8_check(args, name: str, workdir: str, checks, compile_bundle, extract_li
             continue
         counts = dot_counts(args.objdump, extract_library(args, bundle, os.path.join(mdir, 'kernels.%s.so' % mcpu)))
         if counts:
+            if args.arch_name == 'aarch64' and name in TABLE_MODELS:
+                checks.check(counts.pop('tbx') > 0, '%s: the lookup tables use tbx' % what)
+            counts.pop('tbx', None)
+            widened = WIDENED_INSTRUCTION[args.arch_name]
+            if not instruction:
+                checks.check(counts[widened] > 0, '%s: the widened kernels use %s' % (what, widened))
+            for i in WIDENED_INSTRUCTION.values():
+                counts.pop(i, None)
             used = sorted(i for i, c in counts.items() if c)
             checks.check(used == ([instruction] if instruction else []),
                          '%s: the kernels use %s' % (what, instruction or 'no dot-product instruction'),
