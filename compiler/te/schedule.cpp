@@ -72,19 +72,41 @@ bool flat_is_contiguous(const Stage& s) {
   return reads.same;
 }
 
+// Whether the stage reads a one-dimensional 8-bit tensor of 256 elements at
+// a computed index: a byte table lookup (kiln.LookupTable), which code
+// generation turns into permutes when the loop is vectorized (LLVM's own
+// loop vectorizer leaves such loads scalar).
+bool looks_up_bytes(const Stage& s) {
+  Indices axes;
+  for (auto& a : s.axes) axes.push_back(a->var);
+  struct Reads : tir::IRVisitor {
+    bool found = false;
+    using tir::IRVisitor::visit;
+    void visit(const tir::ProducerLoad* op) override {
+      auto* t = static_cast<const TensorNode*>(op->producer.get());
+      found |= t->kind == TensorNode::Kind::Placeholder && t->dtype.bits == 8 && t->shape.size() == 1 &&
+               t->shape[0] == 256;
+      tir::IRVisitor::visit(op);
+    }
+  } reads;
+  reads.visit_expr(s.tensor->fcompute(axes));
+  return reads.found;
+}
+
 // The float32 lanes a loop of `extent` iterations splits into (0: none).
 int64_t lanes_for(int64_t extent) { return extent % 16 == 0 ? 16 : extent % 8 == 0 ? 8 : 0; }
 
-// Elementwise and injective float and 8-bit kernels (quantized tensors,
-// table lookups): vectors along the innermost
+// Elementwise and injective float kernels, and 8-bit ones that look bytes
+// up in a table (other 8-bit kernels, copies mostly, are left to LLVM's loop
+// vectorizer, which picks wider vectors for bytes): vectors along the innermost
 // axis when its extent allows (then every other index is the same for all
 // lanes, so reads are vector loads or broadcasts), else, for purely
 // elementwise kernels, along the flattened tensor; chunks of the outer
 // iterations are workgroups. Returns false (nothing changed) otherwise.
 bool vectorize_elementwise(Stage& s) {
   tir::Type t = s.tensor->dtype;
-  if (s.tensor->kind != TensorNode::Kind::Compute || !(t.is_float() || ((t.is_int() || t.is_uint()) && t.bits == 8)) ||
-      s.axes.empty())
+  if (s.tensor->kind != TensorNode::Kind::Compute || s.axes.empty() ||
+      !(t.is_float() || ((t.is_int() || t.is_uint()) && t.bits == 8 && looks_up_bytes(s))))
     return false;
   int64_t n = 1;
   for (auto& iv : s.axes) n *= iv->extent;
