@@ -348,13 +348,22 @@ class Folder {
       return true;
     }
     if (fold == ImportFold::Slice) {
-      if (a->dims.size() != 1 || opset_ < 10) return false;
-      const Const *st = in(n, 1), *en = in(n, 2), *ax = in(n, 3), *sp = in(n, 4);
-      if (!st || !en || st->size() != 1 || en->size() != 1) return false;
-      if (ax && (ax->size() != 1 || norm_axis(ax->iat(0), 1) != 0)) return false;
-      int64_t d = a->dims[0], step = sp ? sp->iat(0) : 1;
+      if (a->dims.size() != 1) return false;
+      int64_t s, e, step = 1;
+      if (opset_ < 10) {  // starts, ends, axes as attributes; no steps
+        const onnx::AttributeProto *st = attr(n, "starts"), *en = attr(n, "ends"), *ax = attr(n, "axes");
+        if (!st || !en || st->ints_size() != 1 || en->ints_size() != 1) return false;
+        if (ax && (ax->ints_size() != 1 || norm_axis(ax->ints(0), 1) != 0)) return false;
+        s = st->ints(0), e = en->ints(0);
+      } else {
+        const Const *st = in(n, 1), *en = in(n, 2), *ax = in(n, 3), *sp = in(n, 4);
+        if (!st || !en || st->size() != 1 || en->size() != 1) return false;
+        if (ax && (ax->size() != 1 || norm_axis(ax->iat(0), 1) != 0)) return false;
+        step = sp ? sp->iat(0) : 1;
+        s = st->iat(0), e = en->iat(0);
+      }
+      int64_t d = a->dims[0];
       if (step == 0) return false;
-      int64_t s = st->iat(0), e = en->iat(0);
       if (s < 0) s += d;
       if (e < 0) e += d;
       Const c;

@@ -7,6 +7,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -235,7 +237,16 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     initializer_names[name] = g->initializer_size() - 1;
     g->mutable_input()->DeleteSubrange(index, 1);
   }
-  if (model.ir_version() < 4 && !options.frozen_inputs.empty()) model.set_ir_version(4);
+  // IR 3 lists every initializer as a graph input too, which there means
+  // nothing more: those inputs go, and the model becomes IR 4, where
+  // initializers stand alone (shape inference types them, the folds below
+  // read them as constants and may add their own).
+  if (model.ir_version() < 4) {
+    auto* inputs = g->mutable_input();
+    for (int i = inputs->size() - 1; i >= 0; i--)
+      if (initializer_names.count(inputs->Get(i).name())) inputs->DeleteSubrange(i, 1);
+    model.set_ir_version(4);
+  }
   // Drop stale value_info so shape inference recomputes it from the new shapes.
   if (!options.input_shapes.empty() || !options.frozen_inputs.empty()) g->clear_value_info();
 
@@ -269,6 +280,18 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     out.inputs.push_back(id);
   }
 
+  std::set<std::string> consumed;  // values some node (subgraphs' included) or the model's outputs read
+  std::function<void(const onnx::GraphProto&)> reads = [&](const onnx::GraphProto& graph) {
+    for (auto& n : graph.node()) {
+      for (auto& in : n.input()) consumed.insert(in);
+      for (auto& a : n.attribute()) {
+        if (a.has_g()) reads(a.g());
+        for (auto& sub : a.graphs()) reads(sub);
+      }
+    }
+  };
+  reads(*g);
+  for (auto& o : g->output()) consumed.insert(o.name());
   for (int ni = 0; ni < g->node_size(); ni++) {
     const auto& n = g->node(ni);
     std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(ni) : n.name();
@@ -307,7 +330,12 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
       v.producer = node_index;
       auto t = types.find(o);
       std::string dyn;
-      if (t == types.end() || !read_type(*t->second, v, &dyn)) {
+      bool typed = t != types.end() && read_type(*t->second, v, &dyn);
+      if (!typed && !consumed.count(o)) {  // an output nothing reads (Dropout's mask in opsets 7-9)
+        node.outputs.push_back(-1);
+        continue;
+      }
+      if (!typed) {
         user_error << node.describe() << ": ONNX shape inference could not give output '" << o << "' a static shape"
                    << (dyn.empty() ? "" : " (dimension '" + dyn + "' is dynamic)")
                    << "; pass static input shapes with --input-shape, or simplify the model";

@@ -24,7 +24,7 @@ import models  # noqa: E402
 
 # The models, per architecture (ARMv7 has no dot product: the widened form
 # on NEON; the smaller set keeps the test's time down).
-INT8_MODELS = {'aarch64': ('resnet18', 'mobilenet_v2', 'transformer'), 'armv7': ('resnet18', 'transformer')}
+INT8_MODELS = {'aarch64': ('resnet18', 'mobilenet_v2', 'transformer'), 'armv7': ('resnet18', 'mobilenet_v2', 'transformer')}
 
 # Per architecture: (label, -mcpu, qemu -cpu, the instruction its int8 kernels must use, or None: none of them).
 INT8_CPUS = {
