@@ -10,6 +10,7 @@
 #include <set>
 
 #include "graph/op_table.h"
+#include "import/inline_if.h"
 #include "import/validate.h"
 #include "support/diagnostics.h"
 
@@ -486,6 +487,7 @@ int fold_shape_computations(onnx::ModelProto& model) {
   for (int round = 0; round < 32; round++) {
     infer(model);
     int folded = Folder(model).run_once();
+    folded += inline_constant_ifs(model);  // a condition folded just now picks its branch
     total += folded;
     if (folded == 0) break;
     model.mutable_graph()->clear_value_info();  // stale: recomputed by the next inference

@@ -7,7 +7,8 @@
 // This step evaluates every node of a small set of integer/shape operators
 // whose inputs are known (constants, or shapes of tensors whose shape is
 // known), replaces it with an initializer holding its result, re-runs shape
-// inference, and repeats until nothing changes. What remains for the graph
+// inference, and repeats until nothing changes; an If whose condition became
+// a constant is replaced by its branch on the way (inline_if.h). What remains for the graph
 // optimizer's constant folder (issue 4) is computation on real data.
 #pragma once
 

@@ -300,6 +300,12 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
                  << "' are not supported; only the default ONNX domain is (and of com.microsoft: "
                  << supported_contrib_ops() << ")";
     }
+    if (n.op_type() == "If") {  // left by inline_constant_ifs (import/inline_if.h): the condition is not a constant
+      user_error << "If node '" << name << "': its condition '" << (n.input_size() ? n.input(0) : std::string())
+                 << "' is only known at run time, and kilnc runs no control flow yet; it replaces an If by its "
+                    "branch when the condition is a compile-time constant (computed from static shapes, or from a "
+                    "model input frozen with --freeze-input NAME=FILE.pb)";
+    }
     if (graph::op_traits(n.op_type()).role == graph::OpRole::Import) {  // Constant
       graph::Value v = constant_node_value(n);
       std::string vname = v.name;

@@ -83,6 +83,15 @@ def onnx_models(rng):
             helper.make_node("Clip", ["x", "lo", "hi"], ["y"]),
             helper.make_node("Transpose", ["y"], ["z"], perm=[1, 0])],
             [value("x", [3, 2])], [value("z", [2, 3])]),
+        # An If on a constant condition: kilnc inlines the taken branch (import/inline_if.cpp).
+        "constant_if": model([
+            helper.make_node("If", ["cond"], ["y"], name="pick",
+                             then_branch=helper.make_graph(
+                                 [helper.make_node("Mul", ["x", "k"], ["t"])], "then", [], [value("t", [2, 3])],
+                                 [numpy_helper.from_array(np.array(2.0, np.float32), "k")]),
+                             else_branch=helper.make_graph(
+                                 [helper.make_node("Neg", ["x"], ["e"])], "else", [], [value("e", [2, 3])]))],
+            [value("x", [2, 3])], [value("y", [2, 3])], [numpy_helper.from_array(np.array(True), "cond")]),
     }
     for name, m in models.items():
         onnx.checker.check_model(m)

@@ -1,0 +1,156 @@
+#include "import/inline_if.h"
+
+#include <map>
+#include <set>
+#include <string>
+
+namespace kiln {
+namespace {
+
+using Renames = std::map<std::string, std::string>;
+
+// The single value of a bool tensor; false when `t` is not one.
+bool bool_scalar(const onnx::TensorProto& t, bool* out) {
+  for (auto d : t.dims())
+    if (d != 1) return false;
+  if (t.data_type() != onnx::TensorProto::BOOL || t.has_data_location()) return false;
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != 1) return false;
+    *out = t.raw_data()[0] != 0;
+    return true;
+  }
+  if (t.int32_data_size() != 1) return false;
+  *out = t.int32_data(0) != 0;
+  return true;
+}
+
+// Names a graph defines for itself: its inputs, initializers and node outputs.
+std::set<std::string> defined_in(const onnx::GraphProto& g) {
+  std::set<std::string> d;
+  for (auto& i : g.input()) d.insert(i.name());
+  for (auto& t : g.initializer()) d.insert(t.name());
+  for (auto& n : g.node())
+    for (auto& o : n.output()) d.insert(o);
+  return d;
+}
+
+// Renames the reads of a nested graph that refer to renamed values of the
+// graph around it (the names it defines itself shadow them).
+void rename_outer_reads(onnx::GraphProto& g, const Renames& outer) {
+  std::set<std::string> own = defined_in(g);
+  Renames visible;
+  for (auto& [from, to] : outer)
+    if (!own.count(from)) visible[from] = to;
+  if (visible.empty()) return;
+  for (auto& n : *g.mutable_node()) {
+    for (auto& in : *n.mutable_input()) {
+      auto it = visible.find(in);
+      if (it != visible.end()) in = it->second;
+    }
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) rename_outer_reads(*a.mutable_g(), visible);
+      for (auto& sub : *a.mutable_graphs()) rename_outer_reads(sub, visible);
+    }
+  }
+  for (auto& o : *g.mutable_output()) {
+    auto it = visible.find(o.name());
+    if (it != visible.end()) o.set_name(it->second);
+  }
+}
+
+class IfInliner {
+ public:
+  explicit IfInliner(onnx::GraphProto& g) : g_(g), taken_(defined_in(g)) {
+    for (auto& t : g.initializer()) initializers_[t.name()] = &t;
+    for (auto& i : g.input()) initializers_.erase(i.name());  // an input may override it
+    for (auto& n : g.node())
+      if (n.op_type() == "Constant" && n.output_size() == 1)
+        for (auto& a : n.attribute())
+          if (a.name() == "value" && a.has_t()) initializers_[n.output(0)] = &a.t();
+  }
+
+  int run() {
+    int count = 0;
+    std::vector<onnx::NodeProto> nodes;
+    for (auto& n : g_.node()) {
+      bool cond;
+      const onnx::GraphProto* branch = nullptr;
+      if (n.op_type() == "If" && (n.domain().empty() || n.domain() == "ai.onnx") && n.input_size() == 1 &&
+          condition(n.input(0), &cond))
+        for (auto& a : n.attribute())
+          if (a.name() == (cond ? "then_branch" : "else_branch") && a.has_g()) branch = &a.g();
+      if (!branch || branch->output_size() != n.output_size()) {
+        nodes.push_back(n);
+        continue;
+      }
+      inline_branch(n, *branch, nodes);
+      count++;
+    }
+    if (count) {
+      g_.clear_node();
+      for (auto& n : nodes) *g_.add_node() = std::move(n);
+    }
+    return count;
+  }
+
+ private:
+  bool condition(const std::string& name, bool* out) const {
+    auto it = initializers_.find(name);
+    return it != initializers_.end() && bool_scalar(*it->second, out);
+  }
+
+  std::string fresh(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; taken_.count(name); k++) name = base + "_" + std::to_string(k);
+    taken_.insert(name);
+    return name;
+  }
+
+  // Appends the branch's nodes (renamed) and one Identity per output of `n`.
+  void inline_branch(const onnx::NodeProto& n, const onnx::GraphProto& branch, std::vector<onnx::NodeProto>& out) {
+    std::string prefix = (n.name().empty() ? n.output(0) : n.name()) + "/";
+    Renames local;
+    for (auto& name : defined_in(branch)) local[name] = fresh(prefix + name);
+    for (auto& t : branch.initializer()) {
+      onnx::TensorProto* copy = g_.add_initializer();
+      *copy = t;
+      copy->set_name(local[t.name()]);
+    }
+    for (auto& bn : branch.node()) {
+      onnx::NodeProto c = bn;
+      if (!c.name().empty()) c.set_name(prefix + c.name());
+      for (auto& in : *c.mutable_input()) {
+        auto it = local.find(in);
+        if (it != local.end()) in = it->second;
+      }
+      for (auto& o : *c.mutable_output())
+        if (!o.empty()) o = local[o];
+      for (auto& a : *c.mutable_attribute()) {
+        if (a.has_g()) rename_outer_reads(*a.mutable_g(), local);
+        for (auto& sub : *a.mutable_graphs()) rename_outer_reads(sub, local);
+      }
+      out.push_back(std::move(c));
+    }
+    for (int k = 0; k < n.output_size(); k++) {
+      if (n.output(k).empty()) continue;
+      const std::string& from = branch.output(k).name();
+      auto it = local.find(from);
+      onnx::NodeProto id;
+      id.set_op_type("Identity");
+      id.set_name(prefix + "output_" + std::to_string(k));
+      id.add_input(it == local.end() ? from : it->second);
+      id.add_output(n.output(k));
+      out.push_back(std::move(id));
+    }
+  }
+
+  onnx::GraphProto& g_;
+  std::set<std::string> taken_;                                  // names in use in the main graph
+  std::map<std::string, const onnx::TensorProto*> initializers_;  // constants by name
+};
+
+}  // namespace
+
+int inline_constant_ifs(onnx::ModelProto& model) { return IfInliner(*model.mutable_graph()).run(); }
+
+}  // namespace kiln
