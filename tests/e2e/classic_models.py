@@ -18,7 +18,6 @@ them, against ONNX Runtime on seeded inputs (rtol 1e-3, atol 1e-4; issue 15, "ol
 The models are made here, from seeded weights; nothing is downloaded.
 """
 
-import argparse
 import os
 import sys
 
@@ -136,14 +135,8 @@ MODELS = {'opset7': opset7, 'opset8': opset8, 'opset9': opset9}
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--kilnc', required=True)
-    ap.add_argument('--kiln', required=True)
-    ap.add_argument('--ort-dir', required=True)
-    ap.add_argument('--workdir', required=True)
-    ap.add_argument('--node', default=None)
-    ap.add_argument('--models', default=','.join(MODELS))
-    args = ap.parse_args()
+    args = kiln_e2e.script_args(__doc__.split('\n')[0],
+                                lambda ap: ap.add_argument('--models', default=','.join(MODELS)))
     work = kiln_e2e.fresh_dir(args.workdir)
     ok = True
     for name in args.models.split(','):
@@ -152,12 +145,8 @@ def main() -> int:
         for seed in range(2):
             f = os.path.join(work, '%s_input_%d.npy' % (name, seed))
             np.save(f, np.random.default_rng(seed).standard_normal(SHAPE).astype(np.float32))
-            argv = ['onnx', '--model', path, '--kilnc', args.kilnc, '--kiln', args.kiln, '--ort-dir', args.ort_dir,
-                    '--workdir', os.path.join(work, '%s_run_%d' % (name, seed)), '--rtol', '1e-3', '--atol', '1e-4',
-                    '--input', '%s=%s' % (INPUT, f)]
-            if args.node:
-                argv += ['--node', args.node]
-            one = kiln_e2e.main(argv) == 0
+            one = kiln_e2e.check_against_ort(args, path, os.path.join(work, '%s_run_%d' % (name, seed)),
+                                             ['%s=%s' % (INPUT, f)], 1e-3, 1e-4)
             kiln_e2e.log('classic %s, input %d: %s' % (name, seed, 'PASS' if one else 'FAIL'))
             ok &= one
     kiln_e2e.log('classic_models: %s' % ('PASS' if ok else 'FAIL'))

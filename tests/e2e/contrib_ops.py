@@ -8,7 +8,6 @@ ONNX Runtime itself on seeded inputs: every uint8 output element within one quan
 The model is the fuzz seed of tests/fuzz/make_corpus.py (one definition of it).
 """
 
-import argparse
 import os
 import sys
 
@@ -24,13 +23,7 @@ import make_corpus  # noqa: E402
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--kilnc', required=True)
-    ap.add_argument('--kiln', required=True)
-    ap.add_argument('--ort-dir', required=True)
-    ap.add_argument('--workdir', required=True)
-    ap.add_argument('--node', default=None)
-    args = ap.parse_args()
+    args = kiln_e2e.script_args(__doc__.split('\n')[0])
     work = kiln_e2e.fresh_dir(args.workdir)
     model = make_corpus.onnx_models(np.random.default_rng(2026))['qoperator_contrib']
     path = os.path.join(work, 'qoperator_contrib.onnx')
@@ -43,12 +36,8 @@ def main() -> int:
             shape = [d.dim_value for d in inp.type.tensor_type.shape.dim]
             f = os.path.join(work, '%s_%d.npy' % (inp.name, seed))
             np.save(f, rng.integers(0, 256, shape).astype(np.uint8))
-            feeds += ['--input', '%s=%s' % (inp.name, f)]
-        argv = ['onnx', '--model', path, '--kilnc', args.kilnc, '--kiln', args.kiln, '--ort-dir', args.ort_dir,
-                '--workdir', os.path.join(work, 'run_%d' % seed), '--rtol', '0', '--atol', '1'] + feeds
-        if args.node:
-            argv += ['--node', args.node]
-        ok &= kiln_e2e.main(argv) == 0
+            feeds.append('%s=%s' % (inp.name, f))
+        ok &= kiln_e2e.check_against_ort(args, path, os.path.join(work, 'run_%d' % seed), feeds, 0, 1)
     kiln_e2e.log('contrib_ops: %s' % ('PASS' if ok else 'FAIL'))
     return 0 if ok else 1
 

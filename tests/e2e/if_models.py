@@ -14,7 +14,6 @@ atol 1e-5), and an If whose condition is a model input must be refused by name:
   if_models.py --kilnc PATH --kiln PATH --ort-dir tests/ort --workdir DIR [--node node]
 """
 
-import argparse
 import os
 import subprocess
 import sys
@@ -97,13 +96,7 @@ def runtime_if() -> onnx.ModelProto:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--kilnc', required=True)
-    ap.add_argument('--kiln', required=True)
-    ap.add_argument('--ort-dir', required=True)
-    ap.add_argument('--workdir', required=True)
-    ap.add_argument('--node', default=None)
-    args = ap.parse_args()
+    args = kiln_e2e.script_args(__doc__.split('\n')[0])
     work = kiln_e2e.fresh_dir(args.workdir)
     ok = True
     for name, make in (('shape_if', shape_if), ('nested_if', nested_if)):
@@ -111,11 +104,7 @@ def main() -> int:
         onnx.save(make(), path)
         f = os.path.join(work, name + '_input.npy')
         np.save(f, np.random.default_rng(1).standard_normal(SHAPE).astype(np.float32))
-        argv = ['onnx', '--model', path, '--kilnc', args.kilnc, '--kiln', args.kiln, '--ort-dir', args.ort_dir,
-                '--workdir', os.path.join(work, name), '--input', 'data=' + f]
-        if args.node:
-            argv += ['--node', args.node]
-        one = kiln_e2e.main(argv) == 0
+        one = kiln_e2e.check_against_ort(args, path, os.path.join(work, name), ['data=' + f], 1e-4, 1e-5)
         kiln_e2e.log('%s: %s' % (name, 'PASS' if one else 'FAIL'))
         ok &= one
     path = os.path.join(work, 'runtime_if.onnx')

@@ -341,6 +341,30 @@ def fresh_dir(path: str) -> str:
     return path
 
 
+def script_args(description: str, extra=None):
+    """The arguments of the e2e scripts that make their own models (contrib_ops.py,
+    classic_models.py, if_models.py): --kilnc --kiln --ort-dir --workdir [--node], and
+    `extra(parser)` adds a script's own."""
+    ap = argparse.ArgumentParser(description=description)
+    for name in ('--kilnc', '--kiln', '--ort-dir', '--workdir'):
+        ap.add_argument(name, required=True)
+    ap.add_argument('--node', default=None)
+    if extra:
+        extra(ap)
+    return ap.parse_args()
+
+
+def check_against_ort(args, model: str, workdir: str, feeds: List[str], rtol: float, atol: float) -> bool:
+    """`kiln_e2e.py onnx` on one model (feeds: NAME=FILE.npy) with a script's arguments."""
+    argv = ['onnx', '--model', model, '--kilnc', args.kilnc, '--kiln', args.kiln, '--ort-dir', args.ort_dir,
+            '--workdir', workdir, '--rtol', repr(rtol), '--atol', repr(atol)]
+    for f in feeds:
+        argv += ['--input', f]
+    if args.node:
+        argv += ['--node', args.node]
+    return main(argv) == 0
+
+
 def host_has_avx2() -> bool:
     try:
         with open('/proc/cpuinfo') as f:
