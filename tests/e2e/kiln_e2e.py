@@ -280,14 +280,15 @@ def device_tolerances(device: str, rtol: float, atol: float):
 
 def compile_run_compare(kilnc: str, kiln: str, node: str, ort_script: str, onnx_path: str,
                         inputs: Dict[str, str], output_names: Sequence[str], workdir: str,
-                        rtol: float, atol: float, check_bundle=None, device: str = 'cpu') -> bool:
+                        rtol: float, atol: float, check_bundle=None, device: str = 'cpu',
+                        kilnc_extra: Sequence[str] = ()) -> bool:
     """kilnc -> kiln run -> ONNX Runtime -> compare. Returns True when every output matches.
     check_bundle(inspect_json, kilnc_report): extra assertions on the bundle (kilnc runs with --report)."""
     stem = os.path.splitext(os.path.basename(onnx_path))[0]
     bundle = os.path.join(workdir, stem + '.kiln')
     kilnc_args, run_args = DEVICE_ARGS[device]
-    proc = run_tool('kilnc', [kilnc, onnx_path, '-o', bundle] + kilnc_args + (['--report'] if check_bundle else []),
-                    timeout=900)
+    proc = run_tool('kilnc', [kilnc, onnx_path, '-o', bundle] + kilnc_args + list(kilnc_extra) +
+                    (['--report'] if check_bundle else []), timeout=900)
     if proc.returncode != 0:
         log('FAIL: kilnc failed')
         return False
@@ -418,9 +419,17 @@ def cmd_onnx(args) -> int:
     names = [o.name for o in model.graph.output]
     log('== %s: inputs %s, outputs %s' % (args.model, list(inputs), names))
     rtol, atol = device_tolerances(args.device, 1e-4, 1e-5)
+    # An input the model declares with dynamic dimensions gets the shape of its .npy (--input-shape).
+    import numpy as np
+    shapes = []
+    for vi in model.graph.input:
+        dims = vi.type.tensor_type.shape.dim
+        if vi.name in inputs and any(not d.HasField('dim_value') for d in dims):
+            shape = np.load(inputs[vi.name], mmap_mode='r').shape
+            shapes += ['--input-shape', '%s=%s' % (vi.name, ','.join(str(d) for d in shape))]
     ok = compile_run_compare(kilnc, kiln, node, ort_script, os.path.abspath(args.model), inputs, names, workdir,
                              args.rtol if args.rtol is not None else rtol,
-                             args.atol if args.atol is not None else atol, device=args.device)
+                             args.atol if args.atol is not None else atol, device=args.device, kilnc_extra=shapes)
     log('%s: %s' % (args.model, 'PASS' if ok else 'FAIL'))
     return 0 if ok else 1
 
