@@ -12,7 +12,9 @@ const std::vector<GraphPass>& graph_passes() {
   // Order matters: Identity/Dropout go first so that later patterns see
   // producer -> consumer directly; constant folding then turns every
   // compile-time computation (run-time-built weights included) into
-  // constants, which the BatchNormalization and affine folds need; layout
+  // constants, which the BatchNormalization and affine folds need;
+  // conv-transpose turns stride-sized ConvTransposes into 1x1 Convs (and a
+  // shuffle) before layout
   // then packs the folded weights for the target's blocked convolutions,
   // winograd transforms those of the 3x3 ones where it wins; lookup-table
   // turns 8-bit-to-8-bit elementwise chains (on the tensors as they will
@@ -25,6 +27,7 @@ const std::vector<GraphPass>& graph_passes() {
       {"reshape-chain", pass_reshape_chain},
       {"fold-batchnorm", pass_fold_batchnorm},
       {"fold-affine", pass_fold_affine},
+      {"conv-transpose", pass_conv_transpose},
       {"layout", pass_layout},
       {"winograd", pass_winograd},
       {"lookup-table", pass_lookup_table},

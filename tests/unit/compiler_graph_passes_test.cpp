@@ -381,7 +381,7 @@ TEST_CASE("run_graph_passes: the list, statistics and --dump-graph-after") {
   std::vector<std::string> names;
   for (auto& p : graph_passes()) names.push_back(p.name);
   CHECK(names == std::vector<std::string>{"identity", "quantize", "constant-fold", "reshape-chain", "fold-batchnorm", "fold-affine",
-                                          "layout", "winograd", "lookup-table", "cse", "dead-code"});
+                                          "conv-transpose", "layout", "winograd", "lookup-table", "cse", "dead-code"});
   Builder b;
   int x = b.input("x", {4});
   int i = b.node("Identity", {x}, {4});
@@ -447,4 +447,31 @@ TEST_CASE("graph pass winograd: float64 convs stay direct (the kernel computes i
   pass_layout(b.g, ctx);
   PassContext wctx;
   CHECK_FALSE(pass_winograd(b.g, wctx));
+}
+
+TEST_CASE("graph pass conv-transpose: a kernel-sized stride becomes a 1x1 Conv and a shuffle; others stay") {
+  Builder b;
+  int x = b.input("x", {1, 3, 5, 6});
+  // 2x2 stride 2 with a bias, then a 3x2 kernel with strides 3x2 and no bias: both rewritten.
+  int up = b.node("ConvTranspose", {x, b.constant("w", {3, 4, 2, 2}, pattern(48, 0.3f)), b.constant("bias", {4}, {0.5f, -1, 2, 0.25f})},
+                  {1, 4, 10, 12}, {{"strides", ints({2, 2})}});
+  int up2 = b.node("ConvTranspose", {up, b.constant("w2", {4, 2, 3, 2}, pattern(48, 0.2f))}, {1, 2, 30, 24},
+                   {{"strides", ints({3, 2})}});
+  // Kernel 3, stride 2: taps overlap, stays a ConvTranspose.
+  int over = b.node("ConvTranspose", {up2, b.constant("w3", {2, 2, 3, 3}, pattern(36, 0.1f))}, {1, 2, 61, 49},
+                    {{"strides", ints({2, 2})}});
+  b.output(over);
+  Graph before = b.g;
+  PassContext ctx;
+  CHECK(pass_conv_transpose(b.g, ctx));
+  CHECK(ops_of(b.g) == std::vector<std::string>{"Conv", "Reshape", "Transpose", "Reshape", "Conv", "Reshape", "Transpose",
+                                                 "Reshape", "ConvTranspose"});
+  CHECK(b.g.nodes[3].outputs[0] == up);
+  CHECK(all_consumers_valid(b.g));
+  check_same_outputs(before, b.g, 1e-5);
+  Builder grouped;  // group 2: stays
+  int gx = grouped.input("x", {1, 4, 3, 3});
+  grouped.output(grouped.node("ConvTranspose", {gx, grouped.constant("w", {4, 1, 2, 2}, pattern(16, 0.3f))}, {1, 2, 6, 6},
+                              {{"strides", ints({2, 2})}, {"group", integer(2)}}));
+  CHECK_FALSE(pass_conv_transpose(grouped.g, ctx));
 }
