@@ -108,19 +108,6 @@ void lower_conv(OpContext& ctx) {
 // ConvTranspose: out[n, m, o...] = bias[m] + sum over c, k of
 //   x[n, g*Cg + c, i...] * w[g*Cg + c, m % Mg, k...]  where o = i*s - pad + k*d,
 // i.e. only the (c, k) for which (o + pad - k*d) is a multiple of s inside x.
-namespace {
-
-// The bias, when there is one, and the output.
-void finish_conv_transpose(OpContext& ctx, te::Tensor conv, const graph::Shape& os) {
-  if (ctx.has_input(2)) {
-    te::Tensor b = ctx.in(2), acc = conv;
-    conv = te::compute("convtranspose_bias", os, [acc, b](const Indices& o) { return acc(o) + b({o[1]}); });
-  }
-  ctx.set_output(0, conv);
-}
-
-}  // namespace
-
 void lower_conv_transpose(OpContext& ctx) {
   ctx.require_float();
   const graph::Node& n = ctx.node();
@@ -151,51 +138,48 @@ void lower_conv_transpose(OpContext& ctx) {
     }
   }
   tir::Type t = x.dtype();
+  // Output o takes input (o + pad - r*d) / s through tap r only where s
+  // divides o + pad - r*d. Undilated, those taps are r = phase + j*s with
+  // phase = (o + pad) mod s, reading input (o + pad) div s - j: reducing over
+  // j (ceil(k / s) values) instead of all k taps skips the (s - 1) / s of
+  // them that never match (3/4 for a 2x2 stride-2 upsampling) and the
+  // per-tap divisibility test. Dilated: every tap, tested.
   bool undilated = true;
   for (size_t i = 0; i < k; i++) undilated &= dilations[i] == 1;
-  if (undilated) {
-    // Output o takes input (o + pad - r) / s through tap r only where s
-    // divides o + pad - r: the taps r = phase + j*s, phase = (o + pad) mod s,
-    // reading input (o + pad) div s - j. Reducing over j (ceil(k / s) values)
-    // instead of all k taps skips the (s - 1) / s of them that never match
-    // (3/4 for the 2x2-stride-2 upsamplings of segmentation heads) and the
-    // per-tap divisibility test.
-    graph::Shape rshape = {Cg};
-    for (size_t i = 0; i < k; i++) rshape.push_back((kernel[i] + strides[i] - 1) / strides[i]);
-    te::Tensor conv = te::reduce("convtranspose", os, rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
-      Expr g = o[1] / Expr(Mg);
-      Expr c = g * Expr(Cg) + r[0];
-      Indices xi = {o[0], c}, wi = {c, o[1] % Expr(Mg)};
-      Expr ok = tir::IntImm::make(tir::Bool(), 1);
-      for (size_t i = 0; i < k; i++) {
-        Expr shifted = o[2 + i] + Expr(pad_begin[i]);
-        Expr tap = shifted % Expr(strides[i]) + r[1 + i] * Expr(strides[i]);
-        if (kernel[i] % strides[i] != 0) ok = ok && tap < Expr(kernel[i]);
-        xi.push_back(shifted / Expr(strides[i]) - r[1 + i]);
-        wi.push_back(tap);
-      }
-      Expr v = padded_read(x, xi, tir::make_const(t, 0)) * w(wi);
-      return tir::select(ok, v, tir::make_const(t, 0));
-    });
-    finish_conv_transpose(ctx, conv, os);
-    return;
-  }
   graph::Shape rshape = {Cg};
-  rshape.insert(rshape.end(), kernel.begin(), kernel.end());
+  for (size_t i = 0; i < k; i++) rshape.push_back(undilated ? (kernel[i] + strides[i] - 1) / strides[i] : kernel[i]);
   te::Tensor conv = te::reduce("convtranspose", os, rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
     Expr g = o[1] / Expr(Mg);
     Expr c = g * Expr(Cg) + r[0];
     Indices xi = {o[0], c}, wi = {c, o[1] % Expr(Mg)};
-    Expr ok = tir::IntImm::make(tir::Bool(), 1);
+    Expr ok = tir::IntImm::make(tir::Bool(), 1), mask = tir::make_const(t, 1);
     for (size_t i = 0; i < k; i++) {
-      Expr num = o[2 + i] + Expr(pad_begin[i]) - r[1 + i] * Expr(dilations[i]);
-      ok = ok && tir::EQ::make(num % Expr(strides[i]), Expr(0));
-      xi.push_back(num / Expr(strides[i]));
-      wi.push_back(r[1 + i]);
+      Expr s = Expr(strides[i]), shifted = o[2 + i] + Expr(pad_begin[i]);
+      if (undilated) {
+        Expr tap = shifted % s + r[1 + i] * s;
+        if (kernel[i] % strides[i] != 0) {
+          // Taps past the kernel (k not a multiple of s) weigh 0: a clamped
+          // read times a mask, not a select, which would make loop
+          // partitioning split the output loop at every parity change.
+          mask = mask * tir::cast(t, tap < Expr(kernel[i]));
+          tap = min(tap, Expr(kernel[i] - 1));
+        }
+        xi.push_back(shifted / s - r[1 + i]);
+        wi.push_back(tap);
+      } else {
+        Expr num = shifted - r[1 + i] * Expr(dilations[i]);
+        ok = ok && tir::EQ::make(num % s, Expr(0));
+        xi.push_back(num / s);
+        wi.push_back(r[1 + i]);
+      }
     }
-    return tir::select(ok, padded_read(x, xi, tir::make_const(t, 0)), tir::make_const(t, 0)) * w(wi);
+    return tir::select(ok, padded_read(x, xi, tir::make_const(t, 0)) * (w(wi) * mask), tir::make_const(t, 0));
   });
-  finish_conv_transpose(ctx, conv, os);
+  if (ctx.has_input(2)) {
+    te::Tensor b = ctx.in(2), acc = conv;
+    conv = te::compute("convtranspose_bias", os, [acc, b](const Indices& o) { return acc(o) + b({o[1]}); });
+  }
+  ctx.set_output(0, conv);
 }
 
 }  // namespace kiln::lower

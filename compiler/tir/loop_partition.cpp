@@ -58,7 +58,11 @@ class Partitioner : public IRMutator {
       if (j - i > run_len) run_lo = i, run_len = j - i;
       i = j;
     }
-    if (run_len == *ext || best == conditions(simplify(op->body))) return IRMutator::visit(op, self);
+    // The interior must be most of the loop (padding guards fail only near
+    // the ends); conditions that change every few iterations (a parity)
+    // would otherwise split the loop into pieces recursively.
+    if (run_len == *ext || 2 * run_len < *ext || best == conditions(simplify(op->body)))
+      return IRMutator::visit(op, self);
     if (workgroup) {
       // Each workgroup runs one iteration: branch on the interior instead of
       // splitting the loop. Inside, a clamped copy of the variable carries
