@@ -122,6 +122,32 @@ def render_int8(int8, names, threads_list) -> List[str]:
 # ---------------------------------------------------------------------------
 # Report: Markdown.
 
+def render_peers(rows, geo, threads_list) -> List[str]:
+    """kiln against the best peer (the faster of ONNX Runtime and OpenVINO by median), per thread count."""
+    if not any('ov_median_ms' in r for r in rows):
+        return []
+    L = ['## kiln / the best peer (ONNX Runtime or OpenVINO)', '',
+         'OpenVINO (bench/ov_bench.py: CPU plugin, INFERENCE_PRECISION_HINT=f32, PERFORMANCE_HINT=LATENCY, '
+         'NUM_STREAMS=1, INFERENCE_NUM_THREADS=N) on the same .onnx files, in the same alternating rounds. '
+         'Medians in ms; the best peer is the faster one by median.', '']
+    for t in threads_list:
+        L.append('### %d thread%s' % (t, '' if t == 1 else 's'))
+        L.append('')
+        L.append('| Model | kiln median | ORT median | OpenVINO median | best peer | kiln / best peer (median) | (min) |')
+        L.append('|---|---:|---:|---:|---|---:|---:|')
+        for r in rows:
+            if r['threads'] != t:
+                continue
+            ov = fmt_ms(r['ov_median_ms']) if 'ov_median_ms' in r else 'failed'
+            L.append('| %s | %s | %s | %s | %s | %.2f | %.2f |' % (
+                MODELS[r['model']][0], fmt_ms(r['kiln_median_ms']), fmt_ms(r['ort_median_ms']), ov, r['best_peer'],
+                r['ratio_best_median'], r['ratio_best_min']))
+        L.append('| **geometric mean** | | | | | **%.2f** | **%.2f** |' % (geo[t]['ratio_best_median'],
+                                                                      geo[t]['ratio_best_min']))
+        L.append('')
+    return L
+
+
 def fmt_ms(x: float) -> str:
     return '%.2f' % x if x < 100 else '%.1f' % x
 
@@ -196,6 +222,7 @@ def render_markdown(machine, peaks, names, info, rows, geo, profile, args, threa
             L.append('| %s | %.2fx | %.2fx |' % (MODELS[n][0], a['kiln_median_ms'] / b['kiln_median_ms'],
                                                 a['ort_median_ms'] / b['ort_median_ms']))
         L.append('')
+    L.extend(render_peers(rows, geo, threads_list))
     L.extend(render_int8(int8, names, threads_list))
     L.append('## Per-layer: the %d heaviest dispatches of ResNet-18 (1 thread)' % PROFILE_TOP)
     L.append('')

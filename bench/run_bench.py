@@ -4,7 +4,7 @@
   /usr/bin/python3 bench/run_bench.py [--build build] [--out BUILD/bench]
       [--models a,b,...] [--rounds R] [--iterations K] [--warmup W]
       [--threads 1,2] [--quick] [--reexport] [--ort-dir tests/ort]
-      [--no-int8] [--int8-venv DIR]
+      [--no-int8] [--int8-venv DIR] [--no-openvino] [--openvino-venv DIR]
       [--no-vulkan] [--vulkan-iterations K] [--vulkan-budget S]
 
 Steps (docs/performance.md explains them):
@@ -28,9 +28,12 @@ Steps (docs/performance.md explains them):
     quantization or compilation fails gets an int8 row saying so (the tool's
     error), not a failed run;
  6. for every thread count, runs R rounds; in each round every model is timed
-    by `kiln bench` and by ONNX Runtime (bench/ort_bench.js) on the same ONNX
-    file, and an int8 model also by both on its quantized model, back to back,
-    the order reversing every round;
+    by `kiln bench`, by ONNX Runtime (bench/ort_bench.js) and, unless
+    --no-openvino, by OpenVINO (bench/ov_bench.py, float32 forced, in a venv
+    made from bench/requirements-openvino.txt) on the same ONNX file, and an
+    int8 model also by kiln and ONNX Runtime on its quantized model, back to
+    back, the order reversing every round; kiln / the best peer (the faster of
+    ONNX Runtime and OpenVINO) is reported beside kiln / ONNX Runtime;
  7. profiles ResNet-18 at 1 thread with `kiln bench --profile` (when this
     kiln has it) and reports the five heaviest dispatches;
  8. unless --no-vulkan, when a Vulkan device is available: compiles the
@@ -426,16 +429,22 @@ def file_sha256(path: str) -> str:
     return h.hexdigest()
 
 
-def int8_venv_python(venv: str) -> str:
-    """The python of the int8 tests' venv (ONNX Runtime's quantizer, tests/e2e/requirements-int8.txt),
-    made by kiln_e2e.ensure_int8_venv when missing or stale (its progress goes to stderr)."""
+def venv_python(venv: str, requirements: str, check: Optional[str] = None, what: str = '') -> str:
+    """The python of a venv holding REQUIREMENTS (the int8 tests' one: ONNX Runtime's quantizer; the
+    bench's OpenVINO one), made by kiln_e2e when missing or stale (its progress goes to stderr)."""
     sys.path.insert(0, E2E_DIR)
     import kiln_e2e  # noqa: E402
     with contextlib.redirect_stdout(sys.stderr):
         try:
-            return kiln_e2e.ensure_int8_venv(venv, INT8_REQUIREMENTS)
+            if check is None:
+                return kiln_e2e.ensure_int8_venv(venv, requirements)
+            return kiln_e2e.ensure_venv(venv, requirements, check, what)
         except kiln_e2e.SetupError as e:
-            raise BenchError('the int8 venv %s: %s' % (venv, e))
+            raise BenchError('the venv %s: %s' % (venv, e))
+
+
+def int8_venv_python(venv: str) -> str:
+    return venv_python(venv, INT8_REQUIREMENTS)
 
 
 def tool_error(tool: str, e: BenchError) -> str:
@@ -541,8 +550,28 @@ def time_ort(node: str, ort_dir: str, path: str, threads: int, iterations: int, 
     return parse_timing(out, 'ort_bench.js %s' % name)
 
 
-ENGINES = ('kiln', 'ort', 'kiln_int8', 'ort_int8')
+ENGINES = ('kiln', 'ort', 'ov', 'kiln_int8', 'ort_int8')
 INT8_ENGINES = ('kiln_int8', 'ort_int8')
+OPENVINO_REQUIREMENTS = os.path.join(BENCH_DIR, 'requirements-openvino.txt')
+
+
+def prepare_openvino(args) -> Optional[str]:
+    """The python of the OpenVINO venv (made when missing or stale), or None with a warning when
+    it cannot be made: OpenVINO is then left out of the run."""
+    if args.no_openvino:
+        return None
+    try:
+        return venv_python(args.openvino_venv, OPENVINO_REQUIREMENTS, 'import openvino', 'OpenVINO')
+    except BenchError as e:
+        log('warning: OpenVINO left out: %s' % e)
+        return None
+
+
+def time_ov(python: str, path: str, threads: int, iterations: int, warmup: int, name: str):
+    out = run_tool([python, os.path.join(BENCH_DIR, 'ov_bench.py'), path, '--threads', str(threads),
+                    '--iterations', str(iterations), '--warmup', str(warmup)],
+                   'ov_bench.py %s (%d threads)' % (name, threads))
+    return parse_timing(out, 'ov_bench.py %s' % name)
 
 
 def int8_timed(int8, name: str) -> bool:
@@ -556,6 +585,8 @@ def time_engine(engine: str, name: str, info, int8, t: int, args, kiln: str, nod
         return time_kiln(kiln, info[name]['kiln'], t, args.iterations, args.warmup, name)
     if engine == 'ort':
         return time_ort(node, args.ort_dir, info[name]['onnx'], t, args.iterations, args.warmup, name)
+    if engine == 'ov':
+        return time_ov(args.ov_python, info[name]['onnx'], t, args.iterations, args.warmup, name)
     entry = int8['models'][name]
     label = '%s (%s)' % (name, INT8_VARIANT)
     if engine == 'kiln_int8':
@@ -570,10 +601,12 @@ def run_rounds(names, info, args, threads_list, kiln, node, meter, int8=None):
     machine hits all alike. The peaks are measured after every round. A failing int8 timing makes
     that model's int8 rows an error, not the run."""
     runs = {n: {t: {e: [] for e in ENGINES} for t in threads_list} for n in names}
+    ov_failed = args.ov_failed  # name -> why OpenVINO could not time it
     for t in threads_list:
         for r in range(args.rounds):
             for name in names:
-                engines = list(ENGINES if int8_timed(int8, name) else ENGINES[:2])
+                engines = ['kiln', 'ort'] + (['ov'] if args.ov_python and name not in ov_failed else [])
+                engines += list(INT8_ENGINES) if int8_timed(int8, name) else []
                 line = []
                 for engine in (engines if r % 2 == 0 else engines[::-1]):
                     if engine in INT8_ENGINES and not int8_timed(int8, name):
@@ -581,6 +614,11 @@ def run_rounds(names, info, args, threads_list, kiln, node, meter, int8=None):
                     try:
                         res = time_engine(engine, name, info, int8, t, args, kiln, node)
                     except BenchError as e:
+                        if engine == 'ov':  # the model is then compared with ORT alone
+                            ov_failed[name] = str(e)
+                            runs[name] = {tt: dict(runs[name][tt], ov=[]) for tt in threads_list}
+                            log('threads %d round %d/%d %-20s OpenVINO FAILED: %s' % (t, r + 1, args.rounds, name, e))
+                            continue
                         if engine not in INT8_ENGINES:
                             raise
                         int8['models'][name]['error'] = tool_error(
@@ -615,15 +653,26 @@ def summarize(names, info, runs, threads_list, peaks):
             peak = peaks[t]['gflops']
             kg = flops / (km * 1e6)
             og = flops / (om * 1e6)
-            rows.append({'model': name, 'threads': t, 'kiln_median_ms': km, 'kiln_min_ms': kmin,
-                         'ort_median_ms': om, 'ort_min_ms': omin, 'ratio_median': km / om, 'ratio_min': kmin / omin,
-                         'gflop': flops / 1e9, 'kiln_gflops': kg, 'ort_gflops': og,
-                         'kiln_pct_peak': 100 * kg / peak, 'ort_pct_peak': 100 * og / peak})
+            row = {'model': name, 'threads': t, 'kiln_median_ms': km, 'kiln_min_ms': kmin,
+                   'ort_median_ms': om, 'ort_min_ms': omin, 'ratio_median': km / om, 'ratio_min': kmin / omin,
+                   'gflop': flops / 1e9, 'kiln_gflops': kg, 'ort_gflops': og,
+                   'kiln_pct_peak': 100 * kg / peak, 'ort_pct_peak': 100 * og / peak}
+            # The best peer: the faster of ONNX Runtime and OpenVINO (when it ran), by median.
+            best, bm, bmin = 'ORT', om, omin
+            if runs[name][t].get('ov'):
+                vm, vmin = median_and_min(runs[name][t]['ov'])
+                row.update(ov_median_ms=vm, ov_min_ms=vmin)
+                if vm < om:
+                    best, bm, bmin = 'OpenVINO', vm, vmin
+            row.update(best_peer=best, ratio_best_median=km / bm, ratio_best_min=kmin / bmin)
+            rows.append(row)
     geo = {}
     for t in threads_list:
         sel = [r for r in rows if r['threads'] == t]
         geo[t] = {'ratio_median': geomean(r['ratio_median'] for r in sel),
-                  'ratio_min': geomean(r['ratio_min'] for r in sel)}
+                  'ratio_min': geomean(r['ratio_min'] for r in sel),
+                  'ratio_best_median': geomean(r['ratio_best_median'] for r in sel),
+                  'ratio_best_min': geomean(r['ratio_best_min'] for r in sel)}
     return rows, geo
 
 
@@ -875,6 +924,10 @@ def parse_args(argv):
     p.add_argument('--ort-dir', default=os.path.join(REPO, 'tests', 'ort'),
                    help='folder with node_modules/onnxruntime-node (default tests/ort)')
     p.add_argument('--node', default='node', help='the Node.js executable')
+    p.add_argument('--no-openvino', action='store_true',
+                   help='skip the OpenVINO peer (bench/ov_bench.py in its venv, bench/requirements-openvino.txt)')
+    p.add_argument('--openvino-venv', default=None,
+                   help='the venv with OpenVINO, made when missing (default BUILD/bench-openvino-venv)')
     p.add_argument('--no-int8', action='store_true',
                    help='skip the int8 rows (the quantized %s models)' % ', '.join(INT8_MODELS))
     p.add_argument('--int8-venv', default=None,
@@ -912,6 +965,7 @@ def parse_args(argv):
     args.out = os.path.abspath(args.out or os.path.join(args.build, 'bench'))
     args.ort_dir = os.path.abspath(args.ort_dir)
     args.int8_venv = os.path.abspath(args.int8_venv or os.path.join(args.build, 'tests', 'e2e', 'int8-venv'))
+    args.openvino_venv = os.path.abspath(args.openvino_venv or os.path.join(args.build, 'bench-openvino-venv'))
     return args
 
 
@@ -982,6 +1036,7 @@ def main(argv) -> int:
                     n, len(info[n]['flops']['unknown_nodes']), ', '.join(info[n]['flops']['unknown_nodes'][:5])))
             log('flops   %-20s %.3f GFLOP' % (n, info[n]['flops']['total'] / 1e9))
         compile_models(names, info, kilnc)
+        args.ov_python, args.ov_failed = prepare_openvino(args), {}
         int8 = None if args.no_int8 else prepare_int8(names, info, args, kilnc)
         runs = run_rounds(names, info, args, args.threads_list, kiln, node, meters, int8)
         peaks = meter.peaks()
@@ -1020,7 +1075,8 @@ def main(argv) -> int:
         results = {
             'machine': machine,
             'settings': {'rounds': args.rounds, 'iterations': args.iterations, 'warmup': args.warmup,
-                         'threads': args.threads_list, 'models': names, 'int8': not args.no_int8},
+                         'threads': args.threads_list, 'models': names, 'int8': not args.no_int8,
+                         'openvino': bool(args.ov_python), 'openvino_failed': args.ov_failed},
             'fma_peak': {str(t): p for t, p in peaks.items()},
             'int8_peak': int8['peak'] if int8 else None,
             'models': {n: {'display_name': MODELS[n][0], 'input_shape': list(MODELS[n][1]),

@@ -601,9 +601,20 @@ INT8_TOP1_SEED = 99        # the inputs of the top-1 report (quantize_models.ran
 QUANTIZE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'quantize_models.py')
 
 
+INT8_VENV_CHECK = ('import numpy, onnx, onnx.reference, onnxruntime, onnxruntime.quantization; '
+                   'from onnxruntime.quantization.shape_inference import quant_pre_process')
+
+
 def ensure_int8_venv(venv: str, requirements: str) -> str:
     """Makes the venv of the int8 tests unless its stamp says it has these requirements; returns
-    its python. A lock file serializes the tests that meson runs in parallel."""
+    its python."""
+    return ensure_venv(venv, requirements, INT8_VENV_CHECK, "ONNX Runtime's quantizer")
+
+
+def ensure_venv(venv: str, requirements: str, check: str, what: str) -> str:
+    """Makes a venv (seeing Debian's packages) with REQUIREMENTS (pip --no-deps) unless its stamp
+    says it has them, and checks that CHECK (python code importing WHAT) runs in it; returns its
+    python. A lock file serializes the tests that meson runs in parallel."""
     import fcntl
     import hashlib
 
@@ -620,9 +631,9 @@ def ensure_int8_venv(venv: str, requirements: str) -> str:
         if os.path.isfile(stamp) and os.path.isfile(python):
             with open(stamp) as f:
                 if f.read().strip() == wanted:
-                    log('int8 venv %s: up to date' % venv)
+                    log('venv %s: up to date' % venv)
                     return python
-        log('making the int8 venv %s (%s)' % (venv, requirements))
+        log('making the venv %s (%s)' % (venv, requirements))
         shutil.rmtree(venv, ignore_errors=True)
         proc = run_tool('venv', [sys.executable, '-m', 'venv', '--system-site-packages', venv], timeout=300)
         if proc.returncode != 0:
@@ -632,12 +643,9 @@ def ensure_int8_venv(venv: str, requirements: str) -> str:
         if proc.returncode != 0:
             raise SetupError('cannot install %s into %s (no network to PyPI?): %s'
                              % (requirements, venv, INT8_SETUP_HINT))
-        check = ('import numpy, onnx, onnx.reference, onnxruntime, onnxruntime.quantization; '
-                 'from onnxruntime.quantization.shape_inference import quant_pre_process')
         proc = run_tool('venv check', [python, '-c', check], timeout=300)
         if proc.returncode != 0:
-            raise SetupError('the int8 venv %s cannot import ONNX Runtime\'s quantizer (%s): %s'
-                             % (venv, check, INT8_SETUP_HINT))
+            raise SetupError('the venv %s cannot import %s (%s): %s' % (venv, what, check, INT8_SETUP_HINT))
         with open(stamp, 'w') as f:
             f.write(wanted + '\n')
     return python
