@@ -55,7 +55,10 @@ bool fits(const Graph& g, const Node& n) {
   const Value &x = g.values[n.inputs[0]], &w = g.values[n.inputs[1]], &y = g.values[n.outputs[0]];
   if (x.dtype != DType::F32 || !w.is_constant() || w.dtype != DType::F32 || x.shape.size() != 4 || w.shape.size() != 4)
     return false;
-  if (n.inputs.size() > 2 && n.inputs[2] >= 0 && !g.values[n.inputs[2]].is_constant()) return false;
+  if (n.inputs.size() > 2 && n.inputs[2] >= 0) {
+    const Value& b = g.values[n.inputs[2]];
+    if (!b.is_constant() || b.elements() != w.shape[1]) return false;  // the lowering reports a bad bias
+  }
   std::vector<int64_t> kernel = {w.shape[2], w.shape[3]};
   if (n.attr_int("group", 1) != 1 || w.shape[0] != x.shape[1]) return false;
   if (n.attr_ints("strides", {1, 1}) != kernel || !all_equal(n.attr_ints("dilations", {1, 1}), 1)) return false;

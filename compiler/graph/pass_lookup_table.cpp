@@ -42,6 +42,7 @@ constexpr size_t kMaxRegionNodes = 64;
 constexpr size_t kMinNodesForGather = 6;
 
 bool is_8bit(DType t) { return t == DType::U8 || t == DType::I8; }
+bool is_float_type(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16; }
 
 struct Region {
   int root = -1;           // X, the varying 8-bit input
@@ -95,6 +96,11 @@ class TableBuilder {
     const Node& n = g_.nodes[i];
     const OpTraits& t = n.traits();
     if (!t.elementwise() || t.nondeterministic() || removal_.remove[i]) return false;
+    // Integer division is undefined (a trap on x86) for a zero divisor, which
+    // some of the 256 inputs may produce although the model's data never does.
+    if ((t.op == Op::Div || t.op == Op::Mod) && !n.outputs.empty() && n.outputs[0] >= 0 &&
+        !is_float_type(g_.values[n.outputs[0]].dtype))
+      return false;
     int outs = 0;
     for (int o : n.outputs) outs += o >= 0;
     if (outs != 1 || n.outputs[0] < 0 || g_.values[n.outputs[0]].shape != shape) return false;
@@ -167,32 +173,39 @@ class TableBuilder {
     return false;
   }
 
-  // Runs the regions on every value of their inputs: one graph, inputs the
-  // roots (each of shape [1, ..., 1, 256], holding 0..255 or -128..127),
-  // outputs the terminals' values.
+  // Runs the regions on every value of their inputs: one graph whose inputs
+  // are a fresh value per region standing for its root (shape
+  // [1, ..., 1, 256], holding 0..255 or -128..127; fresh, because a root
+  // may be another region's result), outputs the terminals' values.
   std::vector<std::vector<uint8_t>> evaluate(PassContext& ctx, const std::vector<Region>& regions) const {
     Graph sub;
     sub.values = g_.values;
     sub.opset = g_.opset;
     sub.producer = g_.producer;
-    std::vector<int> order;
-    for (const Region& r : regions) order.insert(order.end(), r.nodes.begin(), r.nodes.end());
-    std::sort(order.begin(), order.end());
-    for (int n : order) {
-      sub.nodes.push_back(g_.nodes[n]);
-      for (int o : g_.nodes[n].outputs)
-        if (o >= 0) sub.values[o].shape = table_shape(sub.values[o].shape.size());
-    }
+    std::vector<int> order, stand_in(g_.nodes.size(), -1);  // node -> the value standing for its region's root
     std::vector<std::vector<uint8_t>> inputs;
     for (const Region& r : regions) {
-      if (std::count(sub.inputs.begin(), sub.inputs.end(), r.root)) continue;
-      Value& x = sub.values[r.root];
+      Value x = g_.values[r.root];
+      x.name = sub.unique_name(x.name + ".all_values");
       x.shape = table_shape(x.shape.size());
       x.data = nullptr;
-      sub.inputs.push_back(r.root);
+      x.producer = -1;
+      int v = sub.add_value(std::move(x));
+      sub.inputs.push_back(v);
       std::vector<uint8_t> all(256);
-      for (int k = 0; k < 256; k++) all[k] = (uint8_t)(x.dtype == DType::I8 ? k - 128 : k);
+      for (int k = 0; k < 256; k++) all[k] = (uint8_t)(g_.values[r.root].dtype == DType::I8 ? k - 128 : k);
       inputs.push_back(std::move(all));
+      for (int n : r.nodes) stand_in[n] = v;
+      order.insert(order.end(), r.nodes.begin(), r.nodes.end());
+    }
+    std::sort(order.begin(), order.end());
+    for (int n : order) {
+      Node copy = g_.nodes[n];
+      for (int& in : copy.inputs)
+        if (in >= 0 && in == regions_root_of(regions, n)) in = stand_in[n];
+      for (int o : copy.outputs)
+        if (o >= 0) sub.values[o].shape = table_shape(sub.values[o].shape.size());
+      sub.nodes.push_back(std::move(copy));
     }
     for (const Region& r : regions) sub.outputs.push_back(g_.nodes[r.terminal].outputs[0]);
     recompute_producers(sub);
@@ -201,6 +214,12 @@ class TableBuilder {
                                                      << " results for " << regions.size() << " regions";
     for (auto& t : tables) internal_assert(t.size() == 256) << "lookup-table: a table of " << t.size() << " bytes";
     return tables;
+  }
+
+  static int regions_root_of(const std::vector<Region>& regions, int node) {
+    for (const Region& r : regions)
+      if (std::count(r.nodes.begin(), r.nodes.end(), node)) return r.root;
+    return -1;
   }
 
   static Shape table_shape(size_t rank) {

@@ -369,14 +369,20 @@ class Folder {
       if (e < 0) e += d;
       Const c;
       c.elem = a->elem;
+      // Counted loops: k += step could overflow for a huge step (untrusted).
       if (step > 0) {
         s = std::clamp<int64_t>(s, 0, d);
         e = std::clamp<int64_t>(e, 0, d);
-        for (int64_t k = s; k < e; k += step) a->is_float() ? c.f.push_back(a->f[k]) : c.i.push_back(a->i[k]);
+        int64_t count = e > s ? (e - s - 1) / step + 1 : 0;
+        for (int64_t j = 0, k = s; j < count; j++, k = j < count ? k + step : k)
+          a->is_float() ? c.f.push_back(a->f[k]) : c.i.push_back(a->i[k]);
       } else {
         s = std::clamp<int64_t>(s, -1, d - 1);
         e = std::clamp<int64_t>(e, -1, d - 1);
-        for (int64_t k = s; k > e; k += step) a->is_float() ? c.f.push_back(a->f[k]) : c.i.push_back(a->i[k]);
+        if (step == INT64_MIN) step = -d - 1;  // the same slice: at most one element
+        int64_t count = s > e ? (s - e - 1) / -step + 1 : 0;
+        for (int64_t j = 0, k = s; j < count; j++, k = j < count ? k + step : k)
+          a->is_float() ? c.f.push_back(a->f[k]) : c.i.push_back(a->i[k]);
       }
       c.dims = {(int64_t)(a->is_float() ? c.f.size() : c.i.size())};
       *r = c;

@@ -24,14 +24,26 @@ bool bool_scalar(const onnx::TensorProto& t, bool* out) {
   return true;
 }
 
-// Names a graph defines for itself: its inputs, initializers and node outputs.
+// Names a graph defines for itself: its inputs, initializers and node
+// outputs ("", an absent optional output, is no name).
 std::set<std::string> defined_in(const onnx::GraphProto& g) {
   std::set<std::string> d;
   for (auto& i : g.input()) d.insert(i.name());
   for (auto& t : g.initializer()) d.insert(t.name());
   for (auto& n : g.node())
     for (auto& o : n.output()) d.insert(o);
+  d.erase("");
   return d;
+}
+
+// Every name defined in `g` or in a graph nested in it.
+void all_defined(const onnx::GraphProto& g, std::set<std::string>& out) {
+  for (auto& name : defined_in(g)) out.insert(name);
+  for (auto& n : g.node())
+    for (auto& a : n.attribute()) {
+      if (a.has_g()) all_defined(a.g(), out);
+      for (auto& sub : a.graphs()) all_defined(sub, out);
+    }
 }
 
 // Renames the reads of a nested graph that refer to renamed values of the
@@ -60,7 +72,8 @@ void rename_outer_reads(onnx::GraphProto& g, const Renames& outer) {
 
 class IfInliner {
  public:
-  explicit IfInliner(onnx::GraphProto& g) : g_(g), taken_(defined_in(g)) {
+  explicit IfInliner(onnx::GraphProto& g) : g_(g) {
+    all_defined(g, taken_);  // fresh names must not shadow or be shadowed anywhere
     for (auto& t : g.initializer()) initializers_[t.name()] = &t;
     for (auto& i : g.input()) initializers_.erase(i.name());  // an input may override it
     for (auto& n : g.node())
@@ -145,7 +158,7 @@ class IfInliner {
   }
 
   onnx::GraphProto& g_;
-  std::set<std::string> taken_;                                  // names in use in the main graph
+  std::set<std::string> taken_;                                  // names in use in the model, subgraphs included
   std::map<std::string, const onnx::TensorProto*> initializers_;  // constants by name
 };
 

@@ -152,17 +152,14 @@ void lower_conv_transpose(OpContext& ctx) {
     Expr g = o[1] / Expr(Mg);
     Expr c = g * Expr(Cg) + r[0];
     Indices xi = {o[0], c}, wi = {c, o[1] % Expr(Mg)};
-    Expr ok = tir::IntImm::make(tir::Bool(), 1), mask = tir::make_const(t, 1);
+    Expr ok = tir::IntImm::make(tir::Bool(), 1);
     for (size_t i = 0; i < k; i++) {
       Expr s = Expr(strides[i]), shifted = o[2 + i] + Expr(pad_begin[i]);
       if (undilated) {
         Expr tap = shifted % s + r[1 + i] * s;
-        if (kernel[i] % strides[i] != 0) {
-          // Taps past the kernel (k not a multiple of s) weigh 0: a clamped
-          // read times a mask, not a select, which would make loop
-          // partitioning split the output loop at every parity change.
-          mask = mask * tir::cast(t, tap < Expr(kernel[i]));
-          tap = min(tap, Expr(kernel[i] - 1));
+        if (kernel[i] % strides[i] != 0) {  // taps past the kernel (k not a multiple of s) add nothing
+          ok = ok && tap < Expr(kernel[i]);
+          tap = min(tap, Expr(kernel[i] - 1));  // in bounds, even where the select discards it
         }
         xi.push_back(shifted / s - r[1 + i]);
         wi.push_back(tap);
@@ -173,10 +170,12 @@ void lower_conv_transpose(OpContext& ctx) {
         wi.push_back(r[1 + i]);
       }
     }
-    return tir::select(ok, padded_read(x, xi, tir::make_const(t, 0)) * (w(wi) * mask), tir::make_const(t, 0));
+    return tir::select(ok, padded_read(x, xi, tir::make_const(t, 0)) * w(wi), tir::make_const(t, 0));
   });
   if (ctx.has_input(2)) {
     te::Tensor b = ctx.in(2), acc = conv;
+    user_assert(b.shape() == graph::Shape{os[1]}) << n.describe() << ": bias B must be 1-D with " << os[1]
+                                                  << " entries (the output channels)";
     conv = te::compute("convtranspose_bias", os, [acc, b](const Indices& o) { return acc(o) + b({o[1]}); });
   }
   ctx.set_output(0, conv);

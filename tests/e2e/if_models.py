@@ -5,8 +5,9 @@ atol 1e-5), and an If whose condition is a model input must be refused by name:
 
   shape_if     the condition is computed from the input's shape (Shape -> Gather -> Greater),
                as torch.jit-scripted code writes `if x.shape[1] > 3`; the else branch (taken)
-               reads the outer graph's values, has an initializer of its own and a value
-               named like one the outer graph defines after it
+               reads the outer graph's values, has initializers of its own, an absent
+               optional input (Clip's min) and a value named like one the outer graph
+               defines after it
   nested_if    a constant condition whose taken branch holds another If, itself on a
                constant computed inside the branch, reading a value of the outer branch
   runtime_if   the condition is a model input: kilnc refuses it, naming the node
@@ -53,8 +54,10 @@ def shape_if() -> onnx.ModelProto:
     # 'y' named like a value the outer graph defines after the If.
     else_g = helper.make_graph(
         [helper.make_node('Mul', ['x', 'w_local'], ['y']),
-         helper.make_node('Add', ['y', 'outer_bias'], ['e_out'])], 'else',
-        [], [out('e_out')], [tensor('w_local', rng.standard_normal([1, 3, 1, 1]).astype(np.float32))])
+         helper.make_node('Clip', ['y', '', 'clip_hi'], ['y_clipped']),  # an absent optional input
+         helper.make_node('Add', ['y_clipped', 'outer_bias'], ['e_out'])], 'else',
+        [], [out('e_out')], [tensor('w_local', rng.standard_normal([1, 3, 1, 1]).astype(np.float32)),
+                             tensor('clip_hi', np.array(1.5, np.float32))])
     nodes = [
         helper.make_node('Relu', ['data'], ['x']),
         helper.make_node('Shape', ['x'], ['s']),

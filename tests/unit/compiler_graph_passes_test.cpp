@@ -12,6 +12,7 @@
 #include "compiler_graph_builder.h"
 #include "driver/evaluate.h"
 #include "graph/passes.h"
+#include "support/diagnostics.h"
 
 namespace {
 
@@ -474,4 +475,11 @@ TEST_CASE("graph pass conv-transpose: a kernel-sized stride becomes a 1x1 Conv a
   grouped.output(grouped.node("ConvTranspose", {gx, grouped.constant("w", {4, 1, 2, 2}, pattern(16, 0.3f))}, {1, 2, 6, 6},
                               {{"strides", ints({2, 2})}, {"group", integer(2)}}));
   CHECK_FALSE(pass_conv_transpose(grouped.g, ctx));
+  Builder bad_bias;  // a bias that is not one per output channel: left to the lowering, which refuses it
+  int bx = bad_bias.input("x", {1, 4, 3, 3});
+  bad_bias.output(bad_bias.node("ConvTranspose", {bx, bad_bias.constant("w", {4, 8, 2, 2}, pattern(128, 0.3f)),
+                                                  bad_bias.constant("b", {1}, {1.0f})},
+                                {1, 8, 6, 6}, {{"strides", ints({2, 2})}}));
+  CHECK_FALSE(pass_conv_transpose(bad_bias.g, ctx));
+  CHECK_THROWS_AS(kiln::evaluate_graph(bad_bias.g, inputs_for(bad_bias.g)), kiln::UserError);
 }
