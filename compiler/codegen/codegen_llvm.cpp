@@ -215,14 +215,33 @@ class KernelEmitter {
       internal_assert(is_div) << "float Mod is not supported";
       return b_.CreateFDiv(a, b);
     }
-    if (t.is_uint() || t.is_bool()) return is_div ? b_.CreateUDiv(a, b) : b_.CreateURem(a, b);
+    // A divisor of zero (model data) gives 0, as numpy does, and MIN / -1
+    // wraps to MIN, instead of the trap x86's division raises: bad input
+    // must not crash the process. A constant divisor other than 0 and -1
+    // needs neither guard.
+    llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
+    llvm::Value* by_zero = nullptr;
+    const llvm::ConstantInt* c = llvm::dyn_cast<llvm::ConstantInt>(b);
+    if (auto* k = llvm::dyn_cast<llvm::Constant>(b); k && !c)
+      c = llvm::dyn_cast_or_null<llvm::ConstantInt>(k->getSplatValue());  // a splat vector constant
+    if (!c || c->isZero() || c->isMinusOne()) {
+      by_zero = b_.CreateICmpEQ(b, zero);
+      llvm::Value* bad = by_zero;
+      if (!t.is_uint() && !t.is_bool()) {
+        llvm::Value* min = llvm::ConstantInt::get(a->getType(), llvm::APInt::getSignedMinValue(t.bits));
+        bad = b_.CreateOr(bad, b_.CreateAnd(b_.CreateICmpEQ(a, min),
+                                            b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(a->getType()))));
+      }
+      b = b_.CreateSelect(bad, llvm::ConstantInt::get(a->getType(), 1), b);
+    }
+    auto guarded = [&](llvm::Value* v) { return by_zero ? b_.CreateSelect(by_zero, zero, v) : v; };
+    if (t.is_uint() || t.is_bool()) return guarded(is_div ? b_.CreateUDiv(a, b) : b_.CreateURem(a, b));
     // Floor semantics: adjust C's truncating result when the signs differ.
     llvm::Value* q = b_.CreateSDiv(a, b);
     llvm::Value* r = b_.CreateSRem(a, b);
-    llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
     llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, b), zero));
-    if (is_div) return b_.CreateSub(q, b_.CreateZExt(adjust, a->getType()));
-    return b_.CreateSelect(adjust, b_.CreateAdd(r, b), r);
+    if (is_div) return guarded(b_.CreateSub(q, b_.CreateZExt(adjust, a->getType())));
+    return guarded(b_.CreateSelect(adjust, b_.CreateAdd(r, b), r));
   }
 
   llvm::Value* emit_min_max(const Expr& ea, const Expr& eb, bool is_min) {

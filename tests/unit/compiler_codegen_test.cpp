@@ -168,3 +168,43 @@ TEST_CASE("inline sin, cos, tan, asin, acos and atan are accurate") {
   for (int64_t i = 0; i < n; i++) in[i] = -50.0f + 100.0f * (float)i / (float)(n - 1);
   check(5, [](double x) { return std::atan(x); }, 3e-7);
 }
+
+TEST_CASE("integer division by zero gives 0 and MIN / -1 wraps, instead of a trap") {
+  // out[i] = a[i] / b[i], out[n + i] = a[i] % b[i] for divisors read at run time (scalar and vector loops).
+  const int64_t n = 32;
+  std::vector<int32_t> a(n), b(n);
+  for (int64_t i = 0; i < n; i++) {
+    a[i] = (int32_t)(i * 7 - 100);
+    b[i] = (int32_t)(i % 4 == 0 ? 0 : i % 5 - 2);  // zeros, negatives
+  }
+  a[3] = INT32_MIN, b[3] = -1;
+  for (int64_t lanes : {int64_t(0), int64_t(16)}) {
+    CAPTURE(lanes);
+    KernelDef k;
+    k.name = "k_idiv";
+    auto ab = tir::make_buffer("a", tir::Int(32), n, 0), bb = tir::make_buffer("b", tir::Int(32), n, 1),
+         ob = tir::make_buffer("out", tir::Int(32), 2 * n, 2);
+    k.params = {ab, bb, ob};
+    tir::Expr i = tir::Var::make(tir::Index(), "i");
+    tir::Stmt body = tir::Block::make({tir::Store::make(ob, i, tir::Load::make(ab, i) / tir::Load::make(bb, i)),
+                                       tir::Store::make(ob, i + Expr(n), tir::Load::make(ab, i) % tir::Load::make(bb, i))});
+    k.body = tir::For::make(i, Expr(0), Expr(n), lanes ? tir::ForKind::Vectorized : tir::ForKind::Serial, body);
+    Library lib({k});
+    std::vector<int32_t> out(2 * n, 12345);
+    lib.run(0, {a.data(), b.data(), out.data()}, 1);
+    for (int64_t j = 0; j < n; j++) {
+      CAPTURE(j);
+      if (b[j] == 0) {
+        CHECK(out[j] == 0);
+        CHECK(out[n + j] == 0);
+      } else if (a[j] == INT32_MIN && b[j] == -1) {
+        CHECK(out[j] == INT32_MIN);
+        CHECK(out[n + j] == 0);
+      } else {
+        int64_t q = (int64_t)std::floor((double)a[j] / b[j]);
+        CHECK(out[j] == q);
+        CHECK(out[n + j] == a[j] - q * b[j]);
+      }
+    }
+  }
+}
