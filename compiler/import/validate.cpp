@@ -102,9 +102,28 @@ void check_ranks(const RankGuard& guard, onnx::InferenceContext& ctx) {
   }
 }
 
+// Slice's data propagation (what shape inference computes on shape values,
+// data_prop=true) walks `for (i = start; i < end; i += step)`: a step near
+// INT64_MAX overflows i and reads out of bounds (a crash inside libonnx on a
+// model its checker accepts). A step longer than the sliced shape picks one
+// element at most; such a Slice propagates nothing here, and kilnc's own
+// folder (fold_shapes.cpp, counted loops) computes it.
+void guarded_slice_propagation(const onnx::DataPropagationFunction& original, onnx::DataPropagationContext& ctx) {
+  if (ctx.getNumInputs() >= 5) {
+    const onnx::TensorShapeProto* data = ctx.getInputData(0);
+    const onnx::TensorShapeProto* steps = ctx.getInputData(4);
+    if (steps) {
+      const int64_t n = data ? data->dim_size() : 0;
+      for (const auto& d : steps->dim())
+        if (!d.has_dim_value() || d.dim_value() > n || d.dim_value() < -n) return;
+    }
+  }
+  original(ctx);
+}
+
 // OpSchemaRegistry, with the inference functions of kRankGuards' operators
-// wrapped: the guard runs first. Wrapped schemas are copies made once per
-// schema and kept for the process's life.
+// and Slice's data propagation wrapped: the guard runs first. Wrapped schemas
+// are copies made once per schema and kept for the process's life.
 class GuardedRegistry final : public onnx::ISchemaRegistry {
  public:
   const onnx::OpSchema* GetSchema(const std::string& key, const int max_inclusive_version,
@@ -116,16 +135,23 @@ class GuardedRegistry final : public onnx::ISchemaRegistry {
     for (const RankGuard& g : kRankGuards) {
       if (key == g.op) guard = &g;
     }
-    if (!guard || !schema->has_type_and_shape_inference_function()) return schema;
+    bool slice = key == "Slice";
+    if ((!guard || !schema->has_type_and_shape_inference_function()) && !slice) return schema;
     std::lock_guard<std::mutex> lock(mutex_);
     std::unique_ptr<onnx::OpSchema>& wrapped = wrapped_[schema];
     if (!wrapped) {
       wrapped = std::make_unique<onnx::OpSchema>(*schema);
-      onnx::InferenceFunction original = schema->GetTypeAndShapeInferenceFunction();
-      wrapped->TypeAndShapeInferenceFunction([guard, original](onnx::InferenceContext& ctx) {
-        check_ranks(*guard, ctx);
-        original(ctx);
-      });
+      if (guard) {
+        onnx::InferenceFunction original = schema->GetTypeAndShapeInferenceFunction();
+        wrapped->TypeAndShapeInferenceFunction([guard, original](onnx::InferenceContext& ctx) {
+          check_ranks(*guard, ctx);
+          original(ctx);
+        });
+      } else {
+        onnx::DataPropagationFunction original = schema->GetDataPropagationFunction();
+        wrapped->PartialDataPropagationFunction(
+            [original](onnx::DataPropagationContext& ctx) { guarded_slice_propagation(original, ctx); });
+      }
     }
     return wrapped.get();
   }

@@ -178,3 +178,40 @@ TEST_CASE("a Conv weight whose rank is not the input's is a user error, not a cr
     }
   }
 }
+
+TEST_CASE("a shape Slice with a step near INT64_MAX folds, without overflow in ONNX or kilnc") {
+  // Shape(x) -> Slice(starts, ends, axes, steps) -> Concat(-1) -> Reshape: ONNX's data propagation
+  // and kilnc's folder both walked `i += step` (fuzz regression fold_shapes_slice_step_overflow).
+  for (int64_t step : {INT64_MAX, INT64_MIN}) {
+    CAPTURE(step);
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    auto* g = m.mutable_graph();
+    g->set_name("g");
+    add_float_input(g, "x", {"2", "3", "4", "5"});
+    auto constant = [&](const char* name, int64_t v) {
+      auto* t = g->add_initializer();
+      t->set_name(name);
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_dims(1);
+      t->add_int64_data(v);
+    };
+    constant("st", step > 0 ? 1 : 3);
+    constant("en", step > 0 ? 10 : -10);
+    constant("ax", 0);
+    constant("sp", step);
+    constant("m1", -1);
+    add_node(g, "Shape", "shape", {"x"}, {"s"});
+    add_node(g, "Slice", "slice", {"s", "st", "en", "ax", "sp"}, {"t"});
+    add_node(g, "Concat", "concat", {"t", "m1"}, {"shape"})->add_attribute()->CopyFrom(
+        [] { onnx::AttributeProto a; a.set_name("axis"); a.set_type(onnx::AttributeProto::INT); a.set_i(0); return a; }());
+    add_node(g, "Reshape", "reshape", {"x", "shape"}, {"y"});
+    add_output(g, "y", step > 0 ? std::vector<std::string>{"3", "40"} : std::vector<std::string>{"5", "24"});
+    std::string bytes;
+    REQUIRE(m.SerializeToString(&bytes));
+    kiln::graph::Graph out = kiln::import_onnx_bytes(bytes, ".", {});
+    REQUIRE(out.outputs.size() == 1);
+    CHECK(out.values[out.outputs[0]].shape == (step > 0 ? kiln::graph::Shape{3, 40} : kiln::graph::Shape{5, 24}));
+  }
+}
