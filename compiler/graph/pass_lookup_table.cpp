@@ -182,7 +182,8 @@ class TableBuilder {
     sub.values = g_.values;
     sub.opset = g_.opset;
     sub.producer = g_.producer;
-    std::vector<int> order, stand_in(g_.nodes.size(), -1);  // node -> the value standing for its region's root
+    std::vector<int> order;
+    std::vector<int> root(g_.nodes.size(), -1), stand_in(g_.nodes.size(), -1);  // node -> its region's root, its stand-in
     std::vector<std::vector<uint8_t>> inputs;
     for (const Region& r : regions) {
       Value x = g_.values[r.root];
@@ -195,14 +196,14 @@ class TableBuilder {
       std::vector<uint8_t> all(256);
       for (int k = 0; k < 256; k++) all[k] = (uint8_t)(g_.values[r.root].dtype == DType::I8 ? k - 128 : k);
       inputs.push_back(std::move(all));
-      for (int n : r.nodes) stand_in[n] = v;
+      for (int n : r.nodes) root[n] = r.root, stand_in[n] = v;
       order.insert(order.end(), r.nodes.begin(), r.nodes.end());
     }
     std::sort(order.begin(), order.end());
     for (int n : order) {
       Node copy = g_.nodes[n];
       for (int& in : copy.inputs)
-        if (in >= 0 && in == regions_root_of(regions, n)) in = stand_in[n];
+        if (in >= 0 && in == root[n]) in = stand_in[n];
       for (int o : copy.outputs)
         if (o >= 0) sub.values[o].shape = table_shape(sub.values[o].shape.size());
       sub.nodes.push_back(std::move(copy));
@@ -214,12 +215,6 @@ class TableBuilder {
                                                      << " results for " << regions.size() << " regions";
     for (auto& t : tables) internal_assert(t.size() == 256) << "lookup-table: a table of " << t.size() << " bytes";
     return tables;
-  }
-
-  static int regions_root_of(const std::vector<Region>& regions, int node) {
-    for (const Region& r : regions)
-      if (std::count(r.nodes.begin(), r.nodes.end(), node)) return r.root;
-    return -1;
   }
 
   static Shape table_shape(size_t rank) {

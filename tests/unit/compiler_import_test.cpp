@@ -138,6 +138,16 @@ TEST_CASE("a graph output nothing defines is a user error, also before the versi
   }
 }
 
+// An opset-13 model (IR 8) whose graph "g" has one float input "x" of `dims`.
+static onnx::ModelProto opset13_model(std::vector<std::string> dims) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  m.mutable_graph()->set_name("g");
+  add_float_input(m.mutable_graph(), "x", std::move(dims));
+  return m;
+}
+
 // Found by tests/fuzz/fuzz_onnx_import: ONNX's shape inference for Conv and
 // ConvTranspose takes the kernel's spatial rank from the weight and indexes
 // vectors sized by the data's rank with it; a weight of another rank read
@@ -148,12 +158,8 @@ TEST_CASE("a Conv weight whose rank is not the input's is a user error, not a cr
     for (int weight_rank : {6, 4}) {
       CAPTURE(op);
       CAPTURE(weight_rank);
-      onnx::ModelProto m;
-      m.set_ir_version(8);
-      m.add_opset_import()->set_version(13);
+      onnx::ModelProto m = opset13_model({"1", "3", "9", "11"});
       auto* g = m.mutable_graph();
-      g->set_name("g");
-      add_float_input(g, "x", {"1", "3", "9", "11"});
       auto* w = g->add_initializer();
       w->set_name("w");
       w->set_data_type(onnx::TensorProto::FLOAT);
@@ -184,12 +190,8 @@ TEST_CASE("a shape Slice with a step near INT64_MAX folds, without overflow in O
   // and kilnc's folder both walked `i += step` (fuzz regression fold_shapes_slice_step_overflow).
   for (int64_t step : {INT64_MAX, INT64_MIN}) {
     CAPTURE(step);
-    onnx::ModelProto m;
-    m.set_ir_version(8);
-    m.add_opset_import()->set_version(13);
+    onnx::ModelProto m = opset13_model({"2", "3", "4", "5"});
     auto* g = m.mutable_graph();
-    g->set_name("g");
-    add_float_input(g, "x", {"2", "3", "4", "5"});
     auto constant = [&](const char* name, int64_t v) {
       auto* t = g->add_initializer();
       t->set_name(name);
