@@ -171,12 +171,12 @@ class KernelEmitter {
         if (index->getType()->isVectorTy()) {
           auto* vty = llvm::VectorType::get(ty, llvm::ElementCount::getFixed(lanes_));
           if (lane_stride(l->index) == std::optional<int64_t>(1))
-            return b_.CreateAlignedLoad(vty, address(l->buffer, b_.CreateExtractElement(index, (uint64_t)0)), align);
+            return invariant(l->buffer, b_.CreateAlignedLoad(vty, address(l->buffer, b_.CreateExtractElement(index, (uint64_t)0)), align));
           if (l->type.bits == 8 && l->buffer->size == 256 && vector_.byte_table)
             if (llvm::Value* v = emit_byte_table(l->buffer, index)) return v;
           return b_.CreateMaskedGather(vty, address(l->buffer, index), align);
         }
-        return b_.CreateAlignedLoad(ty, address(l->buffer, index), align);
+        return invariant(l->buffer, b_.CreateAlignedLoad(ty, address(l->buffer, index), align));
       }
       case NodeType::Call: return emit_call(e.as<Call>());
       case NodeType::Let: {
@@ -267,6 +267,7 @@ class KernelEmitter {
   }
 
   llvm::Value* emit_cast(const Cast* c) {
+    if (llvm::Value* r = emit_round_to_int(c)) return r;
     llvm::Value* v = emit_expr(c->value);
     Type from = c->value.type(), to = c->type;
     llvm::Type* ty = like(llvm_type(to), v);
@@ -282,6 +283,37 @@ class KernelEmitter {
     if (from.is_float()) return to.is_int() ? b_.CreateFPToSI(v, ty) : b_.CreateFPToUI(v, ty);
     if (to.is_float()) return from.is_int() ? b_.CreateSIToFP(v, ty) : b_.CreateUIToFP(v, ty);
     return b_.CreateIntCast(v, ty, from.is_int());
+  }
+
+  // int32(RoundEven(x)) for float32 in one instruction that rounds half to
+  // even: x86 vectors cvtps2dq (the default rounding mode, which kiln never
+  // changes), AArch64 fcvtns; instead of a round and a truncating
+  // conversion. Out-of-range lanes give INT_MIN (x86) or saturate (AArch64)
+  // where fptosi is undefined; quantize() clamps first. Null where this does
+  // not apply (other widths, x86 scalars, other targets).
+  llvm::Value* emit_round_to_int(const Cast* c) {
+    auto* call = c->value.as<Call>();
+    if (!call || call->op != Intrinsic::RoundEven || c->type != tir::Int(32) || c->value.type() != tir::Float(32))
+      return nullptr;
+    llvm::Triple triple(m_.getTargetTriple());
+    int width = varies(call->args[0]) ? lanes_ : 1;
+    llvm::Type* i32 = b_.getInt32Ty();
+    if (triple.isAArch64() && (width == 1 || width == 4)) {
+      llvm::Value* x = emit_expr(call->args[0]);
+      llvm::Type* ity = width == 1 ? i32 : llvm::FixedVectorType::get(i32, 4);
+      llvm::Function* f = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::aarch64_neon_fcvtns, {ity, x->getType()});
+      return b_.CreateCall(f, {x});
+    }
+    if (!triple.isX86() || !((width == 16 && vector_.lanes >= 16) || (width == 8 && vector_.lanes >= 8) || width == 4))
+      return nullptr;
+    llvm::Value* x = emit_expr(call->args[0]);
+    if (width == 16) {
+      llvm::Function* f = llvm::Intrinsic::getDeclaration(&m_, llvm::Intrinsic::x86_avx512_mask_cvtps2dq_512);
+      auto* ity = llvm::FixedVectorType::get(i32, 16);
+      return b_.CreateCall(f, {x, llvm::UndefValue::get(ity), b_.getInt16(0xffff), b_.getInt32(4)});  // 4: current direction
+    }
+    llvm::Intrinsic::ID id = width == 8 ? llvm::Intrinsic::x86_avx_cvt_ps2dq_256 : llvm::Intrinsic::x86_sse2_cvtps2dq;
+    return b_.CreateCall(llvm::Intrinsic::getDeclaration(&m_, id), {x});
   }
 
   // Transcendentals are generated for float32; float64 arguments are
@@ -404,6 +436,15 @@ class KernelEmitter {
       level = next;
     }
     return level[0];
+  }
+
+  // A load from a graph constant (weights, scales, zero points) is marked
+  // invariant: no store of the kernel writes it, so LLVM may hoist it out of
+  // loops and merge repeats even past stores to the kernel's outputs (which
+  // it must otherwise assume alias every other buffer).
+  llvm::Value* invariant(const Buffer& buf, llvm::LoadInst* load) {
+    if (buf->constant) load->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
+    return load;
   }
 
   // The address of element `index` (a vector of addresses for a vector index).

@@ -25,6 +25,11 @@ namespace {
 tir::Buffer add_kernel_param(KernelDef& k, const graph::Graph& g, int v, Access access) {
   const graph::Value& val = g.values[v];
   auto b = tir::make_buffer(val.name, graph::dtype_to_tir(val.dtype), val.elements(), (int)k.params.size());
+  if (val.is_constant() && access == Access::Read) {
+    auto c = std::make_shared<tir::BufferNode>(*b);
+    c->constant = true;
+    b = c;
+  }
   k.params.push_back(b);
   k.param_values.push_back(v);
   k.access.push_back(access);

@@ -153,7 +153,7 @@ Expr trunc_divide(const Expr& a, const Expr& b);
 // Round half to even (ONNX's Round) of a float expression.
 Expr round_half_even(const Expr& v);
 // saturate(round_half_even(v) + zp) in `range`, converted to `t` (v and zp
-// float32; NaN becomes 0 before the clamp): ONNX's QuantizeLinear.
+// float32; a NaN v saturates to the range's low end): ONNX's QuantizeLinear.
 Expr quantize(const Expr& v, const Expr& zp, tir::Type t, std::pair<double, double> range);
 
 }  // namespace kiln::lower

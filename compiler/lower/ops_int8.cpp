@@ -76,7 +76,8 @@ struct Int8Operands {
   Expr epilogue(const Expr& acc, const Expr& c, bool dotted) const {
     Expr zxd = tir::cast(I32, zx());
     if (dotted && delta) zxd = zxd + Expr(tir::make_const(I32, delta));
-    Expr v = acc + bias({c}) - zxd * wsum({c});
+    // bias - zx * wsum first: one term per channel, computed once per tile.
+    Expr v = acc + (bias({c}) - zxd * wsum({c}));
     if (!scale.defined()) return v;
     Expr f = tir::cast(tir::Float(32), v) * scale({c});
     if (!y_zp.defined()) return f;

@@ -73,13 +73,23 @@ QParam qparam(OpContext& ctx, size_t i, const graph::Shape& xs, int64_t& axis) {
 
 }  // namespace
 
-// saturate(round(v) + zp) converted to `t`, with v and zp float32.
+// saturate(round(v) + zp) converted to `t`, with v and zp float32. The
+// clamp comes first, in float, to [lo - zp, hi - zp] (integers, so rounding
+// the clamped value equals clamping the rounded one): what follows is exact
+// integer work, and a NaN v (a zero scale) meets max first, which keeps the
+// bound, so it saturates to lo as in ONNX Runtime's kernels. For 8- and
+// 16-bit results the rounded value converts to int32 and adds zp there
+// (x86: one vcvtps2dq, codegen/codegen_llvm.cpp).
 Expr quantize(const Expr& v, const Expr& zp, tir::Type t, std::pair<double, double> range) {
-  Expr q = round_half_even(v) + zp;
-  // NaN (a zero scale) becomes the zero point's neighbourhood, never an undefined conversion.
-  q = tir::select(tir::NE::make(q, q), tir::make_const(F32, 0), q);
-  q = tir::clamp(q, tir::make_const(F32, range.first), tir::make_const(F32, range.second));
-  return tir::cast(t, q);
+  if (range.second - range.first > 65535) {  // int32: clamp below 2^31 (2147483647 is 2^31 in float32)
+    Expr q = round_half_even(v) + zp;
+    q = tir::Min::make(tir::Max::make(q, tir::make_const(F32, range.first)), tir::make_const(F32, 2147483520.0));
+    return tir::cast(t, q);
+  }
+  Expr lo = tir::make_const(F32, range.first) - zp, hi = tir::make_const(F32, range.second) - zp;
+  Expr c = tir::Min::make(tir::Max::make(v, lo), hi);
+  const tir::Type I32 = tir::Int(32);
+  return tir::cast(t, tir::cast(I32, round_half_even(c)) + tir::cast(I32, zp));
 }
 
 void lower_quantize(OpContext& ctx) {

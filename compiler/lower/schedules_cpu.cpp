@@ -119,7 +119,13 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int re
   pick(std::min<int64_t>(4, tm_cache), false, tw, tm, th);
   auto [moo, moi] = s.split(mo, tm);
   auto [owo, owi] = s.split(ow, tw);
-  s.reorder({n, moo, oh, owo, rc, rh, rw, ri, owi, moi, mi});
+  // Depthwise (one input channel per output channel): the kernel's columns
+  // inside the pixels and unrolled, so that neighbouring pixels share their
+  // input loads (tw + KW - 1 loads a row instead of tw * KW at stride 1),
+  // each live for KW pixels only.
+  bool depthwise_row = rc->extent == 1 && ri->extent == 1 && rw->extent <= 7;
+  if (depthwise_row) s.reorder({n, moo, oh, owo, rc, rh, ri, owi, rw, moi, mi});
+  else s.reorder({n, moo, oh, owo, rc, rh, rw, ri, owi, moi, mi});
   // Rows on workgroup x, channel blocks (with the batch) on y: consecutive
   // workgroups of a thread share a tile's weights. Rows stay a loop of their
   // own so that loop partitioning can take the padding guards out of the
@@ -133,6 +139,7 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int re
   s.bind(oh, small_weights ? tir::ForKind::WorkgroupY : tir::ForKind::WorkgroupX);
   s.unroll(moi);
   s.unroll(owi);
+  if (depthwise_row) s.unroll(rw);
   s.vectorize(mi);
 }
 

@@ -148,6 +148,7 @@ struct BufferNode {
   Type dtype;        // element type
   int64_t size = 0;  // number of elements
   int binding = -1;  // index in the dispatch's bindings; -1 for an Allocate'd local
+  bool constant = false;  // bound to a graph constant: never written, its loads are invariant
 };
 using Buffer = std::shared_ptr<const BufferNode>;
 Buffer make_buffer(std::string name, Type dtype, int64_t size, int binding);

@@ -281,3 +281,35 @@ TEST_CASE("quantize: bad scales and zero points are user errors naming the node"
   CHECK(user_error_of(graph_with(0.5, DType::U8, 0, 4)).empty());  // per-channel along axis 1: fine
   CHECK(user_error_of(graph_with(0.5, DType::U8, 0, 1)).empty());
 }
+
+TEST_CASE("QuantizeLinear: half-way values round to even, saturate, and NaN saturates to the low end") {
+  // 67 values: a vector body and a scalar tail. x / 0.5 lands on k + 0.5 for
+  // many k, on the bounds and past them, and on the infinities and NaN.
+  std::vector<float> x;
+  for (int k = -70; k < 60; k += 3) x.push_back(0.5f * ((float)k + 0.5f));
+  for (float v : {1e30f, -1e30f, INFINITY, -INFINITY, NAN, 63.75f, -64.25f, 0.25f, -0.25f, 0.75f})
+    x.push_back(v);
+  while (x.size() < 67) x.push_back(0.5f * (float)x.size());
+  for (DType t : {DType::U8, DType::I8}) {
+    CAPTURE((int)t);
+    const double zp = t == DType::U8 ? 3 : -5, lo = t == DType::U8 ? 0 : -128, hi = t == DType::U8 ? 255 : 127;
+    Builder b;
+    int64_t n = (int64_t)x.size();
+    int in = b.input("x", {n}, DType::F32);
+    int y = b.node("QuantizeLinear", {in, b.constant_of("s", DType::F32, {}, {0.5}), b.constant_of("z", t, {}, {zp})},
+                   {n}, {}, t);
+    b.output(y);
+    std::vector<uint8_t> bytes(x.size() * 4);
+    std::memcpy(bytes.data(), x.data(), bytes.size());
+    auto got = evaluate_graph(b.g, {bytes});
+    REQUIRE(got.size() == 1);
+    REQUIRE(got[0].size() == x.size());
+    for (size_t i = 0; i < x.size(); i++) {
+      CAPTURE(x[i]);
+      float q = x[i] / 0.5f;
+      double want = std::isnan(q) ? lo : std::min(hi, std::max(lo, (double)std::nearbyint(q) + zp));
+      int have = t == DType::U8 ? (int)got[0][i] : (int)(int8_t)got[0][i];
+      CHECK(have == (int)want);
+    }
+  }
+}
