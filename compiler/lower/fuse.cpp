@@ -24,6 +24,7 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
         uses[v]++;
         consumer[v] = (int)ni;
       }
+  std::set<int> outputs(g.outputs.begin(), g.outputs.end());
   for (int v : g.outputs) uses[v] += 2;  // never fuse a model output
   std::set<int> fused;
   for (const graph::Node& n : g.nodes) {
@@ -34,6 +35,42 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
     if (!c.traits().elementwise() || c.outputs.empty() || c.outputs[0] < 0) continue;
     if (g.values[c.outputs[0]].shape != g.values[v].shape) continue;
     fused.insert(v);
+  }
+  // A value read by several elementwise consumers that all end in the same
+  // kernel fuses too (a GELU or SiLU reads its input twice: x * f(x)): each
+  // read inlines its formula, and a heavy producer's reads all become reads
+  // of its accumulator tile in the fused epilogue (te::find_epilogue_anchor),
+  // so nothing is computed twice but cheap elementwise operators. The kernel
+  // a consumer ends in: follow fused values to the first one that is not.
+  auto root_of = [&](int node) {
+    for (int steps = 0; steps < kMaxFusedChain; steps++) {
+      const graph::Node& n = g.nodes[(size_t)node];
+      if (n.outputs.size() != 1 || n.outputs[0] < 0 || !fused.count(n.outputs[0])) return node;
+      node = consumer[n.outputs[0]];
+    }
+    return -1;
+  };
+  std::map<int, std::vector<int>> consumers;
+  for (size_t ni = 0; ni < g.nodes.size(); ni++)
+    for (int v : g.nodes[ni].inputs)
+      if (v >= 0 && uses[v] > 1 && (consumers[v].empty() || consumers[v].back() != (int)ni)) consumers[v].push_back((int)ni);
+  for (const graph::Node& n : g.nodes) {
+    if (n.traits().shape_only() || n.outputs.size() != 1 || n.outputs[0] < 0) continue;
+    int v = n.outputs[0];
+    if (uses[v] < 2 || outputs.count(v) || g.values[v].is_constant() || !consumers.count(v)) continue;
+    int root = -2;
+    for (int ci : consumers[v]) {
+      const graph::Node& c = g.nodes[(size_t)ci];
+      bool ok = c.traits().elementwise() && c.outputs.size() == 1 && c.outputs[0] >= 0 &&
+                g.values[c.outputs[0]].shape == g.values[v].shape;
+      int r = ok ? root_of(ci) : -1;
+      if (r < 0 || (root != -2 && r != root)) {
+        root = -1;
+        break;
+      }
+      root = r;
+    }
+    if (root >= 0) fused.insert(v);
   }
   // Chains longer than kMaxFusedChain are cut (a value every that many
   // operators is materialized); nodes are in topological order, so each

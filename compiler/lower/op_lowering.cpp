@@ -1,5 +1,6 @@
 #include "lower/op_lowering.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "lower/schedules_gpu.h"
@@ -92,7 +93,8 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
   std::string op;
   for (char c : node().op) op += (char)std::tolower((unsigned char)c);
   k.name = kernel_name(op);
-  k.source_nodes = fused_sources_;
+  for (int n : fused_sources_)  // once each (a value read twice lists its sources twice)
+    if (std::find(k.source_nodes.begin(), k.source_nodes.end(), n) == k.source_nodes.end()) k.source_nodes.push_back(n);
   k.source_nodes.push_back(node_index);
   auto add_param = [&](int v, Access access) { return add_kernel_param(k, graph, v, access); };
   tir::Buffer out = add_param(out_value, Access::Write);

@@ -7,11 +7,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 #include "compiler_graph_builder.h"
 #include "driver/evaluate.h"
 #include "graph/passes.h"
+#include "lower/fuse.h"
 #include "support/diagnostics.h"
 
 namespace {
@@ -482,4 +484,51 @@ TEST_CASE("graph pass conv-transpose: a kernel-sized stride becomes a 1x1 Conv a
                                 {1, 8, 6, 6}, {{"strides", ints({2, 2})}}));
   CHECK_FALSE(pass_conv_transpose(bad_bias.g, ctx));
   CHECK_THROWS_AS(kiln::evaluate_graph(bad_bias.g, inputs_for(bad_bias.g)), kiln::UserError);
+}
+
+TEST_CASE("fusion: a value read twice fuses when both reads end in one kernel, never a model output") {
+  // m = x W; y = m * (erf(m / c) + 1): a GELU's shape, m read by Div and Mul.
+  std::vector<float> w(8 * 16);
+  for (size_t i = 0; i < w.size(); i++) w[i] = 0.05f * (float)((int)(i * 7 % 13) - 6);
+  auto gelu = [&w](bool m_is_output, bool split_roots) {
+    Builder b;
+    int x = b.input("x", {4, 8});
+    int m = b.node("MatMul", {x, b.constant("w", {8, 16}, w)}, {4, 16});
+    int d = b.node("Div", {m, b.constant("c", {}, {1.41421356f})}, {4, 16});
+    int e = b.node("Erf", {d}, {4, 16});
+    if (split_roots) {  // the two reads end in two different outputs
+      b.output(e);
+      b.output(b.node("Relu", {m}, {4, 16}));
+      return b.g;
+    }
+    int a = b.node("Add", {e, b.constant("one", {}, {1.0f})}, {4, 16});
+    b.output(b.node("Mul", {m, a}, {4, 16}));
+    if (m_is_output) b.output(m);
+    return b.g;
+  };
+  auto fused_names = [](const Graph& g) {
+    std::set<std::string> names;
+    for (int v : kiln::choose_fused_values(g)) names.insert(g.values[v].name);
+    return names;
+  };
+  Graph g = gelu(false, false);
+  CHECK(fused_names(g).count("MatMul_out"));
+  CHECK_FALSE(fused_names(gelu(true, false)).count("MatMul_out"));
+  CHECK_FALSE(fused_names(gelu(false, true)).count("MatMul_out"));
+  // The fused kernel reads the accumulator twice and computes the same values.
+  std::vector<float> in(32);
+  for (size_t i = 0; i < in.size(); i++) in[i] = 0.1f * (float)((int)i - 16);
+  std::vector<uint8_t> bytes(in.size() * 4);
+  memcpy(bytes.data(), in.data(), bytes.size());
+  auto got = kiln::evaluate_graph(g, {bytes});
+  REQUIRE(got.size() == 1);
+  REQUIRE(got[0].size() == 4 * 16 * 4);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 16; j++) {
+      float m = 0;
+      for (int k = 0; k < 8; k++) m += in[(size_t)(i * 8 + k)] * w[k * 16 + j];
+      float want = m * (std::erf(m / 1.41421356f) + 1.0f), have;
+      memcpy(&have, got[0].data() + 4 * (i * 16 + j), 4);
+      CHECK(have == doctest::Approx(want).epsilon(1e-5));
+    }
 }
