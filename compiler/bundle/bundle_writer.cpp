@@ -6,11 +6,13 @@
 
 #include <llvm/Support/xxhash.h>
 
+#include "bundle/shape_program.h"
 #include "bundle_generated.h"
 #include "codegen/codegen_glsl.h"
 #include "kiln_bundle_version.h"
 #include "support/diagnostics.h"
 #include "support/version.h"
+#include "tir/simplify.h"
 
 namespace kiln {
 namespace {
@@ -128,12 +130,22 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
   flatbuffers::FlatBufferBuilder b(1 << 16);
   b.ForceDefaults(true);  // fixed-size fields: the FlatBuffer's size must not depend on their values
 
+  ShapeProgram shapes;  // run-time dimensions (bundles with shape symbols)
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
   for (size_t t = 0; t < l.tensor_values.size(); t++) {
     const graph::Value& v = g.values[l.tensor_values[t]];
+    std::vector<int32_t> dynamic_dims;
+    std::vector<int64_t> min_shape;
+    if (v.is_dynamic() && !l.tensor_is_const[t])
+      for (auto& d : v.dims) {
+        bool fixed = tir::as_const_int(d) != nullptr;
+        dynamic_dims.push_back(fixed ? -1 : (int32_t)shapes.add(d));
+        min_shape.push_back(fixed ? *tir::as_const_int(d) : std::max<int64_t>(tir::bounds_of(d).min, 0));
+      }
     tensors.push_back(fb::CreateTensorDirect(b, v.name.c_str(), to_fb(v.dtype), &v.shape,
                                              l.tensor_is_const[t] ? fb::Storage::Constant : fb::Storage::Arena,
-                                             l.tensor_offset[t], v.byte_size()));
+                                             l.tensor_offset[t], v.byte_size(), dynamic_dims.empty() ? nullptr : &dynamic_dims,
+                                             min_shape.empty() ? nullptr : &min_shape));
   }
   auto indices = [&](const std::vector<int>& values) {
     std::vector<uint32_t> r;
@@ -204,18 +216,54 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
     }
     std::vector<uint32_t> push_constants;
     std::vector<uint32_t> sources(k.source_nodes.begin(), k.source_nodes.end());
+    std::vector<int32_t> wg_exprs;
+    for (auto& e : k.workgroup_dynamic)
+      if (e.defined()) wg_exprs.assign(3, -1);
+    for (size_t a = 0; a < 3 && !wg_exprs.empty(); a++)
+      if (k.workgroup_dynamic[a].defined()) wg_exprs[a] = (int32_t)shapes.add(k.workgroup_dynamic[a]);
+    std::vector<uint32_t> symbols(k.symbols.begin(), k.symbols.end());
     dispatches.push_back(fb::CreateDispatchDirect(b, (uint32_t)i, &wg, &bindings, &push_constants, &sources,
-                                                  mixed ? &downloads[i] : nullptr, mixed ? &uploads[i] : nullptr));
+                                                  mixed ? &downloads[i] : nullptr, mixed ? &uploads[i] : nullptr,
+                                                  wg_exprs.empty() ? nullptr : &wg_exprs,
+                                                  symbols.empty() ? nullptr : &symbols));
   }
+  // The symbols, each set by the first model input dimension that is exactly it.
+  std::vector<flatbuffers::Offset<fb::Symbol>> symbols;
+  for (size_t s = 0; s < g.symbols.size(); s++) {
+    const graph::Symbol& sym = g.symbols[s];
+    int64_t input = -1, dim = -1;
+    for (size_t i = 0; i < g.inputs.size() && input < 0; i++) {
+      const graph::Value& v = g.values[g.inputs[i]];
+      for (size_t d = 0; d < v.dims.size() && input < 0; d++)
+        if (auto* var = v.dims[d].as<tir::Var>(); var && var->symbol == (int)s) input = (int64_t)i, dim = (int64_t)d;
+    }
+    internal_assert(input >= 0) << "shape symbol " << sym.name << " is no model input's dimension";
+    symbols.push_back(fb::CreateSymbolDirect(b, sym.name.c_str(), sym.lo, sym.hi, (uint32_t)input, (uint32_t)dim));
+  }
+  std::vector<flatbuffers::Offset<fb::ShapeConstraint>> constraints;
+  for (auto& c : g.constraints) {
+    uint32_t e = shapes.add(c.cond);
+    constraints.push_back(fb::CreateShapeConstraintDirect(b, e, c.message.c_str()));
+  }
+  std::vector<flatbuffers::Offset<fb::ShapeExpr>> exprs;
+  for (auto& code : shapes.exprs()) {
+    std::vector<fb::ShapeInstr> steps;
+    for (auto& st : code) steps.emplace_back(static_cast<fb::ShapeOp>(st.op), st.operand);
+    exprs.push_back(fb::CreateShapeExprDirect(b, &steps));
+  }
+  const bool dynamic = !g.symbols.empty();
   std::string producer = std::string("kilnc ") + kKilncVersion;
   // A CPU bundle needs nothing of 0.2 (the Vulkan fields): 0.1 runtimes can
   // run it; a Vulkan bundle needs 0.2, a heterogeneous one 0.3, one with
   // static kernels 0.4.
-  uint16_t min_runtime_minor = libs.statics ? 4 : mixed ? 3 : !libs.spirv.empty() ? 2 : 1;
+  // Run-time dimensions need 0.5.
+  uint16_t min_runtime_minor = dynamic ? 5 : libs.statics ? 4 : mixed ? 3 : !libs.spirv.empty() ? 2 : 1;
   auto root = fb::CreateBundleDirect(b, KILN_BUNDLE_VERSION_MAJOR, KILN_BUNDLE_VERSION_MINOR, min_runtime_minor,
                                      producer.c_str(), &tensors, &inputs, &outputs, &nodes, memory, &libraries,
                                      &kernels, &dispatches, segment_offset, l.segment_size,
-                                     /*content_hash=*/~0ull);  // placeholder, patched in write_bundle
+                                     /*content_hash=*/~0ull,  // placeholder, patched in write_bundle
+                                     dynamic ? &symbols : nullptr, dynamic ? &exprs : nullptr,
+                                     dynamic ? &constraints : nullptr);
   fb::FinishSizePrefixedBundleBuffer(b, root);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

@@ -60,6 +60,16 @@ class KernelEmitter {
       auto* p = b_.CreateLoad(ptr, slot, k.params[i]->name);
       buffers_[k.params[i].get()] = p;
     }
+    // Shape symbols: push constant i is the value of k.symbols[i] (docs/kernel-abi.md).
+    if (!k.symbols.empty()) {
+      llvm::Value* constants = b_.CreateLoad(ptr, b_.CreateStructGEP(dispatch_ty_, dispatch, 4), "push_constants");
+      for (size_t i = 0; i < k.symbols.size(); i++) {
+        llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt32Ty(), constants, i);
+        auto* load = b_.CreateLoad(b_.getInt32Ty(), slot, "sym" + std::to_string(k.symbols[i]));
+        load->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
+        symbols_[k.symbols[i]] = b_.CreateZExt(load, b_.getInt64Ty());
+      }
+    }
     emit_stmt(k.body);
     b_.CreateRet(b_.getInt32(0));
     return fn_;
@@ -75,6 +85,7 @@ class KernelEmitter {
   llvm::Function* fn_ = nullptr;
   llvm::Value* workgroup_ = nullptr;
   std::map<const ExprNode*, llvm::Value*> vars_;
+  std::map<int, llvm::Value*> symbols_;  // shape symbol index -> its value (i64), from the push constants
   std::map<const BufferNode*, llvm::Value*> buffers_;
   std::map<const BufferNode*, llvm::Value*> allocas_;  // the stack slot of each Allocate'd buffer
   // Vector lanes: a `vectorized` loop of constant extent is emitted as one
@@ -120,6 +131,11 @@ class KernelEmitter {
       case NodeType::IntImm: return llvm::ConstantInt::get(llvm_type(e.type()), e.as<IntImm>()->value, true);
       case NodeType::FloatImm: return llvm::ConstantFP::get(llvm_type(e.type()), e.as<FloatImm>()->value);
       case NodeType::Var: {
+        if (int sym = e.as<Var>()->symbol; sym >= 0) {
+          auto s = symbols_.find(sym);
+          internal_assert(s != symbols_.end()) << "shape symbol " << e.as<Var>()->name << " is not a parameter of the kernel";
+          return s->second;
+        }
         auto it = vars_.find(e.get());
         internal_assert(it != vars_.end()) << "unbound Var " << e.as<Var>()->name;
         return it->second;

@@ -99,6 +99,9 @@ class Pipeline {
     report_progress(options_.progress, "importing");
     graph::Graph g = import_onnx_bytes(bytes, model_dir, options_.import);
     step_done("import", std::to_string(g.nodes.size()) + " nodes, " + std::to_string(g.values.size()) + " values");
+    user_assert(!vulkan || g.symbols.empty())
+        << "--target=vulkan: dimensions known only at run time ('" << g.symbols.front().name
+        << "') are not supported on Vulkan yet; give the inputs static shapes, or compile for the CPU";
     if (options_.dump_graph || dumping("import")) out_ << "// -- graph after import\n" << g.str();
 
     // 2. Graph passes (graph/passes.h): constant folding, dead code, CSE,
@@ -234,7 +237,7 @@ class Pipeline {
     for (auto& k : program.kernels) {
       tir::verify_kernel(k.name, k.body, k.params);
       if (k.host_body.defined()) tir::verify_kernel(k.name, k.host_body, k.params);
-      k.workgroup_count = workgroup_count_of(k.body);
+      set_launch_parameters(k);
       k.inplace = tir::inplace_pairs(k.body, k.params);
     }
     step_done("simplify+verify", "ok");

@@ -1,10 +1,13 @@
 #include "graph/graph.h"
 
 #include <cstring>
+#include <limits>
 #include <set>
 #include <sstream>
 
 #include "support/diagnostics.h"
+#include "tir/ir_printer.h"
+#include "tir/simplify.h"
 
 namespace kiln::graph {
 
@@ -63,6 +66,43 @@ std::string shape_str(const Shape& s) {
   std::string r = "[";
   for (size_t i = 0; i < s.size(); i++) r += (i ? "x" : "") + std::to_string(s[i]);
   return r + "]";
+}
+
+std::string dims_str(const DimExprs& d) {
+  std::string r = "[";
+  for (size_t i = 0; i < d.size(); i++) {
+    std::string e = tir::to_string(tir::simplify(d[i]));
+    r += (i ? "x" : "") + (tir::as_const_int(d[i]) || e.find(' ') == std::string::npos ? e : "(" + e + ")");
+  }
+  return r + "]";
+}
+
+DimExprs Value::dim_exprs() const {
+  if (!dims.empty()) return dims;
+  DimExprs d;
+  for (int64_t x : shape) d.push_back(tir::Expr(x));
+  return d;
+}
+
+void Graph::set_dims(int v, const DimExprs& dims) {
+  Value& value = values.at((size_t)v);
+  value.shape.clear();
+  value.dims.clear();
+  bool dynamic = false;
+  for (auto& d : dims) {
+    tir::Expr e = tir::simplify(d);
+    if (auto c = tir::as_const_int(e)) {
+      value.shape.push_back(*c);
+    } else {
+      tir::Interval r = tir::bounds_of(e);
+      internal_assert(r.max != std::numeric_limits<int64_t>::max())
+          << "value " << value.name << ": dimension " << tir::to_string(e) << " has no finite bound";
+      value.shape.push_back(std::max<int64_t>(r.max, 0));
+      dynamic = true;
+    }
+    value.dims.push_back(e);
+  }
+  if (!dynamic) value.dims.clear();
 }
 
 double Value::const_at(int64_t i) const {
@@ -168,9 +208,12 @@ std::string Graph::str() const {
   auto val = [&](int i) {
     if (i < 0) return std::string("<none>");
     const Value& v = values[i];
-    return "%" + v.name + ":" + dtype_name(v.dtype) + shape_str(v.shape) + (v.is_constant() ? "(const)" : "");
+    return "%" + v.name + ":" + dtype_name(v.dtype) + (v.is_dynamic() ? dims_str(v.dims) : shape_str(v.shape)) +
+           (v.is_constant() ? "(const)" : "");
   };
-  o << "graph(opset " << opset << ") inputs:";
+  o << "graph(opset " << opset << ")";
+  for (auto& sym : symbols) o << " " << sym.name << "=" << sym.lo << ".." << sym.hi;
+  o << " inputs:";
   for (int i : inputs) o << " " << val(i);
   o << "\n";
   for (auto& n : nodes) {

@@ -28,15 +28,52 @@ tir::Type dtype_to_tir(DType t);
 using Shape = std::vector<int64_t>;
 int64_t num_elements(const Shape& s);
 std::string shape_str(const Shape& s);
+// Dimensions as Index expressions: constants, or expressions over shape symbols.
+using DimExprs = std::vector<tir::Expr>;
+// "[1x3xHxW]": constants as numbers, symbolic dimensions as expressions.
+std::string dims_str(const DimExprs& d);
+
+// A shape symbol: a dimension of a model input known only at run time
+// (kilnc --input-shape x=1,3,32..1280,32..1280, or a named dimension of the
+// model bounded by --dim NAME=LO..HI), within [lo, hi]. Kernels receive the
+// symbols they use as parameters; the runtime binds each from the input
+// dimension that is exactly it (docs/dynamic-shapes.md).
+struct Symbol {
+  std::string name;  // the model's dim_param, or "INPUT.K" for dimension K of an input
+  tir::Expr var;     // its variable (tir::Var::make_symbol; symbol = index in Graph::symbols)
+  int64_t lo = 1;    // least value
+  int64_t hi = 1;    // greatest value
+};
+
+// A condition on the shape symbols that every run must meet (two run-time
+// dimensions the model combines must agree, a reshape must keep the element
+// count): the runtime checks it when the inputs' shapes change and refuses
+// the run with `message` when it fails.
+struct ShapeConstraint {
+  tir::Expr cond;       // Bool, over shape symbols
+  std::string message;  // what is wrong when it fails, naming the node
+};
 
 struct Value {
   std::string name;                            // ONNX value name (unique)
   DType dtype = DType::F32;                    // element type
-  Shape shape;                                 // static shape
+  Shape shape;                                 // static shape; with run-time dimensions, each one's largest value
+  // Run-time dimensions: empty when the shape is static, else one
+  // expression per dimension (a constant or over shape symbols); `shape`
+  // then holds their bounds (the memory plan reserves that much).
+  DimExprs dims;
+  // A small integer tensor whose elements are expressions over the shape
+  // symbols (a shape computed from run-time dimensions), row-major; empty
+  // otherwise. With no producer and no data it is a symbolic constant:
+  // kernels compute its elements from the symbols they receive.
+  std::vector<tir::Expr> sym;
   std::shared_ptr<std::vector<uint8_t>> data;  // bytes if constant, else null
   int producer = -1;                           // index of the producing node, -1 for inputs/constants
 
   bool is_constant() const { return data != nullptr; }
+  bool is_dynamic() const { return !dims.empty(); }
+  // The dimensions as expressions (constants for a static shape).
+  DimExprs dim_exprs() const;
   int64_t elements() const { return num_elements(shape); }
   size_t byte_size() const { return (size_t)elements() * dtype_size(dtype); }
   // Element i of a constant, converted (int and float dtypes).
@@ -78,6 +115,8 @@ struct Node {
 };
 
 struct Graph {
+  std::vector<Symbol> symbols;  // shape symbols (run-time dimensions), by index
+  std::vector<ShapeConstraint> constraints;  // conditions on the symbols every run must meet
   std::vector<Value> values;  // all tensors
   std::vector<Node> nodes;    // in topological order
   std::vector<int> inputs;    // model inputs (value indices)
@@ -86,6 +125,9 @@ struct Graph {
   std::string producer;       // producer name from the model
 
   int add_value(Value v);
+  // Sets value v's dimensions: static when every one is a constant, else
+  // run-time ones with `shape` their bounds.
+  void set_dims(int v, const DimExprs& dims);
   int add_constant(const std::string& name, DType dtype, Shape shape, std::vector<uint8_t> bytes);
   std::string unique_name(const std::string& base) const;
   std::string str() const;    // printable form for --dump-graph

@@ -9,8 +9,8 @@ namespace kiln::graph {
 
 const std::vector<OpTraits>& op_table() {
   static const std::vector<OpTraits> table = {
-#define KILN_OP(id, name, family, lowering, role, layout, fold, params, flags) \
-  {Op::id, name, OpFamily::family, OpRole::role, OpLayout::layout, ImportFold::fold, params, flags},
+#define KILN_OP(id, name, family, lowering, role, layout, fold, params, flags, dims) \
+  {Op::id, name, OpFamily::family, OpRole::role, OpLayout::layout, ImportFold::fold, params, flags, OpDims::dims},
 #include "graph/op_table.def"
 #undef KILN_OP
   };
@@ -20,7 +20,7 @@ const std::vector<OpTraits>& op_table() {
 namespace {
 
 const OpTraits kUnknown = {Op::Unknown, "?", OpFamily::None, OpRole::Kernel, OpLayout::Nchw,
-                           ImportFold::None, kNoParams, kNondeterministic};
+                           ImportFold::None, kNoParams, kNondeterministic, OpDims::None};
 
 }  // namespace
 

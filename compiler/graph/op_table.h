@@ -22,7 +22,7 @@ constexpr uint32_t kParamsAfterFirst = ~1u;  // every input but the first (weigh
 constexpr uint32_t kAllParams = ~0u;         // any input (MatMul: either side may be the weights)
 
 enum class Op : uint16_t {
-#define KILN_OP(id, name, family, lowering, role, layout, fold, params, flags) id,
+#define KILN_OP(id, name, family, lowering, role, layout, fold, params, flags, dims) id,
 #include "graph/op_table.def"
 #undef KILN_OP
   Unknown,  // not in the table: kilnc does not support it
@@ -46,6 +46,14 @@ enum class ImportFold : uint8_t {
   ConstantOfShape, Range, Arith, Compare, Where, IntUnary, IntReduce,
 };
 
+// How import/infer_dims.cpp derives an operator's output dimensions when
+// its inputs' are known only at run time (see op_table.def).
+enum class OpDims : uint8_t {
+  None, Same, Broadcast, Conv, ConvTranspose, Pool, GlobalPool, MatMul, Gemm, Reshape, Flatten, Squeeze, Unsqueeze,
+  Shape, Size, Concat, Transpose, Reduce, TopK, Gather, GatherElements, Slice, Expand, Tile, Pad, Split, DepthToSpace,
+  SpaceToDepth, ConstantOfShape, Range, Resize,
+};
+
 // One row of the table.
 struct OpTraits {
   Op op;                  // the enumerator (Op::Unknown for an operator not in the table)
@@ -56,6 +64,7 @@ struct OpTraits {
   ImportFold fold;        // import-time folding rule
   uint32_t param_inputs;  // bit i: input i is read as a parameter (weights)
   uint32_t flags;         // kKeepsFinite, kNondeterministic, kAxisOperands, kCommutesWithQuant
+  OpDims dims;            // run-time dimensions rule
 
   bool known() const { return op != Op::Unknown; }
   bool elementwise() const { return role == OpRole::Elementwise; }

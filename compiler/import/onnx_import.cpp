@@ -15,6 +15,7 @@
 #include "import/external_data.h"
 #include "import/contrib_ops.h"
 #include "import/fold_shapes.h"
+#include "import/infer_dims.h"
 #include "import/validate.h"
 #include "support/diagnostics.h"
 
@@ -97,8 +98,45 @@ graph::Value value_from_tensor(const onnx::TensorProto& t) {
   return v;
 }
 
-// Fills dtype and shape from an ONNX type; returns false if the shape is not fully static.
-bool read_type(const onnx::TypeProto& type, graph::Value& v, std::string* dynamic_dim) {
+// Fills dtype and shape from an ONNX type; returns false if the shape is
+// not fully static. With `symbols`, a dimension named after a shape symbol
+// is that symbol: its expression goes to *dims (all dimensions, when any is one).
+bool read_type(const onnx::TypeProto& type, graph::Value& v, std::string* dynamic_dim,
+               const std::vector<graph::Symbol>* symbols = nullptr, graph::DimExprs* dims = nullptr) {
+  if (!type.has_tensor_type()) return false;
+  auto& tt = type.tensor_type();
+  if (tt.elem_type() == 0 || !tt.has_shape()) return false;
+  v.dtype = dtype_from_onnx(tt.elem_type(), "value '" + v.name + "'");
+  v.shape.clear();
+  graph::DimExprs d_out;
+  bool symbolic = false;
+  for (auto& d : tt.shape().dim()) {
+    user_assert(!d.has_dim_value() || d.dim_value() >= 0)
+        << "value '" << v.name << "' has a negative dimension " << d.dim_value() << "; fix the model";
+    if (!d.has_dim_value()) {
+      const graph::Symbol* sym = nullptr;
+      if (symbols && d.has_dim_param())
+        for (auto& s : *symbols)
+          if (s.name == d.dim_param()) sym = &s;
+      if (!sym) {
+        if (dynamic_dim) *dynamic_dim = d.has_dim_param() ? d.dim_param() : "?";
+        return false;
+      }
+      v.shape.push_back(sym->hi);
+      d_out.push_back(sym->var);
+      symbolic = true;
+      continue;
+    }
+    v.shape.push_back(d.dim_value());
+    d_out.push_back(tir::Expr(d.dim_value()));
+  }
+  if (symbolic && dims) *dims = d_out;
+  return true;
+}
+
+// Fills dtype and rank from an ONNX type (dimensions ONNX knew as values,
+// -1 for the others); returns false without a tensor type or a shape.
+bool read_rank(const onnx::TypeProto& type, graph::Value& v) {
   if (!type.has_tensor_type()) return false;
   auto& tt = type.tensor_type();
   if (tt.elem_type() == 0 || !tt.has_shape()) return false;
@@ -107,11 +145,7 @@ bool read_type(const onnx::TypeProto& type, graph::Value& v, std::string* dynami
   for (auto& d : tt.shape().dim()) {
     user_assert(!d.has_dim_value() || d.dim_value() >= 0)
         << "value '" << v.name << "' has a negative dimension " << d.dim_value() << "; fix the model";
-    if (!d.has_dim_value()) {
-      if (dynamic_dim) *dynamic_dim = d.has_dim_param() ? d.dim_param() : "?";
-      return false;
-    }
-    v.shape.push_back(d.dim_value());
+    v.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
   }
   return true;
 }
@@ -210,20 +244,76 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     }
   }
 
-  // Apply --input-shape overrides to the graph inputs.
+  // Apply --input-shape overrides to the graph inputs: static dimensions
+  // become values, run-time ones (ranges, or the model's named dimensions
+  // bounded by --dim) shape symbols, written as dim_params for ONNX's
+  // shape inference.
   auto* g = model.mutable_graph();
   std::unordered_map<std::string, int> initializer_names;
   for (int i = 0; i < g->initializer_size(); i++) initializer_names[g->initializer(i).name()] = i;
-  std::map<std::string, std::vector<int64_t>> unused = options.input_shapes;
+  std::map<std::string, std::vector<DimSpec>> unused = options.input_shapes;
+  std::map<std::string, std::pair<int64_t, int64_t>> unused_dims = options.dim_bounds;
+  std::vector<graph::Symbol> symbols;
+  auto symbol = [&](const std::string& name, int64_t lo, int64_t hi, const std::string& where) {
+    user_assert(lo >= 1 && lo <= hi && hi <= (int64_t)1 << 31)
+        << where << ": the range " << lo << ".." << hi << " must have 1 <= LO <= HI <= 2^31";
+    for (auto& s : symbols)
+      if (s.name == name) {
+        user_assert(s.lo == lo && s.hi == hi) << where << ": dimension '" << name << "' is given two ranges, " << s.lo
+                                              << ".." << s.hi << " and " << lo << ".." << hi;
+        return;
+      }
+    symbols.push_back({name, tir::Var::make_symbol(name, (int)symbols.size(), lo, hi), lo, hi});
+  };
   for (auto& in : *g->mutable_input()) {
-    auto it = options.input_shapes.find(in.name());
-    if (it == options.input_shapes.end()) continue;
-    unused.erase(in.name());
+    if (initializer_names.count(in.name()) || !in.type().has_tensor_type()) continue;
     auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+    auto it = options.input_shapes.find(in.name());
+    if (it == options.input_shapes.end()) {  // the model's own dimensions: named ones need --dim
+      for (auto& d : *shape->mutable_dim()) {
+        if (d.has_dim_value() || !d.has_dim_param()) continue;
+        auto b = options.dim_bounds.find(d.dim_param());
+        if (b == options.dim_bounds.end()) continue;  // left dynamic: the error below names it
+        unused_dims.erase(d.dim_param());
+        symbol(d.dim_param(), b->second.first, b->second.second, "--dim " + d.dim_param());
+      }
+      continue;
+    }
+    unused.erase(in.name());
+    std::vector<std::string> params;
+    for (auto& d : shape->dim()) params.push_back(d.has_dim_param() ? d.dim_param() : "");
+    user_assert(!shape->dim_size() || shape->dim_size() == (int)it->second.size())
+        << "--input-shape " << in.name() << ": " << it->second.size() << " dimensions, but the model's input has "
+        << shape->dim_size();
     shape->clear_dim();
-    for (int64_t d : it->second) shape->add_dim()->set_dim_value(d);
+    for (size_t k = 0; k < it->second.size(); k++) {
+      const DimSpec& spec = it->second[k];
+      std::string where = "--input-shape " + in.name() + " dimension " + std::to_string(k);
+      if (spec.named) {
+        const std::string& p = k < params.size() ? params[k] : std::string();
+        user_assert(!p.empty()) << where << ": '?' keeps the model's name for a dimension, and this one has none; "
+                                << "give a size or a range LO..HI";
+        auto b = options.dim_bounds.find(p);
+        user_assert(b != options.dim_bounds.end()) << where << ": the model calls it '" << p << "'; bound it with --dim "
+                                                   << p << "=LO..HI";
+        unused_dims.erase(p);
+        symbol(p, b->second.first, b->second.second, where);
+        shape->add_dim()->set_dim_param(p);
+      } else if (spec.lo == spec.hi) {
+        shape->add_dim()->set_dim_value(spec.lo);
+      } else {
+        // A range: named by the model's dim_param where it has one (inputs
+        // sharing it share the symbol), else INPUT.K.
+        std::string name = k < params.size() && !params[k].empty() ? params[k] : in.name() + "." + std::to_string(k);
+        symbol(name, spec.lo, spec.hi, where);
+        shape->add_dim()->set_dim_param(name);
+      }
+    }
   }
   if (!unused.empty()) user_error << "--input-shape names '" << unused.begin()->first << "', which is not a model input";
+  if (!unused_dims.empty())
+    user_error << "--dim names '" << unused_dims.begin()->first << "', which is no named dimension of a model input";
+  const bool dynamic = !symbols.empty();
   // --freeze-input: the input becomes an initializer holding the given value.
   for (auto& [name, bytes] : options.frozen_inputs) {
     int index = -1;
@@ -248,12 +338,13 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     model.set_ir_version(4);
   }
   // Drop stale value_info so shape inference recomputes it from the new shapes.
-  if (!options.input_shapes.empty() || !options.frozen_inputs.empty()) g->clear_value_info();
+  if (!options.input_shapes.empty() || !options.frozen_inputs.empty() || dynamic) g->clear_value_info();
 
   // Shape inference, with shape computations evaluated at compile time.
   fold_shape_computations(model);
 
   graph::Graph out;
+  out.symbols = symbols;
   out.opset = opset;
   out.producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
   std::unordered_map<std::string, int> value_ids;
@@ -270,12 +361,16 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     graph::Value v;
     v.name = in.name();
     std::string dyn;
-    if (!read_type(in.type(), v, &dyn)) {
+    graph::DimExprs dims;
+    if (!read_type(in.type(), v, &dyn, dynamic ? &out.symbols : nullptr, &dims)) {
       user_error << "model input '" << in.name() << "' has a dynamic dimension '" << dyn
-                 << "'; give it a static shape with --input-shape " << in.name() << "=D0,D1,...";
+                 << "'; give it a static shape with --input-shape " << in.name()
+                 << "=D0,D1,..., or sizes known only at run time: a range LO..HI for the dimension in --input-shape, "
+                 << "or --dim " << dyn << "=LO..HI";
     }
-    check_size(v, "model input '" + in.name() + "'");
     int id = out.add_value(std::move(v));
+    if (!dims.empty()) out.set_dims(id, dims);
+    check_size(out.values[id], "model input '" + in.name() + "'");
     value_ids[in.name()] = id;
     out.inputs.push_back(id);
   }
@@ -336,7 +431,9 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
       v.producer = node_index;
       auto t = types.find(o);
       std::string dyn;
-      bool typed = t != types.end() && read_type(*t->second, v, &dyn);
+      // With run-time dimensions, ONNX's rank and element type are enough:
+      // infer_run_time_dims gives the dimensions (-1 where ONNX knew none).
+      bool typed = t != types.end() && (dynamic ? read_rank(*t->second, v) : read_type(*t->second, v, &dyn));
       if (!typed && !consumed.count(o)) {  // an output nothing reads (Dropout's mask in opsets 7-9)
         node.outputs.push_back(-1);
         continue;
@@ -346,7 +443,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
                    << (dyn.empty() ? "" : " (dimension '" + dyn + "' is dynamic)")
                    << "; pass static input shapes with --input-shape, or simplify the model";
       }
-      check_size(v, node.describe() + ": output '" + o + "'");
+      if (!dynamic) check_size(v, node.describe() + ": output '" + o + "'");
       int id = out.add_value(std::move(v));
       value_ids[o] = id;
       node.outputs.push_back(id);
@@ -359,6 +456,10 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     auto it = value_ids.find(o.name());
     user_assert(it != value_ids.end()) << "model output '" << o.name() << "' is not produced by any node";
     out.outputs.push_back(it->second);
+  }
+  if (dynamic) {
+    infer_run_time_dims(out);
+    for (auto& v : out.values) check_size(v, "value '" + v.name + "' (at its largest)");
   }
   return out;
 }

@@ -9,7 +9,10 @@
 // (with data propagation); and builds a graph::Graph in which every value
 // has a static dtype and shape whose byte size fits in 63 bits, and every
 // initializer, frozen input (--freeze-input) and Constant node is a
-// constant value with its bytes.
+// constant value with its bytes. Input dimensions given as ranges (or the
+// model's named ones bounded with --dim) become shape symbols, and every
+// value's dimensions expressions over them (import/infer_dims.h); `shape`
+// then holds their bounds.
 #pragma once
 
 #include <map>
@@ -20,9 +23,28 @@
 
 namespace kiln {
 
+// One dimension of --input-shape: a static size (lo == hi), a range LO..HI
+// of sizes known only at run time, or `?`: the model's own name for the
+// dimension (its dim_param), bounded by --dim NAME=LO..HI.
+struct DimSpec {
+  int64_t lo = 1;      // least size (the size, when static)
+  int64_t hi = 1;      // greatest size
+  bool named = false;  // `?`: keep the model's dim_param (lo, hi unused)
+
+  DimSpec() = default;
+  DimSpec(int64_t size) : lo(size), hi(size) {}  // NOLINT: implicit, a static size
+  DimSpec(int64_t least, int64_t greatest) : lo(least), hi(greatest) {}
+  static DimSpec model_named() {
+    DimSpec d;
+    d.named = true;
+    return d;
+  }
+};
+
 struct ImportOptions {
-  std::map<std::string, std::vector<int64_t>> input_shapes;  // --input-shape overrides by input name
-  std::map<std::string, std::string> frozen_inputs;         // --freeze-input: input name -> serialized TensorProto
+  std::map<std::string, std::vector<DimSpec>> input_shapes;        // --input-shape overrides by input name
+  std::map<std::string, std::pair<int64_t, int64_t>> dim_bounds;   // --dim: bounds of the model's named dimensions
+  std::map<std::string, std::string> frozen_inputs;               // --freeze-input: input name -> serialized TensorProto
 };
 
 // `bytes`: a serialized ModelProto; external data is read from `model_dir`.

@@ -2,7 +2,8 @@
 //
 //   kilnc MODEL.onnx -o MODEL.kiln [--target=host|vulkan|"llvm -mtriple=.. -mcpu=.. -mattr=.."]
 //         [--vulkan-features=none|int64|float64|all] [--vulkan-shared-memory=on|off]
-//         [--input-shape NAME=1,3,224,224]... [--dump-after=PASS]... [--dump-graph-after=PASS]...
+//         [--input-shape NAME=1,3,224,224|NAME=1,3,32..1280,?]... [--dim NAME=LO..HI]...
+//         [--dump-after=PASS]... [--dump-graph-after=PASS]...
 //         [--disable-graph-pass=PASS]... [--dump-graph] [--report] [--kernels=dynamic|static]
 //   kilnc --list-operators | --help | --version
 // Options are parsed from one table (tools/cli/cli_options.h, shared with
@@ -33,7 +34,7 @@
 namespace {
 
 enum OptionId {
-  kOutput, kTarget, kVulkanFeatures, kVulkanSharedMemory, kKernels, kMaxArena, kInputShape, kFreezeInput,
+  kOutput, kTarget, kVulkanFeatures, kVulkanSharedMemory, kKernels, kMaxArena, kInputShape, kDim, kFreezeInput,
   kSignKey, kPrintPublicKey, kDumpAfter, kDumpGraphAfter, kDisableGraphPass, kDumpGraph, kReport, kListOperators,
   kVersion, kHelp,
 };
@@ -69,7 +70,12 @@ kiln_cli::OptionTable option_table(std::vector<std::string>* storage) {
       {kMaxArena, "--max-arena", Arity::kValue, "BYTES",
        "refuse models whose arena needs more (default 4G; K, M, G, T suffixes)"},
       {kInputShape, "--input-shape", Arity::kValue, "NAME=D,D,..",
-       "static shape for model input NAME (repeatable)"},
+       "shape of model input NAME (repeatable); a dimension is a size, a range\n"
+       "LO..HI of sizes known only at run time (one bundle serves them all), or ?\n"
+       "for the model's own name for it, bounded with --dim"},
+      {kDim, "--dim", Arity::kValue, "NAME=LO..HI",
+       "bounds of the model's dimension NAME (a dim_param of its inputs), known only\n"
+       "at run time (repeatable)"},
       {kFreezeInput, "--freeze-input", Arity::kValue, "NAME=FILE",
        "make model input NAME a constant holding FILE, a serialized ONNX TensorProto\n"
        "(as in ONNX test data); for shape-deciding inputs (repeatable)"},
@@ -132,14 +138,34 @@ void write_file(const std::string& path, const std::string& bytes) {
   user_assert(f.good()) << "failed writing '" << path << "'";
 }
 
-std::vector<int64_t> parse_dims(const std::string& text, const std::string& arg) {
-  std::vector<int64_t> dims;
+// A positive size, or LO..HI.
+std::pair<int64_t, int64_t> parse_range(const std::string& item, const std::string& arg) {
+  auto dots = item.find("..");
+  std::string lo_text = dots == std::string::npos ? item : item.substr(0, dots);
+  std::string hi_text = dots == std::string::npos ? item : item.substr(dots + 2);
+  char* end = nullptr;
+  long long lo = strtoll(lo_text.c_str(), &end, 10);
+  bool ok = !lo_text.empty() && *end == '\0' && lo > 0;
+  long long hi = strtoll(hi_text.c_str(), &end, 10);
+  ok = ok && !hi_text.empty() && *end == '\0' && hi >= lo;
+  user_assert(ok) << "bad dimension '" << item << "' in " << arg << ": a size D > 0, a range LO..HI with 0 < LO <= HI"
+                  << (dots == std::string::npos ? ", or ?" : "");
+  return {lo, hi};
+}
+
+std::vector<kiln::DimSpec> parse_dims(const std::string& text, const std::string& arg) {
+  std::vector<kiln::DimSpec> dims;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    long long d = strtoll(item.c_str(), &end, 10);
-    user_assert(!item.empty() && *end == '\0' && d > 0) << "bad dimension '" << item << "' in " << arg;
+    kiln::DimSpec d;
+    if (item == "?") {
+      d.named = true;
+    } else {
+      auto [lo, hi] = parse_range(item, arg);
+      d.lo = lo;
+      d.hi = hi;
+    }
     dims.push_back(d);
   }
   user_assert(!dims.empty()) << "no dimensions in " << arg;
@@ -171,6 +197,12 @@ void apply_option(int id, const std::string& v, std::string* output, std::string
       auto eq = v.rfind('=');
       user_assert(eq != std::string::npos && eq > 0) << "--input-shape takes NAME=D0,D1,...";
       options->import.input_shapes[v.substr(0, eq)] = parse_dims(v.substr(eq + 1), "--input-shape " + v);
+      break;
+    }
+    case kDim: {
+      auto eq = v.rfind('=');
+      user_assert(eq != std::string::npos && eq > 0) << "--dim takes NAME=LO..HI";
+      options->import.dim_bounds[v.substr(0, eq)] = parse_range(v.substr(eq + 1), "--dim " + v);
       break;
     }
     case kFreezeInput: {

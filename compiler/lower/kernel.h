@@ -24,12 +24,19 @@ struct KernelDef {
   std::vector<tir::Buffer> params;        // params[i] is binding i
   std::vector<int> param_values;          // graph value bound to each param
   std::vector<Access> access;             // how the kernel uses each param
-  std::array<uint32_t, 3> workgroup_count{1, 1, 1};  // filled from the body's workgroup loops
+  std::array<uint32_t, 3> workgroup_count{1, 1, 1};  // filled from the body's workgroup loops (the largest counts)
+  // Workgroup counts known only at run time: per axis, an expression over
+  // shape symbols (undefined where the count is the constant above).
+  std::array<tir::Expr, 3> workgroup_dynamic;
+  // The shape symbols the body uses, ascending: its push constants, in this
+  // order (docs/kernel-abi.md).
+  std::vector<int> symbols;
   std::vector<int> source_nodes;          // graph nodes this kernel implements
   std::vector<std::pair<int, int>> inplace;  // (input param, output param) that may share storage
 };
 
-// Reads the extents of the workgroup loops of a verified body.
-std::array<uint32_t, 3> workgroup_count_of(const tir::Stmt& body);
+// Fills k.workgroup_count, k.workgroup_dynamic and k.symbols from k.body
+// (verified): the extents of its workgroup loops and the shape symbols it reads.
+void set_launch_parameters(KernelDef& k);
 
 }  // namespace kiln

@@ -56,7 +56,13 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
                  << ") is not supported by kilnc yet";
     }
     lower::OpContext ctx(g, (int)ni, (int)p.kernels.size(), &state);
-    lowering(ctx);
+    try {
+      lowering(ctx);
+    } catch (const DynamicShapeError& e) {
+      user_error << n.describe() << ": " << e.what() << ", and kilnc cannot compile " << n.op
+                 << " for run-time dimensions yet; give the model's inputs static shapes (--input-shape NAME=D0,D1,... "
+                    "with no LO..HI range)";
+    }
     for (size_t i = p.storage_root.size(); i < g.values.size(); i++) p.storage_root.push_back((int)i);  // new constants
     for (auto& [out, in] : ctx.aliases) p.storage_root[out] = p.storage_root[in];
     for (auto& k : ctx.kernels) p.kernels.push_back(std::move(k));

@@ -6,6 +6,9 @@
 #include "lower/schedules_gpu.h"
 #include "support/diagnostics.h"
 #include "te/lower.h"
+#include "tir/inplace.h"
+#include "tir/ir_printer.h"
+#include "tir/simplify.h"
 
 namespace kiln::lower {
 
@@ -14,6 +17,17 @@ int OpContext::input(size_t i) const {
   return node().inputs[i];
 }
 bool OpContext::has_input(size_t i) const { return i < node().inputs.size() && node().inputs[i] >= 0; }
+
+graph::Shape OpContext::static_shape(int v) const {
+  const graph::Value& val = value(v);
+  if (val.is_dynamic()) throw DynamicShapeError("value '" + val.name + "' has run-time dimensions " + graph::dims_str(val.dims));
+  return val.shape;
+}
+
+te::Dims OpContext::dims_of(int v) const {
+  graph::DimExprs d = value(v).dim_exprs();
+  return te::Dims(d.begin(), d.end());
+}
 int OpContext::output(size_t i) const {
   internal_assert(i < node().outputs.size() && node().outputs[i] >= 0) << node().describe() << ": no output " << i;
   return node().outputs[i];
@@ -57,7 +71,7 @@ te::Tensor OpContext::tensor_of(int value_index) {
   auto it = state_->placeholders.find(value_index);
   if (it != state_->placeholders.end()) return it->second;
   const graph::Value& v = value(value_index);
-  te::Tensor t = te::placeholder(v.name, v.shape, graph::dtype_to_tir(v.dtype));
+  te::Tensor t = te::placeholder(v.name, dims_of(value_index), graph::dtype_to_tir(v.dtype));
   state_->placeholders[value_index] = t;
   state_->bound[t.get()] = value_index;
   return t;
@@ -84,11 +98,15 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
   if (t.dtype() != store_type) {  // e.g. a bool result stored as one byte
     internal_assert(t.dtype().is_bool() && ov.dtype == graph::DType::Bool)
         << node().describe() << ": formula of type " << t.dtype().str() << " for output of " << graph::dtype_name(ov.dtype);
-    src = te::compute(t.name() + "_u8", t.shape(), [t, store_type](const Indices& i) { return tir::cast(store_type, t(i)); });
+    src = te::compute(t.name() + "_u8", t.dims(), [t, store_type](const Indices& i) { return tir::cast(store_type, t(i)); });
   }
-  internal_assert(src.shape() == ov.shape) << node().describe() << ": formula shape " << graph::shape_str(src.shape())
-                                           << " differs from output " << graph::shape_str(ov.shape);
-  if (ov.elements() == 0) return;  // an empty tensor: nothing to compute
+  graph::DimExprs want = ov.dim_exprs();
+  bool same = src.ndim() == want.size();
+  for (size_t d = 0; same && d < want.size(); d++) same = tir::equal(tir::simplify(src.dims()[d]), tir::simplify(want[d]));
+  internal_assert(same) << node().describe() << ": formula shape "
+                        << graph::dims_str(graph::DimExprs(src.dims().begin(), src.dims().end()))
+                        << " differs from output " << graph::dims_str(want);
+  if (ov.elements() == 0) return;  // an empty tensor (or one empty at every run-time size): nothing to compute
   KernelDef k;
   std::string op;
   for (char c : node().op) op += (char)std::tolower((unsigned char)c);
@@ -198,9 +216,9 @@ te::Tensor OpContext::materialize(const te::Tensor& t, const ScheduleFn& schedul
   v.name = graph.unique_name(node().name + "." + t.name());
   v.dtype = dtype_from_tir(t.dtype().is_bool() ? tir::UInt(8) : t.dtype());
   if (t.dtype().is_bool()) v.dtype = graph::DType::Bool;
-  v.shape = t.shape();
   v.producer = node_index;
   int id = graph.add_value(std::move(v));
+  graph.set_dims(id, graph::DimExprs(t.dims().begin(), t.dims().end()));
   emit_kernel(t, id, schedule);
   return tensor_of(id);
 }
@@ -253,34 +271,49 @@ void OpContext::require_float() const {
     }
 }
 
-Indices broadcast_index(const graph::Shape& in_shape, const Indices& out_idx) {
-  internal_assert(in_shape.size() <= out_idx.size()) << "broadcast from a higher rank";
-  size_t offset = out_idx.size() - in_shape.size();
+bool dims_differ(const Expr& a, const Expr& b) {
+  Expr d = tir::simplify(a - b);
+  auto c = tir::as_const_int(d);
+  return c && *c != 0;
+}
+
+int64_t static_extent(const Expr& e, const std::string& what) {
+  auto c = tir::as_const_int(tir::simplify(e));
+  if (!c) throw DynamicShapeError(what + " has the run-time extent " + tir::to_string(e));
+  return *c;
+}
+
+Indices broadcast_index(const te::Dims& in_dims, const Indices& out_idx) {
+  internal_assert(in_dims.size() <= out_idx.size()) << "broadcast from a higher rank";
+  size_t offset = out_idx.size() - in_dims.size();
   Indices r;
-  for (size_t i = 0; i < in_shape.size(); i++) r.push_back(in_shape[i] == 1 ? Expr(0) : out_idx[offset + i]);
+  for (size_t i = 0; i < in_dims.size(); i++) {
+    auto c = tir::as_const_int(in_dims[i]);
+    r.push_back(c && *c == 1 ? Expr(0) : out_idx[offset + i]);
+  }
   return r;
 }
 
-Expr in_range(const Indices& idx, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi) {
+Expr in_range(const Indices& idx, const te::Dims& lo, const te::Dims& hi) {
   Expr cond;
   for (size_t i = 0; i < idx.size(); i++) {
-    Expr c = Expr(lo[i]) <= idx[i] && idx[i] < Expr(hi[i]);
+    Expr c = lo[i] <= idx[i] && idx[i] < hi[i];
     cond = cond.defined() ? (cond && c) : c;
   }
   return cond.defined() ? cond : tir::IntImm::make(tir::Bool(), 1);
 }
 
-Expr wrap_index(Expr i, int64_t extent) {
+Expr wrap_index(Expr i, Expr extent) {
   i = tir::cast(tir::Index(), i);
-  i = tir::select(i < Expr(0), i + Expr(extent), i);
-  return tir::clamp(i, Expr(0), Expr(extent - 1));
+  i = tir::select(i < Expr(0), i + extent, i);
+  return tir::clamp(i, Expr(0), extent - Expr(1));
 }
 
 Expr padded_read(const te::Tensor& t, const Indices& idx, Expr pad) {
   Indices clamped;
-  std::vector<int64_t> lo(t.ndim(), 0);
-  for (size_t i = 0; i < t.ndim(); i++) clamped.push_back(tir::clamp(idx[i], Expr(0), Expr(t.shape()[i] - 1)));
-  return tir::select(in_range(idx, lo, t.shape()), t(clamped), pad);
+  te::Dims lo(std::vector<int64_t>(t.ndim(), 0));
+  for (size_t i = 0; i < t.ndim(); i++) clamped.push_back(tir::clamp(idx[i], Expr(0), t.dims()[i] - Expr(1)));
+  return tir::select(in_range(idx, lo, t.dims()), t(clamped), pad);
 }
 
 int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank) {

@@ -66,8 +66,14 @@ class OpContext {
   bool has_input(size_t i) const;
   int output(size_t i) const;
   // Copies: graph.values may grow (constants, intermediates) while a lowering runs.
-  graph::Shape in_shape(size_t i) const { return value(input(i)).shape; }
-  graph::Shape out_shape(size_t i) const { return value(output(i)).shape; }
+  // The static shape of input / output i: a DynamicShapeError (reported
+  // naming the node) when it has run-time dimensions; lowerings that take
+  // run-time extents read in_dims / out_dims instead.
+  graph::Shape in_shape(size_t i) const { return static_shape(input(i)); }
+  graph::Shape out_shape(size_t i) const { return static_shape(output(i)); }
+  // The dimensions as expressions: constants, or over shape symbols.
+  te::Dims in_dims(size_t i) const { return dims_of(input(i)); }
+  te::Dims out_dims(size_t i) const { return dims_of(output(i)); }
   graph::DType in_dtype(size_t i) const { return value(input(i)).dtype; }
 
   // Input i as a tensor expression (a placeholder bound to its value).
@@ -109,6 +115,8 @@ class OpContext {
   void require_float() const;  // float32 or float64
 
  private:
+  graph::Shape static_shape(int v) const;
+  te::Dims dims_of(int v) const;
   int next_kernel_id_;
   LoweringState own_state_;                     // used when lowering a node on its own
   LoweringState* state_;                        // shared across the nodes of a graph
@@ -132,22 +140,31 @@ int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank);
 // Which input dimensions a reduction reduces (ops_reduce.cpp, ops_softmax.cpp).
 struct ReduceAxes {
   std::vector<bool> reduced;  // per input dim
-  graph::Shape rshape;        // extents of the reduced dims, in order
+  te::Dims rshape;            // extents of the reduced dims, in order
   bool keepdims;              // the output keeps reduced dims as extent 1
 };
 // The input index for output index o and reduce index r.
 Indices input_index(const ReduceAxes& ax, const Indices& o, const Indices& r);
-// Index into an input of shape `in_shape` broadcast (numpy rules) to an output indexed by `out_idx`.
-Indices broadcast_index(const graph::Shape& in_shape, const Indices& out_idx);
+// Index into an input of extents `in_dims` broadcast (numpy rules) to an
+// output indexed by `out_idx`: a constant extent of 1 is broadcast; a run-time
+// extent never is (the shape inference made it equal to the output's).
+Indices broadcast_index(const te::Dims& in_dims, const Indices& out_idx);
 // All of idx[i] inside [lo[i], hi[i]).
-Expr in_range(const Indices& idx, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi);
+Expr in_range(const Indices& idx, const te::Dims& lo, const te::Dims& hi);
 // A run-time index into a dimension of `extent`: negative values count from
 // the end (ONNX's convention), and the result is clamped into range so a bad
 // index read from data never reads outside the tensor.
-Expr wrap_index(Expr i, int64_t extent);
+Expr wrap_index(Expr i, Expr extent);
 // t at idx, or `pad` where idx is outside t (indices clamped, so always safe to evaluate).
 Expr padded_read(const te::Tensor& t, const Indices& idx, Expr pad);
 graph::DType dtype_from_tir(tir::Type t);
+// Whether two extents certainly differ: both constants and unequal, or
+// expressions the simplifier tells apart (run-time extents the shape
+// inference made equal never differ here).
+bool dims_differ(const Expr& a, const Expr& b);
+// The constant value of extent `e` (a DynamicShapeError, naming `what`,
+// when it is known only at run time).
+int64_t static_extent(const Expr& e, const std::string& what);
 // Integer division rounding toward zero (ONNX's integer Div).
 Expr trunc_divide(const Expr& a, const Expr& b);
 // Round half to even (ONNX's Round) of a float expression.

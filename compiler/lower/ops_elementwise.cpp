@@ -48,8 +48,8 @@ void lower_binary(OpContext& ctx, bool ints_ok, Expr (*f)(Expr, Expr)) {
   user_assert(is_float || (ints_ok && is_int)) << n.describe() << ": element type " << graph::dtype_name(dt)
                                                << " is not supported for " << n.op << " yet";
   te::Tensor a = ctx.in(0), b = ctx.in(1);
-  ctx.set_output(0, te::compute(n.op, ctx.out_shape(0), [=](const Indices& i) {
-    return f(a(broadcast_index(a.shape(), i)), b(broadcast_index(b.shape(), i)));
+  ctx.set_output(0, te::compute(n.op, ctx.out_dims(0), [=](const Indices& i) {
+    return f(a(broadcast_index(a.dims(), i)), b(broadcast_index(b.dims(), i)));
   }));
 }
 
@@ -77,7 +77,7 @@ void lower_clip(OpContext& ctx) {
   te::Tensor x = ctx.in(0);
   Expr lo = clip_bound(ctx, 1, "min", x.dtype());
   Expr hi = clip_bound(ctx, 2, "max", x.dtype());
-  ctx.set_output(0, te::compute("clip", x.shape(), [=](const Indices& i) {
+  ctx.set_output(0, te::compute("clip", x.dims(), [=](const Indices& i) {
     Expr v = x(i);
     if (lo.defined()) v = tir::max(v, lo);
     if (hi.defined()) v = tir::min(v, hi);
@@ -94,7 +94,7 @@ void lower_shrink(OpContext& ctx) {
   te::Tensor x = ctx.in(0);
   double lambd = n.attr_float("lambd", 0.5), bias = n.attr_float("bias", 0.0);
   tir::Type t = x.dtype(), ct = t.is_float() ? t : tir::Float(64);
-  ctx.set_output(0, te::compute("shrink", x.shape(), [=](const Indices& i) {
+  ctx.set_output(0, te::compute("shrink", x.dims(), [=](const Indices& i) {
     Expr v = tir::cast(ct, x(i));
     Expr zero = tir::make_const(ct, 0);
     Expr r = tir::select(v < tir::make_const(ct, -lambd), v + tir::make_const(ct, bias),
@@ -156,14 +156,14 @@ void lower_unary(OpContext& ctx) {
   te::Tensor x = ctx.in(0);
   const graph::Node& n = ctx.node();
   Op op = ctx.op();
-  ctx.set_output(0, te::compute(n.op, x.shape(), [x, op, n](const Indices& i) { return unary_formula(op, n, x(i)); }));
+  ctx.set_output(0, te::compute(n.op, x.dims(), [x, op, n](const Indices& i) { return unary_formula(op, n, x(i)); }));
 }
 
 // Round half to even (float types).
 void lower_round(OpContext& ctx) {
   ctx.require_float();
   te::Tensor x = ctx.in(0);
-  ctx.set_output(0, te::compute("round", x.shape(), [x](const Indices& i) { return round_half_even(x(i)); }));
+  ctx.set_output(0, te::compute("round", x.dims(), [x](const Indices& i) { return round_half_even(x(i)); }));
 }
 
 // Add, Sub, Mul, Div (integer Div truncates toward zero, as ONNX's).

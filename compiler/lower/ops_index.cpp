@@ -38,7 +38,7 @@ void lower_gather(OpContext& ctx) {
   te::Tensor data = ctx.in(0), ind = ctx.in(1);
   int64_t axis = normalize_axis(ctx, ctx.node().attr_int("axis", 0), (int64_t)data.ndim());
   int64_t q = (int64_t)ind.ndim();
-  ctx.set_output(0, te::compute("gather", ctx.out_shape(0), [=](const Indices& o) {
+  ctx.set_output(0, te::compute("gather", ctx.out_dims(0), [=](const Indices& o) {
     Indices ii(o.begin() + axis, o.begin() + axis + q);
     Indices di(o.begin(), o.begin() + axis);
     di.push_back(wrap_index(ind(ii), data.shape()[axis]));
@@ -50,7 +50,7 @@ void lower_gather(OpContext& ctx) {
 void lower_gather_elements(OpContext& ctx) {
   te::Tensor data = ctx.in(0), ind = ctx.in(1);
   int64_t axis = normalize_axis(ctx, ctx.node().attr_int("axis", 0), (int64_t)data.ndim());
-  ctx.set_output(0, te::compute("gather_elements", ctx.out_shape(0), [=](const Indices& o) {
+  ctx.set_output(0, te::compute("gather_elements", ctx.out_dims(0), [=](const Indices& o) {
     Indices di = o;
     di[axis] = wrap_index(ind(o), data.shape()[axis]);
     return data(di);
@@ -86,7 +86,7 @@ void lower_slice(OpContext& ctx) {
     begin[a] = s;
     step[a] = steps[i];
   }
-  ctx.set_output(0, te::compute("slice", ctx.out_shape(0), [=](const Indices& o) {
+  ctx.set_output(0, te::compute("slice", ctx.out_dims(0), [=](const Indices& o) {
     Indices ii;
     for (int64_t d = 0; d < rank; d++) ii.push_back(Expr(begin[d]) + o[d] * Expr(step[d]));
     return x(ii);
@@ -95,12 +95,12 @@ void lower_slice(OpContext& ctx) {
 
 void lower_expand(OpContext& ctx) {
   te::Tensor x = ctx.in(0);
-  ctx.set_output(0, te::compute("expand", ctx.out_shape(0), [=](const Indices& o) { return x(broadcast_index(x.shape(), o)); }));
+  ctx.set_output(0, te::compute("expand", ctx.out_dims(0), [=](const Indices& o) { return x(broadcast_index(x.dims(), o)); }));
 }
 
 void lower_tile(OpContext& ctx) {
   te::Tensor x = ctx.in(0);
-  ctx.set_output(0, te::compute("tile", ctx.out_shape(0), [=](const Indices& o) {
+  ctx.set_output(0, te::compute("tile", ctx.out_dims(0), [=](const Indices& o) {
     Indices ii;
     for (size_t d = 0; d < o.size(); d++) ii.push_back(o[d] % Expr(x.shape()[d]));
     return x(ii);
@@ -132,7 +132,7 @@ void lower_pad(OpContext& ctx) {
       value = vt(Indices(vt.ndim(), Expr(0)));
     }
   }
-  ctx.set_output(0, te::compute("pad", ctx.out_shape(0), [=](const Indices& o) {
+  ctx.set_output(0, te::compute("pad", ctx.out_dims(0), [=](const Indices& o) {
     Indices ii;
     for (int64_t d = 0; d < rank; d++) {
       Expr i = o[d] - Expr(begin[d]);
@@ -200,7 +200,7 @@ void lower_trilu(OpContext& ctx) {
   int64_t kdiag = ctx.has_input(1) ? const_ints(ctx, 1, "Trilu k").at(0) : 0;
   bool upper = ctx.node().attr_int("upper", 1) != 0;
   size_t r = x.ndim();
-  ctx.set_output(0, te::compute("trilu", x.shape(), [=](const Indices& o) {
+  ctx.set_output(0, te::compute("trilu", x.dims(), [=](const Indices& o) {
     Expr d = o[r - 1] - o[r - 2];  // column - row
     Expr keep = upper ? (d >= Expr(kdiag)) : (d <= Expr(kdiag));
     return tir::select(keep, x(o), tir::make_const(x.dtype(), 0));
@@ -211,7 +211,7 @@ void lower_eye_like(OpContext& ctx) {
   int64_t kdiag = ctx.node().attr_int("k", 0);
   graph::DType dt = ctx.value(ctx.output(0)).dtype;
   tir::Type t = dt == graph::DType::Bool ? tir::Bool() : graph::dtype_to_tir(dt);
-  ctx.set_output(0, te::compute("eyelike", ctx.out_shape(0), [=](const Indices& o) {
+  ctx.set_output(0, te::compute("eyelike", ctx.out_dims(0), [=](const Indices& o) {
     return tir::select(tir::EQ::make(o[1] - o[0], Expr(kdiag)), tir::make_const(t, 1), tir::make_const(t, 0));
   }));
 }
@@ -226,7 +226,7 @@ void lower_constant_of_shape(OpContext& ctx) {
     v = c.const_at(0);
   }
   tir::Type t = dt == graph::DType::Bool ? tir::Bool() : graph::dtype_to_tir(dt);
-  ctx.set_output(0, te::compute("constant_of_shape", ctx.out_shape(0), [=](const Indices&) { return tir::make_const(t, v); }));
+  ctx.set_output(0, te::compute("constant_of_shape", ctx.out_dims(0), [=](const Indices&) { return tir::make_const(t, v); }));
 }
 
 void lower_range(OpContext& ctx) {
@@ -239,7 +239,7 @@ void lower_range(OpContext& ctx) {
     return s(Indices(s.ndim(), Expr(0)));
   };
   Expr start = scalar(0), delta = scalar(2);
-  ctx.set_output(0, te::compute("range", ctx.out_shape(0), [=](const Indices& o) {
+  ctx.set_output(0, te::compute("range", ctx.out_dims(0), [=](const Indices& o) {
     return start + tir::cast(t, o[0]) * delta;
   }));
 }
@@ -264,7 +264,7 @@ void lower_gather_nd(OpContext& ctx) {
   te::Tensor data = ctx.in(0), ind = ctx.in(1);
   int64_t b = n.attr_int("batch_dims", 0);
   int64_t q = (int64_t)ind.ndim(), m = ind.shape().back();
-  ctx.set_output(0, te::compute("gather_nd", ctx.out_shape(0), [=](const Indices& o) {
+  ctx.set_output(0, te::compute("gather_nd", ctx.out_dims(0), [=](const Indices& o) {
     // o = batch (b) + index-prefix (q - 1 - b) + slice of data after b + m dims
     Indices di(o.begin(), o.begin() + b);
     Indices prefix(o.begin(), o.begin() + (q - 1));
@@ -320,7 +320,7 @@ void lower_scatter_elements(OpContext& ctx) {
   std::string mode = n.attr_string("reduction", "none");
   user_assert(mode == "none" || mode == "add" || mode == "mul") << n.describe() << ": reduction '" << mode << "' is not supported";
   graph::Shape us = upd.shape();
-  ctx.set_output(0, te::compute("scatter_elements", data.shape(), [=](const Indices& o) {
+  ctx.set_output(0, te::compute("scatter_elements", data.dims(), [=](const Indices& o) {
     auto hit = [=](const Indices& oo, const Indices& u) {
       Expr same = tir::EQ::make(wrap_index(ind(u), data.shape()[axis]), oo[axis]);
       for (size_t d = 0; d < u.size(); d++)
@@ -339,7 +339,7 @@ void lower_scatter_nd(OpContext& ctx) {
   user_assert(mode == "none" || mode == "add" || mode == "mul") << n.describe() << ": reduction '" << mode << "' is not supported";
   int64_t k = ind.shape().back();
   graph::Shape prefix(ind.shape().begin(), ind.shape().end() - 1);
-  ctx.set_output(0, te::compute("scatter_nd", data.shape(), [=](const Indices& o) {
+  ctx.set_output(0, te::compute("scatter_nd", data.dims(), [=](const Indices& o) {
     auto hit = [=](const Indices& oo, const Indices& u) {
       Expr same = tir::IntImm::make(tir::Bool(), 1);
       for (int64_t j = 0; j < k; j++) {

@@ -23,7 +23,7 @@ bool is_bool(graph::DType t) { return t == graph::DType::Bool; }
 
 // Reads input i at a broadcast index, with bools as Bool.
 Expr read(const te::Tensor& t, graph::DType dt, const Indices& out_idx) {
-  Expr v = t(broadcast_index(t.shape(), out_idx));
+  Expr v = t(broadcast_index(t.dims(), out_idx));
   return is_bool(dt) ? tir::cast(tir::Bool(), v) : v;
 }
 
@@ -37,7 +37,7 @@ void lower_nary(OpContext& ctx, const std::function<Expr(const std::vector<Expr>
     ins.push_back(ctx.in(i));
     dts.push_back(ctx.in_dtype(i));
   }
-  ctx.set_output(0, te::compute(n.op, ctx.out_shape(0), [=](const Indices& idx) {
+  ctx.set_output(0, te::compute(n.op, ctx.out_dims(0), [=](const Indices& idx) {
     std::vector<Expr> v;
     for (size_t i = 0; i < ins.size(); i++) v.push_back(read(ins[i], dts[i], idx));
     return f(v);
@@ -270,8 +270,8 @@ void lower_prelu(OpContext& ctx) {
   // broadcasting would reject: broadcast it along axis 1 instead.
   bool channel = slope.ndim() == 1 && x.ndim() > 2 && slope.shape()[0] == x.shape()[1] &&
                  slope.shape()[0] != x.shape().back() && slope.shape()[0] != 1;
-  ctx.set_output(0, te::compute("prelu", x.shape(), [=](const Indices& i) {
-    Expr s = channel ? slope({i[1]}) : slope(broadcast_index(slope.shape(), i));
+  ctx.set_output(0, te::compute("prelu", x.dims(), [=](const Indices& i) {
+    Expr s = channel ? slope({i[1]}) : slope(broadcast_index(slope.dims(), i));
     return tir::select(x(i) < k(x(i), 0), x(i) * s, x(i));
   }));
 }
@@ -308,7 +308,7 @@ void lower_cast_like(OpContext& ctx) {
   tir::Type t = to == graph::DType::Bool ? tir::Bool() : graph::dtype_to_tir(to);
   te::Tensor x = ctx.in(0);
   bool from_bool = ctx.in_dtype(0) == graph::DType::Bool;
-  ctx.set_output(0, te::compute("castlike", x.shape(), [=](const Indices& i) {
+  ctx.set_output(0, te::compute("castlike", x.dims(), [=](const Indices& i) {
     Expr v = x(i);
     if (from_bool && !t.is_bool()) return tir::cast(t, tir::cast(tir::Bool(), v));
     return tir::cast(t, v);

@@ -15,6 +15,7 @@
 #include "lower/schedules_cpu.h"
 #include "lower/schedules_gpu.h"
 #include "support/diagnostics.h"
+#include "tir/ir_printer.h"
 
 namespace kiln::lower {
 namespace {
@@ -33,13 +34,13 @@ void lower_gemm(OpContext& ctx) {
   ctx.require_float();
   const graph::Node& n = ctx.node();
   te::Tensor a = ctx.in(0), b = ctx.in(1);
-  const graph::Shape& ys = ctx.out_shape(0);
+  const te::Dims ys = ctx.out_dims(0);
   int64_t nb = n.attr_int("kiln_packed_b", 0);
   user_assert(a.ndim() == 2 && b.ndim() == (nb ? 3u : 2u)) << n.describe() << ": A and B must be 2-D";
   bool ta = n.attr_int("transA", 0) != 0, tb = n.attr_int("transB", 0) != 0;
   double alpha = n.attr_float("alpha", 1.0), beta = n.attr_float("beta", 1.0);
-  int64_t K = ta ? a.shape()[0] : a.shape()[1];
-  user_assert((nb ? b.shape()[1] : tb ? b.shape()[1] : b.shape()[0]) == K) << n.describe() << ": inner dimensions differ";
+  Expr K = ta ? a.dims()[0] : a.dims()[1];
+  user_assert(!dims_differ(nb ? b.dims()[1] : tb ? b.dims()[1] : b.dims()[0], K)) << n.describe() << ": inner dimensions differ";
   tir::Type t = a.dtype();
   te::Tensor ab = te::reduce("gemm", ys, {K}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
     Expr bv = tb ? b({o[1], r[0]}) : weight_at(b, nb, r[0], o[1]);
@@ -54,7 +55,7 @@ void lower_gemm(OpContext& ctx) {
   ctx.set_output(0, te::compute("gemm_out", ys, [=](const Indices& o) {
     Expr v = alpha == 1.0 ? ab(o) : ab(o) * tir::make_const(t, alpha);
     if (c.defined() && beta != 0.0) {
-      Expr cv = c(broadcast_index(c.shape(), o));
+      Expr cv = c(broadcast_index(c.dims(), o));
       v = v + (beta == 1.0 ? cv : cv * tir::make_const(t, beta));
     }
     return v;
@@ -66,24 +67,24 @@ void lower_matmul(OpContext& ctx) {
   if (ctx.in_dtype(0) != graph::DType::I32) ctx.require_float();
   const graph::Node& n = ctx.node();
   te::Tensor a = ctx.in(0), b = ctx.in(1);
-  graph::Shape as = a.shape(), bs = b.shape();
-  const graph::Shape& ys = ctx.out_shape(0);
+  te::Dims as = a.dims(), bs = b.dims();
+  const te::Dims ys = ctx.out_dims(0);
   int64_t nb = n.attr_int("kiln_packed_b", 0);
   if (nb) bs = {bs[1], bs[0] * bs[2]};  // panels [N/nb, K, nb] of a [K, N] matrix
   user_assert(!as.empty() && !bs.empty()) << n.describe() << ": inputs must be at least 1-D";
   bool a_vec = as.size() == 1, b_vec = bs.size() == 1;
-  if (a_vec) as.insert(as.begin(), 1);
-  if (b_vec) bs.push_back(1);
-  int64_t K = as.back();
-  user_assert(bs[bs.size() - 2] == K) << n.describe() << ": inner dimensions " << K << " and " << bs[bs.size() - 2]
-                                      << " differ";
+  if (a_vec) as.insert(as.begin(), Expr(1));
+  if (b_vec) bs.push_back(Expr(1));
+  Expr K = as.back();
+  user_assert(!dims_differ(bs[bs.size() - 2], K)) << n.describe() << ": inner dimensions " << tir::to_string(K) << " and "
+                                                  << tir::to_string(bs[bs.size() - 2]) << " differ";
   size_t batch_rank = std::max(as.size(), bs.size()) - 2;
-  graph::Shape a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
+  te::Dims a_batch(as.begin(), as.end() - 2), b_batch(bs.begin(), bs.end() - 2);
   // The result in the promoted (batch..., M, N) form, then viewed as the output shape.
-  graph::Shape full(ys.begin(), ys.begin() + batch_rank);
+  te::Dims full(ys.begin(), ys.begin() + batch_rank);
   full.push_back(as[as.size() - 2]);
   full.push_back(bs.back());
-  user_assert(graph::num_elements(full) == graph::num_elements(ys)) << n.describe() << ": unexpected output shape";
+  user_assert(!dims_differ(te::num_elements(full), te::num_elements(ys))) << n.describe() << ": unexpected output shape";
   te::Tensor mm = te::reduce("matmul", full, {K}, te::ReduceKind::Sum, a.dtype(), [=](const Indices& o, const Indices& r) {
     Indices batch(o.begin(), o.begin() + batch_rank);
     Indices ai = broadcast_index(a_batch, batch), bi = broadcast_index(b_batch, batch);
@@ -100,7 +101,7 @@ void lower_matmul(OpContext& ctx) {
   ctx.schedule_reduction(mm, [target](te::Stage& s) { schedule_matmul_cpu(s, target); });
   bool shared = ctx.gpu_shared_memory();
   ctx.schedule_reduction_gpu(mm, [a, b, shared](te::Stage& s) { schedule_matmul_gpu(s, a, b, shared); });
-  if (full != ys) {  // a 1-D operand: drop the promoted unit dimension
+  if (a_vec || b_vec) {  // a 1-D operand: drop the promoted unit dimension
     te::Tensor src = mm;
     mm = te::compute("matmul_view", ys, [=](const Indices& o) {
       Indices fi(o.begin(), o.begin() + batch_rank);

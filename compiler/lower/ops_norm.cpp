@@ -27,11 +27,11 @@ struct Stats {
 // true (two-pass variance). Both are materialized: every output element reads them.
 Stats normalize_stats(OpContext& ctx, const te::Tensor& x, const std::vector<bool>& reduced,
                       const std::function<Expr(const Expr& variance)>& inv) {
-  graph::Shape ks = x.shape(), rshape;
+  te::Dims ks = x.dims(), rshape;
   for (size_t d = 0; d < ks.size(); d++)
     if (reduced[d]) {
       rshape.push_back(ks[d]);
-      ks[d] = 1;
+      ks[d] = Expr(1);
     }
   auto at = [reduced](const Indices& o, const Indices& r) {
     Indices i = o;
@@ -41,7 +41,8 @@ Stats normalize_stats(OpContext& ctx, const te::Tensor& x, const std::vector<boo
     return i;
   };
   tir::Type t = x.dtype();
-  Expr n = tir::make_const(t, (double)graph::num_elements(rshape));
+  Expr count = te::num_elements(rshape);
+  Expr n = tir::as_const_int(count) ? tir::make_const(t, (double)*tir::as_const_int(count)) : tir::cast(t, count);
   te::Tensor sum = te::reduce("sum", ks, rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) { return x(at(o, r)); });
   te::Tensor mean = ctx.materialize(te::compute("mean", ks, [=](const Indices& o) { return sum(o) / n; }));
   te::Tensor sq = te::reduce("sumsq", ks, rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
@@ -78,16 +79,16 @@ void lower_layer_norm(OpContext& ctx) {
   std::vector<bool> reduced(rank, false);
   for (int64_t d = axis; d < rank; d++) reduced[d] = true;
   Stats s = normalize_stats(ctx, x, reduced, inv_sqrt_plus(n.attr_float("epsilon", 1e-5)));
-  ctx.set_output(0, te::compute("layernorm", x.shape(), [=](const Indices& i) {
+  ctx.set_output(0, te::compute("layernorm", x.dims(), [=](const Indices& i) {
     Indices o = keep(i, reduced);
-    Expr y = (x(i) - s.mean(o)) * s.inv_std(o) * scale(broadcast_index(scale.shape(), i));
-    return bias.defined() ? y + bias(broadcast_index(bias.shape(), i)) : y;
+    Expr y = (x(i) - s.mean(o)) * s.inv_std(o) * scale(broadcast_index(scale.dims(), i));
+    return bias.defined() ? y + bias(broadcast_index(bias.dims(), i)) : y;
   }));
   // Optional outputs: the statistics themselves (kept-dims shape).
   if (n.outputs.size() > 1 && n.outputs[1] >= 0)
-    ctx.set_output(1, te::compute("mean", s.mean.shape(), [m = s.mean](const Indices& i) { return m(i); }));
+    ctx.set_output(1, te::compute("mean", s.mean.dims(), [m = s.mean](const Indices& i) { return m(i); }));
   if (n.outputs.size() > 2 && n.outputs[2] >= 0)
-    ctx.set_output(2, te::compute("inv_std", s.inv_std.shape(), [v = s.inv_std](const Indices& i) { return v(i); }));
+    ctx.set_output(2, te::compute("inv_std", s.inv_std.dims(), [v = s.inv_std](const Indices& i) { return v(i); }));
 }
 
 void lower_instance_norm(OpContext& ctx) {
@@ -98,7 +99,7 @@ void lower_instance_norm(OpContext& ctx) {
   std::vector<bool> reduced(x.ndim(), true);
   reduced[0] = reduced[1] = false;
   Stats s = normalize_stats(ctx, x, reduced, inv_sqrt_plus(n.attr_float("epsilon", 1e-5)));
-  ctx.set_output(0, te::compute("instancenorm", x.shape(), [=](const Indices& i) {
+  ctx.set_output(0, te::compute("instancenorm", x.dims(), [=](const Indices& i) {
     Indices o = keep(i, reduced);
     return (x(i) - s.mean(o)) * s.inv_std(o) * scale({i[1]}) + bias({i[1]});
   }));
@@ -115,7 +116,7 @@ void lower_mvn(OpContext& ctx) {
   Stats s = normalize_stats(ctx, x, reduced, [](const Expr& var) {
     return tir::make_const(var.type(), 1) / (tir::Call::make(tir::Intrinsic::Sqrt, {var}) + tir::make_const(var.type(), 1e-9));
   });
-  ctx.set_output(0, te::compute("mvn", x.shape(), [=](const Indices& i) {
+  ctx.set_output(0, te::compute("mvn", x.dims(), [=](const Indices& i) {
     Indices o = keep(i, reduced);
     return (x(i) - s.mean(o)) * s.inv_std(o);
   }));
@@ -129,16 +130,16 @@ void lower_lp_normalization(OpContext& ctx) {
   int64_t axis = normalize_axis(ctx, n.attr_int("axis", -1), rank);
   int64_t p = n.attr_int("p", 2);
   user_assert(p == 1 || p == 2) << n.describe() << ": p must be 1 or 2";
-  graph::Shape ks = x.shape();
-  ks[axis] = 1;
+  te::Dims ks = x.dims();
+  ks[axis] = Expr(1);
   tir::Type t = x.dtype();
-  te::Tensor norm = ctx.materialize(te::reduce("norm", ks, {x.shape()[axis]}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+  te::Tensor norm = ctx.materialize(te::reduce("norm", ks, {x.dims()[axis]}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
     Indices i = o;
     i[axis] = r[0];
     Expr v = x(i);
     return p == 1 ? tir::Call::make(tir::Intrinsic::Abs, {v}) : v * v;
   }));
-  ctx.set_output(0, te::compute("lpnorm", x.shape(), [=](const Indices& i) {
+  ctx.set_output(0, te::compute("lpnorm", x.dims(), [=](const Indices& i) {
     Indices o = i;
     o[axis] = Expr(0);
     Expr d = p == 1 ? norm(o) : tir::Call::make(tir::Intrinsic::Sqrt, {norm(o)});
@@ -156,13 +157,13 @@ void lower_lrn(OpContext& ctx) {
   double alpha = n.attr_float("alpha", 1e-4), beta = n.attr_float("beta", 0.75), bias = n.attr_float("bias", 1.0);
   int64_t before = (size - 1) / 2;
   tir::Type t = x.dtype();
-  te::Tensor sq = te::reduce("square_sum", x.shape(), {size}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+  te::Tensor sq = te::reduce("square_sum", x.dims(), {Expr(size)}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
     Indices i = o;
     i[1] = o[1] - Expr(before) + r[0];
     Expr v = padded_read(x, i, tir::make_const(t, 0));
     return v * v;
   });
-  ctx.set_output(0, te::compute("lrn", x.shape(), [=](const Indices& i) {
+  ctx.set_output(0, te::compute("lrn", x.dims(), [=](const Indices& i) {
     Expr base = tir::make_const(t, bias) + tir::make_const(t, alpha / (double)size) * sq(i);
     return x(i) / tir::Call::make(tir::Intrinsic::Pow, {base, tir::make_const(t, beta)});
   }));

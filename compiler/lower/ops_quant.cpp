@@ -153,7 +153,7 @@ void lower_lookup_table(OpContext& ctx) {
       << ctx.node().describe() << ": a lookup table needs an 8-bit index and 256 entries";
   te::Tensor x = ctx.in(0), table = ctx.in(1);
   Expr offset = tir::make_const(tir::Int(64), it == graph::DType::I8 ? 128 : 0);
-  ctx.set_output(0, te::compute("lookup_table", x.shape(), [=](const Indices& o) {
+  ctx.set_output(0, te::compute("lookup_table", x.dims(), [=](const Indices& o) {
     return table({tir::cast(tir::Int(64), x(o)) + offset});
   }));
 }

@@ -28,7 +28,8 @@ Expr k(tir::Type t, double v) { return tir::make_const(t, v); }
 
 ReduceAxes reduce_axes(OpContext& ctx, bool axes_from_input) {
   const graph::Node& n = ctx.node();
-  int64_t rank = (int64_t)ctx.in_shape(0).size();
+  te::Dims xd = ctx.in_dims(0);
+  int64_t rank = (int64_t)xd.size();
   std::vector<int64_t> axes;
   bool have_axes = false;
   if (axes_from_input && ctx.has_input(1)) {
@@ -49,7 +50,7 @@ ReduceAxes reduce_axes(OpContext& ctx, bool axes_from_input) {
   }
   for (int64_t a : axes) r.reduced[normalize_axis(ctx, a, rank)] = true;
   for (int64_t i = 0; i < rank; i++)
-    if (r.reduced[i]) r.rshape.push_back(ctx.in_shape(0)[i]);
+    if (r.reduced[i]) r.rshape.push_back(xd[i]);
   return r;
 }
 
@@ -64,8 +65,9 @@ void lower_reduce(OpContext& ctx) {
   tir::Type t = x.dtype();
   user_assert(t.is_float() || op == Op::ReduceSum || op == Op::ReduceMax || op == Op::ReduceMin || op == Op::ReduceProd)
       << n.describe() << ": " << n.op << " needs a float input";
-  const graph::Shape& os = ctx.out_shape(0);
-  double count = (double)graph::num_elements(ax.rshape);
+  const te::Dims os = ctx.out_dims(0);
+  Expr count = te::num_elements(ax.rshape);
+  Expr count_t = tir::as_const_int(count) ? k(t, (double)*tir::as_const_int(count)) : tir::cast(t, count);
   auto body = [=](const std::function<Expr(Expr)>& f) {
     return [=](const Indices& o, const Indices& r) { return f(x(input_index(ax, o, r))); };
   };
@@ -89,7 +91,7 @@ void lower_reduce(OpContext& ctx) {
     return;
   } else red = te::reduce(n.op, os, ax.rshape, rk, t, body(id));
   te::Tensor out = red;
-  if (op == Op::ReduceMean) out = te::compute(n.op, os, [=](const Indices& o) { return red(o) / k(t, count); });
+  if (op == Op::ReduceMean) out = te::compute(n.op, os, [=](const Indices& o) { return red(o) / count_t; });
   if (op == Op::ReduceL2) out = te::compute(n.op, os, [=](const Indices& o) { return call(Intrinsic::Sqrt, red(o)); });
   if (op == Op::ReduceLogSum) out = te::compute(n.op, os, [=](const Indices& o) { return call(Intrinsic::Log, red(o)); });
   ctx.set_output(0, out);
@@ -106,19 +108,19 @@ void lower_arg(OpContext& ctx) {
   ax.keepdims = n.attr_int("keepdims", 1) != 0;
   ax.reduced.assign(rank, false);
   ax.reduced[axis] = true;
-  ax.rshape = {x.shape()[axis]};
-  const graph::Shape& os = ctx.out_shape(0);
+  ax.rshape = {x.dims()[axis]};
+  const te::Dims os = ctx.out_dims(0);
   tir::Type t = x.dtype();
   te::Tensor best = ctx.materialize(te::reduce("best", os, ax.rshape, is_max ? te::ReduceKind::Max : te::ReduceKind::Min, t,
                                                [=](const Indices& o, const Indices& r) { return x(input_index(ax, o, r)); }));
   // The first (or last) index holding the best value.
-  int64_t none = last ? -1 : x.shape()[axis];
+  Expr none = last ? Expr(-1) : x.dims()[axis];
   ctx.set_output(0, te::reduce(n.op, os, ax.rshape, last ? te::ReduceKind::Max : te::ReduceKind::Min, tir::Int(64),
                                [=](const Indices& o, const Indices& r) {
                                  Expr hit = tir::EQ::make(x(input_index(ax, o, r)), best(o));
-                                 return tir::select(hit, r[0], Expr(none));
+                                 return tir::select(hit, r[0], none);
                                },
-                               Expr(none)));
+                               none));
 }
 
 void lower_topk(OpContext& ctx) {

@@ -211,13 +211,13 @@ void lower_recurrent(OpContext& ctx) {
     return v;
   };
   if (n.outputs.size() > 0 && n.outputs[0] >= 0) {
-    ctx.set_output(0, te::compute("y", ctx.out_shape(0), [=](const Indices& o) {
+    ctx.set_output(0, te::compute("y", ctx.out_dims(0), [=](const Indices& o) {
       Expr tt = layout ? o[1] : o[0], d = layout ? o[2] : o[1], b = layout ? o[0] : o[2];
       return pick(hs, d, step_of(0, tt), step_of(1, tt), b, o[3]);
     }));
   }
   auto last = [=](const std::vector<te::Tensor>& st) {
-    return te::compute("last", ctx.out_shape(1), [=](const Indices& o) {
+    return te::compute("last", ctx.out_dims(1), [=](const Indices& o) {
       Expr d = layout ? o[1] : o[0], b = layout ? o[0] : o[1];
       return pick(st, d, Expr(T - 1), Expr(T - 1), b, o[2]);
     });

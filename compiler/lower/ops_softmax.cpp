@@ -23,35 +23,32 @@ void lower_softmax(OpContext& ctx) {
   ctx.require_float32();
   const graph::Node& n = ctx.node();
   te::Tensor x = ctx.in(0);
-  const graph::Shape& s = x.shape();
+  const te::Dims s = x.dims();
   int64_t rank = (int64_t)s.size();
   int64_t axis = normalize_axis(ctx, n.attr_int("axis", ctx.graph.opset >= 13 ? -1 : 1), rank);
-  int64_t outer = 1, len = 1, inner = 1;
-  for (int64_t i = 0; i < axis; i++) outer *= s[i];
-  if (ctx.graph.opset >= 13) {
-    len = s[axis];
-    for (int64_t i = axis + 1; i < rank; i++) inner *= s[i];
-  } else {
-    for (int64_t i = axis; i < rank; i++) len *= s[i];
-  }
+  bool last_axis = ctx.graph.opset >= 13 ? axis == rank - 1 : axis == rank - 1;
+  te::Dims before(s.begin(), s.begin() + axis), after;
+  if (ctx.graph.opset >= 13) after.assign(s.begin() + axis + 1, s.end());
+  Expr outer = te::num_elements(before), inner = te::num_elements(after);
+  Expr len = ctx.graph.opset >= 13 ? s[axis] : te::num_elements(te::Dims(s.begin() + axis, s.end()));
   // View x as [outer, len, inner]: element (o, j, i) is flat o*len*inner + j*inner + i.
-  graph::Shape view = {outer, len, inner};
-  auto xv = [x, view](const Expr& o, const Expr& j, const Expr& i) {
-    if (view[2] == 1 && x.shape().back() == view[1]) {  // over the last axis: x[o..., j]
+  te::Dims view = {outer, len, inner};
+  auto xv = [x, view, s, last_axis](const Expr& o, const Expr& j, const Expr& i) {
+    if (last_axis) {  // over the last axis: x[o..., j]
       Indices idx(x.ndim());
       idx.back() = j;
       Expr rest = o;
       for (size_t d = x.ndim() - 1; d-- > 0;) {
-        idx[d] = rest % Expr(x.shape()[d]);
-        rest = rest / Expr(x.shape()[d]);
+        idx[d] = rest % s[d];
+        rest = rest / s[d];
       }
       return x(idx);
     }
     Expr flat = te::flat_index(view, {o, j, i});
     Indices idx(x.ndim());
     for (size_t d = x.ndim(); d-- > 0;) {
-      idx[d] = flat % Expr(x.shape()[d]);
-      flat = flat / Expr(x.shape()[d]);
+      idx[d] = flat % s[d];
+      flat = flat / s[d];
     }
     return x(idx);
   };
@@ -65,12 +62,8 @@ void lower_softmax(OpContext& ctx) {
   bool new_style = ctx.graph.opset >= 13;
   ctx.set_output(0, te::compute("softmax", s, [=](const Indices& idx) {
     // o: the dimensions before axis; i: those after it (opset >= 13 only).
-    graph::Shape before(s.begin(), s.begin() + axis), after;
     Indices ob(idx.begin(), idx.begin() + axis), ia;
-    if (new_style) {
-      after.assign(s.begin() + axis + 1, s.end());
-      ia.assign(idx.begin() + axis + 1, idx.end());
-    }
+    if (new_style) ia.assign(idx.begin() + axis + 1, idx.end());
     Expr o = te::flat_index(before, ob), i = te::flat_index(after, ia);
     return exp(x(idx) - mx({o, i})) / sum({o, i});
   }));
@@ -82,7 +75,7 @@ void lower_log_softmax_hardmax(OpContext& ctx) {
   const bool hardmax = ctx.op() == graph::Op::Hardmax;
   const graph::Node& n = ctx.node();
   te::Tensor x = ctx.in(0);
-  const graph::Shape& s = x.shape();
+  const te::Dims s = x.dims();
   int64_t rank = (int64_t)s.size();
   bool new_style = ctx.graph.opset >= 13;
   int64_t axis = normalize_axis(ctx, n.attr_int("axis", new_style ? -1 : 1), rank);
@@ -94,9 +87,9 @@ void lower_log_softmax_hardmax(OpContext& ctx) {
     ax.reduced[d] = true;
     ax.rshape.push_back(s[d]);
   }
-  graph::Shape ks = s;  // the kept-dims shape of the per-row statistics
+  te::Dims ks = s;  // the kept-dims shape of the per-row statistics
   for (int64_t d = 0; d < rank; d++)
-    if (ax.reduced[d]) ks[d] = 1;
+    if (ax.reduced[d]) ks[d] = Expr(1);
   auto row = [=](const Indices& i) {
     Indices o = i;
     for (int64_t d = 0; d < rank; d++)
@@ -115,12 +108,12 @@ void lower_log_softmax_hardmax(OpContext& ctx) {
   }
   // Flat position within the reduced block, and the first position of the max.
   auto pos = [=](const Indices& r) { return te::flat_index(ax.rshape, r); };
-  int64_t block = graph::num_elements(ax.rshape);
+  Expr block = te::num_elements(ax.rshape);
   te::Tensor first = ctx.materialize(te::reduce("first", ks, ax.rshape, te::ReduceKind::Min, tir::Int(64),
                                                 [=](const Indices& o, const Indices& r) {
-                                                  return tir::select(tir::EQ::make(x(input_index(ax, o, r)), m(o)), pos(r), Expr(block));
+                                                  return tir::select(tir::EQ::make(x(input_index(ax, o, r)), m(o)), pos(r), block);
                                                 },
-                                                Expr(block)));
+                                                block));
   ctx.set_output(0, te::compute(n.op, s, [=](const Indices& i) {
     Indices r;
     for (int64_t d = 0; d < rank; d++)

@@ -20,6 +20,14 @@ struct InternalError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A kernel that needs static extents met a tensor whose extents are only
+// known at run time (docs/dynamic-shapes.md). A user error: lowering
+// reports it naming the node, and the user can give the input static
+// dimensions instead.
+struct DynamicShapeError : UserError {
+  using UserError::UserError;
+};
+
 // Collects a message with operator<< and throws when destroyed.
 class ErrorBuilder {
  public:

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "support/diagnostics.h"
+#include "tir/inplace.h"
 #include "tir/ir_printer.h"
 #include "tir/ir_visitor.h"
 #include "tir/simplify.h"
@@ -93,7 +94,7 @@ class Resolver : public tir::IRMutator {
     for (auto& i : op->indices) idx.push_back(mutate(i));
     auto o = overrides_.find(t);
     if (o != overrides_.end()) return o->second(idx);
-    if (tir::Buffer b = buffer_of(t)) return tir::Load::make(b, flat_index(t->shape, idx));
+    if (tir::Buffer b = buffer_of(t)) return tir::Load::make(b, flat_index(t->dims, idx));
     internal_assert(t->kind != TensorNode::Kind::Placeholder) << "placeholder " << t->name << " has no buffer";
     if (t->kind == TensorNode::Kind::Compute) return mutate(t->fcompute(idx));
     // A reduction: one accumulator per distinct (tensor, index) in this statement.
@@ -104,7 +105,7 @@ class Resolver : public tir::IRMutator {
     tir::Buffer acc = tir::make_buffer(t->name + "_acc", t->dtype, 1, -1);
     accumulators_[key] = acc;
     std::vector<Expr> r;
-    for (size_t i = 0; i < t->rshape.size(); i++) r.push_back(tir::Var::make(tir::Index(), t->name + "_r" + std::to_string(i)));
+    for (size_t i = 0; i < t->rdims.size(); i++) r.push_back(tir::Var::make(tir::Index(), t->name + "_r" + std::to_string(i)));
     // The update may itself read reductions: resolve it in a nested scope so
     // their accumulators are computed inside this reduction's loops.
     Resolver inner(buffer_of_);
@@ -113,7 +114,7 @@ class Resolver : public tir::IRMutator {
       return tir::Store::make(acc, Expr(0), combine(t->reduce_kind, tir::Load::make(acc, Expr(0)), v[0]));
     });
     for (int i = (int)r.size() - 1; i >= 0; i--)
-      update = tir::For::make(r[i], Expr(0), Expr(t->rshape[i]), tir::ForKind::Serial, update);
+      update = tir::For::make(r[i], Expr(0), t->rdims[i], tir::ForKind::Serial, update);
     allocs_.push_back(acc);
     prelude_.push_back(tir::Store::make(acc, Expr(0), t->init));
     prelude_.push_back(update);
@@ -134,6 +135,10 @@ Stmt guard(const std::vector<Expr>& conds, Stmt s) {
   for (auto& c : conds) s = tir::IfThenElse::make(c, s);
   return s;
 }
+
+// The loop of leaf `l` around `body`: extent_expr() iterations (a run-time
+// count for a loop over a symbolic extent).
+Stmt loop(const IterVar& l, Stmt body) { return tir::For::make(l->var, Expr(0), l->extent_expr(), l->kind, std::move(body)); }
 
 // --- Shared-memory tiles (Stage::cache_shared) ---
 
@@ -333,7 +338,7 @@ Stmt fill_shared_tile(const SharedTile& tile, const Expr& lid, int64_t threads, 
   for (size_t d = 0; d < tile.extent.size(); d++) {
     stride /= tile.extent[d];
     Expr j = (flat / Expr(stride)) % Expr(tile.extent[d]);
-    idx.push_back(tir::clamp(tile.base[d] + j, Expr(0), Expr(tile.input.shape()[d] - 1)));
+    idx.push_back(tir::clamp(tile.base[d] + j, Expr(0), tile.input.dims()[d] - Expr(1)));
   }
   Stmt copy = Resolver(buffer_of).build({tile.input(idx)}, [&](const std::vector<Expr>& v) {
     return tir::Store::make(tile.buf, flat, v[0]);
@@ -382,7 +387,7 @@ Stmt prefetch_stmt(const Stage& stage, const Stmt& update, size_t r_last, const 
       Stmt s = tir::Prefetch::make(b, ahead);
       for (size_t i = stage.leaves.size(); i-- > r_last + 1;)
         if (tir::uses_var(ahead, stage.leaves[i]->var))
-          s = tir::For::make(stage.leaves[i]->var, Expr(0), Expr(stage.leaves[i]->extent), stage.leaves[i]->kind, s);
+          s = loop(stage.leaves[i], s);
       out.push_back(first.defined() ? tir::IfThenElse::make(first, s) : s);
     }
   }
@@ -420,7 +425,7 @@ Stmt lower_cross_invocation(const Stage& stage, size_t local, const tir::Buffer&
   for (size_t i = stage.leaves.size(); i-- > first_reduce;) {
     if (i == local) continue;
     auto& l = stage.leaves[i];
-    update = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, update);
+    update = loop(l, update);
   }
   std::vector<Stmt> seq = {tir::Store::make(acc, Expr(0), t->init), update,
                            tir::Store::make(red, lid, tir::Load::make(acc, Expr(0))), tir::Barrier::make()};
@@ -438,10 +443,7 @@ Stmt lower_cross_invocation(const Stage& stage, size_t local, const tir::Buffer&
   seq.push_back(tir::Barrier::make());  // invocation 0 has read red[0] before the next output's partials
   Stmt body = tir::For::make(lid, Expr(0), Expr(n), lane->kind, tir::Allocate::make(acc, tir::Block::make(seq)));
   body = tir::Allocate::make(red, body, tir::MemScope::Shared);
-  for (size_t i = first_reduce; i-- > 0;) {
-    auto& l = stage.leaves[i];
-    body = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, body);
-  }
+  for (size_t i = first_reduce; i-- > 0;) body = loop(stage.leaves[i], body);
   return body;
 }
 
@@ -459,12 +461,12 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
     if (it->kind == Relation::Kind::Split) {
       Expr p = value.at(it->outer.get()) * Expr(it->factor) + value.at(it->inner.get());
       value[it->parent.get()] = p;
-      if (it->parent->extent % it->factor != 0)
-        (it->parent->reduce ? reduce_guards : spatial_guards).push_back(p < Expr(it->parent->extent));
+      if (it->parent->is_dynamic() || it->parent->extent % it->factor != 0)
+        (it->parent->reduce ? reduce_guards : spatial_guards).push_back(p < it->parent->extent_expr());
     } else {
       Expr f = value.at(it->fused.get());
-      value[it->outer.get()] = f / Expr(it->inner->extent);
-      value[it->inner.get()] = f % Expr(it->inner->extent);
+      value[it->outer.get()] = f / it->inner->extent_expr();
+      value[it->inner.get()] = f % it->inner->extent_expr();
     }
   }
   Indices axes, raxes;
@@ -490,19 +492,16 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
     ctx.write = [&](const Expr& value, const std::vector<Expr>& at) {
       Expr v = epilogue ? epilogue(value, at) : value;
       return Resolver(buffer_of).build({v}, [&](const std::vector<Expr>& r) {
-        return tir::Store::make(out, flat_index(t->shape, at) + store_offset, r[0]);
+        return tir::Store::make(out, flat_index(t->dims, at) + store_offset, r[0]);
       });
     };
     Stmt body = stage.intrin.emit(ctx);
-    for (size_t i = pos; i-- > 0;) {
-      auto& l = stage.leaves[i];
-      body = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, body);
-    }
+    for (size_t i = pos; i-- > 0;) body = loop(stage.leaves[i], body);
     return body;
   }
 
   Stmt body;
-  Expr out_index = flat_index(t->shape, axes) + store_offset;
+  Expr out_index = flat_index(t->dims, axes) + store_offset;
   for (size_t i = 0; i < stage.leaves.size() && !host; i++)
     if (stage.leaves[i]->reduce && tir::is_local_loop(stage.leaves[i]->kind))
       return lower_cross_invocation(stage, i, out, out_index, axes, raxes, spatial_guards, reduce_guards, buffer_of,
@@ -534,7 +533,7 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
     tir::Buffer acc = tir::make_buffer(t->name + "_acc", t->dtype, std::max<int64_t>(graph_elements(tile_shape), 1), -1);
     Expr acc_index = flat_index(tile_shape, tile_idx);
     auto over_tile = [&](Stmt s) {
-      for (size_t i = tile.size(); i-- > 0;) s = tir::For::make(tile[i]->var, Expr(0), Expr(tile[i]->extent), tile[i]->kind, s);
+      for (size_t i = tile.size(); i-- > 0;) s = loop(tile[i], s);
       return s;
     };
     Stmt init = over_tile(tir::Store::make(acc, acc_index, t->init));
@@ -564,8 +563,7 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
                                 : acc;
     Expr reg_index = two_level ? flat_index(inner_shape, inner_idx) : acc_index;
     auto over_inner = [&](Stmt s) {
-      for (size_t i = inner_tile.size(); i-- > 0;)
-        s = tir::For::make(inner_tile[i]->var, Expr(0), Expr(inner_tile[i]->extent), inner_tile[i]->kind, s);
+      for (size_t i = inner_tile.size(); i-- > 0;) s = loop(inner_tile[i], s);
       return s;
     };
     // Shared-memory tiles (GPU): planned from the formula's reads, which
@@ -628,7 +626,7 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
         seq.push_back(tir::Barrier::make());  // and read by all before the next fill
         body = tir::Block::make(seq);
       }
-      return tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, body);
+      return loop(l, body);
     };
     for (size_t i = stage.leaves.size(); i-- > inner_begin;) update = wrap(i, update);
     if (two_level) {
@@ -649,18 +647,12 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
     if (!tile.empty()) write = over_tile(guard(spatial_guards, write));
     body = tir::Allocate::make(acc, tir::Block::make({init, update, write}));
     if (tile.empty()) body = guard(spatial_guards, body);  // else already inside the tile loops
-    for (size_t i = first_reduce; i-- > 0;) {
-      auto& l = stage.leaves[i];
-      body = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, body);
-    }
+    for (size_t i = first_reduce; i-- > 0;) body = loop(stage.leaves[i], body);
     return body;
   }
   body = guard(spatial_guards, body);
-  for (size_t i = stage.leaves.size(); i-- > 0;) {
-    auto& l = stage.leaves[i];
-    if (l->reduce) continue;
-    body = tir::For::make(l->var, Expr(0), Expr(l->extent), l->kind, body);
-  }
+  for (size_t i = stage.leaves.size(); i-- > 0;)
+    if (!stage.leaves[i]->reduce) body = loop(stage.leaves[i], body);
   return body;
 }
 
@@ -701,12 +693,15 @@ Tensor find_epilogue_anchor(const Tensor& t, Epilogue* out_epilogue) {
   for (auto* r : rr.reads) {
     if (r->producer != first->producer) return Tensor();  // two different reductions
     for (size_t i = 0; i < axes.size() && i < r->indices.size(); i++) {
-      bool unit_dim = t.shape()[i] == 1 && as_const_int(r->indices[i]) && *as_const_int(r->indices[i]) == 0;
+      auto extent = as_const_int(t.dims()[i]);
+      bool unit_dim = extent && *extent == 1 && as_const_int(r->indices[i]) && *as_const_int(r->indices[i]) == 0;
       if (!r->indices[i].same_as(axes[i]) && !unit_dim) return Tensor();  // read elsewhere than t's own index
     }
   }
   auto anchor = std::static_pointer_cast<const TensorNode>(first->producer);
-  if (anchor->shape != t.shape() || first->indices.size() != axes.size()) return Tensor();
+  if (anchor->dims.size() != t.ndim() || first->indices.size() != axes.size()) return Tensor();
+  for (size_t i = 0; i < t.ndim(); i++)
+    if (!tir::equal(tir::simplify(anchor->dims[i]), tir::simplify(t.dims()[i]))) return Tensor();
   Tensor keep = t;
   *out_epilogue = [keep](const Expr& acc, const Indices& idx) {
     Expr e = InlineComputes().mutate(keep->fcompute(idx));

@@ -1,10 +1,13 @@
 #include "te/schedule.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "support/diagnostics.h"
 #include "support/int_math.h"
+#include "tir/ir_printer.h"
 #include "tir/ir_visitor.h"
+#include "tir/simplify.h"
 
 namespace kiln::te {
 
@@ -17,12 +20,23 @@ IterVar make_iter_var(const std::string& name, int64_t extent, bool reduce) {
   return iv;
 }
 
+IterVar make_iter_var(const std::string& name, const Expr& extent, bool reduce) {
+  Expr e = tir::simplify(extent);
+  if (auto c = tir::as_const_int(e)) return make_iter_var(name, *c, reduce);
+  tir::Interval r = tir::bounds_of(e);
+  internal_assert(r.min >= 0 && r.max != std::numeric_limits<int64_t>::max())
+      << "loop " << name << ": extent " << tir::to_string(e) << " has no finite bound";
+  IterVar iv = make_iter_var(name, r.max, reduce);
+  iv->dynamic = e;
+  return iv;
+}
+
 Stage::Stage(const Tensor& t) : tensor(t) {
   internal_assert(t.defined() && t->kind != TensorNode::Kind::Placeholder) << "a placeholder has no schedule";
-  for (size_t i = 0; i < t.shape().size(); i++) axes.push_back(make_iter_var("i" + std::to_string(i), t.shape()[i], false));
+  for (size_t i = 0; i < t.ndim(); i++) axes.push_back(make_iter_var("i" + std::to_string(i), t.dims()[i], false));
   if (t->kind == TensorNode::Kind::Reduce)
-    for (size_t i = 0; i < t->rshape.size(); i++)
-      reduce_axes.push_back(make_iter_var("r" + std::to_string(i), t->rshape[i], true));
+    for (size_t i = 0; i < t->rdims.size(); i++)
+      reduce_axes.push_back(make_iter_var("r" + std::to_string(i), t->rdims[i], true));
   leaves = axes;
   leaves.insert(leaves.end(), reduce_axes.begin(), reduce_axes.end());
 }
@@ -112,9 +126,13 @@ bool vectorize_elementwise(Stage& s) {
   for (auto& iv : s.axes) n *= iv->extent;
   std::vector<IterVar> outer(s.axes.begin(), s.axes.end() - 1);
   IterVar last = s.axes.back();
-  int64_t lanes = lanes_for(last->extent);
+  // (A run-time innermost extent is left to the defaults: its lanes would
+  // need a guard inside the vector loop.)
+  bool any_dynamic = false;
+  for (auto& iv : s.axes) any_dynamic |= iv->is_dynamic();
+  int64_t lanes = last->is_dynamic() ? 0 : lanes_for(last->extent);
   if (!lanes) {
-    if (!lanes_for(n) || !flat_is_contiguous(s)) return false;
+    if (any_dynamic || !lanes_for(n) || !flat_is_contiguous(s)) return false;
     for (size_t i = outer.size(); i-- > 0;) last = s.fuse(outer[i], last);
     outer.clear();
     lanes = lanes_for(n);

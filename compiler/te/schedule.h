@@ -23,17 +23,24 @@ namespace kiln::te {
 
 struct IterVarNode {
   std::string name;                          // for printing
-  int64_t extent = 1;                        // number of iterations
+  int64_t extent = 1;                        // number of iterations (the largest, for a run-time extent)
+  Expr dynamic;                              // a run-time number of iterations (over shape symbols); undefined when static
   bool reduce = false;                       // a reduction loop (or derived from one)
   tir::ForKind kind = tir::ForKind::Serial;  // how the loop runs
   Expr var;                                  // the loop variable (Index type)
+
+  // The number of iterations as an expression (a constant when static).
+  Expr extent_expr() const { return dynamic.defined() ? dynamic : Expr(extent); }
+  bool is_dynamic() const { return dynamic.defined(); }
 };
 using IterVar = std::shared_ptr<IterVarNode>;
 
 // How loops derive from each other, in the order the primitives ran.
 //   Split: parent = outer * factor + inner (guarded by parent < extent when
-//          factor does not divide it).
+//          factor does not divide it, or the extent is a run-time one).
 //   Fuse:  fused = outer * extent(inner) + inner.
+// Schedules decide with `extent`, the largest number of iterations; loops
+// over run-time extents iterate extent_expr() times, guarded where split.
 struct Relation {
   enum class Kind { Split, Fuse } kind;
   IterVar parent;  // Split: the loop that was split
@@ -128,6 +135,9 @@ struct Stage {
 };
 
 IterVar make_iter_var(const std::string& name, int64_t extent, bool reduce);
+// A loop of `extent` iterations: a constant, or an expression over shape
+// symbols (then `extent` of the result is its largest value).
+IterVar make_iter_var(const std::string& name, const Expr& extent, bool reduce);
 
 // The default CPU schedule: the outermost spatial loop of extent > 1 becomes
 // workgroup x; everything else stays serial.

@@ -4,22 +4,70 @@
 #include <limits>
 
 #include "support/diagnostics.h"
+#include "tir/ir_printer.h"
+#include "tir/simplify.h"
 
 namespace kiln::te {
 
+Dims::Dims(const Shape& s) {
+  reserve(s.size());
+  for (int64_t d : s) push_back(Expr(d));
+}
+
+bool Dims::is_static() const {
+  for (auto& d : *this)
+    if (!tir::as_const_int(d)) return false;
+  return true;
+}
+
+Shape Dims::static_shape() const {
+  Shape s;
+  for (auto& d : *this) {
+    auto c = tir::as_const_int(d);
+    internal_assert(c) << "extent " << tir::to_string(d) << " is not a constant";
+    s.push_back(*c);
+  }
+  return s;
+}
+
+Shape Dims::bounds() const {
+  Shape s;
+  for (auto& d : *this) {
+    if (auto c = tir::as_const_int(d)) {
+      s.push_back(*c);
+      continue;
+    }
+    tir::Interval r = tir::bounds_of(d);
+    internal_assert(r.max != std::numeric_limits<int64_t>::max() && r.min >= 0)
+        << "extent " << tir::to_string(d) << " has no finite bound";
+    s.push_back(r.max);
+  }
+  return s;
+}
+
+const Shape& Tensor::shape() const {
+  if (!node_->dims.is_static()) {
+    std::string dims;
+    for (auto& d : node_->dims) dims += (dims.empty() ? "" : ", ") + tir::to_string(d);
+    throw DynamicShapeError("tensor '" + node_->name + "' has run-time extents [" + dims + "]");
+  }
+  return node_->shape;
+}
+
 Expr Tensor::operator()(const Indices& idx) const {
   internal_assert(node_) << "read of an undefined tensor";
-  internal_assert(idx.size() == node_->shape.size())
-      << "tensor " << node_->name << " has rank " << node_->shape.size() << ", read with " << idx.size() << " indices";
+  internal_assert(idx.size() == node_->dims.size())
+      << "tensor " << node_->name << " has rank " << node_->dims.size() << ", read with " << idx.size() << " indices";
   return tir::ProducerLoad::make(node_, idx);
 }
 
-Tensor placeholder(const std::string& name, const Shape& shape, tir::Type dtype) {
+Tensor placeholder(const std::string& name, const Dims& dims, tir::Type dtype) {
   auto n = std::make_shared<TensorNode>();
   n->name = name;
   n->dtype = dtype;
   n->kind = TensorNode::Kind::Placeholder;
-  n->shape = shape;
+  n->dims = dims;
+  n->shape = dims.bounds();
   return Tensor(n);
 }
 
@@ -29,13 +77,14 @@ static Indices fresh_indices(const char* prefix, size_t n) {
   return idx;
 }
 
-Tensor compute(const std::string& name, const Shape& shape, const std::function<Expr(const Indices&)>& f) {
+Tensor compute(const std::string& name, const Dims& dims, const std::function<Expr(const Indices&)>& f) {
   auto n = std::make_shared<TensorNode>();
   n->name = name;
   n->kind = TensorNode::Kind::Compute;
-  n->shape = shape;
+  n->dims = dims;
+  n->shape = dims.bounds();
   n->fcompute = f;
-  n->dtype = f(fresh_indices("i", shape.size())).type();  // formulas are cheap to build once
+  n->dtype = f(fresh_indices("i", dims.size())).type();  // formulas are cheap to build once
   return Tensor(n);
 }
 
@@ -57,28 +106,42 @@ static Expr reduce_identity(ReduceKind kind, tir::Type t) {
   return Expr();
 }
 
-Tensor reduce(const std::string& name, const Shape& shape, const Shape& rshape, ReduceKind kind, tir::Type dtype,
+Tensor reduce(const std::string& name, const Dims& dims, const Dims& rdims, ReduceKind kind, tir::Type dtype,
               const std::function<Expr(const Indices&, const Indices&)>& f, Expr init) {
   auto n = std::make_shared<TensorNode>();
   n->name = name;
   n->dtype = dtype;
   n->kind = TensorNode::Kind::Reduce;
-  n->shape = shape;
-  n->rshape = rshape;
+  n->dims = dims;
+  n->shape = dims.bounds();
+  n->rdims = rdims;
+  n->rshape = rdims.bounds();
   n->reduce_kind = kind;
   n->init = init.defined() ? init : reduce_identity(kind, dtype);
   n->fbody = f;
-  Expr probe = f(fresh_indices("i", shape.size()), fresh_indices("r", rshape.size()));
+  Expr probe = f(fresh_indices("i", dims.size()), fresh_indices("r", rdims.size()));
   internal_assert(probe.type() == dtype) << "reduction " << name << " of " << dtype.str() << " over values of "
                                          << probe.type().str();
   return Tensor(n);
 }
 
-Expr flat_index(const Shape& shape, const Indices& idx) {
-  internal_assert(shape.size() == idx.size()) << "flat_index rank mismatch";
+Expr flat_index(const Dims& dims, const Indices& idx) {
+  internal_assert(dims.size() == idx.size()) << "flat_index rank mismatch";
   Expr flat = Expr(0);
-  for (size_t i = 0; i < shape.size(); i++) flat = flat * Expr(shape[i]) + idx[i];
+  for (size_t i = 0; i < dims.size(); i++) flat = flat * dims[i] + idx[i];
   return flat;
+}
+
+Expr num_elements(const Dims& dims) {
+  Expr n = Expr(1);
+  int64_t c = 1;
+  bool all_const = true;
+  for (auto& d : dims) {
+    if (auto k = tir::as_const_int(d)) c *= *k;
+    else all_const = false;
+    n = n * d;
+  }
+  return all_const ? Expr(c) : tir::simplify(n);
 }
 
 }  // namespace kiln::te

@@ -21,16 +21,35 @@ namespace kiln::te {
 
 using tir::Expr;
 using Indices = std::vector<Expr>;
+// Static extents, or the largest values of run-time ones.
 using Shape = std::vector<int64_t>;
+
+// Extents as Index expressions: constants, or expressions over shape
+// symbols (tir::Var::make_symbol) for dimensions known only at run time
+// (docs/dynamic-shapes.md). Converts implicitly from a static Shape.
+struct Dims : std::vector<Expr> {
+  using std::vector<Expr>::vector;
+  Dims() = default;
+  Dims(const Shape& s);  // NOLINT: implicit on purpose (static extents)
+  Dims(std::initializer_list<Expr> l) : std::vector<Expr>(l) {}
+  // Whether every extent is a constant.
+  bool is_static() const;
+  // The constant extents (InternalError unless is_static()).
+  Shape static_shape() const;
+  // The largest value of each extent over the symbols' ranges.
+  Shape bounds() const;
+};
 
 enum class ReduceKind { Sum, Max, Min, Prod };
 
 struct TensorNode : tir::Producer {
   enum class Kind { Placeholder, Compute, Reduce };
   Kind kind = Kind::Placeholder;                       // what defines the values
-  Shape shape;                                         // static shape
+  Dims dims;                                           // extents (constants, or over shape symbols)
+  Shape shape;                                         // the largest value of each extent (dims' bounds)
   std::function<Expr(const Indices&)> fcompute;        // Compute: value at an index
-  Shape rshape;                                        // Reduce: the reduction domain
+  Dims rdims;                                          // Reduce: extents of the reduction domain
+  Shape rshape;                                        // Reduce: their largest values
   ReduceKind reduce_kind = ReduceKind::Sum;            // Reduce: how values combine
   Expr init;                                           // Reduce: the identity (or a custom start)
   std::function<Expr(const Indices&, const Indices&)> fbody;  // Reduce: value at (index, reduce index)
@@ -44,8 +63,17 @@ class Tensor {
   const TensorNode* get() const { return node_.get(); }
   const TensorNode* operator->() const { return node_.get(); }
   const std::shared_ptr<const TensorNode>& node() const { return node_; }
-  const Shape& shape() const { return node_->shape; }
-  size_t ndim() const { return node_->shape.size(); }
+  // The static shape. A tensor with run-time extents has none: a
+  // DynamicShapeError (a user error), which lower_graph reports naming the
+  // node whose kernel cannot take run-time extents yet.
+  const Shape& shape() const;
+  // The extents, constant or symbolic: what kernels that take run-time
+  // extents read.
+  const Dims& dims() const { return node_->dims; }
+  // The largest value of each extent (for heuristics and scratch sizes).
+  const Shape& bounds() const { return node_->shape; }
+  bool is_static() const { return node_->dims.is_static(); }
+  size_t ndim() const { return node_->dims.size(); }
   tir::Type dtype() const { return node_->dtype; }
   const std::string& name() const { return node_->name; }
   // A read of this tensor (a ProducerLoad), for use inside formulas.
@@ -56,17 +84,20 @@ class Tensor {
   std::shared_ptr<const TensorNode> node_;
 };
 
-Tensor placeholder(const std::string& name, const Shape& shape, tir::Type dtype);
+Tensor placeholder(const std::string& name, const Dims& dims, tir::Type dtype);
 
 // out[i] = f(i). The element type is f's result type.
-Tensor compute(const std::string& name, const Shape& shape, const std::function<Expr(const Indices&)>& f);
+Tensor compute(const std::string& name, const Dims& dims, const std::function<Expr(const Indices&)>& f);
 
-// out[i] = kind-combine over r in rshape of f(i, r), starting from the kind's
+// out[i] = kind-combine over r in rdims of f(i, r), starting from the kind's
 // identity for `dtype` (or from `init` if given).
-Tensor reduce(const std::string& name, const Shape& shape, const Shape& rshape, ReduceKind kind, tir::Type dtype,
+Tensor reduce(const std::string& name, const Dims& dims, const Dims& rdims, ReduceKind kind, tir::Type dtype,
               const std::function<Expr(const Indices&, const Indices&)>& f, Expr init = Expr());
 
-// Row-major flat index of `idx` into `shape`.
-Expr flat_index(const Shape& shape, const Indices& idx);
+// Row-major flat index of `idx` into a tensor of extents `dims`.
+Expr flat_index(const Dims& dims, const Indices& idx);
+
+// The number of elements of `dims` (an expression when some are symbolic).
+Expr num_elements(const Dims& dims);
 
 }  // namespace kiln::te

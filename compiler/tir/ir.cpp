@@ -90,6 +90,18 @@ Expr FloatImm::make(Type t, double v) {
   return Expr(std::make_shared<FloatImm>(t, v));
 }
 Expr Var::make(Type t, std::string name) { return Expr(std::make_shared<Var>(t, std::move(name))); }
+Expr Var::make_symbol(std::string name, int symbol, int64_t lo, int64_t hi) {
+  internal_assert(symbol >= 0 && lo <= hi) << "symbol " << name << " needs an index and lo <= hi";
+  auto v = std::make_shared<Var>(Index(), std::move(name));
+  v->symbol = symbol;
+  v->lo = lo;
+  v->hi = hi;
+  return Expr(v);
+}
+bool is_symbol(const Expr& e) {
+  auto v = e.as<Var>();
+  return v && v->symbol >= 0;
+}
 Expr Cast::make(Type t, Expr v) {
   internal_assert(v.defined());
   if (v.type() == t) return v;

@@ -170,12 +170,22 @@ struct FloatImm : ExprNode {
 };
 
 // A named scalar bound by a For, Let or LetStmt. Identity is the node itself.
+// A shape symbol (`symbol` >= 0) is bound by nothing inside a kernel: it is
+// a model dimension known only at run time, within [lo, hi], which kernels
+// receive as a parameter (docs/dynamic-shapes.md).
 struct Var : ExprNode {
   static constexpr NodeType kNodeType = NodeType::Var;
   std::string name;  // for printing; need not be unique
+  int symbol = -1;   // >= 0: index of the shape symbol in the graph's symbol table
+  int64_t lo = 0;    // a symbol's least value (inclusive)
+  int64_t hi = 0;    // a symbol's greatest value (inclusive)
   static Expr make(Type t, std::string name);
+  // A shape symbol (Index type).
+  static Expr make_symbol(std::string name, int symbol, int64_t lo, int64_t hi);
   Var(Type t, std::string n) : ExprNode(kNodeType, t), name(std::move(n)) {}
 };
+// Whether e is a shape symbol (a Var with symbol >= 0).
+bool is_symbol(const Expr& e);
 
 struct Cast : ExprNode {
   static constexpr NodeType kNodeType = NodeType::Cast;

@@ -1,5 +1,7 @@
 #include "tir/ir_visitor.h"
 
+#include <set>
+
 #include "support/diagnostics.h"
 
 namespace kiln::tir {
@@ -226,6 +228,27 @@ bool uses_var(const Expr& e, const Expr& var) {
   f.v = var.get();
   f.visit_expr(e);
   return f.found;
+}
+
+namespace {
+struct SymbolFinder : IRVisitor {
+  std::set<int> found;
+  using IRVisitor::visit;
+  void visit(const Var* op) override {
+    if (op->symbol >= 0) found.insert(op->symbol);
+  }
+};
+}  // namespace
+
+std::vector<int> symbols_used(const Stmt& s) {
+  SymbolFinder f;
+  f.visit_stmt(s);
+  return std::vector<int>(f.found.begin(), f.found.end());
+}
+std::vector<int> symbols_used(const Expr& e) {
+  SymbolFinder f;
+  f.visit_expr(e);
+  return std::vector<int>(f.found.begin(), f.found.end());
 }
 
 Expr substitute(const Expr& e, const std::vector<std::pair<Expr, Expr>>& vars) { return Substituter(vars).mutate(e); }

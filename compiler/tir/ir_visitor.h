@@ -46,6 +46,11 @@ class IRMutator {
 // Whether `e` refers to variable `var` (by identity).
 bool uses_var(const Expr& e, const Expr& var);
 
+// The indices of the shape symbols (Vars with symbol >= 0) that `s` or `e`
+// uses, ascending, each once.
+std::vector<int> symbols_used(const Stmt& s);
+std::vector<int> symbols_used(const Expr& e);
+
 // Replaces each Var in `vars` (by identity) with the matching expression.
 Expr substitute(const Expr& e, const std::vector<std::pair<Expr, Expr>>& vars);
 Stmt substitute(const Stmt& s, const std::vector<std::pair<Expr, Expr>>& vars);

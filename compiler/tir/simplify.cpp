@@ -35,6 +35,7 @@ class Simplifier : public IRMutator {
     if (!e.type().is_int()) return unbounded();
     if (auto c = as_const_int(e)) return {*c, *c};
     if (auto v = e.as<Var>()) {
+      if (v->symbol >= 0) return {v->lo, v->hi};
       auto it = var_bounds_.find(v);
       return it == var_bounds_.end() ? unbounded() : it->second;
     }
@@ -57,17 +58,23 @@ class Simplifier : public IRMutator {
       return r;
     }
     if (auto op = e.as<Mul>()) {
-      auto c = as_const_int(op->b);
-      Interval a = bounds(op->a);
-      if (!c || a.min == kNegInf || a.max == kPosInf) return unbounded();
-      int64_t x, y;
-      if (__builtin_mul_overflow(a.min, *c, &x) || __builtin_mul_overflow(a.max, *c, &y)) return unbounded();
-      return {std::min(x, y), std::max(x, y)};
+      Interval a = bounds(op->a), b = bounds(op->b);
+      if (a.min == kNegInf || a.max == kPosInf || b.min == kNegInf || b.max == kPosInf) return unbounded();
+      int64_t p[4];
+      if (__builtin_mul_overflow(a.min, b.min, &p[0]) || __builtin_mul_overflow(a.min, b.max, &p[1]) ||
+          __builtin_mul_overflow(a.max, b.min, &p[2]) || __builtin_mul_overflow(a.max, b.max, &p[3]))
+        return unbounded();
+      return {std::min(std::min(p[0], p[1]), std::min(p[2], p[3])), std::max(std::max(p[0], p[1]), std::max(p[2], p[3]))};
     }
     if (auto op = e.as<Div>()) {
       auto c = as_const_int(op->b);
       Interval a = bounds(op->a);
-      if (!c || *c <= 0) return unbounded();
+      if (!c) {  // a divisor known to be positive (a shape): the quotient of a non-negative range
+        Interval d = bounds(op->b);
+        if (d.min <= 0 || a.min < 0 || a.max == kPosInf) return unbounded();
+        return {d.max == kPosInf ? 0 : a.min / d.max, a.max / d.min};
+      }
+      if (*c <= 0) return unbounded();
       return {a.min == kNegInf ? kNegInf : floor_div(a.min, *c), a.max == kPosInf ? kPosInf : floor_div(a.max, *c)};
     }
     if (auto op = e.as<Mod>()) {
@@ -348,6 +355,10 @@ class Simplifier : public IRMutator {
     Interval range = unbounded();
     int64_t last;
     if (cmin && cext && add_ok(*cmin, *cext - 1, &last)) range = {*cmin, last};
+    // A run-time extent (shape symbols): the variable stays below its largest value.
+    Interval iext = bounds(ext);
+    if (cmin && !cext && iext.max != kPosInf && add_ok(*cmin, iext.max - 1, &last)) range = {*cmin, last};
+    if (!cext && iext.max != kPosInf && iext.max <= 0) return Block::make({});
     var_bounds_[op->var.get()] = range;
     Stmt b = mutate(op->body);
     var_bounds_.erase(op->var.get());
@@ -370,5 +381,12 @@ class Simplifier : public IRMutator {
 
 Stmt simplify(const Stmt& s) { return Simplifier().mutate(s); }
 Expr simplify(const Expr& e) { return Simplifier().mutate(e); }
+
+Interval bounds_of(const Expr& e) {
+  struct Bounds : Simplifier {
+    Interval of(const Expr& x) { return bounds(x); }
+  } b;
+  return b.of(simplify(e));
+}
 
 }  // namespace kiln::tir

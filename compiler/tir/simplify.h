@@ -20,4 +20,8 @@ struct Interval {
   int64_t max;  // largest possible value
 };
 
+// The range of an integer expression over every value of the shape symbols
+// it uses (each within its [lo, hi]); other variables are unbounded.
+Interval bounds_of(const Expr& e);
+
 }  // namespace kiln::tir

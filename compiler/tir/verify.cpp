@@ -1,10 +1,12 @@
 #include "tir/verify.h"
 
+#include <limits>
 #include <set>
 
 #include "support/diagnostics.h"
 #include "tir/ir_printer.h"
 #include "tir/ir_visitor.h"
+#include "tir/simplify.h"
 
 namespace kiln::tir {
 namespace {
@@ -42,7 +44,9 @@ class Verifier : public IRVisitor {
   }
 
   void visit(const Var* op) override {
-    internal_assert(vars_.count(op)) << "kernel " << kernel_ << ": Var " << op->name << " used outside its scope";
+    // Shape symbols are the kernel's parameters, in scope everywhere.
+    internal_assert(op->symbol >= 0 || vars_.count(op)) << "kernel " << kernel_ << ": Var " << op->name
+                                                        << " used outside its scope";
   }
   void visit(const Load* op) override {
     check_buffer(op->buffer, op->index);
@@ -72,10 +76,14 @@ class Verifier : public IRVisitor {
       internal_assert(!bound_axes_.count(op->kind)) << "kernel " << kernel_ << ": " << for_kind_name(op->kind) << " bound twice";
       auto ext = as_const_int(op->extent);
       auto mn = as_const_int(op->min);
-      internal_assert(ext && *ext >= 1 && mn && *mn == 0)
-          << "kernel " << kernel_ << ": workgroup loop needs min 0 and a constant extent";
+      // A constant count, or one computed from shape symbols at run time (at most its bound).
+      Interval range = bounds_of(op->extent);
+      bool symbolic = !ext && range.min >= 0 && range.max != std::numeric_limits<int64_t>::max();
+      internal_assert(((ext && *ext >= 1) || symbolic) && mn && *mn == 0)
+          << "kernel " << kernel_ << ": workgroup loop needs min 0 and a constant or symbolic extent";
       // A size, not a bug: the kernel ABI counts workgroups in 32 bits.
-      user_assert(*ext <= 0xffffffffLL) << "kernel " << kernel_ << " would need " << *ext
+      int64_t most = ext ? *ext : range.max;
+      user_assert(most <= 0xffffffffLL) << "kernel " << kernel_ << " would need " << most
                                         << " workgroups along one axis (at most 2^32 - 1): its tensors are too large";
       bound_axes_.insert(op->kind);
     } else {

@@ -43,11 +43,13 @@ bool read_shapes(PyObject* dict, kiln::ImportOptions* import) {
   return each_entry(dict, [&](const std::string& name, PyObject* value) {
     Ref dims(PySequence_Fast(value, "input_shapes: each shape must be a sequence of ints"));
     if (!dims) return false;
-    std::vector<int64_t>& shape = import->input_shapes[name];
+    std::vector<kiln::DimSpec>& shape = import->input_shapes[name];
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(dims.get()); i++) {
       long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(dims.get(), i));
       if (d == -1 && PyErr_Occurred()) return false;
-      shape.push_back(d);
+      kiln::DimSpec spec;
+      spec.lo = spec.hi = d;
+      shape.push_back(spec);
     }
     return true;
   });

@@ -143,6 +143,9 @@ def kilnc_cases():
              files=['m.kiln', 'm.kernels.o', 'm.kernels.h'], bad='x', bad_rc=1),
         Case('kilnc', '--max-arena', '1M', base(), files=kiln_file, bad='1K', bad_rc=1),
         Case('kilnc', '--input-shape', 'input=1,3,64,64', base(), files=kiln_file, bad='input=0', bad_rc=1),
+        # A named dimension bounded: the bundle takes 1 to 4 rows (kiln inspect shows the range).
+        Case('kilnc', '--dim', 'n=1..4', lambda ctx: [ctx['named_onnx'], '-o', '{out}/m.kiln'], files=kiln_file,
+             bad='n=4..1', bad_rc=1),
         Case('kilnc', '--freeze-input', 'input={tensor}', base(), files=kiln_file, bad='input=/nonexistent',
              bad_rc=1),
         Case('kilnc', '--sign-key', '{key}', base(), lambda ctx, proc, out: check(
@@ -251,9 +254,23 @@ def check_options(args):
     printed = run([args.kilnc, '--print-public-key', key], expect_rc=0).stdout
     pubkey = re.search(r'hex: ([0-9a-f]{64})', printed).group(1)
     signed_bundle = compile_model(args, demo_onnx(args), 'demo_signed', ['--sign-key', key])
+    # A model with a named dimension (kilnc --dim): y = softmax(relu(x W + b)), x [n, 16].
+    from onnx import helper, TensorProto
+    rng = np.random.default_rng(0)
+    named = helper.make_model(helper.make_graph(
+        [helper.make_node('MatMul', ['x', 'W'], ['m']), helper.make_node('Add', ['m', 'B'], ['a']),
+         helper.make_node('Relu', ['a'], ['r']), helper.make_node('Softmax', ['r'], ['y'], axis=-1)], 'named',
+        [helper.make_tensor_value_info('x', TensorProto.FLOAT, ['n', 16])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['n', 8])],
+        [numpy_helper.from_array(rng.standard_normal((16, 8)).astype(np.float32), 'W'),
+         numpy_helper.from_array(rng.standard_normal((8,)).astype(np.float32), 'B')]),
+        opset_imports=[helper.make_opsetid('', 13)])
+    named_onnx = os.path.join(args.workdir, 'named_dim.onnx')
+    with open(named_onnx, 'wb') as f:
+        f.write(named.SerializeToString())
     ctx = {'bundle': bundle, 'vulkan_bundle': vulkan_bundle, 'input': demo_input(args), 'trace': trace,
            'tensor': tensor, 'onnx': demo_onnx(args), 'index': 0, 'key': key, 'pubkey': pubkey,
-           'signed_bundle': signed_bundle}
+           'signed_bundle': signed_bundle, 'named_onnx': named_onnx}
 
     cases = kiln_cases() + kilnc_cases()
     for tool in ('kilnc',) + KILN_COMMANDS:

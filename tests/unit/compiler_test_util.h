@@ -32,7 +32,7 @@ struct Library {
   explicit Library(std::vector<KernelDef> kernels, const TargetSpec& target = TargetSpec::host()) {
     for (auto& k : kernels) {
       k.body = tir::simplify(k.body);
-      k.workgroup_count = workgroup_count_of(k.body);
+      set_launch_parameters(k);
       grids.push_back(k.workgroup_count);
     }
     so = link_shared_object(compile_kernels(kernels, target), target);

@@ -231,13 +231,19 @@ int ReadInputs(const kiln::Model& model, const CommandArgs& args, std::vector<Np
     std::string error;
     NpyArray array;
     if (!ReadNpy(input.second, &array, &error)) return Fail("--input %s: %s", info.name, error.c_str());
-    bool same_shape = array.shape.size() == info.rank &&
-                      std::equal(array.shape.begin(), array.shape.end(), info.shape);
+    // A run-time dimension takes any size in its range (the session is told
+    // the shape before the data: SetInputs).
+    bool same_shape = array.shape.size() == info.rank;
+    for (uint32_t d = 0; same_shape && d < info.rank; ++d) {
+      int64_t least = info.dynamic && info.min_shape ? info.min_shape[d] : info.shape[d];
+      same_shape = array.shape[d] >= least && array.shape[d] <= info.shape[d];
+    }
     if (array.dtype != info.dtype || !same_shape) {
       kiln_tensor_info_t got = info;
       got.dtype = array.dtype;
       got.rank = (uint32_t)array.shape.size();
       got.shape = array.shape.data();
+      got.dynamic = 0;
       return Fail("--input %s: '%s' is %s but the model expects %s", info.name,
                   input.second.c_str(), DescribeTensor(got).c_str(), DescribeTensor(info).c_str());
     }
@@ -248,28 +254,31 @@ int ReadInputs(const kiln::Model& model, const CommandArgs& args, std::vector<Np
 }
 
 int PrepareInputs(const kiln::Model& model, const CommandArgs& args,
-                  std::vector<std::vector<uint8_t>>* inputs, std::vector<bool>* given) {
+                  std::vector<NpyArray>* inputs, std::vector<bool>* given) {
   std::vector<NpyArray> arrays;
   int result = ReadInputs(model, args, &arrays, given);
   if (result != kExitOk) return result;
   Random random;
-  inputs->assign(model.input_count(), std::vector<uint8_t>());
+  inputs->assign(model.input_count(), NpyArray());
   for (size_t i = 0; i < inputs->size(); ++i) {
     kiln_tensor_info_t info;
     model.get_input_info(i, &info);
     if ((*given)[i]) {
-      (*inputs)[i] = std::move(arrays[i].data);
-    } else {
-      (*inputs)[i].resize(info.byte_size);
-      Fill(info.dtype, &(*inputs)[i], &random);
+      (*inputs)[i] = std::move(arrays[i]);
+    } else {  // the largest shape of a run-time dimension
+      (*inputs)[i].dtype = info.dtype;
+      (*inputs)[i].shape.assign(info.shape, info.shape + info.rank);
+      (*inputs)[i].data.resize(info.byte_size);
+      Fill(info.dtype, &(*inputs)[i].data, &random);
     }
   }
   return kExitOk;
 }
 
-kiln::Status SetInputs(kiln::Session* session, const std::vector<std::vector<uint8_t>>& inputs) {
+kiln::Status SetInputs(kiln::Session* session, const std::vector<NpyArray>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
-    kiln::Status status = session->set_input(i, inputs[i].data(), inputs[i].size());
+    kiln::Status status = session->set_input_shape(i, inputs[i].shape.data(), (uint32_t)inputs[i].shape.size());
+    if (status.ok()) status = session->set_input(i, inputs[i].data.data(), inputs[i].data.size());
     if (!status.ok()) return status;
   }
   return kiln::Status();

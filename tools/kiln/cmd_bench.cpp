@@ -42,7 +42,7 @@ void PrintStartupStages(const kiln_session_load_stats_t& s) {
 // start-up as an application sees it.
 kiln::Status LoadAndRunOnce(const char* path, const kiln_model_load_options_t& load_options,
                             const kiln_session_options_t& options,
-                            const std::vector<std::vector<uint8_t>>& inputs, kiln::Model* model,
+                            const std::vector<NpyArray>& inputs, kiln::Model* model,
                             kiln::Session* session) {
   kiln::Status status = kiln::Model::LoadFile(path, load_options, model);
   if (!status.ok()) return status;
@@ -126,7 +126,7 @@ int CmdBench(int argc, char** argv) {
   kiln::Model model;
   result = OpenModel(args, &model);
   if (result != kExitOk) return result;
-  std::vector<std::vector<uint8_t>> inputs;
+  std::vector<NpyArray> inputs;
   std::vector<bool> given;
   result = PrepareInputs(model, args, &inputs, &given);
   if (result != kExitOk) return result;

@@ -139,10 +139,8 @@ int CmdRun(int argc, char** argv) {
   std::vector<double> times;
   for (uint64_t it = 0; it < args.iterations; ++it) {
     // Inputs are copied in every time: the memory plan may reuse their space.
-    for (size_t i = 0; i < input_count; ++i) {
-      status = session.set_input(i, arrays[i].data.data(), arrays[i].data.size());
-      if (!status.ok()) return FailStatus(status);
-    }
+    status = SetInputs(&session, arrays);
+    if (!status.ok()) return FailStatus(status);
     double start = NowMs();
     status = session.run();
     if (!status.ok()) return FailStatus(status);
@@ -154,7 +152,9 @@ int CmdRun(int argc, char** argv) {
   }
   for (size_t i = 0; i < model.output_count(); ++i) {
     kiln_tensor_info_t info;
-    model.get_output_info(i, &info);
+    status = session.get_output_info(i, &info);  // this run's shape (run-time dimensions)
+    if (!status.ok()) return FailStatus(status);
+    info.dynamic = 0;
     const void* data = nullptr;
     status = session.get_output_view(i, &data);
     if (!status.ok()) return FailStatus(status);

@@ -133,10 +133,10 @@ int ReadInputs(const kiln::Model& model, const CommandArgs& args, std::vector<Np
 // Every input's bytes: from its --input file, or pseudo-random (a fixed
 // seed: floats in [-1, 1), integers in [0, 10)). `given` as ReadInputs'.
 int PrepareInputs(const kiln::Model& model, const CommandArgs& args,
-                  std::vector<std::vector<uint8_t>>* inputs, std::vector<bool>* given);
+                  std::vector<NpyArray>* inputs, std::vector<bool>* given);
 // Copies `inputs` into the session (before every run: the memory plan may
 // reuse their space).
-kiln::Status SetInputs(kiln::Session* session, const std::vector<std::vector<uint8_t>>& inputs);
+kiln::Status SetInputs(kiln::Session* session, const std::vector<NpyArray>& inputs);
 
 int CmdRun(int argc, char** argv);
 int CmdInspect(int argc, char** argv);

@@ -162,6 +162,8 @@ std::string ShapeText(const kiln_tensor_info_t& t) {
   std::string s = "[";
   for (uint32_t d = 0; d < t.rank; ++d) {
     if (d) s += ",";
+    // A run-time dimension (a bundle compiled with a range) shows its range.
+    if (t.dynamic && t.min_shape && t.min_shape[d] != t.shape[d]) s += std::to_string(t.min_shape[d]) + "..";
     s += std::to_string(t.shape[d]);
   }
   return s + "]";

@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "common.h"
+#include "contents.h"
 
 namespace kiln_tool {
 
@@ -91,16 +92,7 @@ bool ParseCount(const char* text, uint64_t max, uint64_t* out) {
   return true;
 }
 
-std::string DescribeTensor(const kiln_tensor_info_t& info) {
-  std::string text = kiln_dtype_name(info.dtype);
-  text += '[';
-  for (uint32_t d = 0; d < info.rank; ++d) {
-    if (d) text += ',';
-    text += std::to_string(info.shape[d]);
-  }
-  text += ']';
-  return text;
-}
+std::string DescribeTensor(const kiln_tensor_info_t& info) { return kiln_dtype_name(info.dtype) + ShapeText(info); }
 
 uint64_t NowNs() {
   struct timespec ts;

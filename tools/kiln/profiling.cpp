@@ -105,7 +105,7 @@ std::string DispatchArgs(const ModelContents& c, size_t d, uint32_t threads) {
 
 }  // namespace
 
-kiln::Status TimeRuns(kiln::Session* session, const std::vector<std::vector<uint8_t>>& inputs,
+kiln::Status TimeRuns(kiln::Session* session, const std::vector<NpyArray>& inputs,
                       uint64_t iterations, bool profiled, std::vector<RunTiming>* out) {
   size_t dispatches = profiled ? session->dispatch_count() : 0;
   out->clear();
@@ -134,7 +134,7 @@ int Measure(const CommandArgs& args, kiln::Model* model, Measurement* out) {
   out->load_start_ns = NowNs();
   int result = OpenModel(args, model);
   if (result != kExitOk) return result;
-  std::vector<std::vector<uint8_t>> inputs;
+  std::vector<NpyArray> inputs;
   std::vector<bool> given;
   result = PrepareInputs(*model, args, &inputs, &given);
   if (result != kExitOk) return result;

@@ -28,7 +28,7 @@ struct RunTiming {
 // Runs `session` `iterations` times, copying `inputs` in before each run
 // (not timed); reads the dispatch times after each run when `profiled`
 // (profiling must be enabled on the session).
-kiln::Status TimeRuns(kiln::Session* session, const std::vector<std::vector<uint8_t>>& inputs,
+kiln::Status TimeRuns(kiln::Session* session, const std::vector<NpyArray>& inputs,
                       uint64_t iterations, bool profiled, std::vector<RunTiming>* out);
 
 // What `kiln profile` measures: the start-up, with the times the tool saw

@@ -54,7 +54,7 @@ extern "C" {
 
 // The library version this header belongs to (the single source of truth:
 // runtime/meson.build reads it from here).
-#define KILN_VERSION_STRING "0.4.0"
+#define KILN_VERSION_STRING "0.5.0"
 // The ABI number. It changes when a program built against an older kiln.h
 // could misbehave with this library without being recompiled: a function
 // removed, renamed or given another signature or meaning, a struct field
@@ -161,6 +161,12 @@ typedef struct kiln_tensor_info_t {
   kiln_storage_t storage;  // arena or constant
   uint64_t offset;         // byte offset in the arena or in the data segment (see `storage`)
   const void* data;        // constants: their bytes (read-only, the model's); NULL for arena tensors
+  // -- since 0.5: run-time dimensions (docs/dynamic-shapes.md) --
+  // Nonzero when some dimension is known only at run time (the bundle was
+  // compiled with a range, kilnc --input-shape NAME=..,LO..HI): `shape` then
+  // holds each dimension's largest size, `byte_size` the largest byte size.
+  uint32_t dynamic;
+  const int64_t* min_shape;  // `rank` least sizes (equal to `shape` where static), owned by the model
 } kiln_tensor_info_t;
 
 #define KILN_TENSOR_INFO_MIN_SIZE KILN_STRUCT_SIZE_THROUGH(kiln_tensor_info_t, byte_size)
@@ -567,16 +573,43 @@ KILN_API kiln_status_t kiln_session_create(const kiln_model_t* model,
                                            kiln_session_t** out_session);
 KILN_API void kiln_session_free(kiln_session_t* session);
 
-// Copies `byte_size` bytes (must equal the input's byte_size) into the input.
+// Copies `byte_size` bytes (must equal the input's byte_size at its current
+// shape, see kiln_session_set_input_shape) into the input.
 KILN_API kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index,
                                               const void* data, size_t byte_size);
+
+// Run-time dimensions (bundles compiled with dimension ranges, kilnc
+// --input-shape NAME=1,3,32..1280,32..1280; docs/dynamic-shapes.md). One
+// bundle serves every shape in its ranges; an input starts at its largest
+// shape (kiln_tensor_info_t.shape). Sets input `index`'s shape for the next
+// runs: `rank` dimensions, each within [min_shape, shape] of the input's
+// info (a static dimension accepts only its size; anything else is
+// KILN_INVALID_ARGUMENT naming the input, the dimension and the range).
+// Set the shape before the data (kiln_session_set_input's byte_size is the
+// new shape's). Inputs sharing a dimension (one model dimension name) must
+// agree, and the model's own conditions on its dimensions must hold: that
+// is checked when the shapes are next used (the next run, or a
+// kiln_session_get_*_info), which then fails with KILN_INVALID_ARGUMENT.
+// Works on bundles without ranges too, accepting only their shapes.
+KILN_API kiln_status_t kiln_session_set_input_shape(kiln_session_t* session, size_t index,
+                                                    const int64_t* shape, uint32_t rank);
+// Input or output `index` at the session's current shapes: as
+// kiln_model_get_input_info / _output_info, with `shape` and `byte_size`
+// those of the next run (for an output, of its last run too). The shape
+// pointer is the session's, valid until the next kiln_session_set_input_shape
+// or kiln_session_free.
+KILN_API kiln_status_t kiln_session_get_input_info(kiln_session_t* session, size_t index,
+                                                   kiln_tensor_info_t* out_info);
+KILN_API kiln_status_t kiln_session_get_output_info(kiln_session_t* session, size_t index,
+                                                    kiln_tensor_info_t* out_info);
 // Runs the dispatch list once: dispatches in order, each one's workgroups
 // spread over the session's threads, with a barrier after each dispatch. A
 // kernel failing stops the run with KILN_INTERNAL naming the dispatch, the
 // kernel and the workgroup (with several threads: the first failure seen).
 KILN_API kiln_status_t kiln_session_run(kiln_session_t* session);
 
-// Copies the output into `data` (`byte_size` must equal its byte_size).
+// Copies the output into `data` (`byte_size` must equal its byte_size at
+// the session's current shapes: kiln_session_get_output_info).
 KILN_API kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index,
                                                void* data, size_t byte_size);
 // Zero-copy view of an output, valid until the next run or free (Vulkan:

@@ -159,6 +159,17 @@ class Session : public Owner<kiln_session_t*, kiln_session_free> {
   Status set_input(size_t index, const void* data, size_t byte_size) {
     return Status(kiln_session_set_input(get(), index, data, byte_size));
   }
+  Status set_input_shape(size_t index, const int64_t* shape, uint32_t rank) {
+    return Status(kiln_session_set_input_shape(get(), index, shape, rank));
+  }
+  Status get_input_info(size_t index, kiln_tensor_info_t* out_info) {
+    kiln_tensor_info_init(out_info);
+    return Status(kiln_session_get_input_info(get(), index, out_info));
+  }
+  Status get_output_info(size_t index, kiln_tensor_info_t* out_info) {
+    kiln_tensor_info_init(out_info);
+    return Status(kiln_session_get_output_info(get(), index, out_info));
+  }
   Status run() { return Status(kiln_session_run(get())); }
   Status get_output(size_t index, void* data, size_t byte_size) {
     return Status(kiln_session_get_output(get(), index, data, byte_size));

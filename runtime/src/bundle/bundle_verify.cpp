@@ -1,7 +1,8 @@
 // Bundle verification; see bundle_verify.h. Checks run in file order:
 // prefix, identifier, FlatBuffers structure, version, data segment, memory
-// plan, tensors, inputs/outputs, nodes, libraries, kernels, dispatches, and
-// the SpirV parts of Vulkan bundles (bundle_verify_spirv.cpp).
+// plan, tensors, inputs/outputs, nodes, libraries, kernels, dispatches, the
+// run-time dimensions (bundle_verify_shapes.cpp), and the SpirV parts of
+// Vulkan bundles (bundle_verify_spirv.cpp).
 #include "bundle/bundle_verify.h"
 
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "base/checked_math.h"
 #include "base/dtype.h"
 #include "base/hash.h"
+#include "bundle/bundle_verify_shapes.h"
 #include "bundle/bundle_verify_spirv.h"
 #include "kiln/kiln.h"
 #include "kiln_bundle_version.h"
@@ -473,6 +475,7 @@ kiln_status_t kiln_bundle_verify(const uint8_t* data, size_t size,
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_nodes(bundle));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_libraries(bundle, &view));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_dispatches(bundle));
+  KILN_RETURN_IF_ERROR(kiln_bundle_verify_shapes(bundle, &view));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_spirv(bundle, &view));
   *out_view = view;
   return NULL;

@@ -36,6 +36,7 @@ typedef struct kiln_bundle_view_t {
   size_t data_segment_size;         // bytes in the data segment
   uint64_t arena_bytes;             // memory.arena_bytes (0 if no memory plan)
   int spirv;                        // nonzero: a kernel library is SpirV (Vulkan; ELF ones run on the host)
+  int dynamic;                      // nonzero: shape symbols (run-time dimensions, bundle_verify_shapes.h)
 } kiln_bundle_view_t;
 
 // Whether the kernels of a library of `format` run on the CPU: an ELF

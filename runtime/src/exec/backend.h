@@ -53,6 +53,12 @@ typedef struct kiln_backend_t {
   // to `capacity` bytes are copied (too small: KILN_INVALID_ARGUMENT).
   kiln_status_t (*get_pipeline_cache)(kiln_backend_state_t* state, void* data, size_t capacity,
                                       size_t* out_size);
+  // Optional (NULL: the backend runs static shapes only, and sessions of
+  // bundles with run-time dimensions are KILN_UNSUPPORTED on it): new values
+  // of the shape symbols and of every shape expression (exec/session_shapes.h),
+  // before the next run: workgroup counts and the kernels' push constants.
+  // Must not allocate.
+  kiln_status_t (*update_shapes)(kiln_backend_state_t* state, const int64_t* symbols, const int64_t* values);
 } kiln_backend_t;
 
 // The backends; session.cpp picks one per model.

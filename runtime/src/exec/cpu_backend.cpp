@@ -33,6 +33,7 @@ typedef struct kiln_cpu_session_t {
   kiln_bound_dispatch_t* dispatches;    // in execution order
   uint32_t dispatch_count;              // entries in `dispatches`
   void** bindings;                      // storage for all dispatches' binding pointers
+  uint32_t* push_values;                // storage for all dispatches' push constants (shape symbols' values)
   uint32_t thread_count;                // threads running each dispatch (1: flat loop, no pool)
   kiln_thread_pool_t* pool;             // workers 1..thread_count-1; NULL when thread_count == 1
   int profiling;                        // nonzero: runs time every dispatch
@@ -63,21 +64,61 @@ static const kiln_cpu_session_t* kiln_cpu_session(const kiln_backend_state_t* st
 static kiln_status_t kiln_cpu_session_bind(kiln_cpu_session_t* session) {
   const fb::Bundle* bundle = session->model->view.bundle;
   uint32_t count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
-  size_t total_bindings = 0;  // bounded by the bundle size, so no overflow
+  size_t total_bindings = 0, total_push = 0;  // bounded by the bundle size, so no overflow
   for (uint32_t i = 0; i < count; ++i) {
     const fb::Dispatch* dispatch = bundle->dispatches()->Get(i);
     total_bindings += dispatch->bindings() ? dispatch->bindings()->size() : 0;
+    total_push += dispatch->push_constant_symbols() ? dispatch->push_constant_symbols()->size() : 0;
   }
   KILN_RETURN_IF_ERROR(kiln_calloc_array(count, &session->dispatches));
   KILN_RETURN_IF_ERROR(kiln_calloc_array(total_bindings, &session->bindings));
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(total_push, &session->push_values));
   session->dispatch_count = count;
   void** cursor = session->bindings;
+  uint32_t* push = session->push_values;
   for (uint32_t i = 0; i < count; ++i) {
     const fb::Dispatch* dispatch = bundle->dispatches()->Get(i);
     kiln_bound_dispatch_t* bound = &session->dispatches[i];
     bound->kernel_index = dispatch->kernel();
     bound->kernel = session->model->kernels[dispatch->kernel()];
     cursor += kiln_model_bind_dispatch(session->model, i, session->arena, cursor, &bound->state);
+    if (const auto* symbols = dispatch->push_constant_symbols()) {  // filled by update_shapes
+      bound->state.push_constant_count = symbols->size();
+      bound->state.push_constants = push;
+      push += symbols->size();
+    }
+  }
+  return NULL;
+}
+
+// New shape values (exec/backend.h): each dispatch's run-time workgroup
+// counts, at most the bundle's (the largest, what the thread split and the
+// load limits were checked against), and its symbols as push constants.
+static kiln_status_t kiln_cpu_session_update_shapes(kiln_backend_state_t* state, const int64_t* symbols,
+                                                    const int64_t* values) {
+  kiln_cpu_session_t* session = kiln_cpu_session(state);
+  const fb::Bundle* bundle = session->model->view.bundle;
+  for (uint32_t i = 0; i < session->dispatch_count; ++i) {
+    const fb::Dispatch* dispatch = bundle->dispatches()->Get(i);
+    kiln_bound_dispatch_t* bound = &session->dispatches[i];
+    if (const auto* exprs = dispatch->workgroup_count_exprs()) {
+      for (uint32_t a = 0; a < 3; ++a) {
+        int32_t e = exprs->Get(a);
+        uint32_t most = dispatch->workgroup_count()->Get(a);
+        int64_t n = e >= 0 ? values[e] : (int64_t)most;
+        if (n < 0 || n > (int64_t)most) {
+          return kiln_make_status(KILN_INVALID_BUNDLE,
+                                  "shapes: dispatch %u would run %lld workgroups along axis %u, more than its "
+                                  "largest count %u",
+                                  i, (long long)n, a, most);
+        }
+        bound->state.workgroup_count[a] = (uint32_t)n;
+      }
+    }
+    if (const auto* syms = dispatch->push_constant_symbols()) {
+      uint32_t* push = (uint32_t*)bound->state.push_constants;  // this session's storage (bind above)
+      for (uint32_t k = 0; k < syms->size(); ++k) push[k] = (uint32_t)symbols[syms->Get(k)];  // <= 2^31, verified
+    }
   }
   return NULL;
 }
@@ -102,6 +143,7 @@ static void kiln_cpu_session_free(kiln_backend_state_t* state) {
   free(session->dispatch_nanoseconds);
   free(session->dispatches);
   free(session->bindings);
+  free(session->push_values);
   free(session);
 }
 
@@ -290,4 +332,5 @@ const kiln_backend_t kiln_cpu_backend = {
     kiln_cpu_session_dispatch_profile,
     kiln_cpu_session_device_name,
     NULL,  // get_pipeline_cache: none on the CPU
+    kiln_cpu_session_update_shapes,
 };

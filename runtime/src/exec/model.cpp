@@ -61,20 +61,26 @@ static int kiln_model_has_cpu_library(const fb::Bundle* bundle) {
 
 // The bundle's dimension lists, copied once: FlatBuffers vectors are only
 // 4-byte aligned, so int64_t shapes cannot be handed out in place.
+// Tensors with run-time dimensions also get their least sizes (min_shape).
 static kiln_status_t kiln_model_copy_shapes(kiln_model_t* model) {
   const fb::Bundle* bundle = model->view.bundle;
   size_t dims = 0;  // bounded by the buffer size, so no overflow
   for (uint32_t i = 0; i < model->tensor_count; ++i) {
     const fb::Tensor* tensor = bundle->tensors()->Get(i);
     dims += tensor->shape() ? tensor->shape()->size() : 0;
+    dims += tensor->min_shape() ? tensor->min_shape()->size() : 0;
   }
   KILN_RETURN_IF_ERROR(kiln_calloc_array(dims, &model->shapes));
   KILN_RETURN_IF_ERROR(kiln_calloc_array(model->tensor_count, &model->tensor_shapes));
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(model->tensor_count, &model->tensor_min_shapes));
   int64_t* cursor = model->shapes;
   for (uint32_t i = 0; i < model->tensor_count; ++i) {
     const flatbuffers::Vector<int64_t>* shape = bundle->tensors()->Get(i)->shape();
     model->tensor_shapes[i] = cursor;
     for (uint32_t d = 0; shape && d < shape->size(); ++d) *cursor++ = kiln_bundle_dim(shape, d);
+    const flatbuffers::Vector<int64_t>* least = bundle->tensors()->Get(i)->min_shape();
+    model->tensor_min_shapes[i] = least ? cursor : model->tensor_shapes[i];  // verified: the shape's length
+    for (uint32_t d = 0; least && d < least->size(); ++d) *cursor++ = kiln_bundle_dim(least, d);
   }
   return NULL;
 }
@@ -236,6 +242,7 @@ void kiln_model_free(kiln_model_t* model) {
   free(model->outputs);
   free(model->shapes);
   free(model->tensor_shapes);
+  free(model->tensor_min_shapes);
   kiln_bundle_memory_release(&model->memory);
   free(model);
 }

@@ -26,7 +26,8 @@ struct kiln_model_t {
   uint32_t tensor_count;                     // the bundle's tensors
   uint32_t dispatch_count;                   // the bundle's dispatches
   const int64_t** tensor_shapes;             // per tensor: its dimensions, inside `shapes`
-  int64_t* shapes;                           // aligned copies of every tensor's shape
+  const int64_t** tensor_min_shapes;         // per tensor: its least dimensions (run-time ones), inside `shapes`
+  int64_t* shapes;                           // aligned copies of every tensor's shape and min_shape
   kiln_tensor_info_t* inputs;                // model inputs, in bundle order (struct_size: the library's)
   size_t input_count;                        // entries in `inputs`
   kiln_tensor_info_t* outputs;               // model outputs, in bundle order

@@ -96,6 +96,8 @@ void kiln_model_describe_tensor(const kiln_model_t* model, uint32_t index,
   out_info->offset = tensor->offset();
   out_info->data = tensor->storage() == fb::Storage::Constant
                        ? model->view.data_segment + tensor->offset() : NULL;
+  out_info->dynamic = tensor->dynamic_dims() != NULL;
+  out_info->min_shape = model->tensor_min_shapes[index];
 }
 
 //===----------------------------------------------------------------------===//

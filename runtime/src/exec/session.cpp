@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/struct_size.h"
 #include "exec/backend.h"
+#include "exec/session_shapes.h"
 
 namespace fb = kiln::fb;
 
@@ -24,8 +25,19 @@ struct kiln_session_t {
   kiln_backend_state_t* state;          // the backend's session state
   uint32_t dispatch_count;              // dispatches a run executes (the bundle's)
   kiln_session_load_stats_t load_stats; // start-up timing (kiln_session_get_load_stats)
+  kiln_session_shapes_t shapes;         // current input and output shapes (run-time dimensions)
   uint32_t busy;                        // 1 while a call is inside (atomic; see the top of the file)
 };
+
+// Resolves changed input shapes and hands the new values to the backend
+// (exec/session_shapes.h); a no-op when nothing changed.
+static kiln_status_t kiln_session_update_shapes(kiln_session_t* session) {
+  if (!session->shapes.dirty) return NULL;
+  KILN_RETURN_IF_ERROR(kiln_session_shapes_resolve(&session->shapes));
+  kiln_status_t status = session->backend->update_shapes(session->state, session->shapes.symbols, session->shapes.values);
+  if (status) session->shapes.dirty = 1;  // resolve again next time
+  return status;
+}
 
 // Claims `session` for the calling thread's call, or refuses when another
 // call holds it. Every successful enter is paired with kiln_session_leave.
@@ -92,15 +104,23 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
     return kiln_make_status(KILN_INVALID_ARGUMENT, "session: thread_count %u exceeds %u",
                             options->thread_count, KILN_SESSION_MAX_THREADS);
   }
+  const kiln_backend_t* backend = model->view.spirv ? &kiln_vulkan_backend : &kiln_cpu_backend;
+  if (model->view.dynamic && !backend->update_shapes) {
+    return kiln_make_status(KILN_UNSUPPORTED,
+                            "session: the bundle has dimensions known only at run time, which the %s backend does "
+                            "not support yet",
+                            model->view.spirv ? "Vulkan" : "CPU");
+  }
   kiln_session_t* session = NULL;
   KILN_RETURN_IF_ERROR(kiln_calloc_array(1, &session));
   session->model = model;
-  session->backend = model->view.spirv ? &kiln_vulkan_backend : &kiln_cpu_backend;
+  session->backend = backend;
   session->dispatch_count = model->dispatch_count;
   session->load_stats = model->load_stats;
-  kiln_status_t status = session->backend->create(model, options, &session->load_stats,
-                                                  &session->state);
+  kiln_status_t status = kiln_session_shapes_create(model, &session->shapes);
+  if (!status) status = session->backend->create(model, options, &session->load_stats, &session->state);
   if (status) {
+    kiln_session_shapes_free(&session->shapes);
     free(session);
     return status;
   }
@@ -112,6 +132,7 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
 void kiln_session_free(kiln_session_t* session) {
   if (!session) return;
   session->backend->free(session->state);
+  kiln_session_shapes_free(&session->shapes);
   free(session);
 }
 
@@ -125,14 +146,52 @@ kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index, cons
                             model->input_count);
   }
   const kiln_tensor_info_t* input = &model->inputs[index];
-  if (byte_size != input->byte_size) {
+  if (byte_size != session->shapes.input_bytes[index]) {
     return kiln_make_status(KILN_INVALID_ARGUMENT,
                             "set_input: input '%.64s' takes %zu bytes, got %zu",
-                            input->name, input->byte_size, byte_size);
+                            input->name, session->shapes.input_bytes[index], byte_size);
   }
   if (byte_size && !data) return kiln_make_status(KILN_INVALID_ARGUMENT, "set_input: NULL data");
   KILN_RETURN_IF_ERROR(kiln_session_enter(session, "set_input"));
   return kiln_session_leave(session, session->backend->write_input(session->state, input, data, byte_size));
+}
+
+kiln_status_t kiln_session_set_input_shape(kiln_session_t* session, size_t index, const int64_t* shape,
+                                           uint32_t rank) {
+  if (!session || (rank && !shape)) return kiln_make_status(KILN_INVALID_ARGUMENT, "set_input_shape: NULL argument");
+  if (index >= session->model->input_count) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "set_input_shape: index %zu out of range (%zu inputs)", index,
+                            session->model->input_count);
+  }
+  KILN_RETURN_IF_ERROR(kiln_session_enter(session, "set_input_shape"));
+  return kiln_session_leave(session, kiln_session_shapes_set_input(&session->shapes, index, shape, rank));
+}
+
+// Input or output `index` (`output`: which) at the session's current shapes.
+static kiln_status_t kiln_session_get_io_info(kiln_session_t* session, size_t index, bool output,
+                                              kiln_tensor_info_t* out_info) {
+  const char* what = output ? "get_output_info" : "get_input_info";
+  if (!session || !out_info) return kiln_make_status(KILN_INVALID_ARGUMENT, "%s: NULL argument", what);
+  size_t count = output ? session->model->output_count : session->model->input_count;
+  if (index >= count) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "%s: index %zu out of range (%zu)", what, index, count);
+  }
+  KILN_RETURN_IF_ERROR(kiln_session_enter(session, what));
+  kiln_status_t status = output ? kiln_session_update_shapes(session) : NULL;
+  if (status) return kiln_session_leave(session, status);
+  kiln_tensor_info_t info = output ? session->model->outputs[index] : session->model->inputs[index];
+  info.shape = output ? session->shapes.output_shapes[index] : session->shapes.input_shapes[index];
+  info.byte_size = output ? session->shapes.output_bytes[index] : session->shapes.input_bytes[index];
+  return kiln_session_leave(session, kiln_struct_write(&info, sizeof(info), KILN_TENSOR_INFO_MIN_SIZE,
+                                                       "kiln_tensor_info_t", out_info));
+}
+
+kiln_status_t kiln_session_get_input_info(kiln_session_t* session, size_t index, kiln_tensor_info_t* out_info) {
+  return kiln_session_get_io_info(session, index, false, out_info);
+}
+
+kiln_status_t kiln_session_get_output_info(kiln_session_t* session, size_t index, kiln_tensor_info_t* out_info) {
+  return kiln_session_get_io_info(session, index, true, out_info);
 }
 
 kiln_status_t kiln_session_run(kiln_session_t* session) {
@@ -141,7 +200,9 @@ kiln_status_t kiln_session_run(kiln_session_t* session) {
   // The first successful run ends the start-up (kiln_session_get_load_stats).
   const bool first = session->load_stats.first_run_ns == 0;
   uint64_t start = first ? kiln_now_nanoseconds() : 0;
-  kiln_status_t status = session->backend->run(session->state);
+  kiln_status_t status = kiln_session_update_shapes(session);
+  if (status) return kiln_session_leave(session, kiln_status_annotate(status, "run"));
+  status = session->backend->run(session->state);
   if (first && !status) {
     uint64_t end = kiln_now_nanoseconds();
     session->load_stats.first_run_ns = end - start ? end - start : 1;
@@ -200,15 +261,20 @@ kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index, voi
     return kiln_make_status(KILN_INVALID_ARGUMENT, "output: index %zu out of range (%zu outputs)",
                             index, session->model->output_count);
   }
-  const kiln_tensor_info_t* output = &session->model->outputs[index];
-  if (byte_size != output->byte_size) {
-    return kiln_make_status(KILN_INVALID_ARGUMENT,
-                            "get_output: output '%.64s' has %zu bytes, buffer has %zu",
-                            output->name, output->byte_size, byte_size);
-  }
-  if (byte_size && !data) return kiln_make_status(KILN_INVALID_ARGUMENT, "get_output: NULL data");
   KILN_RETURN_IF_ERROR(kiln_session_enter(session, "get_output"));
-  return kiln_session_leave(session, session->backend->read_output(session->state, output, data));
+  kiln_status_t status = kiln_session_update_shapes(session);
+  if (status) return kiln_session_leave(session, status);
+  kiln_tensor_info_t output = session->model->outputs[index];
+  output.byte_size = session->shapes.output_bytes[index];  // the current shape's bytes
+  if (byte_size != output.byte_size) {
+    return kiln_session_leave(session, kiln_make_status(KILN_INVALID_ARGUMENT,
+                                                        "get_output: output '%.64s' has %zu bytes, buffer has %zu",
+                                                        output.name, output.byte_size, byte_size));
+  }
+  if (byte_size && !data) {
+    return kiln_session_leave(session, kiln_make_status(KILN_INVALID_ARGUMENT, "get_output: NULL data"));
+  }
+  return kiln_session_leave(session, session->backend->read_output(session->state, &output, data));
 }
 
 kiln_status_t kiln_session_get_output_view(kiln_session_t* session, size_t index,

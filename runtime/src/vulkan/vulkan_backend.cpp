@@ -591,4 +591,5 @@ const kiln_backend_t kiln_vulkan_backend = {
     kiln_vulkan_session_dispatch_profile,
     kiln_vulkan_session_device_name,
     kiln_vulkan_session_get_pipeline_cache,
+    NULL,  // update_shapes: run-time dimensions are CPU-only so far (docs/dynamic-shapes.md)
 };

@@ -1,0 +1,878 @@
+#include "import/infer_dims.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "support/diagnostics.h"
+#include "tir/inplace.h"
+#include "tir/ir_printer.h"
+#include "tir/simplify.h"
+
+namespace kiln {
+namespace {
+
+using graph::DimExprs;
+using graph::Node;
+using graph::Op;
+using graph::OpDims;
+using tir::Expr;
+
+constexpr size_t kMaxSymElements = 64;  // symbolic values are shapes: a handful of elements
+
+Expr simp(const Expr& e) { return tir::simplify(e); }
+
+std::optional<int64_t> const_of(const Expr& e) {
+  Expr s = simp(e);
+  if (auto c = tir::as_const_int(s)) return *c;
+  return std::nullopt;
+}
+
+bool provably_equal(const Expr& a, const Expr& b) {
+  Expr x = simp(a), y = simp(b);
+  if (tir::equal(x, y)) return true;
+  auto d = const_of(x - y);
+  return d && *d == 0;
+}
+
+Expr as_index(const Expr& cond) { return tir::select(cond, Expr(1), Expr(0)); }
+
+class DimInference {
+ public:
+  explicit DimInference(graph::Graph& g) : g_(g) {}
+
+  void run() {
+    for (size_t v = 0; v < g_.values.size(); v++) seed_sym((int)v);
+    for (size_t ni = 0; ni < g_.nodes.size(); ni++) infer_node((int)ni);
+    drop_shape_computations();
+  }
+
+ private:
+  graph::Graph& g_;
+  const Node* node_ = nullptr;
+  std::map<int, std::vector<Expr>> sym_;  // value -> elements, row-major (small integer tensors)
+
+  // ------------------------------------------------------------ helpers --
+
+  [[noreturn]] void fail(const std::string& why) {
+    user_error << node_->describe() << ": " << why
+               << "; kilnc cannot follow this model's run-time dimensions here: give the model's inputs static shapes "
+                  "(--input-shape NAME=D0,D1,... with no LO..HI range)";
+  }
+
+  const graph::Value& val(int v) const { return g_.values[(size_t)v]; }
+  bool has(size_t i) const { return i < node_->inputs.size() && node_->inputs[i] >= 0; }
+  int in(size_t i) {
+    if (!has(i)) fail("required input " + std::to_string(i) + " is missing");
+    return node_->inputs[i];
+  }
+  DimExprs dims(int v) const { return val(v).dim_exprs(); }
+  DimExprs in_dims(size_t i) { return dims(in(i)); }
+  size_t rank(size_t i) { return in_dims(i).size(); }
+
+  // A constant integer tensor or one whose elements are known symbolically.
+  void seed_sym(int v) {
+    const graph::Value& x = g_.values[(size_t)v];
+    if (!x.sym.empty()) {
+      sym_[v] = x.sym;
+      return;
+    }
+    bool integer = x.dtype == graph::DType::I64 || x.dtype == graph::DType::I32 || x.dtype == graph::DType::I16 ||
+                   x.dtype == graph::DType::I8 || x.dtype == graph::DType::U8 || x.dtype == graph::DType::Bool;
+    if (!x.is_constant() || !integer || x.shape.size() > 1 || x.elements() > (int64_t)kMaxSymElements) return;
+    std::vector<Expr> e;
+    for (int64_t k = 0; k < x.elements(); k++) e.push_back(Expr(x.const_int_at(k)));
+    sym_[v] = e;
+  }
+  const std::vector<Expr>* sym(size_t i) {
+    if (!has(i)) return nullptr;
+    auto it = sym_.find(node_->inputs[i]);
+    return it == sym_.end() ? nullptr : &it->second;
+  }
+  // Input i's elements, which must be known (a constant or a computed shape).
+  const std::vector<Expr>& need_sym(size_t i, const char* what) {
+    const std::vector<Expr>* s = sym(i);
+    if (!s) fail(std::string(what) + " (input " + std::to_string(i) + ") is computed from data, not from shapes");
+    return *s;
+  }
+  std::vector<int64_t> need_consts(size_t i, const char* what) {
+    std::vector<int64_t> out;
+    for (auto& e : need_sym(i, what)) {
+      auto c = const_of(e);
+      if (!c) fail(std::string(what) + " depends on run-time dimensions");
+      out.push_back(*c);
+    }
+    return out;
+  }
+  int64_t axis_attr(const char* name, int64_t dflt, int64_t r) {
+    int64_t a = node_->attr_int(name, dflt);
+    if (a < 0) a += r;
+    if (a < 0 || a >= std::max<int64_t>(r, 1)) fail(std::string("'") + name + "' is out of range");
+    return a;
+  }
+  int64_t norm_axis(int64_t a, int64_t r) {
+    if (a < 0) a += r;
+    if (a < 0 || a >= r) fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+    return a;
+  }
+  // The `axes` of reductions and (un)squeezes: an attribute before
+  // `input_opset`, then input `input` (absent: none).
+  std::optional<std::vector<int64_t>> axes(int64_t input_opset, size_t input) {
+    if (g_.opset >= input_opset) {
+      if (!has(input)) return std::nullopt;
+      return need_consts(input, "the axes");
+    }
+    if (!node_->has_attr("axes")) return std::nullopt;
+    return node_->attr_ints("axes", {});
+  }
+
+  // Records that `cond` must hold at run time (a user error when it never can).
+  void require(const Expr& cond, const std::string& what) {
+    Expr c = simp(cond);
+    if (auto k = tir::as_const_int(c)) {
+      if (!*k) fail(what);
+      return;
+    }
+    g_.constraints.push_back({c, node_->describe() + ": " + what});
+  }
+  void require_equal(const Expr& a, const Expr& b, const std::string& what) {
+    if (provably_equal(a, b)) return;
+    require(tir::EQ::make(simp(a), simp(b)), what + " (" + tir::to_string(simp(a)) + " and " + tir::to_string(simp(b)) + ")");
+  }
+
+  // Numpy broadcasting of two dimensions. A run-time dimension is never
+  // taken to be 1: against another it must equal it (a constraint).
+  Expr broadcast_dim(const Expr& a, const Expr& b) {
+    auto ca = const_of(a), cb = const_of(b);
+    if (ca && *ca == 1) return b;
+    if (cb && *cb == 1) return a;
+    if (provably_equal(a, b)) return a;
+    if (ca && cb) fail("dimensions " + std::to_string(*ca) + " and " + std::to_string(*cb) + " do not broadcast");
+    require_equal(a, b, "run-time dimensions must be equal to broadcast");
+    return ca ? a : b;
+  }
+  DimExprs broadcast(const DimExprs& a, const DimExprs& b) {
+    size_t r = std::max(a.size(), b.size());
+    DimExprs out(r);
+    for (size_t k = 0; k < r; k++) {
+      Expr x = k + a.size() >= r ? a[k + a.size() - r] : Expr(1);
+      Expr y = k + b.size() >= r ? b[k + b.size() - r] : Expr(1);
+      out[k] = broadcast_dim(x, y);
+    }
+    return out;
+  }
+  static Expr product(const DimExprs& d, size_t begin, size_t end) {
+    Expr p = Expr(1);
+    for (size_t k = begin; k < end; k++) p = p * d[k];
+    return simp(p);
+  }
+
+  // -------------------------------------------------- symbolic values --
+
+  // Elementwise on small tensors (numpy broadcasting of their constant shapes).
+  bool sym_elementwise(const std::function<Expr(const std::vector<Expr>&)>& f, size_t first, size_t count) {
+    std::vector<const std::vector<Expr>*> ins;
+    std::vector<graph::Shape> shapes;
+    graph::Shape out_shape;
+    for (size_t i = first; i < first + count; i++) {
+      const std::vector<Expr>* s = sym(i);
+      if (!s || val(in(i)).is_dynamic()) return false;
+      ins.push_back(s);
+      shapes.push_back(val(in(i)).shape);
+      graph::Shape& sh = shapes.back();
+      size_t r = std::max(out_shape.size(), sh.size());
+      graph::Shape merged(r, 1);
+      for (size_t k = 0; k < r; k++) {
+        int64_t x = k + out_shape.size() >= r ? out_shape[k + out_shape.size() - r] : 1;
+        int64_t y = k + sh.size() >= r ? sh[k + sh.size() - r] : 1;
+        if (x != y && x != 1 && y != 1) return false;
+        merged[k] = x == 1 ? y : x;
+      }
+      out_shape = merged;
+    }
+    int64_t n = graph::num_elements(out_shape);
+    if (n > (int64_t)kMaxSymElements) return false;
+    std::vector<Expr> out;
+    for (int64_t e = 0; e < n; e++) {
+      std::vector<Expr> args;
+      for (size_t k = 0; k < ins.size(); k++) {
+        const graph::Shape& sh = shapes[k];
+        int64_t rest = e, idx = 0, stride = 1;
+        for (size_t d = out_shape.size(); d-- > 0;) {
+          int64_t i = rest % out_shape[d];
+          rest /= out_shape[d];
+          size_t off = out_shape.size() - sh.size();
+          if (d >= off) {
+            if (sh[d - off] != 1) idx += i * stride;
+            stride *= sh[d - off];
+          }
+        }
+        args.push_back((*ins[k])[(size_t)idx]);
+      }
+      out.push_back(simp(f(args)));
+    }
+    set_sym(0, out);
+    return true;
+  }
+  void set_sym(size_t o, const std::vector<Expr>& elems) {
+    if (o < node_->outputs.size() && node_->outputs[o] >= 0 && elems.size() <= kMaxSymElements) {
+      std::vector<Expr> s;
+      for (auto& e : elems) s.push_back(simp(e));
+      sym_[node_->outputs[o]] = s;
+    }
+  }
+  void symbolic_values(Op op) {
+    switch (op) {
+      case Op::Add: sym_elementwise([](auto& a) { return a[0] + a[1]; }, 0, 2); break;
+      case Op::Sub: sym_elementwise([](auto& a) { return a[0] - a[1]; }, 0, 2); break;
+      case Op::Mul: sym_elementwise([](auto& a) { return a[0] * a[1]; }, 0, 2); break;
+      case Op::Div: {  // shapes are non-negative: floor and truncation agree
+        sym_elementwise([](auto& a) { return a[0] / a[1]; }, 0, 2);
+        break;
+      }
+      case Op::Mod: sym_elementwise([](auto& a) { return a[0] % a[1]; }, 0, 2); break;
+      case Op::Max: sym_elementwise([](auto& a) { return tir::max(a[0], a[1]); }, 0, 2); break;
+      case Op::Min: sym_elementwise([](auto& a) { return tir::min(a[0], a[1]); }, 0, 2); break;
+      case Op::Equal: sym_elementwise([](auto& a) { return as_index(tir::EQ::make(a[0], a[1])); }, 0, 2); break;
+      case Op::Less: sym_elementwise([](auto& a) { return as_index(a[0] < a[1]); }, 0, 2); break;
+      case Op::Greater: sym_elementwise([](auto& a) { return as_index(a[0] > a[1]); }, 0, 2); break;
+      case Op::Where:
+        sym_elementwise([](auto& a) { return tir::select(tir::NE::make(a[0], Expr(0)), a[1], a[2]); }, 0, 3);
+        break;
+      case Op::Neg: sym_elementwise([](auto& a) { return Expr(0) - a[0]; }, 0, 1); break;
+      case Op::Abs: sym_elementwise([](auto& a) { return tir::max(a[0], Expr(0) - a[0]); }, 0, 1); break;
+      case Op::Cast: {  // integers only: shapes do not survive float arithmetic here
+        graph::DType t = val(node_->outputs[0]).dtype;
+        if (t == graph::DType::I64 || t == graph::DType::I32) sym_elementwise([](auto& a) { return a[0]; }, 0, 1);
+        break;
+      }
+      case Op::Identity:
+      case Op::Reshape:
+      case Op::Flatten:
+      case Op::Squeeze:
+      case Op::Unsqueeze:
+        if (const auto* s = sym(0)) set_sym(0, *s);
+        break;
+      default: break;
+    }
+  }
+
+  // -------------------------------------------------------------- rules --
+
+  DimExprs conv(bool transpose) {
+    DimExprs x = in_dims(0);
+    size_t w_input = node_->is(Op::QLinearConv) ? 3 : 1;
+    DimExprs w = in_dims(w_input);
+    if (x.size() < 3 || w.size() != x.size()) fail("input and weights must have the same rank, at least 3");
+    size_t k = x.size() - 2;
+    std::vector<int64_t> kernel;
+    for (size_t i = 0; i < k; i++) {
+      auto c = const_of(w[2 + i]);
+      if (!c) fail("the weights' shape must be static");
+      kernel.push_back(*c);
+    }
+    kernel = node_->attr_ints("kernel_shape", kernel);
+    std::vector<int64_t> strides = node_->attr_ints("strides", std::vector<int64_t>(k, 1));
+    std::vector<int64_t> dil = node_->attr_ints("dilations", std::vector<int64_t>(k, 1));
+    std::vector<int64_t> pads = node_->attr_ints("pads", std::vector<int64_t>(2 * k, 0));
+    if (kernel.size() != k || strides.size() != k || dil.size() != k || pads.size() != 2 * k) fail("attribute lengths");
+    std::string auto_pad = node_->attr_string("auto_pad", "NOTSET");
+    int64_t group = node_->attr_int("group", 1);
+    DimExprs out = {x[0], transpose ? simp(w[1] * Expr(group)) : w[0]};
+    if (!transpose) require_equal(x[1], w[1] * Expr(group), "input channels and weights must agree");
+    std::vector<int64_t> out_pad = node_->attr_ints("output_padding", std::vector<int64_t>(k, 0));
+    std::vector<int64_t> out_shape = node_->attr_ints("output_shape", {});
+    for (size_t i = 0; i < k; i++) {
+      int64_t eff = dil[i] * (kernel[i] - 1) + 1;
+      if (strides[i] < 1) fail("strides must be positive");
+      if (transpose) {
+        if (!out_shape.empty()) out.push_back(Expr(out_shape[out_shape.size() - k + i]));
+        else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") out.push_back(simp(x[2 + i] * Expr(strides[i])));
+        else {
+          int64_t p = auto_pad == "VALID" ? 0 : pads[i] + pads[i + k];
+          out.push_back(simp(Expr(strides[i]) * (x[2 + i] - Expr(1)) + Expr(out_pad[i] + eff - p)));
+        }
+        continue;
+      }
+      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        out.push_back(simp((x[2 + i] + Expr(strides[i] - 1)) / Expr(strides[i])));
+        continue;
+      }
+      int64_t p = auto_pad == "VALID" ? 0 : pads[i] + pads[i + k];
+      Expr num = x[2 + i] + Expr(p - eff);
+      require(num >= Expr(0), "the input is smaller than the kernel");
+      out.push_back(simp(num / Expr(strides[i]) + Expr(1)));
+    }
+    return out;
+  }
+
+  DimExprs pool() {
+    DimExprs x = in_dims(0);
+    if (x.size() < 3) fail("the input must have rank 3 or more");
+    size_t k = x.size() - 2;
+    std::vector<int64_t> kernel = node_->attr_ints("kernel_shape", {});
+    if (kernel.size() != k) fail("'kernel_shape' must have one entry per spatial dimension");
+    std::vector<int64_t> strides = node_->attr_ints("strides", std::vector<int64_t>(k, 1));
+    std::vector<int64_t> dil = node_->attr_ints("dilations", std::vector<int64_t>(k, 1));
+    std::vector<int64_t> pads = node_->attr_ints("pads", std::vector<int64_t>(2 * k, 0));
+    if (strides.size() != k || dil.size() != k || pads.size() != 2 * k) fail("attribute lengths");
+    std::string auto_pad = node_->attr_string("auto_pad", "NOTSET");
+    bool ceil_mode = node_->attr_int("ceil_mode", 0) != 0;
+    DimExprs out = {x[0], x[1]};
+    for (size_t i = 0; i < k; i++) {
+      if (strides[i] < 1) fail("strides must be positive");
+      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        out.push_back(simp((x[2 + i] + Expr(strides[i] - 1)) / Expr(strides[i])));
+        continue;
+      }
+      int64_t eff = dil[i] * (kernel[i] - 1) + 1;
+      int64_t p = auto_pad == "VALID" ? 0 : pads[i] + pads[i + k];
+      Expr num = x[2 + i] + Expr(p - eff);
+      require(num >= Expr(0), "the input is smaller than the window");
+      Expr o = ceil_mode ? (num + Expr(strides[i] - 1)) / Expr(strides[i]) + Expr(1) : num / Expr(strides[i]) + Expr(1);
+      // ceil_mode: a last window starting in the end padding is dropped (ONNX's shape inference).
+      if (ceil_mode && auto_pad != "VALID")
+        o = tir::select((o - Expr(1)) * Expr(strides[i]) >= x[2 + i] + Expr(pads[i]), o - Expr(1), o);
+      out.push_back(simp(o));
+    }
+    return out;
+  }
+
+  DimExprs matmul(size_t ia, size_t ib) {
+    DimExprs a = in_dims(ia), b = in_dims(ib);
+    if (a.empty() || b.empty()) fail("inputs must be at least 1-D");
+    bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+    if (a_vec) a.insert(a.begin(), Expr(1));
+    if (b_vec) b.push_back(Expr(1));
+    require_equal(a.back(), b[b.size() - 2], "the inner dimensions must agree");
+    DimExprs batch = broadcast(DimExprs(a.begin(), a.end() - 2), DimExprs(b.begin(), b.end() - 2));
+    if (!a_vec) batch.push_back(a[a.size() - 2]);
+    if (!b_vec) batch.push_back(b.back());
+    return batch;
+  }
+
+  DimExprs gemm() {
+    DimExprs a = in_dims(0), b = in_dims(1);
+    if (a.size() != 2 || b.size() != 2) fail("A and B must be 2-D");
+    bool ta = node_->attr_int("transA", 0) != 0, tb = node_->attr_int("transB", 0) != 0;
+    require_equal(ta ? a[0] : a[1], tb ? b[1] : b[0], "the inner dimensions must agree");
+    return {ta ? a[1] : a[0], tb ? b[0] : b[1]};
+  }
+
+  DimExprs reshape() {
+    DimExprs x = in_dims(0);
+    std::vector<Expr> target;
+    if (g_.opset < 5) {
+      for (int64_t d : node_->attr_ints("shape", {})) target.push_back(Expr(d));
+    } else {
+      target = need_sym(1, "the target shape");
+    }
+    bool allowzero = node_->attr_int("allowzero", 0) != 0;
+    DimExprs out;
+    int minus_one = -1;
+    for (size_t k = 0; k < target.size(); k++) {
+      auto c = const_of(target[k]);
+      if (c && *c == 0 && !allowzero) {
+        if (k >= x.size()) fail("a 0 in the target shape past the input's rank");
+        out.push_back(x[k]);
+      } else if (c && *c == -1) {
+        if (minus_one >= 0) fail("two -1 entries in the target shape");
+        minus_one = (int)k;
+        out.push_back(Expr(1));
+      } else {
+        if (c && *c < 0) fail("a negative dimension in the target shape");
+        out.push_back(target[k]);
+      }
+    }
+    Expr total = product(x, 0, x.size());
+    if (minus_one >= 0) {
+      Expr rest = product(out, 0, out.size());
+      require(tir::EQ::make(total % rest, Expr(0)), "the element count must be a multiple of the other dimensions");
+      out[(size_t)minus_one] = simp(total / rest);
+    } else {
+      require_equal(total, product(out, 0, out.size()), "a reshape must keep the element count");
+    }
+    return out;
+  }
+
+  DimExprs slice() {
+    DimExprs x = in_dims(0);
+    size_t r = x.size();
+    std::vector<Expr> starts, ends;
+    std::vector<int64_t> ax, steps;
+    if (g_.opset < 10) {
+      for (int64_t v : node_->attr_ints("starts", {})) starts.push_back(Expr(v));
+      for (int64_t v : node_->attr_ints("ends", {})) ends.push_back(Expr(v));
+      ax = node_->attr_ints("axes", {});
+    } else {
+      starts = need_sym(1, "the starts");
+      ends = need_sym(2, "the ends");
+      if (has(3)) ax = need_consts(3, "the axes");
+      if (has(4)) steps = need_consts(4, "the steps");
+    }
+    if (ax.empty())
+      for (size_t k = 0; k < starts.size(); k++) ax.push_back((int64_t)k);
+    if (steps.empty()) steps.assign(starts.size(), 1);
+    if (ends.size() != starts.size() || ax.size() != starts.size() || steps.size() != starts.size())
+      fail("starts, ends, axes and steps must have the same length");
+    DimExprs out = x;
+    std::vector<Expr> first(r, Expr(0));  // for symbolic values of a 1-D input
+    for (size_t k = 0; k < starts.size(); k++) {
+      int64_t a = norm_axis(ax[k], (int64_t)r), step = steps[k];
+      if (step == 0) fail("a step of 0");
+      Expr d = x[(size_t)a];
+      auto norm = [&](const Expr& v, int64_t lo_clamp, const Expr& hi_clamp) {
+        auto c = const_of(v);
+        Expr e = v;
+        if (c && *c < 0) e = d + Expr(*c);
+        if (c && *c >= (int64_t)1 << 40) e = d;  // INT64_MAX-style "to the end"
+        if (c && *c <= -((int64_t)1 << 40)) e = Expr(lo_clamp);
+        return simp(tir::min(tir::max(e, Expr(lo_clamp)), hi_clamp));
+      };
+      Expr s, e, len;
+      if (step > 0) {
+        s = norm(starts[k], 0, d);
+        e = norm(ends[k], 0, d);
+        len = simp(tir::max((e - s + Expr(step - 1)) / Expr(step), Expr(0)));
+      } else {
+        s = norm(starts[k], -1, d - Expr(1));
+        e = norm(ends[k], -1, d - Expr(1));
+        len = simp(tir::max((s - e + Expr(-step - 1)) / Expr(-step), Expr(0)));
+      }
+      out[(size_t)a] = len;
+      first[(size_t)a] = s;
+      if (r == 1 && step == 1) first[0] = s;
+    }
+    // A slice of a known 1-D value with constant bounds: its elements.
+    if (r == 1)
+      if (const auto* s = sym(0)) {
+        auto n = const_of(out[0]), b = const_of(first[0]);
+        if (n && b && steps.size() == 1 && steps[0] == 1 && *b >= 0 && *b + *n <= (int64_t)s->size())
+          set_sym(0, std::vector<Expr>(s->begin() + *b, s->begin() + *b + *n));
+      }
+    return out;
+  }
+
+  DimExprs resize() {
+    DimExprs x = in_dims(0);
+    size_t r = x.size();
+    // Inputs: Upsample (X, scales) from opset 9 (attribute before); Resize
+    // (X, scales) at opset 10, (X, roi, scales, sizes) from 11.
+    size_t scales_input = node_->is(Op::Upsample) || g_.opset < 11 ? 1 : 2;
+    if (!node_->is(Op::Upsample) && g_.opset >= 11 && has(3) && val(in(3)).elements() > 0) {
+      std::vector<Expr> sizes = need_sym(3, "the sizes");
+      std::vector<int64_t> ax = node_->attr_ints("axes", {});
+      if (ax.empty()) {
+        if (sizes.size() != r) fail("'sizes' must have one entry per dimension");
+        return DimExprs(sizes.begin(), sizes.end());
+      }
+      if (node_->attr_string("keep_aspect_ratio_policy", "stretch") != "stretch") fail("keep_aspect_ratio_policy");
+      DimExprs out = x;
+      for (size_t k = 0; k < ax.size() && k < sizes.size(); k++) out[(size_t)norm_axis(ax[k], (int64_t)r)] = sizes[k];
+      return out;
+    }
+    std::vector<double> scales;
+    if (node_->is(Op::Upsample) && g_.opset < 9) {
+      scales = std::vector<double>();
+      for (double f : node_->attrs.count("scales") ? node_->attrs.at("scales").floats : std::vector<double>()) scales.push_back(f);
+    } else {
+      int v = in(scales_input);
+      const graph::Value& s = val(v);
+      if (!s.is_constant()) fail("the scales are computed at run time");
+      for (int64_t k = 0; k < s.elements(); k++) scales.push_back(s.const_at(k));
+    }
+    if (scales.size() != r) fail("'scales' must have one entry per dimension");
+    DimExprs out;
+    for (size_t k = 0; k < r; k++) {
+      double f = scales[k];
+      if (!(f > 0)) fail("scales must be positive");
+      // floor(d * f) exactly, for f = p / q with a small q.
+      bool done = false;
+      for (int64_t q = 1; q <= 64 && !done; q++) {
+        double p = f * (double)q;
+        if (p == std::floor(p) && p < 1e9 && (float)((double)(int64_t)p / (double)q) == (float)f) {
+          out.push_back(simp((x[k] * Expr((int64_t)p)) / Expr(q)));
+          done = true;
+        }
+      }
+      if (!done) fail("a scale (" + std::to_string(f) + ") that is not a ratio of small integers");
+    }
+    return out;
+  }
+
+  // Output 0's dimensions by the operator's rule; the rule may also set
+  // symbolic values and other outputs' dimensions in `extra`.
+  DimExprs rule(OpDims r, std::map<size_t, DimExprs>& extra) {
+    const Node& n = *node_;
+    switch (r) {
+      case OpDims::None: {
+        for (int v : n.inputs)
+          if (v >= 0 && val(v).is_dynamic()) fail("operator " + n.op + " needs static input shapes");
+        for (size_t i = 0; i < n.inputs.size(); i++)
+          if (has(i) && sym(i) && !val(in(i)).is_constant()) fail("operator " + n.op + " reads a shape computed at run time");
+        return {};  // ONNX's static dimensions stand
+      }
+      case OpDims::Same: {
+        DimExprs d = in_dims(0);
+        if (n.is(Op::Dropout) && n.outputs.size() > 1) extra[1] = d;  // the mask (other outputs: ONNX's, static)
+        return d;
+      }
+      case OpDims::Broadcast: {
+        DimExprs d;
+        for (size_t i = 0; i < n.inputs.size(); i++)
+          if (has(i)) d = broadcast(d, in_dims(i));
+        return d;
+      }
+      case OpDims::Conv: return conv(false);
+      case OpDims::ConvTranspose: return conv(true);
+      case OpDims::Pool: {
+        DimExprs d = pool();
+        if (n.outputs.size() > 1) extra[1] = d;  // MaxPool's indices
+        return d;
+      }
+      case OpDims::GlobalPool: {
+        DimExprs d = in_dims(0);
+        for (size_t k = 2; k < d.size(); k++) d[k] = Expr(1);
+        return d;
+      }
+      case OpDims::MatMul: return n.is(Op::QLinearMatMul) ? matmul(0, 3) : matmul(0, 1);
+      case OpDims::Gemm: return gemm();
+      case OpDims::Reshape: return reshape();
+      case OpDims::Flatten: {
+        DimExprs x = in_dims(0);
+        int64_t a = node_->attr_int("axis", 1);
+        if (a < 0) a += (int64_t)x.size();
+        if (a < 0 || a > (int64_t)x.size()) fail("'axis' is out of range");
+        return {product(x, 0, (size_t)a), product(x, (size_t)a, x.size())};
+      }
+      case OpDims::Squeeze: {
+        DimExprs x = in_dims(0);
+        auto ax = axes(13, 1);
+        std::vector<bool> drop(x.size(), false);
+        if (!ax) {
+          for (size_t k = 0; k < x.size(); k++) {
+            auto c = const_of(x[k]);
+            drop[k] = c && *c == 1;
+          }
+        } else {
+          for (int64_t a : *ax) {
+            size_t k = (size_t)norm_axis(a, (int64_t)x.size());
+            require_equal(x[k], Expr(1), "a squeezed dimension must be 1");
+            drop[k] = true;
+          }
+        }
+        DimExprs out;
+        for (size_t k = 0; k < x.size(); k++)
+          if (!drop[k]) out.push_back(x[k]);
+        return out;
+      }
+      case OpDims::Unsqueeze: {
+        DimExprs x = in_dims(0);
+        auto ax = axes(13, 1);
+        if (!ax) fail("Unsqueeze needs axes");
+        int64_t out_rank = (int64_t)(x.size() + ax->size());
+        std::vector<bool> is_new((size_t)out_rank, false);
+        for (int64_t a : *ax) is_new[(size_t)norm_axis(a, out_rank)] = true;
+        DimExprs out;
+        size_t src = 0;
+        for (int64_t k = 0; k < out_rank; k++) out.push_back(is_new[(size_t)k] ? Expr(1) : x.at(src++));
+        return out;
+      }
+      case OpDims::Shape: {
+        DimExprs x = in_dims(0);
+        int64_t r = (int64_t)x.size();
+        int64_t start = std::clamp<int64_t>(n.attr_int("start", 0) < 0 ? n.attr_int("start", 0) + r : n.attr_int("start", 0), 0, r);
+        int64_t end_attr = n.attr_int("end", r);
+        int64_t end = std::clamp<int64_t>(end_attr < 0 ? end_attr + r : end_attr, start, r);
+        set_sym(0, std::vector<Expr>(x.begin() + start, x.begin() + end));
+        return {Expr(end - start)};
+      }
+      case OpDims::Size: {
+        DimExprs x = in_dims(0);
+        set_sym(0, {product(x, 0, x.size())});
+        return {};
+      }
+      case OpDims::Concat: {
+        DimExprs out;
+        int64_t axis = -1;
+        std::vector<Expr> elems;
+        bool all_sym = true;
+        for (size_t i = 0; i < n.inputs.size(); i++) {
+          if (!has(i)) continue;
+          DimExprs d = in_dims(i);
+          if (axis < 0) {
+            axis = axis_attr("axis", 0, (int64_t)d.size());
+            out = d;
+          } else {
+            if (d.size() != out.size()) fail("inputs of different ranks");
+            for (size_t k = 0; k < d.size(); k++) {
+              if ((int64_t)k == axis) {
+                out[k] = simp(out[k] + d[k]);
+                continue;
+              }
+              require_equal(out[k], d[k], "concatenated inputs must agree off the axis");
+              if (const_of(d[k])) out[k] = d[k];  // the constant, where one of them is
+            }
+          }
+          const std::vector<Expr>* s = sym(i);
+          if (s && d.size() == 1) elems.insert(elems.end(), s->begin(), s->end());
+          else all_sym = false;
+        }
+        if (all_sym && out.size() == 1) set_sym(0, elems);
+        return out;
+      }
+      case OpDims::Transpose: {
+        DimExprs x = in_dims(0);
+        std::vector<int64_t> perm = n.attr_ints("perm", {});
+        if (perm.empty())
+          for (size_t k = x.size(); k-- > 0;) perm.push_back((int64_t)k);
+        if (perm.size() != x.size()) fail("'perm' must have one entry per dimension");
+        DimExprs out;
+        for (int64_t p : perm) out.push_back(x[(size_t)norm_axis(p, (int64_t)x.size())]);
+        return out;
+      }
+      case OpDims::Reduce: {
+        DimExprs x = in_dims(0);
+        bool keep = n.attr_int("keepdims", 1) != 0;
+        std::vector<bool> reduced(x.size(), false);
+        if (n.is(Op::ArgMax) || n.is(Op::ArgMin)) {
+          reduced[(size_t)axis_attr("axis", 0, (int64_t)x.size())] = true;
+        } else {
+          auto ax = axes(n.is(Op::ReduceSum) ? 13 : 18, 1);
+          if (!ax || ax->empty()) {
+            if (n.attr_int("noop_with_empty_axes", 0) != 0) return x;
+            reduced.assign(x.size(), true);
+          } else {
+            for (int64_t a : *ax) reduced[(size_t)norm_axis(a, (int64_t)x.size())] = true;
+          }
+        }
+        DimExprs out;
+        for (size_t k = 0; k < x.size(); k++)
+          if (!reduced[k]) out.push_back(x[k]);
+          else if (keep) out.push_back(Expr(1));
+        if (const auto* s = sym(0); s && x.size() == 1 && !keep && (n.is(Op::ReduceProd) || n.is(Op::ReduceSum))) {
+          Expr acc = Expr(n.is(Op::ReduceProd) ? 1 : 0);
+          for (auto& e : *s) acc = n.is(Op::ReduceProd) ? acc * e : acc + e;
+          set_sym(0, {acc});
+        }
+        return out;
+      }
+      case OpDims::TopK: {
+        DimExprs x = in_dims(0);
+        int64_t a = axis_attr("axis", -1, (int64_t)x.size());
+        Expr k = g_.opset < 10 ? Expr(n.attr_int("k", 1)) : need_sym(1, "k").at(0);
+        require(k <= x[(size_t)a], "k must not exceed the dimension");
+        x[(size_t)a] = k;
+        extra[1] = x;
+        return x;
+      }
+      case OpDims::Gather: {
+        DimExprs x = in_dims(0), idx = in_dims(1);
+        int64_t a = axis_attr("axis", 0, (int64_t)x.size());
+        DimExprs out(x.begin(), x.begin() + a);
+        out.insert(out.end(), idx.begin(), idx.end());
+        out.insert(out.end(), x.begin() + a + 1, x.end());
+        const std::vector<Expr>* data = sym(0);
+        const std::vector<Expr>* which = sym(1);
+        if (data && which && x.size() == 1 && idx.size() <= 1) {
+          std::vector<Expr> elems;
+          for (auto& w : *which) {
+            auto c = const_of(w);
+            if (!c) return out;
+            int64_t j = *c < 0 ? *c + (int64_t)data->size() : *c;
+            if (j < 0 || j >= (int64_t)data->size()) fail("an index is out of range");
+            elems.push_back((*data)[(size_t)j]);
+          }
+          set_sym(0, elems);
+        }
+        return out;
+      }
+      case OpDims::GatherElements: return in_dims(1);
+      case OpDims::Slice: return slice();
+      case OpDims::Expand: {
+        std::vector<Expr> shape = need_sym(1, "the target shape");
+        return broadcast(in_dims(0), DimExprs(shape.begin(), shape.end()));
+      }
+      case OpDims::Tile: {
+        DimExprs x = in_dims(0);
+        std::vector<Expr> rep = need_sym(1, "the repeats");
+        if (rep.size() != x.size()) fail("'repeats' must have one entry per dimension");
+        for (size_t k = 0; k < x.size(); k++) x[k] = simp(x[k] * rep[k]);
+        return x;
+      }
+      case OpDims::Pad: {
+        DimExprs x = in_dims(0);
+        std::vector<Expr> pads;
+        if (g_.opset < 11) {
+          for (int64_t p : n.attr_ints("pads", {})) pads.push_back(Expr(p));
+        } else {
+          pads = need_sym(1, "the pads");
+        }
+        std::vector<int64_t> ax;
+        if (g_.opset >= 18 && has(3)) ax = need_consts(3, "the axes");
+        if (ax.empty())
+          for (size_t k = 0; k < x.size(); k++) ax.push_back((int64_t)k);
+        if (pads.size() != 2 * ax.size()) fail("'pads' must have two entries per padded axis");
+        for (size_t k = 0; k < ax.size(); k++) {
+          size_t a = (size_t)norm_axis(ax[k], (int64_t)x.size());
+          x[a] = simp(x[a] + pads[k] + pads[k + ax.size()]);
+        }
+        return x;
+      }
+      case OpDims::Split: {
+        DimExprs x = in_dims(0);
+        int64_t a = axis_attr("axis", 0, (int64_t)x.size());
+        std::vector<Expr> sizes;
+        if (g_.opset >= 13 && has(1)) sizes = need_sym(1, "the split sizes");
+        else if (g_.opset < 13)
+          for (int64_t v : n.attr_ints("split", {})) sizes.push_back(Expr(v));
+        size_t outs = n.outputs.size();
+        if (sizes.empty()) {
+          Expr d = x[(size_t)a];
+          if (!const_of(d)) require(tir::EQ::make(d % Expr((int64_t)outs), Expr(0)), "the split dimension must divide evenly");
+          Expr part = const_of(d) ? Expr((*const_of(d) + (int64_t)outs - 1) / (int64_t)outs) : simp(d / Expr((int64_t)outs));
+          for (size_t o = 0; o < outs; o++) {
+            DimExprs y = x;
+            y[(size_t)a] = o + 1 < outs || !const_of(d) ? part : simp(d - part * Expr((int64_t)(outs - 1)));
+            extra[o] = y;
+          }
+        } else {
+          if (sizes.size() != outs) fail("one split size per output");
+          Expr total = Expr(0);
+          for (size_t o = 0; o < outs; o++) {
+            DimExprs y = x;
+            y[(size_t)a] = sizes[o];
+            total = total + sizes[o];
+            extra[o] = y;
+          }
+          require_equal(total, x[(size_t)a], "the split sizes must add up to the dimension");
+        }
+        return extra[0];
+      }
+      case OpDims::DepthToSpace:
+      case OpDims::SpaceToDepth: {
+        DimExprs x = in_dims(0);
+        if (x.size() != 4) fail("the input must be 4-D");
+        Expr b = Expr(n.attr_int("blocksize", 1));
+        if (r == OpDims::DepthToSpace) return {x[0], simp(x[1] / (b * b)), simp(x[2] * b), simp(x[3] * b)};
+        require(tir::EQ::make(x[2] % b, Expr(0)) && tir::EQ::make(x[3] % b, Expr(0)), "the blocksize must divide the spatial dimensions");
+        return {x[0], simp(x[1] * b * b), simp(x[2] / b), simp(x[3] / b)};
+      }
+      case OpDims::ConstantOfShape: {
+        std::vector<Expr> shape = need_sym(0, "the shape");
+        return DimExprs(shape.begin(), shape.end());
+      }
+      case OpDims::Range: {
+        Expr start = need_sym(0, "start").at(0), limit = need_sym(1, "limit").at(0);
+        auto delta = need_consts(2, "delta");
+        if (delta.size() != 1 || delta[0] == 0) fail("delta must be a non-zero scalar");
+        int64_t d = delta[0];
+        Expr count = d > 0 ? (limit - start + Expr(d - 1)) / Expr(d) : (start - limit + Expr(-d - 1)) / Expr(-d);
+        return {simp(tir::max(count, Expr(0)))};
+      }
+      case OpDims::Resize: return resize();
+    }
+    internal_error << "unhandled dims rule";
+  }
+
+  void infer_node(int ni) {
+    node_ = &g_.nodes[(size_t)ni];
+    const Node& n = *node_;
+    std::map<size_t, DimExprs> extra;
+    DimExprs d0 = rule(n.traits().dims, extra);
+    bool none = n.traits().dims == OpDims::None;
+    if (!none) symbolic_values(n.traits().op);
+    for (size_t o = 0; o < n.outputs.size(); o++) {
+      int v = n.outputs[o];
+      if (v < 0) continue;
+      graph::Value& out = g_.values[(size_t)v];
+      const graph::Shape onnx = out.shape;  // rank, -1 where ONNX's inference did not know
+      DimExprs d;
+      if (extra.count(o)) d = extra[o];
+      else if (o == 0 && !none) d = d0;
+      else {
+        for (int64_t x : onnx) {
+          if (x < 0) fail("ONNX's shape inference could not give output '" + out.name + "' a shape");
+          d.push_back(Expr(x));
+        }
+      }
+      if (d.size() != onnx.size())
+        internal_error << n.describe() << ": output '" << out.name << "' has rank " << d.size() << " here but "
+                       << onnx.size() << " in ONNX's shape inference";
+      for (size_t k = 0; k < d.size(); k++) {
+        d[k] = simp(d[k]);
+        if (onnx[k] < 0) continue;
+        // ONNX knew this dimension: ours must agree (a constraint when only the run can tell).
+        if (auto c = const_of(d[k])) {
+          internal_assert(*c == onnx[k]) << n.describe() << ": output '" << out.name << "' dimension " << k << " is "
+                                         << *c << " here but " << onnx[k] << " in ONNX's shape inference";
+        } else {
+          require_equal(d[k], Expr(onnx[k]), "dimension " + std::to_string(k) + " of '" + out.name + "'");
+          d[k] = Expr(onnx[k]);
+        }
+      }
+      for (auto& e : d) {
+        tir::Interval r = tir::bounds_of(e);
+        if (r.min < 0) require(e >= Expr(0), "dimension " + tir::to_string(e) + " of '" + out.name + "' must not be negative");
+        if (r.max == std::numeric_limits<int64_t>::max())
+          fail("dimension " + tir::to_string(e) + " of '" + out.name + "' has no bound");
+      }
+      g_.set_dims(v, d);
+    }
+  }
+
+  // Nodes whose every output is a known small value computed only from
+  // shapes (Shape, Gather, Concat, ... of run-time dimensions) are no longer
+  // needed: their outputs become constants, or symbolic constants (read by
+  // the kernels that need them, graph::Value::sym), and the nodes go.
+  void drop_shape_computations() {
+    std::vector<bool> drop(g_.nodes.size(), false);
+    std::set<int> graph_outputs(g_.outputs.begin(), g_.outputs.end());
+    for (size_t ni = 0; ni < g_.nodes.size(); ni++) {
+      const Node& n = g_.nodes[ni];
+      bool all = !n.outputs.empty() && !n.traits().nondeterministic();
+      for (int v : n.outputs) all = all && v >= 0 && sym_.count(v) && !graph_outputs.count(v);
+      if (!all) continue;
+      drop[ni] = true;
+      for (int v : n.outputs) {
+        graph::Value& out = g_.values[(size_t)v];
+        const std::vector<Expr>& elems = sym_[v];
+        bool constant = true;
+        for (auto& e : elems) constant = constant && const_of(e).has_value();
+        out.producer = -1;
+        if (!constant) {
+          out.sym = elems;
+          continue;
+        }
+        size_t width = graph::dtype_size(out.dtype);
+        std::vector<uint8_t> bytes(elems.size() * width);
+        for (size_t k = 0; k < elems.size(); k++) {
+          int64_t c = *const_of(elems[k]);
+          std::memcpy(bytes.data() + k * width, &c, width);  // little-endian: the low bytes
+        }
+        out.data = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+      }
+    }
+    std::vector<Node> kept;
+    std::vector<int> new_index(g_.nodes.size(), -1);
+    for (size_t ni = 0; ni < g_.nodes.size(); ni++)
+      if (!drop[ni]) {
+        new_index[ni] = (int)kept.size();
+        kept.push_back(std::move(g_.nodes[ni]));
+      }
+    g_.nodes = std::move(kept);
+    for (auto& v : g_.values)
+      if (v.producer >= 0) v.producer = new_index[(size_t)v.producer];
+  }
+};
+
+}  // namespace
+
+void infer_run_time_dims(graph::Graph& g) { DimInference(g).run(); }
+
+}  // namespace kiln

@@ -1,0 +1,54 @@
+// A session's run-time dimensions (docs/dynamic-shapes.md): the current
+// shape of every model input and output, the values of the shape symbols
+// and of every shape expression of the bundle (schema/bundle.fbs), for
+// bundles compiled with dimension ranges. Everything is allocated when the
+// session is created; changing shapes and running allocate nothing.
+//
+// An input starts at its largest shape (its kiln_tensor_info_t.shape).
+// kiln_session_set_input_shape checks a new shape against the input's
+// ranges at once; resolving (before the next run, or when an output's
+// shape is asked for) takes each symbol from its input dimension, checks
+// that inputs sharing a symbol agree and that the bundle's constraints
+// hold, evaluates every expression, checks that no tensor would outgrow
+// the room the memory plan gave it, and hands the values to the backend
+// (workgroup counts, kernels' push constants).
+#ifndef KILN_EXEC_SESSION_SHAPES_H_
+#define KILN_EXEC_SESSION_SHAPES_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exec/model.h"
+
+typedef struct kiln_session_shapes_t {
+  const kiln_model_t* model;  // the session's model
+  uint32_t symbol_count;      // Bundle.symbols
+  uint32_t expr_count;        // Bundle.shape_exprs
+  int64_t* symbols;           // symbol_count current values
+  int64_t* values;            // expr_count current values of the shape expressions
+  int64_t* dims;              // every input's then every output's current dimensions
+  int64_t** input_shapes;     // per input: its dimensions, inside `dims`
+  size_t* input_bytes;        // per input: its current byte size
+  int64_t** output_shapes;    // per output: its dimensions, inside `dims`
+  size_t* output_bytes;       // per output: its current byte size
+  int dirty;                  // input shapes changed since the last successful resolve
+} kiln_session_shapes_t;
+
+// Sets up `shapes` for `model`: every input at its largest shape (for a
+// bundle without symbols, the static shapes, never dirty).
+kiln_status_t kiln_session_shapes_create(const kiln_model_t* model, kiln_session_shapes_t* shapes);
+void kiln_session_shapes_free(kiln_session_shapes_t* shapes);
+
+// Sets input `index`'s shape (`rank` dimensions): static dimensions must
+// equal the bundle's, run-time ones lie within their range.
+kiln_status_t kiln_session_shapes_set_input(kiln_session_shapes_t* shapes, size_t index, const int64_t* dims,
+                                            uint32_t rank);
+
+// Evaluates `expr` with the current symbols: KILN_INVALID_ARGUMENT when the
+// arithmetic overflows or divides by zero.
+kiln_status_t kiln_shape_expr_eval(const kiln::fb::ShapeExpr* expr, const int64_t* symbols, int64_t* out_value);
+
+// Resolves the current input shapes (see above); a no-op when not dirty.
+kiln_status_t kiln_session_shapes_resolve(kiln_session_shapes_t* shapes);
+
+#endif  // KILN_EXEC_SESSION_SHAPES_H_
