@@ -24,6 +24,7 @@
 #include "support/diagnostics.h"
 #include "tir/ir_printer.h"
 #include "tir/ir_visitor.h"
+#include "tir/simplify.h"
 
 namespace kiln {
 namespace {
@@ -69,6 +70,7 @@ class KernelEmitter {
         load->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(ctx_, {}));
         symbols_[k.symbols[i]] = b_.CreateZExt(load, b_.getInt64Ty());
       }
+      start_hoist_block();
     }
     emit_stmt(k.body);
     b_.CreateRet(b_.getInt32(0));
@@ -86,6 +88,11 @@ class KernelEmitter {
   llvm::Value* workgroup_ = nullptr;
   std::map<const ExprNode*, llvm::Value*> vars_;
   std::map<int, llvm::Value*> symbols_;  // shape symbol index -> its value (i64), from the push constants
+  std::set<const ExprNode*> workgroup_vars_;            // variables of the workgroup loops (bound so far)
+  std::map<const ExprNode*, bool> invariant_;           // workgroup_invariant() of each node seen
+  std::map<std::string, llvm::Value*> hoisted_;         // workgroup-invariant values computed at hoist_bb_
+  llvm::BasicBlock* hoist_bb_ = nullptr;                // where they are computed (ends with a branch)
+  bool hoisting_ = false;                               // emitting into hoist_bb_
   std::map<const BufferNode*, llvm::Value*> buffers_;
   std::map<const BufferNode*, llvm::Value*> allocas_;  // the stack slot of each Allocate'd buffer
   // Vector lanes: a `vectorized` loop of constant extent is emitted as one
@@ -96,6 +103,7 @@ class KernelEmitter {
   // gathers and scatters.
   int lanes_ = 0;                                             // 0 outside vector loops
   const ExprNode* lane_var_ = nullptr;                        // the vectorized loop's variable
+  llvm::Value* mask_ = nullptr;  // <lanes x i1>: the lanes a guard lets through (null: all)
   std::map<const ExprNode*, std::optional<int64_t>> lane_lets_;  // vector Let vars: elements per lane (nullopt: not affine)
 
   llvm::Value* splat(llvm::Value* v) {
@@ -126,7 +134,71 @@ class KernelEmitter {
 
   // ---------------------------------------------------------- expressions
 
+  // Integer arithmetic over shape symbols and workgroup ids only (a run-time
+  // extent, a tile's bounds, the decomposition of a fused workgroup index)
+  // is the same for the whole workgroup: it is computed once, at the top
+  // (hoist_bb_), and shared. LLVM would not hoist such a division out of the
+  // guarded blocks it sits in (it cannot prove the divisor non-zero).
+  bool workgroup_invariant(const Expr& e) {
+    auto it = invariant_.find(e.get());
+    if (it != invariant_.end()) return it->second;
+    bool r = false;
+    switch (e->node_type) {
+      case NodeType::IntImm: r = true; break;
+      case NodeType::Var: r = e.as<Var>()->symbol >= 0 || workgroup_vars_.count(e.get()); break;
+#define KILN_INVARIANT_BINARY(N) \
+  case NodeType::N: r = workgroup_invariant(e.as<N>()->a) && workgroup_invariant(e.as<N>()->b); break;
+      KILN_INVARIANT_BINARY(Add) KILN_INVARIANT_BINARY(Sub) KILN_INVARIANT_BINARY(Mul) KILN_INVARIANT_BINARY(Div)
+      KILN_INVARIANT_BINARY(Mod) KILN_INVARIANT_BINARY(Min) KILN_INVARIANT_BINARY(Max) KILN_INVARIANT_BINARY(LT)
+      KILN_INVARIANT_BINARY(LE) KILN_INVARIANT_BINARY(EQ) KILN_INVARIANT_BINARY(NE) KILN_INVARIANT_BINARY(And)
+      KILN_INVARIANT_BINARY(Or)
+#undef KILN_INVARIANT_BINARY
+      case NodeType::Not: r = workgroup_invariant(e.as<Not>()->a); break;
+      case NodeType::Select:
+        r = workgroup_invariant(e.as<Select>()->cond) && workgroup_invariant(e.as<Select>()->true_value) &&
+            workgroup_invariant(e.as<Select>()->false_value);
+        break;
+      default: break;
+    }
+    r = r && !e.type().is_float();
+    invariant_[e.get()] = r;
+    return r;
+  }
+
   llvm::Value* emit_expr(const Expr& e) {
+    // (Only values with a division by a run-time extent: the rest LLVM
+    // hoists itself, and values held across the kernel cost registers.)
+    bool div = (e->node_type == NodeType::Div && !as_const_int(e.as<Div>()->b)) ||
+               (e->node_type == NodeType::Mod && !as_const_int(e.as<Mod>()->b));
+    if (hoist_bb_ && !hoisting_ && div && workgroup_invariant(e)) {
+      std::string key = to_string(e);
+      auto it = hoisted_.find(key);
+      if (it != hoisted_.end()) return it->second;
+      auto saved = b_.saveIP();
+      b_.SetInsertPoint(hoist_bb_->getTerminator());
+      llvm::Value* outer_mask = mask_;
+      mask_ = nullptr;
+      hoisting_ = true;
+      llvm::Value* v = emit_expr_here(e);
+      hoisting_ = false;
+      mask_ = outer_mask;
+      b_.restoreIP(saved);
+      hoisted_[key] = v;
+      return v;
+    }
+    return emit_expr_here(e);
+  }
+
+  // Ends the current block with a branch to a new one: the ended block is
+  // where workgroup-invariant values are computed from now on.
+  void start_hoist_block() {
+    hoist_bb_ = b_.GetInsertBlock();
+    auto* next = llvm::BasicBlock::Create(ctx_, "workgroup", fn_);
+    b_.CreateBr(next);
+    b_.SetInsertPoint(next);
+  }
+
+  llvm::Value* emit_expr_here(const Expr& e) {
     switch (e->node_type) {
       case NodeType::IntImm: return llvm::ConstantInt::get(llvm_type(e.type()), e.as<IntImm>()->value, true);
       case NodeType::FloatImm: return llvm::ConstantFP::get(llvm_type(e.type()), e.as<FloatImm>()->value);
@@ -186,13 +258,24 @@ class KernelEmitter {
         llvm::Value* index = emit_expr(l->index);
         if (index->getType()->isVectorTy()) {
           auto* vty = llvm::VectorType::get(ty, llvm::ElementCount::getFixed(lanes_));
-          if (lane_stride(l->index) == std::optional<int64_t>(1))
+          bool contiguous = lane_stride(l->index) == std::optional<int64_t>(1);
+          // A guarded lane reads nothing (a ragged edge) from a kernel's
+          // buffers; a local tile (an accumulator) is read whole, as its
+          // lanes all lie inside it, so that LLVM keeps it in registers.
+          if (mask_ && l->buffer->binding >= 0) {
+            llvm::Value* zero = llvm::Constant::getNullValue(vty);
+            if (contiguous)
+              return b_.CreateMaskedLoad(vty, address(l->buffer, b_.CreateExtractElement(index, (uint64_t)0)), align,
+                                         mask_, zero);
+            return b_.CreateMaskedGather(vty, address(l->buffer, index), align, mask_, zero);
+          }
+          if (contiguous)
             return invariant(l->buffer, b_.CreateAlignedLoad(vty, address(l->buffer, b_.CreateExtractElement(index, (uint64_t)0)), align));
           if (l->type.bits == 8 && l->buffer->size == 256 && vector_.byte_table)
             if (llvm::Value* v = emit_byte_table(l->buffer, index)) return v;
           return b_.CreateMaskedGather(vty, address(l->buffer, index), align);
         }
-        return invariant(l->buffer, b_.CreateAlignedLoad(ty, address(l->buffer, index), align));
+        return invariant(l->buffer, b_.CreateAlignedLoad(ty, address(l->buffer, masked_uniform_index(index)), align));
       }
       case NodeType::Call: return emit_call(e.as<Call>());
       case NodeType::Let: {
@@ -234,13 +317,15 @@ class KernelEmitter {
     // A divisor of zero (model data) gives 0, as numpy does, and MIN / -1
     // wraps to MIN, instead of the trap x86's division raises: bad input
     // must not crash the process. A constant divisor other than 0 and -1
-    // needs neither guard.
+    // needs neither guard, nor does a run-time extent (over shape symbols
+    // only, at least 1 for every value of them).
     llvm::Value* zero = llvm::ConstantInt::get(a->getType(), 0);
     llvm::Value* by_zero = nullptr;
     const llvm::ConstantInt* c = llvm::dyn_cast<llvm::ConstantInt>(b);
     if (auto* k = llvm::dyn_cast<llvm::Constant>(b); k && !c)
       c = llvm::dyn_cast_or_null<llvm::ConstantInt>(k->getSplatValue());  // a splat vector constant
-    if (!c || c->isZero() || c->isMinusOne()) {
+    bool positive_extent = !c && symbol_only(eb) && bounds_of(eb).min >= 1;
+    if ((!c && !positive_extent) || (c && (c->isZero() || c->isMinusOne()))) {
       by_zero = b_.CreateICmpEQ(b, zero);
       llvm::Value* bad = by_zero;
       if (!t.is_uint() && !t.is_bool()) {
@@ -258,6 +343,19 @@ class KernelEmitter {
     llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, b), zero));
     if (is_div) return guarded(b_.CreateSub(q, b_.CreateZExt(adjust, a->getType())));
     return guarded(b_.CreateSelect(adjust, b_.CreateAdd(r, b), r));
+  }
+
+  // Whether e is integer arithmetic over shape symbols and constants only.
+  static bool symbol_only(const Expr& e) {
+    struct Finder : IRVisitor {
+      bool ok = true;
+      using IRVisitor::visit;
+      void visit(const Var* op) override { ok &= op->symbol >= 0; }
+      void visit(const Load*) override { ok = false; }
+      void visit(const Call*) override { ok = false; }
+    } f;
+    f.visit_expr(e);
+    return f.ok && !e.type().is_float();
   }
 
   llvm::Value* emit_min_max(const Expr& ea, const Expr& eb, bool is_min) {
@@ -467,7 +565,16 @@ class KernelEmitter {
   llvm::Value* address(const Buffer& buf, llvm::Value* index) {
     auto it = buffers_.find(buf.get());
     internal_assert(it != buffers_.end()) << "buffer " << buf->name << " not bound";
+    // Under a lane mask, masked-off lanes may address past the buffer: no inbounds.
+    if (mask_) return b_.CreateGEP(llvm_type(buf->dtype), it->second, index);
     return b_.CreateInBoundsGEP(llvm_type(buf->dtype), it->second, index);
+  }
+  // A uniform (scalar) index under a lane mask: the load happens even when
+  // every lane is masked off, so then it reads element 0 instead.
+  llvm::Value* masked_uniform_index(llvm::Value* index) {
+    if (!mask_) return index;
+    llvm::Value* any = b_.CreateOrReduce(mask_);
+    return b_.CreateSelect(any, index, llvm::ConstantInt::get(index->getType(), 0));
   }
 
   // A vector of lookups in a 256-entry table of bytes (kiln.LookupTable):
@@ -609,10 +716,17 @@ class KernelEmitter {
         llvm::Value* index = emit_expr(st->index);
         if (index->getType()->isVectorTy()) {
           v = splat(v);
-          if (lane_stride(st->index) == std::optional<int64_t>(1))
+          bool contiguous = lane_stride(st->index) == std::optional<int64_t>(1);
+          if (contiguous && mask_ && st->buffer->binding < 0) {  // a local tile: blend, keep the guarded lanes
+            llvm::Value* p = address(st->buffer, b_.CreateExtractElement(index, (uint64_t)0));
+            llvm::Value* old = b_.CreateAlignedLoad(v->getType(), p, align);
+            b_.CreateAlignedStore(b_.CreateSelect(mask_, v, old), p, align);
+          } else if (contiguous && mask_)
+            b_.CreateMaskedStore(v, address(st->buffer, b_.CreateExtractElement(index, (uint64_t)0)), align, mask_);
+          else if (contiguous)
             b_.CreateAlignedStore(v, address(st->buffer, b_.CreateExtractElement(index, (uint64_t)0)), align);
           else
-            b_.CreateMaskedScatter(v, address(st->buffer, index), align);
+            b_.CreateMaskedScatter(v, address(st->buffer, index), align, mask_);
           return;
         }
         if (v->getType()->isVectorTy()) v = b_.CreateExtractElement(v, (uint64_t)(lanes_ - 1));  // the last lane's store wins
@@ -661,6 +775,16 @@ class KernelEmitter {
       }
       case NodeType::IfThenElse: {
         auto* i = s.as<IfThenElse>();
+        if (lanes_ && varies(i->cond)) {
+          // A lane-dependent guard in a vector loop (vectorizable() let only
+          // these through): the lanes where it fails are masked, no branch.
+          llvm::Value* c = splat(emit_expr(i->cond));
+          llvm::Value* outer = mask_;
+          mask_ = outer ? b_.CreateAnd(outer, c) : c;
+          emit_stmt(i->then_case);
+          mask_ = outer;
+          return;
+        }
         auto* then_bb = llvm::BasicBlock::Create(ctx_, "then", fn_);
         auto* else_bb = llvm::BasicBlock::Create(ctx_, "else", fn_);
         auto* done_bb = llvm::BasicBlock::Create(ctx_, "endif", fn_);
@@ -717,8 +841,10 @@ class KernelEmitter {
       case NodeType::IfThenElse: {
         auto* i = s.as<IfThenElse>();
         // (A Let inside the loop could carry the lane into the condition: be conservative.)
-        return !uses_var(i->cond, lane) && !has_let(s) && vectorizable(i->then_case, lane) &&
-               vectorizable(i->else_case, lane);
+        // A lane-dependent guard without an else becomes a lane mask (a ragged edge).
+        if (has_let(s)) return false;
+        if (uses_var(i->cond, lane)) return !i->else_case.defined() && vectorizable(i->then_case, lane);
+        return vectorizable(i->then_case, lane) && vectorizable(i->else_case, lane);
       }
       default: return false;
     }
@@ -769,6 +895,9 @@ class KernelEmitter {
                                                        b_.CreateStructGEP(workgroup_ty_, workgroup_, 0), 0, axis);
       llvm::Value* id = b_.CreateZExt(b_.CreateLoad(b_.getInt32Ty(), idp), b_.getInt64Ty());
       vars_[f->var.get()] = b_.CreateAdd(emit_expr(f->min), id);
+      workgroup_vars_.insert(f->var.get());
+      invariant_.clear();  // expressions of this variable are invariant from here on
+      start_hoist_block();
       emit_stmt(f->body);
       vars_.erase(f->var.get());
       return;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "support/diagnostics.h"
+#include "tir/inplace.h"
 #include "tir/ir_printer.h"
 #include "tir/simplify.h"
 
@@ -75,6 +76,16 @@ std::string dims_str(const DimExprs& d) {
     r += (i ? "x" : "") + (tir::as_const_int(d[i]) || e.find(' ') == std::string::npos ? e : "(" + e + ")");
   }
   return r + "]";
+}
+
+bool same_dims(const DimExprs& a, const DimExprs& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); i++) {
+    tir::Expr d = tir::simplify(a[i] - b[i]);
+    auto c = tir::as_const_int(d);
+    if (!(c && *c == 0) && !tir::equal(tir::simplify(a[i]), tir::simplify(b[i]))) return false;
+  }
+  return true;
 }
 
 DimExprs Value::dim_exprs() const {

@@ -32,6 +32,9 @@ std::string shape_str(const Shape& s);
 using DimExprs = std::vector<tir::Expr>;
 // "[1x3xHxW]": constants as numbers, symbolic dimensions as expressions.
 std::string dims_str(const DimExprs& d);
+// Whether two dimension lists are the same (rank and every dimension,
+// symbolic ones compared as simplified expressions).
+bool same_dims(const DimExprs& a, const DimExprs& b);
 
 // A shape symbol: a dimension of a model input known only at run time
 // (kilnc --input-shape x=1,3,32..1280,32..1280, or a named dimension of the

@@ -29,15 +29,20 @@ Node make_node(const std::string& op, const std::string& name, std::vector<int> 
   return n;
 }
 
-int new_value(Graph& g, const std::string& name, DType dtype, Shape shape) {
+// A value of dimensions `dims` (run-time ones when some are symbolic).
+int new_value(Graph& g, const std::string& name, DType dtype, const DimExprs& dims) {
   Value v;
   v.name = g.unique_name(name);
   v.dtype = dtype;
-  v.shape = std::move(shape);
-  return g.add_value(std::move(v));
+  int id = g.add_value(std::move(v));
+  g.set_dims(id, dims);
+  return id;
 }
 
-int shape_constant(Graph& g, const std::string& name, const Shape& shape) {
+// Reshape's target shape: the largest values of run-time dimensions (the
+// output value's own dimensions are what lowering reads).
+int shape_constant(Graph& g, const std::string& name, int like) {
+  const Shape& shape = g.values[like].shape;
   std::vector<uint8_t> b(shape.size() * 8);
   memcpy(b.data(), shape.data(), b.size());
   return g.add_constant(name, DType::I64, {(int64_t)shape.size()}, std::move(b));
@@ -67,14 +72,17 @@ bool fits(const Graph& g, const Node& n) {
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID") return false;
   if (n.has_attr("output_shape")) return false;
-  Shape want = {x.shape[0], w.shape[1], x.shape[2] * kernel[0], x.shape[3] * kernel[1]};
-  return y.shape == want && y.dtype == DType::F32;
+  DimExprs xd = x.dim_exprs();
+  DimExprs want = {xd[0], tir::Expr(w.shape[1]), xd[2] * tir::Expr(kernel[0]), xd[3] * tir::Expr(kernel[1])};
+  return same_dims(y.dim_exprs(), want) && y.dtype == DType::F32 && tir::as_const_int(xd[1]);
 }
 
 // The nodes replacing ConvTranspose `n` (its output value stays the last one's).
 std::vector<Node> rewrite(Graph& g, const Node& n) {
   const Value x = g.values[n.inputs[0]], w = g.values[n.inputs[1]];
-  int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  DimExprs xd = x.dim_exprs();
+  tir::Expr N = xd[0], H = xd[2], W = xd[3];
+  int64_t C = x.shape[1];  // static (fits)
   int64_t M = w.shape[1], kh = w.shape[2], kw = w.shape[3], K = M * kh * kw;
   std::vector<double> wd = constant_as_doubles(w), bias;
   if (n.inputs.size() > 2 && n.inputs[2] >= 0) bias = constant_as_doubles(g.values[n.inputs[2]]);
@@ -87,9 +95,10 @@ std::vector<Node> rewrite(Graph& g, const Node& n) {
   std::string base = n.name;
   int wv = g.add_constant(base + ".w1x1", DType::F32, {K, C, 1, 1}, doubles_to_bytes(w1, DType::F32));
   int bv = g.add_constant(base + ".b1x1", DType::F32, {K}, doubles_to_bytes(b1, DType::F32));
-  int conv = new_value(g, base + ".taps", DType::F32, {N, K, H, W});
-  int split = new_value(g, base + ".taps6", DType::F32, {N, M, kh, kw, H, W});
-  int moved = new_value(g, base + ".shuffled6", DType::F32, {N, M, H, kh, W, kw});
+  using tir::Expr;
+  int conv = new_value(g, base + ".taps", DType::F32, {N, Expr(K), H, W});
+  int split = new_value(g, base + ".taps6", DType::F32, {N, Expr(M), Expr(kh), Expr(kw), H, W});
+  int moved = new_value(g, base + ".shuffled6", DType::F32, {N, Expr(M), H, Expr(kh), W, Expr(kw)});
   std::vector<Node> out;
   Node c = make_node("Conv", base + "/conv1x1", {n.inputs[0], wv, bv}, conv);
   Attr k1;
@@ -97,14 +106,14 @@ std::vector<Node> rewrite(Graph& g, const Node& n) {
   k1.ints = {1, 1};
   c.attrs["kernel_shape"] = k1;
   out.push_back(std::move(c));
-  out.push_back(make_node("Reshape", base + "/split_taps", {conv, shape_constant(g, base + ".shape6", {N, M, kh, kw, H, W})}, split));
+  out.push_back(make_node("Reshape", base + "/split_taps", {conv, shape_constant(g, base + ".shape6", split)}, split));
   Node t = make_node("Transpose", base + "/shuffle", {split}, moved);
   Attr perm;
   perm.kind = Attr::Kind::Ints;
   perm.ints = {0, 1, 4, 2, 5, 3};
   t.attrs["perm"] = perm;
   out.push_back(std::move(t));
-  out.push_back(make_node("Reshape", base + "/merge", {moved, shape_constant(g, base + ".shape4", {N, M, H * kh, W * kw})},
+  out.push_back(make_node("Reshape", base + "/merge", {moved, shape_constant(g, base + ".shape4", n.outputs[0])},
                           n.outputs[0]));
   return out;
 }

@@ -92,6 +92,7 @@ bool pass_fold_batchnorm(Graph& g, PassContext& ctx) {
     const Value& xv = g.values[x];
     if (!is_float(xv.dtype) || xv.shape.size() < 2) continue;
     if (prod.is(Op::Gemm) && xv.shape.size() != 2) continue;
+    if (xv.is_dynamic() && !tir::as_const_int(xv.dims[1])) continue;  // channels must be static
     int64_t C = xv.shape[1];
     bool shapes_ok = true;
     for (int k = 1; k <= 4; k++) shapes_ok &= g.values[bn.inputs[k]].elements() == C;

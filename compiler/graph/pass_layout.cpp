@@ -93,24 +93,33 @@ class Blocker {
     return b ? b : C <= lanes_ ? C : 0;
   }
 
+  // 4-D with a static channel count (run-time batch or spatial dimensions are fine).
+  static bool static_channels(const Value& v) { return !v.is_dynamic() || tir::as_const_int(v.dims[1]); }
   static bool is_float4d(const Value& v) {
-    return v.shape.size() == 4 && (v.dtype == DType::F32 || v.dtype == DType::F64);
+    return v.shape.size() == 4 && (v.dtype == DType::F32 || v.dtype == DType::F64) && static_channels(v);
   }
   // Float or 8-bit (quantized) 4-D: what elementwise ops and concats run on blocked.
   static bool is_4d(const Value& v) {
-    return is_float4d(v) || (v.shape.size() == 4 && (v.dtype == DType::U8 || v.dtype == DType::I8));
+    return is_float4d(v) || (v.shape.size() == 4 && (v.dtype == DType::U8 || v.dtype == DType::I8) && static_channels(v));
+  }
+  // Whether v is [N, C, 1, 1] (a per-channel value), whatever N.
+  static bool per_channel_4d(const Value& v) {
+    DimExprs d = v.dim_exprs();
+    auto one = [](const tir::Expr& e) { return tir::as_const_int(e) && *tir::as_const_int(e) == 1; };
+    return d.size() == 4 && one(d[2]) && one(d[3]);
   }
 
-  // [N, C, H, W] blocked by b: [N, ceil(C / b), H, W, b]; the channels past
-  // C (padding) hold finite values that no real output depends on.
-  Shape blocked_shape(const Shape& s, int64_t b) const { return {s[0], padded(s[1], b) / b, s[2], s[3], b}; }
-
-  int new_value(const Value& like, const Shape& shape, const std::string& suffix) {
+  // The blocked twin of `like` [N, C, H, W], blocked by b: [N, ceil(C / b),
+  // H, W, b] (its run-time dimensions too); the channels past C (padding)
+  // hold finite values that no real output depends on.
+  int new_value(const Value& like, int64_t b, const std::string& suffix) {
     Value v;
     v.name = g_.unique_name(like.name + suffix);
     v.dtype = like.dtype;
-    v.shape = shape;
-    return g_.add_value(std::move(v));
+    int id = g_.add_value(std::move(v));
+    DimExprs d = like.dim_exprs();
+    g_.set_dims(id, {d[0], tir::Expr(padded(like.shape[1], b) / b), d[2], d[3], tir::Expr(b)});
+    return id;
   }
 
   // The blocked twin of value v (a ToBlocked conversion unless one exists).
@@ -121,7 +130,7 @@ class Blocker {
       return it->second;
     }
     const Value src = g_.values[v];
-    int out = new_value(src, blocked_shape(src.shape, b), ".nchwc");
+    int out = new_value(src, b, ".nchwc");
     Node t;
     t.op = op_name(Op::KilnToBlocked);
     t.name = src.name + ".to_nchwc";
@@ -275,7 +284,7 @@ class Blocker {
       bias.resize((size_t)Mp, 0.0);
       b.inputs[2] = g_.add_constant(g_.values[n.inputs[2]].name + ".padded", w.dtype, {Mp}, doubles_to_bytes(bias, w.dtype));
     }
-    b.outputs = {new_value(y, blocked_shape(y.shape, m), ".nchwc")};
+    b.outputs = {new_value(y, m, ".nchwc")};
     emit(std::move(b), n.outputs);
     return true;
   }
@@ -325,7 +334,7 @@ class Blocker {
       d.resize((size_t)Mp, 0.0);
       b.inputs[i] = g_.add_constant(p.name + ".padded", p.dtype, {Mp}, doubles_to_bytes(d, p.dtype));
     }
-    b.outputs = {new_value(y, blocked_shape(y.shape, m), ".nchwc")};
+    b.outputs = {new_value(y, m, ".nchwc")};
     emit(std::move(b), n.outputs);
     return true;
   }
@@ -341,7 +350,7 @@ class Blocker {
     p.attrs["kiln_layout"].kind = Attr::Kind::String;
     p.attrs["kiln_layout"].s = "NCHWc";
     p.inputs[0] = to_blocked(n.inputs[0], b);
-    p.outputs = {new_value(y, blocked_shape(y.shape, b), ".nchwc")};
+    p.outputs = {new_value(y, b, ".nchwc")};
     emit(std::move(p), n.outputs);
     return true;
   }
@@ -387,7 +396,7 @@ class Blocker {
       }
       // A per-channel value computed at run time ([N, C, 1, 1], e.g. the
       // scale of a squeeze-and-excitation block) is cheap to convert.
-      if (!x.is_constant() && x.shape.size() == 4 && x.shape[1] == C && x.shape[2] * x.shape[3] == 1) {
+      if (!x.is_constant() && x.shape.size() == 4 && x.shape[1] == C && per_channel_4d(x)) {
         inputs[i] = to_blocked(v, b);
         continue;
       }
@@ -398,7 +407,7 @@ class Blocker {
     if (!any_blocked) return false;  // nothing blocked feeds it: stay NCHW
     Node e = n;
     e.inputs = inputs;
-    e.outputs = {new_value(y, blocked_shape(y.shape, b), ".nchwc")};
+    e.outputs = {new_value(y, b, ".nchwc")};
     emit(std::move(e), n.outputs);
     return true;
   }
@@ -418,7 +427,7 @@ class Blocker {
     c.attrs["axis"].kind = Attr::Kind::Int;
     c.attrs["axis"].i = 1;
     c.inputs = inputs;
-    c.outputs = {new_value(y, blocked_shape(y.shape, b), ".nchwc")};
+    c.outputs = {new_value(y, b, ".nchwc")};
     emit(std::move(c), n.outputs);
     return true;
   }

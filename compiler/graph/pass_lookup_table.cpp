@@ -247,6 +247,9 @@ class TableBuilder {
 
 }  // namespace
 
-bool pass_lookup_table(Graph& g, PassContext& ctx) { return TableBuilder(g, ctx.env.vector.byte_table).run(ctx); }
+bool pass_lookup_table(Graph& g, PassContext& ctx) {
+  if (!g.symbols.empty()) return false;  // run-time dimensions: not yet (docs/dynamic-shapes.md)
+  return TableBuilder(g, ctx.env.vector.byte_table).run(ctx);
+}
 
 }  // namespace kiln::graph

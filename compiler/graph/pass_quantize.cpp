@@ -533,6 +533,10 @@ class Quantizer {
 
 }  // namespace
 
-bool pass_quantize(Graph& g, PassContext& ctx) { return Quantizer(g).run(ctx); }
+bool pass_quantize(Graph& g, PassContext& ctx) {
+  // Run-time dimensions: quantized models keep their float form (docs/dynamic-shapes.md).
+  if (!g.symbols.empty()) return false;
+  return Quantizer(g).run(ctx);
+}
 
 }  // namespace kiln::graph

@@ -32,6 +32,7 @@ bool wants_winograd(const Graph& g, const Node& n) {
   const Value& w = g.values[n.inputs[1]];
   const Value& y = g.values[n.outputs[0]];
   if (!w.is_constant() || w.shape.size() != 6 || y.shape.size() != 5) return false;
+  if (y.is_dynamic()) return false;  // run-time dimensions: not yet (docs/dynamic-shapes.md)
   if (w.dtype != DType::F32 || y.dtype != DType::F32) return false;  // the kernel computes in float32
   if (w.shape[2] != 3 || w.shape[3] != 3 || n.attr_int("group", 1) != 1) return false;
   if (n.attr_ints("strides", {1, 1}) != std::vector<int64_t>{1, 1}) return false;

@@ -44,7 +44,7 @@ Expr as_index(const Expr& cond) { return tir::select(cond, Expr(1), Expr(0)); }
 
 class DimInference {
  public:
-  explicit DimInference(graph::Graph& g) : g_(g) {}
+  DimInference(graph::Graph& g, const std::set<int>& unknown_rank) : g_(g), unknown_rank_(unknown_rank) {}
 
   void run() {
     for (size_t v = 0; v < g_.values.size(); v++) seed_sym((int)v);
@@ -54,6 +54,7 @@ class DimInference {
 
  private:
   graph::Graph& g_;
+  const std::set<int>& unknown_rank_;  // outputs whose rank ONNX did not know
   const Node* node_ = nullptr;
   std::map<int, std::vector<Expr>> sym_;  // value -> elements, row-major (small integer tensors)
 
@@ -791,11 +792,16 @@ class DimInference {
       int v = n.outputs[o];
       if (v < 0) continue;
       graph::Value& out = g_.values[(size_t)v];
-      const graph::Shape onnx = out.shape;  // rank, -1 where ONNX's inference did not know
+      graph::Shape onnx = out.shape;  // rank, -1 where ONNX's inference did not know
       DimExprs d;
       if (extra.count(o)) d = extra[o];
       else if (o == 0 && !none) d = d0;
-      else {
+      if (unknown_rank_.count(v)) {
+        if (d.empty() && none) fail("ONNX's shape inference could not give output '" + out.name + "' a shape");
+        onnx.assign(d.size(), -1);
+      }
+      if (!d.empty() || extra.count(o) || (o == 0 && !none)) {
+      } else {
         for (int64_t x : onnx) {
           if (x < 0) fail("ONNX's shape inference could not give output '" + out.name + "' a shape");
           d.push_back(Expr(x));
@@ -873,6 +879,6 @@ class DimInference {
 
 }  // namespace
 
-void infer_run_time_dims(graph::Graph& g) { DimInference(g).run(); }
+void infer_run_time_dims(graph::Graph& g, const std::set<int>& unknown_rank) { DimInference(g, unknown_rank).run(); }
 
 }  // namespace kiln

@@ -16,15 +16,19 @@
 // runtime checks (graph::ShapeConstraint).
 #pragma once
 
+#include <set>
+
 #include "graph/graph.h"
 
 namespace kiln {
 
 // Fills every node output's dimensions. Before it runs, an output's `shape`
 // holds what ONNX's shape inference knew: its rank, and -1 for each
-// dimension it could not give. Model inputs already have their dimensions.
-// Throws UserError naming the node where an operator's dimensions cannot be
-// derived (no rule for it, or data-dependent in a way the rule cannot follow).
-void infer_run_time_dims(graph::Graph& g);
+// dimension it could not give; the outputs in `unknown_rank` (no rank
+// either) take the rank their operator's rule gives. Model inputs already
+// have their dimensions. Throws UserError naming the node where an
+// operator's dimensions cannot be derived (no rule for it, or data-dependent
+// in a way the rule cannot follow).
+void infer_run_time_dims(graph::Graph& g, const std::set<int>& unknown_rank = {});
 
 }  // namespace kiln

@@ -375,6 +375,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     out.inputs.push_back(id);
   }
 
+  std::set<int> unknown_rank;      // (run-time dimensions) values whose rank ONNX did not know
   std::set<std::string> consumed;  // values some node (subgraphs' included) or the model's outputs read
   std::function<void(const onnx::GraphProto&)> reads = [&](const onnx::GraphProto& graph) {
     for (auto& n : graph.node()) {
@@ -432,8 +433,20 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
       auto t = types.find(o);
       std::string dyn;
       // With run-time dimensions, ONNX's rank and element type are enough:
-      // infer_run_time_dims gives the dimensions (-1 where ONNX knew none).
+      // infer_run_time_dims gives the dimensions (-1 where ONNX knew none),
+      // and the rank too where ONNX knew not even that (the element type
+      // then is the first input's, as for every operator with a rule).
       bool typed = t != types.end() && (dynamic ? read_rank(*t->second, v) : read_type(*t->second, v, &dyn));
+      if (!typed && dynamic && consumed.count(o) && !node.inputs.empty() && node.inputs[0] >= 0 &&
+          graph::op_traits(node.op).dims != graph::OpDims::None) {
+        if (t == types.end() || !t->second->has_tensor_type() || !t->second->tensor_type().elem_type())
+          v.dtype = out.values[node.inputs[0]].dtype;
+        else
+          v.dtype = dtype_from_onnx(t->second->tensor_type().elem_type(), "value '" + o + "'");
+        v.shape.clear();
+        unknown_rank.insert((int)out.values.size());  // the id add_value gives it below
+        typed = true;
+      }
       if (!typed && !consumed.count(o)) {  // an output nothing reads (Dropout's mask in opsets 7-9)
         node.outputs.push_back(-1);
         continue;
@@ -458,7 +471,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     out.outputs.push_back(it->second);
   }
   if (dynamic) {
-    infer_run_time_dims(out);
+    infer_run_time_dims(out, unknown_rank);
     for (auto& v : out.values) check_size(v, "value '" + v.name + "' (at its largest)");
   }
   return out;

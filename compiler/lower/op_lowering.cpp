@@ -71,6 +71,19 @@ te::Tensor OpContext::tensor_of(int value_index) {
   auto it = state_->placeholders.find(value_index);
   if (it != state_->placeholders.end()) return it->second;
   const graph::Value& v = value(value_index);
+  if (!v.sym.empty() && !v.is_constant() && v.producer < 0) {
+    // A symbolic constant (a shape computed from run-time dimensions): its
+    // elements are formulas of the kernel's symbols, with no storage.
+    std::vector<Expr> elems(v.sym.begin(), v.sym.end());
+    tir::Type t = graph::dtype_to_tir(v.dtype);
+    te::Dims dims = dims_of(value_index);
+    return te::compute(v.name, dims, [elems, t, dims](const Indices& i) {
+      Expr flat = te::flat_index(dims, i);
+      Expr r = tir::cast(t, elems.back());
+      for (size_t k = elems.size() - 1; k-- > 0;) r = tir::select(tir::EQ::make(flat, Expr((int64_t)k)), tir::cast(t, elems[k]), r);
+      return r;
+    });
+  }
   te::Tensor t = te::placeholder(v.name, dims_of(value_index), graph::dtype_to_tir(v.dtype));
   state_->placeholders[value_index] = t;
   state_->bound[t.get()] = value_index;
@@ -238,28 +251,37 @@ void OpContext::require_float32() const {
     }
 }
 
-std::vector<int64_t> spatial_pads(const OpContext& ctx, const graph::Shape& in, const graph::Shape& out,
-                                  const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
-                                  const std::vector<int64_t>& dilations) {
+std::vector<Expr> spatial_pads(const OpContext& ctx, const te::Dims& in, const te::Dims& out,
+                               const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                               const std::vector<int64_t>& dilations) {
   size_t k = kernel.size();
   std::string auto_pad = ctx.node().attr_string("auto_pad", "NOTSET");
-  std::vector<int64_t> pads(2 * k, 0);
+  std::vector<Expr> pads(2 * k, Expr(0));
   if (auto_pad == "NOTSET") {
-    pads = ctx.node().attr_ints("pads", pads);
-    user_assert(pads.size() == 2 * k) << ctx.node().describe() << ": 'pads' must have " << 2 * k << " entries";
+    std::vector<int64_t> given = ctx.node().attr_ints("pads", std::vector<int64_t>(2 * k, 0));
+    user_assert(given.size() == 2 * k) << ctx.node().describe() << ": 'pads' must have " << 2 * k << " entries";
+    for (size_t i = 0; i < 2 * k; i++) {
+      user_assert(given[i] >= 0) << ctx.node().describe() << ": negative pads are not supported";
+      pads[i] = Expr(given[i]);
+    }
   } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (size_t i = 0; i < k; i++) {
-      int64_t in_d = in[2 + i], out_d = out[2 + i];
-      int64_t total = std::max<int64_t>(0, (out_d - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - in_d);
-      int64_t small = total / 2, large = total - small;
+      Expr total = tir::simplify(tir::max(Expr(0), (out[2 + i] - Expr(1)) * Expr(strides[i]) +
+                                                       Expr((kernel[i] - 1) * dilations[i] + 1) - in[2 + i]));
+      Expr small = tir::simplify(total / Expr(2)), large = tir::simplify(total - small);
       pads[i] = auto_pad == "SAME_UPPER" ? small : large;
-      pads[i + k] = total - pads[i];
+      pads[i + k] = tir::simplify(total - pads[i]);
     }
   } else {
     user_assert(auto_pad == "VALID") << ctx.node().describe() << ": unknown auto_pad '" << auto_pad << "'";
   }
-  for (int64_t p : pads) user_assert(p >= 0) << ctx.node().describe() << ": negative pads are not supported";
   return pads;
+}
+
+std::vector<int64_t> static_pads(const std::vector<Expr>& pads) {
+  std::vector<int64_t> r;
+  for (auto& p : pads) r.push_back(static_extent(p, "a pad"));
+  return r;
 }
 
 void OpContext::require_float() const {

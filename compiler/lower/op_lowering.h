@@ -133,9 +133,13 @@ class OpContext {
 #undef KILN_OP
 
 // Helpers shared by the families.
-std::vector<int64_t> spatial_pads(const OpContext& ctx, const graph::Shape& in, const graph::Shape& out,
-                                  const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
-                                  const std::vector<int64_t>& dilations);
+// Begin and end pads of every spatial axis (2 * k entries): constants, or
+// expressions of run-time extents for auto_pad SAME_* on them.
+std::vector<Expr> spatial_pads(const OpContext& ctx, const te::Dims& in, const te::Dims& out,
+                               const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                               const std::vector<int64_t>& dilations);
+// The pads as constants (a DynamicShapeError where one is known only at run time).
+std::vector<int64_t> static_pads(const std::vector<Expr>& pads);
 int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank);
 // Which input dimensions a reduction reduces (ops_reduce.cpp, ops_softmax.cpp).
 struct ReduceAxes {

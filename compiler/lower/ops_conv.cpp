@@ -13,6 +13,7 @@
 #include "lower/schedules_cpu.h"
 #include "lower/schedules_gpu.h"
 #include "support/diagnostics.h"
+#include "tir/simplify.h"
 
 namespace kiln::lower {
 namespace {
@@ -21,18 +22,19 @@ void lower_conv_blocked(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   if (n.attr_int("kiln_winograd", 0) == 2) return lower_conv_winograd(ctx);
   te::Tensor x = ctx.in(0), w = ctx.in(1);
-  graph::Shape xs = x.shape(), ws = w.shape(), os = ctx.out_shape(0);
+  te::Dims xs = x.dims(), os = ctx.out_dims(0);
+  graph::Shape ws = w.shape();  // constant weights
   internal_assert(xs.size() == 5 && ws.size() == 6 && os.size() == 5) << n.describe() << ": bad blocked shapes";
   bool depthwise = n.attr_int("group", 1) > 1;
   std::vector<int64_t> kernel = {ws[2], ws[3]};
   std::vector<int64_t> strides = n.attr_ints("strides", {1, 1}), dilations = n.attr_ints("dilations", {1, 1});
-  std::vector<int64_t> pads = spatial_pads(ctx, xs, os, kernel, strides, dilations);
-  int64_t m = os[4];
+  std::vector<Expr> pads = spatial_pads(ctx, xs, os, kernel, strides, dilations);
+  int64_t m = static_extent(os[4], "the channel block");
   tir::Type t = x.dtype();
-  te::Tensor conv = te::reduce("conv_nchwc", os, {ws[1], ws[2], ws[3], ws[4]}, te::ReduceKind::Sum, t,
+  te::Tensor conv = te::reduce("conv_nchwc", os, graph::Shape{ws[1], ws[2], ws[3], ws[4]}, te::ReduceKind::Sum, t,
                                [=](const Indices& o, const Indices& r) {
-    Expr ih = o[2] * Expr(strides[0]) - Expr(pads[0]) + r[1] * Expr(dilations[0]);
-    Expr iw = o[3] * Expr(strides[1]) - Expr(pads[1]) + r[2] * Expr(dilations[1]);
+    Expr ih = o[2] * Expr(strides[0]) - pads[0] + r[1] * Expr(dilations[0]);
+    Expr iw = o[3] * Expr(strides[1]) - pads[1] + r[2] * Expr(dilations[1]);
     Indices xi = depthwise ? Indices{o[0], o[1], ih, iw, o[4]} : Indices{o[0], r[0], ih, iw, r[3]};
     return padded_read(x, xi, tir::make_const(t, 0)) * w({o[1], r[0], r[1], r[2], r[3], o[4]});
   });
@@ -53,33 +55,33 @@ void lower_conv(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   if (n.attr_string("kiln_layout", "") == "NCHWc") return lower_conv_blocked(ctx);
   te::Tensor x = ctx.in(0), w = ctx.in(1);
-  const graph::Shape& xs = x.shape();
+  const te::Dims xs = x.dims(), os = ctx.out_dims(0);
   const graph::Shape& ws = w.shape();
-  const graph::Shape& os = ctx.out_shape(0);
   user_assert(xs.size() >= 3 && xs.size() <= 5 && ws.size() == xs.size())
       << n.describe() << ": input and weight must be 3-D to 5-D with the same rank";
   size_t k = xs.size() - 2;
   int64_t group = n.attr_int("group", 1);
-  int64_t C = xs[1], M = ws[0], Cg = ws[1];
+  int64_t C = static_extent(xs[1], "the input channel count"), M = ws[0], Cg = ws[1];
   user_assert(group >= 1 && C % group == 0 && M % group == 0 && Cg * group == C)
       << n.describe() << ": group " << group << " does not divide channels " << C << " and filters " << M;
   std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
   std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>(k, 1));
   std::vector<int64_t> dilations = n.attr_ints("dilations", std::vector<int64_t>(k, 1));
   user_assert(strides.size() == k && dilations.size() == k) << n.describe() << ": strides/dilations rank mismatch";
-  std::vector<int64_t> pads = spatial_pads(ctx, xs, os, kernel, strides, dilations);
+  std::vector<Expr> pads = spatial_pads(ctx, xs, os, kernel, strides, dilations);
   int64_t Mg = M / group;
   tir::Type t = x.dtype();
 
   // The zero-padded input as a tensor of its own (inlined: the same reads
   // as padding each one), so that the conv's reads of it are affine: what a
   // GPU shared-memory tile needs to bound them.
-  graph::Shape ps = {xs[0], xs[1]};
+  te::Dims ps = {xs[0], xs[1]};
   for (size_t i = 0; i < k; i++)
-    ps.push_back(std::max(xs[2 + i] + pads[i] + pads[k + i], (os[2 + i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1));
+    ps.push_back(tir::simplify(tir::max(xs[2 + i] + pads[i] + pads[k + i],
+                                        (os[2 + i] - Expr(1)) * Expr(strides[i]) + Expr((kernel[i] - 1) * dilations[i] + 1))));
   te::Tensor xpad = te::compute("xpad", ps, [=](const Indices& p) {
     Indices xi = {p[0], p[1]};
-    for (size_t i = 0; i < k; i++) xi.push_back(p[2 + i] - Expr(pads[i]));
+    for (size_t i = 0; i < k; i++) xi.push_back(p[2 + i] - pads[i]);
     return padded_read(x, xi, tir::make_const(t, 0));
   });
   graph::Shape rshape = {Cg};
@@ -93,8 +95,9 @@ void lower_conv(OpContext& ctx) {
     }
     return xpad(xi) * w(wi);
   });
-  bool pointwise = k == 2 && kernel[0] == 1 && kernel[1] == 1 && strides == std::vector<int64_t>{1, 1} &&
-                   pads == std::vector<int64_t>{0, 0, 0, 0};
+  bool no_pads = true;
+  for (auto& p : pads) no_pads = no_pads && tir::as_const_int(p) && *tir::as_const_int(p) == 0;
+  bool pointwise = k == 2 && kernel[0] == 1 && kernel[1] == 1 && strides == std::vector<int64_t>{1, 1} && no_pads;
   if (k == 2) ctx.schedule_reduction(conv, pointwise ? schedule_conv1x1_cpu : schedule_conv2d_cpu);
   bool shared = ctx.gpu_shared_memory() && group == 1;
   if (k == 2) ctx.schedule_reduction_gpu(conv, [=](te::Stage& s) { schedule_conv2d_gpu(s, xpad, w, shared, group == C && group == M); });

@@ -122,9 +122,9 @@ void lower_batchnorm(OpContext& ctx) {
   user_assert(n.attr_int("training_mode", 0) == 0 && (n.outputs.size() == 1 || n.outputs[1] < 0))
       << n.describe() << ": only inference-mode BatchNormalization is supported";
   te::Tensor x = ctx.in(0);
-  const graph::Shape& s = x.shape();
+  const te::Dims s = x.dims();
   user_assert(s.size() >= 2) << n.describe() << ": input must be at least 2-D";
-  int64_t C = s[1];
+  int64_t C = static_extent(s[1], "the channel count");
   double eps = n.attr_float("epsilon", 1e-5);
   bool all_const = true;
   for (int i = 1; i <= 4; i++) {

@@ -3,9 +3,11 @@
 // Slice, Expand, Tile, Pad, Split, DepthToSpace, SpaceToDepth, Trilu,
 // EyeLike, ConstantOfShape, Range.
 //
-// Shapes are static, so operands that only decide a shape (Expand's shape,
-// Tile's repeats, Split's sizes) are never read; operands that decide
-// positions (Slice's starts and steps, Pad's pads) must be constants.
+// Operands that only decide a shape (Expand's shape, Tile's repeats,
+// Split's sizes) are never read: the output's dimensions (static, or
+// expressions of run-time ones, import/infer_dims.h) say it all. Operands
+// that decide positions (Slice's starts and steps, Pad's pads) must be
+// constants, or shapes computed from run-time dimensions (symbolic values).
 // Indices read at run time (Gather) are wrapped for negatives and clamped
 // into range, so a bad index never reads outside the tensor.
 //
@@ -19,9 +21,22 @@
 
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
+#include "tir/simplify.h"
 
 namespace kiln::lower {
 namespace {
+
+// The elements of input `input`: a constant, or a shape computed from
+// run-time dimensions (graph::Value::sym).
+std::vector<Expr> int_exprs(OpContext& ctx, size_t input, const char* what) {
+  const graph::Value& v = ctx.value(ctx.input(input));
+  std::vector<Expr> r;
+  if (!v.sym.empty()) return std::vector<Expr>(v.sym.begin(), v.sym.end());
+  user_assert(v.is_constant()) << ctx.node().describe() << ": " << what
+                               << " must be a compile-time constant or a shape computed from the inputs' dimensions";
+  for (int64_t i = 0; i < v.elements(); i++) r.push_back(Expr(v.const_int_at(i)));
+  return r;
+}
 
 std::vector<int64_t> const_ints(OpContext& ctx, size_t input, const char* what) {
   const graph::Value& v = ctx.value(ctx.input(input));
@@ -41,7 +56,7 @@ void lower_gather(OpContext& ctx) {
   ctx.set_output(0, te::compute("gather", ctx.out_dims(0), [=](const Indices& o) {
     Indices ii(o.begin() + axis, o.begin() + axis + q);
     Indices di(o.begin(), o.begin() + axis);
-    di.push_back(wrap_index(ind(ii), data.shape()[axis]));
+    di.push_back(wrap_index(ind(ii), data.dims()[axis]));
     di.insert(di.end(), o.begin() + axis + q, o.end());
     return data(di);
   }));
@@ -52,7 +67,7 @@ void lower_gather_elements(OpContext& ctx) {
   int64_t axis = normalize_axis(ctx, ctx.node().attr_int("axis", 0), (int64_t)data.ndim());
   ctx.set_output(0, te::compute("gather_elements", ctx.out_dims(0), [=](const Indices& o) {
     Indices di = o;
-    di[axis] = wrap_index(ind(o), data.shape()[axis]);
+    di[axis] = wrap_index(ind(o), data.dims()[axis]);
     return data(di);
   }));
 }
@@ -61,34 +76,37 @@ void lower_slice(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   te::Tensor x = ctx.in(0);
   int64_t rank = (int64_t)x.ndim();
-  std::vector<int64_t> starts, ends, axes, steps;
+  std::vector<Expr> starts;
+  std::vector<int64_t> axes, steps;
   if (ctx.graph.opset < 10) {
-    starts = n.attr_ints("starts", {});
-    ends = n.attr_ints("ends", {});
+    for (int64_t s : n.attr_ints("starts", {})) starts.push_back(Expr(s));
     axes = n.attr_ints("axes", {});
   } else {
-    starts = const_ints(ctx, 1, "Slice starts");
-    ends = const_ints(ctx, 2, "Slice ends");
+    starts = int_exprs(ctx, 1, "Slice starts");
     if (ctx.has_input(3)) axes = const_ints(ctx, 3, "Slice axes");
     if (ctx.has_input(4)) steps = const_ints(ctx, 4, "Slice steps");
   }
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); i++) axes.push_back((int64_t)i);
   if (steps.empty()) steps.assign(starts.size(), 1);
-  user_assert(ends.size() == starts.size() && axes.size() == starts.size() && steps.size() == starts.size())
+  user_assert(axes.size() == starts.size() && steps.size() == starts.size())
       << n.describe() << ": starts, ends, axes and steps differ in length";
-  std::vector<int64_t> begin(rank, 0), step(rank, 1);
+  std::vector<Expr> begin(rank, Expr(0));
+  std::vector<int64_t> step(rank, 1);
   for (size_t i = 0; i < axes.size(); i++) {
-    int64_t a = normalize_axis(ctx, axes[i], rank), d = x.shape()[a];
+    int64_t a = normalize_axis(ctx, axes[i], rank);
+    Expr d = x.dims()[a];
     user_assert(steps[i] != 0) << n.describe() << ": a step is zero";
-    int64_t s = starts[i] < 0 ? starts[i] + d : starts[i];
-    s = steps[i] > 0 ? std::clamp<int64_t>(s, 0, d) : std::clamp<int64_t>(s, 0, d - 1);
-    begin[a] = s;
+    // A negative start counts from the end (a symbolic start is a shape: never negative).
+    auto c = tir::as_const_int(starts[i]);
+    Expr s = c && *c < 0 ? d + starts[i] : starts[i];
+    s = steps[i] > 0 ? tir::clamp(s, Expr(0), d) : tir::clamp(s, Expr(0), d - Expr(1));
+    begin[a] = tir::simplify(s);
     step[a] = steps[i];
   }
   ctx.set_output(0, te::compute("slice", ctx.out_dims(0), [=](const Indices& o) {
     Indices ii;
-    for (int64_t d = 0; d < rank; d++) ii.push_back(Expr(begin[d]) + o[d] * Expr(step[d]));
+    for (int64_t d = 0; d < rank; d++) ii.push_back(begin[d] + o[d] * Expr(step[d]));
     return x(ii);
   }));
 }
@@ -102,7 +120,7 @@ void lower_tile(OpContext& ctx) {
   te::Tensor x = ctx.in(0);
   ctx.set_output(0, te::compute("tile", ctx.out_dims(0), [=](const Indices& o) {
     Indices ii;
-    for (size_t d = 0; d < o.size(); d++) ii.push_back(o[d] % Expr(x.shape()[d]));
+    for (size_t d = 0; d < o.size(); d++) ii.push_back(o[d] % x.dims()[d]);
     return x(ii);
   }));
 }
@@ -112,8 +130,12 @@ void lower_pad(OpContext& ctx) {
   te::Tensor x = ctx.in(0);
   int64_t rank = (int64_t)x.ndim();
   std::string mode = n.attr_string("mode", "constant");
-  std::vector<int64_t> pads = ctx.graph.opset < 11 ? n.attr_ints("pads", {}) : const_ints(ctx, 1, "Pad pads");
-  std::vector<int64_t> begin(rank, 0);
+  std::vector<Expr> pads;
+  if (ctx.graph.opset < 11)
+    for (int64_t p : n.attr_ints("pads", {})) pads.push_back(Expr(p));
+  else
+    pads = int_exprs(ctx, 1, "Pad pads");
+  std::vector<Expr> begin(rank, Expr(0));
   if (ctx.graph.opset >= 18 && ctx.has_input(3)) {  // axes
     std::vector<int64_t> axes = const_ints(ctx, 3, "Pad axes");
     user_assert(pads.size() == 2 * axes.size()) << n.describe() << ": pads must have 2 entries per axis";
@@ -135,20 +157,22 @@ void lower_pad(OpContext& ctx) {
   ctx.set_output(0, te::compute("pad", ctx.out_dims(0), [=](const Indices& o) {
     Indices ii;
     for (int64_t d = 0; d < rank; d++) {
-      Expr i = o[d] - Expr(begin[d]);
-      int64_t e = x.shape()[d];
-      if (mode == "edge") i = tir::clamp(i, Expr(0), Expr(e - 1));
-      else if (mode == "reflect" && e > 1) {
-        // Reflect without repeating the edge: period 2(e-1).
-        Expr p = i % Expr(2 * (e - 1));
-        i = tir::select(p < Expr(e), p, Expr(2 * (e - 1)) - p);
-      } else if (mode == "wrap") i = i % Expr(e);
+      Expr i = o[d] - begin[d];
+      Expr e = x.dims()[d];
+      auto ce = tir::as_const_int(e);
+      if (mode == "edge") i = tir::clamp(i, Expr(0), e - Expr(1));
+      else if (mode == "reflect" && (!ce || *ce > 1)) {
+        // Reflect without repeating the edge: period 2(e-1) (a run-time extent of 1: no reflection).
+        Expr period = tir::max(Expr(2) * (e - Expr(1)), Expr(1));
+        Expr p = i % period;
+        i = tir::select(p < e, p, period - p);
+      } else if (mode == "wrap") i = i % e;
       ii.push_back(i);
     }
     if (mode == "constant") return padded_read(x, ii, value);
     user_assert(mode == "edge" || mode == "reflect" || mode == "wrap") << n.describe() << ": unknown mode '" << mode << "'";
     Indices safe;
-    for (int64_t d = 0; d < rank; d++) safe.push_back(tir::clamp(ii[d], Expr(0), Expr(x.shape()[d] - 1)));
+    for (int64_t d = 0; d < rank; d++) safe.push_back(tir::clamp(ii[d], Expr(0), x.dims()[d] - Expr(1)));
     return x(safe);
   }));
 }
@@ -157,19 +181,20 @@ void lower_split(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   te::Tensor x = ctx.in(0);
   int64_t axis = normalize_axis(ctx, n.attr_int("axis", 0), (int64_t)x.ndim());
-  int64_t offset = 0;
+  Expr offset = Expr(0);
   for (size_t i = 0; i < n.outputs.size(); i++) {
     if (n.outputs[i] < 0) continue;
-    const graph::Shape& os = ctx.out_shape(i);
-    int64_t off = offset;
+    const te::Dims os = ctx.out_dims(i);
+    Expr off = offset;
     ctx.set_output(i, te::compute("split", os, [=](const Indices& o) {
       Indices ii = o;
-      ii[axis] = o[axis] + Expr(off);
+      ii[axis] = o[axis] + off;
       return x(ii);
     }));
-    offset += os[axis];
+    offset = tir::simplify(offset + os[axis]);
   }
-  user_assert(offset <= x.shape()[axis]) << n.describe() << ": outputs are larger than the input";
+  auto total = tir::as_const_int(offset), have = tir::as_const_int(x.dims()[axis]);
+  user_assert(!total || !have || *total <= *have) << n.describe() << ": outputs are larger than the input";
 }
 
 // DepthToSpace (DCR or CRD) and SpaceToDepth on NCHW.
@@ -181,15 +206,16 @@ void lower_depth_space(OpContext& ctx) {
   int64_t b = n.attr_int("blocksize", 0);
   user_assert(b >= 1) << n.describe() << ": blocksize must be positive";
   bool crd = n.attr_string("mode", "DCR") == "CRD";
-  const graph::Shape& os = ctx.out_shape(0);
+  const te::Dims os = ctx.out_dims(0);
+  int64_t oc = to_space ? static_extent(os[1], "the output channel count") : 0;
+  int64_t C = to_space ? 0 : static_extent(x.dims()[1], "the channel count");
   ctx.set_output(0, te::compute(n.op, os, [=](const Indices& o) {
     if (to_space) {  // out[n, c, h, w] = x[n, channel(c, h % b, w % b), h / b, w / b]
       Expr bh = o[2] % Expr(b), bw = o[3] % Expr(b);
-      Expr c = crd ? (o[1] * Expr(b) + bh) * Expr(b) + bw : (bh * Expr(b) + bw) * Expr(os[1]) + o[1];
+      Expr c = crd ? (o[1] * Expr(b) + bh) * Expr(b) + bw : (bh * Expr(b) + bw) * Expr(oc) + o[1];
       return x({o[0], c, o[2] / Expr(b), o[3] / Expr(b)});
     }
     // SpaceToDepth: out[n, (bh * b + bw) * C + c, h, w] = x[n, c, h * b + bh, w * b + bw]
-    int64_t C = x.shape()[1];
     Expr c = o[1] % Expr(C), blk = o[1] / Expr(C);
     return x({o[0], c, o[2] * Expr(b) + blk / Expr(b), o[3] * Expr(b) + blk % Expr(b)});
   }));

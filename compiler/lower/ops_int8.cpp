@@ -95,7 +95,7 @@ void lower_qconv_blocked(OpContext& ctx, const Int8Operands& q) {
   bool dotted = n.attr_int("kiln_int8_dot", 0) != 0;
   std::vector<int64_t> kernel = {ws[2], ws[3]};
   std::vector<int64_t> strides = n.attr_ints("strides", {1, 1}), dilations = n.attr_ints("dilations", {1, 1});
-  std::vector<int64_t> pads = spatial_pads(ctx, xs, os, kernel, strides, dilations);
+  std::vector<int64_t> pads = static_pads(spatial_pads(ctx, xs, os, kernel, strides, dilations));
   int64_t m = os[4];
   Expr pad = q.zx();
   te::Tensor acc = te::reduce("qconv_nchwc", os, {ws[1], ws[2], ws[3], ws[4]}, te::ReduceKind::Sum, I32,
@@ -143,7 +143,7 @@ void lower_qconv(OpContext& ctx) {
   std::vector<int64_t> kernel = {ws[2], ws[3]};
   std::vector<int64_t> strides = n.attr_ints("strides", {1, 1}), dilations = n.attr_ints("dilations", {1, 1});
   user_assert(strides.size() == 2 && dilations.size() == 2) << n.describe() << ": strides/dilations rank mismatch";
-  std::vector<int64_t> pads = spatial_pads(ctx, xs, os, kernel, strides, dilations);
+  std::vector<int64_t> pads = static_pads(spatial_pads(ctx, xs, os, kernel, strides, dilations));
   int64_t Mg = M / group;
   Expr pad = q.zx();
   te::Tensor acc = te::reduce("qconv", os, {Cg, kernel[0], kernel[1]}, te::ReduceKind::Sum, I32,

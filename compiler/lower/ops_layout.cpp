@@ -10,11 +10,12 @@ namespace kiln::lower {
 
 void lower_to_blocked(OpContext& ctx) {
   te::Tensor x = ctx.in(0);
-  graph::Shape os = ctx.out_shape(0);
-  internal_assert(x.shape().size() == 4 && os.size() == 5 && os[1] * os[4] >= x.shape()[1])
+  te::Dims os = ctx.out_dims(0);
+  int64_t channels = static_extent(x.dims().at(1), "the channel count");
+  int64_t c = static_extent(os.at(4), "the channel block"), blocks = static_extent(os.at(1), "the channel blocks");
+  internal_assert(x.ndim() == 4 && os.size() == 5 && blocks * c >= channels)
       << ctx.node().describe() << ": bad shapes for a blocked layout";
-  int64_t c = os[4];
-  bool padding = os[1] * os[4] != x.shape()[1];
+  bool padding = blocks * c != channels;
   ctx.set_output(0, te::compute("to_nchwc", os, [x, c, padding](const Indices& o) {
     Indices at = {o[0], o[1] * Expr(c) + o[4], o[2], o[3]};
     return padding ? padded_read(x, at, tir::make_const(x.dtype(), 0)) : x(at);
@@ -23,10 +24,9 @@ void lower_to_blocked(OpContext& ctx) {
 
 void lower_from_blocked(OpContext& ctx) {
   te::Tensor x = ctx.in(0);
-  graph::Shape xs = x.shape(), os = ctx.out_shape(0);
-  internal_assert(xs.size() == 5 && os.size() == 4 && xs[1] * xs[4] >= os[1])
-      << ctx.node().describe() << ": bad shapes for a blocked layout";
-  int64_t c = xs[4];
+  te::Dims xs = x.dims(), os = ctx.out_dims(0);
+  internal_assert(xs.size() == 5 && os.size() == 4) << ctx.node().describe() << ": bad shapes for a blocked layout";
+  int64_t c = static_extent(xs[4], "the channel block");
   ctx.set_output(0, te::compute("from_nchwc", os, [x, c](const Indices& o) {
     return x({o[0], o[1] / Expr(c), o[2], o[3], o[1] % Expr(c)});
   }));

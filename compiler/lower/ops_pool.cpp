@@ -47,8 +47,7 @@ void lower_pool(OpContext& ctx) {
   user_assert(n.outputs.size() < 2 || n.outputs[1] < 0)
       << n.describe() << ": the Indices output of MaxPool is not supported yet";
   te::Tensor x = ctx.in(0);
-  const graph::Shape& xs = x.shape();
-  const graph::Shape& os = ctx.out_shape(0);
+  const te::Dims xs = x.dims(), os = ctx.out_dims(0);
   user_assert(xs.size() >= 3 && xs.size() <= 5) << n.describe() << ": input must be 3-D to 5-D";
   bool blocked = n.attr_string("kiln_layout", "") == "NCHWc";
   size_t k = xs.size() - 2 - blocked;
@@ -58,14 +57,14 @@ void lower_pool(OpContext& ctx) {
   std::vector<int64_t> dilations = n.attr_ints("dilations", std::vector<int64_t>(k, 1));
   user_assert(strides.size() == k && dilations.size() == k) << n.describe() << ": strides/dilations rank mismatch";
   user_assert(n.attr_int("storage_order", 0) == 0) << n.describe() << ": storage_order=1 is not supported";
-  std::vector<int64_t> pads = spatial_pads(ctx, xs, os, kernel, strides, dilations);
+  std::vector<Expr> pads = spatial_pads(ctx, xs, os, kernel, strides, dilations);
   bool include_pad = n.attr_int("count_include_pad", 0) != 0;
   tir::Type t = x.dtype();
 
   // Window position of reduce index r for output index o, spatial dims only.
   auto positions = [=](const Indices& o, const Indices& r) {
     Indices p;
-    for (size_t i = 0; i < k; i++) p.push_back(o[2 + i] * Expr(strides[i]) - Expr(pads[i]) + r[i] * Expr(dilations[i]));
+    for (size_t i = 0; i < k; i++) p.push_back(o[2 + i] * Expr(strides[i]) - pads[i] + r[i] * Expr(dilations[i]));
     return p;
   };
   auto at = [=](const Indices& o, const Indices& r) {
@@ -94,9 +93,9 @@ void lower_pool(OpContext& ctx) {
   te::Tensor sum = te::reduce("avgpool_sum", os, kernel, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
     return padded_read(x, at(o, r), tir::make_const(t, 0));
   });
-  std::vector<int64_t> lo(k), hi(k);
+  std::vector<Expr> lo(k), hi(k);
   for (size_t i = 0; i < k; i++) {
-    lo[i] = include_pad ? -pads[i] : 0;
+    lo[i] = include_pad ? Expr(0) - pads[i] : Expr(0);
     hi[i] = include_pad ? xs[2 + i] + pads[i + k] : xs[2 + i];
   }
   // The number of window cells inside [lo, hi) in closed form (per axis, the
@@ -106,10 +105,10 @@ void lower_pool(OpContext& ctx) {
   auto count = [=](const Indices& o) {
     Expr c;
     for (size_t i = 0; i < k; i++) {
-      Expr base = o[2 + i] * Expr(strides[i]) - Expr(pads[i]);
+      Expr base = o[2 + i] * Expr(strides[i]) - pads[i];
       Expr d = Expr(dilations[i]);
-      Expr first = tir::max(Expr(0), (Expr(lo[i]) - base + d - Expr(1)) / d);
-      Expr last = tir::min(Expr(kernel[i] - 1), (Expr(hi[i] - 1) - base) / d);
+      Expr first = tir::max(Expr(0), (lo[i] - base + d - Expr(1)) / d);
+      Expr last = tir::min(Expr(kernel[i] - 1), (hi[i] - Expr(1) - base) / d);
       Expr n = tir::max(last - first + Expr(1), Expr(0));
       c = c.defined() ? c * n : n;
     }
@@ -123,11 +122,10 @@ void lower_global_pool(OpContext& ctx) {
   const bool is_max = ctx.op() == graph::Op::GlobalMaxPool, is_lp = ctx.op() == graph::Op::GlobalLpPool;
   ctx.require_float();
   te::Tensor x = ctx.in(0);
-  const graph::Shape& xs = x.shape();
-  const graph::Shape& os = ctx.out_shape(0);
+  const te::Dims xs = x.dims(), os = ctx.out_dims(0);
   user_assert(xs.size() >= 3) << ctx.node().describe() << ": input must be at least 3-D";
   bool blocked = ctx.node().attr_string("kiln_layout", "") == "NCHWc";
-  graph::Shape spatial(xs.begin() + 2, xs.end() - blocked);
+  te::Dims spatial(xs.begin() + 2, xs.end() - blocked);
   tir::Type t = x.dtype();
   auto read = [x, blocked](const Indices& o, const Indices& r) {
     Indices xi = {o[0], o[1]};
@@ -150,7 +148,8 @@ void lower_global_pool(OpContext& ctx) {
   }
   te::Tensor sum = te::reduce("globalavgpool_sum", os, spatial, te::ReduceKind::Sum, t, read);
   if (blocked) ctx.schedule_reduction(sum, schedule);
-  Expr count = tir::make_const(t, (double)graph::num_elements(spatial));
+  Expr cells = te::num_elements(spatial);
+  Expr count = tir::as_const_int(cells) ? tir::make_const(t, (double)*tir::as_const_int(cells)) : tir::cast(t, cells);
   ctx.set_output(0, te::compute("globalavgpool", os, [=](const Indices& o) { return sum(o) / count; }));
 }
 

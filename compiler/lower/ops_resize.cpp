@@ -35,6 +35,8 @@
 
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
+#include "tir/inplace.h"
+#include "tir/simplify.h"
 
 namespace kiln::lower {
 namespace {
@@ -71,7 +73,7 @@ VectorInput vector_input(OpContext& ctx, size_t i) {
 }
 
 struct ResizeAxis {
-  int64_t in = 1, out = 1;
+  Expr in = Expr(1), out = Expr(1);  // extents (run-time ones too)
   Expr scale;        // float64
   Expr r0, r1;       // roi, float64 (tf_crop_and_resize only)
   bool resized = false;
@@ -90,44 +92,52 @@ struct ResizeSpec {
 // A spec with one axis per dimension, from the node's input and output shapes.
 ResizeSpec spec_for_shapes(const OpContext& ctx) {
   const graph::Node& n = ctx.node();
-  graph::Shape is = ctx.in_shape(0), os = ctx.out_shape(0);
+  te::Dims is = ctx.in_dims(0), os = ctx.out_dims(0);
   user_assert(os.size() == is.size()) << n.describe() << ": output rank differs from the input's";
   ResizeSpec sp;
   sp.axes.resize(is.size());
   for (size_t d = 0; d < is.size(); d++) {
     sp.axes[d].in = is[d];
     sp.axes[d].out = os[d];
-    user_assert(is[d] > 0 || os[d] == 0) << n.describe() << ": cannot resize an empty dimension";
+    auto in = tir::as_const_int(is[d]), out = tir::as_const_int(os[d]);
+    user_assert(!in || !out || *in > 0 || *out == 0) << n.describe() << ": cannot resize an empty dimension";
   }
   return sp;
+}
+
+// An extent as float64.
+Expr f64_of(const Expr& e) {
+  if (auto c = tir::as_const_int(e)) return f64((double)*c);
+  return tir::cast(F64, e);
 }
 
 // x_o for output coordinate x (an index) on axis `a`.
 Expr original_coordinate(const ResizeSpec& sp, const ResizeAxis& a, const Expr& x_index) {
   Expr x = tir::cast(F64, x_index);
   Expr s = a.scale;
-  Expr ow = s * f64((double)a.in);
+  Expr in = f64_of(a.in), last = f64_of(a.in - Expr(1));
+  Expr ow = s * in;
   Expr one = f64(1);
   const std::string& m = sp.coord;
   if (m == "half_pixel") return (x + f64(0.5)) / s - f64(0.5);
   if (m == "half_pixel_symmetric") {
-    Expr adj = f64((double)a.out) / ow;
-    Expr offset = f64((double)a.in / 2) * (one - adj);
+    Expr adj = f64_of(a.out) / ow;
+    Expr offset = in / f64(2) * (one - adj);
     return offset + (x + f64(0.5)) / s - f64(0.5);
   }
   if (m == "pytorch_half_pixel") return tir::select(tir::EQ::make(ow, one), f64(-0.5), (x + f64(0.5)) / s - f64(0.5));
-  if (m == "align_corners") return tir::select(tir::EQ::make(ow, one), f64(0), x * f64((double)(a.in - 1)) / (ow - one));
+  if (m == "align_corners") return tir::select(tir::EQ::make(ow, one), f64(0), x * last / (ow - one));
   if (m == "asymmetric") return x / s;
   internal_assert(m == "tf_crop_and_resize") << "coordinate mode " << m;
-  Expr span = (a.r1 - a.r0) * f64((double)(a.in - 1));
-  return tir::select(tir::EQ::make(ow, one), span / f64(2), x * span / (ow - one)) + a.r0 * f64((double)(a.in - 1));
+  Expr span = (a.r1 - a.r0) * last;
+  return tir::select(tir::EQ::make(ow, one), span / f64(2), x * span / (ow - one)) + a.r0 * last;
 }
 
 // A float64 coordinate as a (clamped) index into [0, in).
-Expr to_index(const Expr& v, int64_t in) {
+Expr to_index(const Expr& v, const Expr& in) {
   // Clamp first so that the conversion never sees a huge value.
-  Expr c = tir::clamp(v, f64(-4.0), f64((double)in + 4.0));
-  return tir::clamp(tir::cast(tir::Index(), c), Expr(0), Expr(in - 1));
+  Expr c = tir::clamp(v, f64(-4.0), f64_of(in) + f64(4.0));
+  return tir::clamp(tir::cast(tir::Index(), c), Expr(0), in - Expr(1));
 }
 
 // The per-axis taps of linear / cubic interpolation at x_o.
@@ -139,7 +149,7 @@ struct Taps {
 Taps make_taps(const ResizeSpec& sp, const ResizeAxis& a, const Expr& xo) {
   Expr base_f = call(Intrinsic::Ceil, xo) - f64(1);
   Expr ratio = xo - base_f;
-  Expr base = tir::cast(tir::Index(), tir::clamp(base_f, f64(-4.0), f64((double)a.in + 4.0)));
+  Expr base = tir::cast(tir::Index(), tir::clamp(base_f, f64(-4.0), f64_of(a.in) + f64(4.0)));
   Taps t;
   Expr one = f64(1);
   if (sp.mode == "linear") {
@@ -158,7 +168,7 @@ Taps make_taps(const ResizeSpec& sp, const ResizeAxis& a, const Expr& xo) {
   t.weight = {far(ratio + one), near(ratio), near(one - ratio), far((one - ratio) + one)};
   if (sp.exclude_outside) {
     for (size_t k = 0; k < 4; k++) {
-      Expr inside = Expr(0) <= t.index[k] && t.index[k] < Expr(a.in);
+      Expr inside = Expr(0) <= t.index[k] && t.index[k] < a.in;
       t.weight[k] = tir::select(inside, t.weight[k], f64(0));
     }
     Expr sum = t.weight[0] + t.weight[1] + t.weight[2] + t.weight[3];
@@ -179,7 +189,7 @@ void lower_resize_spec(OpContext& ctx, const ResizeSpec& sp) {
   const graph::Node& n = ctx.node();
   te::Tensor x = ctx.in(0);
   tir::Type t = x.dtype();
-  const graph::Shape os = ctx.out_shape(0);
+  const te::Dims os = ctx.out_dims(0);
   size_t rank = x.ndim();
   user_assert(os.size() == rank) << n.describe() << ": output rank differs from the input's";
   bool nearest = sp.mode == "nearest";
@@ -197,7 +207,7 @@ void lower_resize_spec(OpContext& ctx, const ResizeSpec& sp) {
   auto outside = [=](const std::vector<Expr>& xo) {
     Expr out;
     for (size_t k = 0; k < raxes.size(); k++) {
-      Expr c = xo[k] < f64(0) || xo[k] > f64((double)(sp.axes[raxes[k]].in - 1));
+      Expr c = xo[k] < f64(0) || xo[k] > f64_of(sp.axes[raxes[k]].in - Expr(1));
       out = out.defined() ? (out || c) : c;
     }
     return out;
@@ -231,8 +241,8 @@ void lower_resize_spec(OpContext& ctx, const ResizeSpec& sp) {
     Indices ii = o;
     Expr w;
     for (size_t k = 0; k < raxes.size(); k++) {
-      int64_t in = sp.axes[raxes[k]].in;
-      ii[raxes[k]] = tir::clamp(pick(taps[k].index, r[k]), Expr(0), Expr(in - 1));
+      Expr in = sp.axes[raxes[k]].in;
+      ii[raxes[k]] = tir::clamp(pick(taps[k].index, r[k]), Expr(0), in - Expr(1));
       Expr wk = pick(taps[k].weight, r[k]);
       w = w.defined() ? w * wk : wk;
     }
@@ -283,7 +293,9 @@ void set_scales(OpContext& ctx, ResizeSpec& sp, const std::vector<Expr>& scales)
     ResizeAxis& a = sp.axes[d];
     a.scale = scales[d];
     auto imm = a.scale.as<tir::FloatImm>();
-    a.resized = !(imm && imm->value == 1.0 && a.in == a.out);
+    auto in = tir::as_const_int(a.in), out = tir::as_const_int(a.out);
+    bool same = (in && out && *in == *out) || tir::equal(tir::simplify(a.in), tir::simplify(a.out));
+    a.resized = !(imm && imm->value == 1.0 && same);
   }
   (void)ctx;
 }
@@ -294,7 +306,7 @@ void lower_resize(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   int64_t opset = ctx.graph.opset;
   ResizeSpec sp = spec_for_shapes(ctx);
-  graph::Shape is = ctx.in_shape(0), os = ctx.out_shape(0);
+  te::Dims is = ctx.in_dims(0), os = ctx.out_dims(0);
   size_t rank = is.size();
   sp.mode = n.attr_string("mode", "nearest");
   user_assert(sp.mode == "nearest" || sp.mode == "linear" || (sp.mode == "cubic" && opset >= 11))
@@ -341,14 +353,17 @@ void lower_resize(OpContext& ctx) {
     user_assert((size_t)sizes.size == na) << n.describe() << ": sizes must have " << na << " entries";
     std::string policy = opset >= 18 ? n.attr_string("keep_aspect_ratio_policy", "stretch") : "stretch";
     if (policy == "stretch") {
-      for (size_t k = 0; k < na; k++) s[axes[k]] = f64((double)os[axes[k]] / (double)is[axes[k]]);
+      for (size_t k = 0; k < na; k++) {
+        auto o = tir::as_const_int(os[axes[k]]), i = tir::as_const_int(is[axes[k]]);
+        s[axes[k]] = o && i ? f64((double)*o / (double)*i) : f64_of(os[axes[k]]) / f64_of(is[axes[k]]);
+      }
     } else {
       user_assert(policy == "not_larger" || policy == "not_smaller")
           << n.describe() << ": unknown keep_aspect_ratio_policy '" << policy << "'";
       user_assert(sizes.constant) << n.describe() << ": sizes must be a compile-time constant with keep_aspect_ratio_policy";
       double sc = policy == "not_larger" ? INFINITY : -INFINITY;
       for (size_t k = 0; k < na; k++) {
-        double r = ctx.value(sizes.value).const_at((int64_t)k) / (double)is[axes[k]];
+        double r = ctx.value(sizes.value).const_at((int64_t)k) / (double)static_extent(is[axes[k]], "a resized extent");
         sc = policy == "not_larger" ? std::min(sc, r) : std::max(sc, r);
       }
       for (size_t k = 0; k < na; k++) s[axes[k]] = f64(sc);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "support/diagnostics.h"
+#include "te/specialize_guards.h"
 #include "tir/inplace.h"
 #include "tir/ir_printer.h"
 #include "tir/ir_visitor.h"
@@ -447,22 +448,34 @@ Stmt lower_cross_invocation(const Stage& stage, size_t local, const tir::Buffer&
   return body;
 }
 
-}  // namespace
-
-Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of, const Expr& store_offset,
-                 const Epilogue& epilogue, bool host) {
+// The loops of `stage` (see lower_stage); `specs` gets the guards of splits
+// of run-time extents, for specialize_guards.
+Stmt lower_stage_loops(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of, const Expr& store_offset,
+                       const Epilogue& epilogue, bool host, std::vector<GuardSpec>* specs) {
   const TensorNode* t = stage.tensor.get();
   // Values of every loop: leaves are loop variables; walk the relations
   // backwards to recover the loops they replaced, down to the original axes.
   std::map<const IterVarNode*, Expr> value;
   for (auto& l : stage.leaves) value[l.get()] = l->var;
   std::vector<Expr> spatial_guards, reduce_guards;
+  size_t tensorized = stage.tensorized ? stage.leaf_index(stage.tensorized) : stage.leaves.size();
   for (auto it = stage.relations.rbegin(); it != stage.relations.rend(); ++it) {
     if (it->kind == Relation::Kind::Split) {
-      Expr p = value.at(it->outer.get()) * Expr(it->factor) + value.at(it->inner.get());
+      Expr outer = value.at(it->outer.get());
+      Expr p = outer * Expr(it->factor) + value.at(it->inner.get());
       value[it->parent.get()] = p;
-      if (it->parent->is_dynamic() || it->parent->extent % it->factor != 0)
-        (it->parent->reduce ? reduce_guards : spatial_guards).push_back(p < it->parent->extent_expr());
+      if (it->parent->is_dynamic() || it->parent->extent % it->factor != 0) {
+        Expr g = p < it->parent->extent_expr();
+        (it->parent->reduce ? reduce_guards : spatial_guards).push_back(g);
+        // A run-time extent: the guard holds for a whole tile when outer < E / f,
+        // testable inside the innermost loop outer is made of (CPU loops only).
+        for (size_t i = std::min(tensorized, stage.leaves.size()); it->parent->is_dynamic() && !host && i-- > 0;) {
+          if (!tir::uses_var(outer, stage.leaves[i]->var)) continue;
+          if (!tir::is_local_loop(stage.leaves[i]->kind))
+            specs->push_back({g, outer < it->parent->extent_expr() / Expr(it->factor), stage.leaves[i]->var});
+          break;
+        }
+      }
     } else {
       Expr f = value.at(it->fused.get());
       value[it->outer.get()] = f / it->inner->extent_expr();
@@ -654,6 +667,15 @@ Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buf
   for (size_t i = stage.leaves.size(); i-- > 0;)
     if (!stage.leaves[i]->reduce) body = loop(stage.leaves[i], body);
   return body;
+}
+
+}  // namespace
+
+Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of, const Expr& store_offset,
+                 const Epilogue& epilogue, bool host) {
+  std::vector<GuardSpec> specs;
+  Stmt s = lower_stage_loops(stage, out, buffer_of, store_offset, epilogue, host, &specs);
+  return specs.empty() ? s : specialize_guards(s, specs);
 }
 
 }  // namespace kiln::te

@@ -126,11 +126,25 @@ bool vectorize_elementwise(Stage& s) {
   for (auto& iv : s.axes) n *= iv->extent;
   std::vector<IterVar> outer(s.axes.begin(), s.axes.end() - 1);
   IterVar last = s.axes.back();
-  // (A run-time innermost extent is left to the defaults: its lanes would
-  // need a guard inside the vector loop.)
   bool any_dynamic = false;
   for (auto& iv : s.axes) any_dynamic |= iv->is_dynamic();
-  int64_t lanes = last->is_dynamic() ? 0 : lanes_for(last->extent);
+  if (last->is_dynamic()) {
+    // A run-time innermost extent: vectors of it, the ragged last one guarded
+    // (the lowering specializes the guard away for the full vectors); the
+    // first outer loop with more than one iteration (or the vectors) on threads.
+    if (last->extent < 8) return false;
+    auto [lo, li] = s.split(last, last->extent >= 64 ? 16 : 8);
+    s.vectorize(li);
+    IterVar bound = lo;
+    for (auto& iv : outer)
+      if (iv->extent > 1) {
+        bound = iv;
+        break;
+      }
+    s.bind(bound, tir::ForKind::WorkgroupX);
+    return true;
+  }
+  int64_t lanes = lanes_for(last->extent);
   if (!lanes) {
     if (any_dynamic || !lanes_for(n) || !flat_is_contiguous(s)) return false;
     for (size_t i = outer.size(); i-- > 0;) last = s.fuse(outer[i], last);

@@ -30,6 +30,13 @@ class Simplifier : public IRMutator {
  protected:
   using IRMutator::visit;
   std::map<const ExprNode*, Interval> var_bounds_;
+  std::map<const ExprNode*, Expr> var_extent_;  // loop variables from 0 below a run-time extent
+
+  // Whether `a` is a loop variable counting from 0 to below `b` (a run-time extent).
+  bool below_extent(const Expr& a, const Expr& b) const {
+    auto it = a.as<Var>() ? var_extent_.find(a.get()) : var_extent_.end();
+    return it != var_extent_.end() && equal(it->second, b);
+  }
 
   Interval bounds(const Expr& e) {
     if (!e.type().is_int()) return unbounded();
@@ -202,6 +209,7 @@ class Simplifier : public IRMutator {
       Interval ia = bounds(a);
       if (*cb > 0 && ia.min >= 0 && ia.max < *cb) return IntImm::make(a.type(), 0);
     }
+    if (a.type().is_int() && below_extent(a, b)) return IntImm::make(a.type(), 0);
     return a.same_as(op->a) && b.same_as(op->b) ? self : Div::make(a, b);
   }
   Expr visit(const Mod* op, const Expr& self) override {
@@ -215,6 +223,7 @@ class Simplifier : public IRMutator {
       Interval ia = bounds(a);
       if (*cb > 0 && ia.min >= 0 && ia.max < *cb) return a;
     }
+    if (a.type().is_int() && below_extent(a, b)) return a;
     return a.same_as(op->a) && b.same_as(op->b) ? self : Mod::make(a, b);
   }
   // A float holding an integer (or NaN) by construction: rounded, integer
@@ -360,8 +369,10 @@ class Simplifier : public IRMutator {
     if (cmin && !cext && iext.max != kPosInf && add_ok(*cmin, iext.max - 1, &last)) range = {*cmin, last};
     if (!cext && iext.max != kPosInf && iext.max <= 0) return Block::make({});
     var_bounds_[op->var.get()] = range;
+    if (cmin && *cmin == 0 && !cext) var_extent_[op->var.get()] = ext;
     Stmt b = mutate(op->body);
     var_bounds_.erase(op->var.get());
+    var_extent_.erase(op->var.get());
     if (mn.same_as(op->min) && ext.same_as(op->extent) && b.same_as(op->body)) return self;
     return For::make(op->var, mn, ext, op->kind, b);
   }

@@ -85,6 +85,7 @@ kiln_status_t kiln_session_shapes_set_input(kiln_session_shapes_t* shapes, size_
     }
     kiln_mul_u64(bytes, (uint64_t)dims[d], &bytes);  // at most the input's byte_size: no overflow
   }
+  if (memcmp(shapes->input_shapes[index], dims, rank * sizeof(int64_t)) == 0) return NULL;  // unchanged
   memcpy(shapes->input_shapes[index], dims, rank * sizeof(int64_t));
   shapes->input_bytes[index] = (size_t)bytes;
   shapes->dirty = shapes->symbol_count > 0;
