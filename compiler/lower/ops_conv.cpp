@@ -18,6 +18,29 @@
 namespace kiln::lower {
 namespace {
 
+// Run-time spatial extents: the output positions whose taps all lie inside
+// the input ([lo, hi) per output axis, for te::with_interior), where the
+// convolution reads the input without bounds checks. Undefined (no
+// interior) for static extents, which loop partitioning handles.
+std::vector<std::pair<Expr, Expr>> conv_interior(const te::Dims& xs, const te::Dims& os, size_t first_spatial,
+                                                 const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                                                 const std::vector<int64_t>& dilations, const std::vector<Expr>& pads) {
+  size_t k = kernel.size();
+  bool dynamic = false;
+  for (size_t i = 0; i < k; i++) dynamic |= !tir::as_const_int(xs[first_spatial + i]) || !tir::as_const_int(os[first_spatial + i]);
+  if (!dynamic) return {};
+  std::vector<std::pair<Expr, Expr>> bounds(os.size());
+  for (size_t i = 0; i < k; i++) {
+    Expr s = Expr(strides[i]);
+    // o*s - pad >= 0, and o*s - pad + (kernel - 1)*dilation <= in - 1.
+    Expr lo = (pads[i] + s - Expr(1)) / s;
+    Expr hi = tir::min((xs[first_spatial + i] - Expr(1) + pads[i] - Expr((kernel[i] - 1) * dilations[i])) / s + Expr(1),
+                       os[first_spatial + i]);
+    bounds[first_spatial + i] = {tir::simplify(lo), tir::simplify(hi)};
+  }
+  return bounds;
+}
+
 void lower_conv_blocked(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   if (n.attr_int("kiln_winograd", 0) == 2) return lower_conv_winograd(ctx);
@@ -31,13 +54,20 @@ void lower_conv_blocked(OpContext& ctx) {
   std::vector<Expr> pads = spatial_pads(ctx, xs, os, kernel, strides, dilations);
   int64_t m = static_extent(os[4], "the channel block");
   tir::Type t = x.dtype();
-  te::Tensor conv = te::reduce("conv_nchwc", os, graph::Shape{ws[1], ws[2], ws[3], ws[4]}, te::ReduceKind::Sum, t,
-                               [=](const Indices& o, const Indices& r) {
+  auto taps = [=](const Indices& o, const Indices& r) {
     Expr ih = o[2] * Expr(strides[0]) - pads[0] + r[1] * Expr(dilations[0]);
     Expr iw = o[3] * Expr(strides[1]) - pads[1] + r[2] * Expr(dilations[1]);
-    Indices xi = depthwise ? Indices{o[0], o[1], ih, iw, o[4]} : Indices{o[0], r[0], ih, iw, r[3]};
-    return padded_read(x, xi, tir::make_const(t, 0)) * w({o[1], r[0], r[1], r[2], r[3], o[4]});
+    return depthwise ? Indices{o[0], o[1], ih, iw, o[4]} : Indices{o[0], r[0], ih, iw, r[3]};
+  };
+  te::Tensor conv = te::reduce("conv_nchwc", os, graph::Shape{ws[1], ws[2], ws[3], ws[4]}, te::ReduceKind::Sum, t,
+                               [=](const Indices& o, const Indices& r) {
+    return padded_read(x, taps(o, r), tir::make_const(t, 0)) * w({o[1], r[0], r[1], r[2], r[3], o[4]});
   });
+  auto interior = conv_interior(xs, os, 2, kernel, strides, dilations, pads);
+  if (!interior.empty())
+    conv = te::with_interior(conv, [=](const Indices& o, const Indices& r) {
+      return x(taps(o, r)) * w({o[1], r[0], r[1], r[2], r[3], o[4]});
+    }, interior);
   int registers = ctx.vector().registers;
   ctx.schedule_reduction(conv, [registers, w](te::Stage& s) { schedule_conv2d_blocked_cpu(s, w, registers); });
   if (ctx.has_input(2)) {
@@ -79,10 +109,12 @@ void lower_conv(OpContext& ctx) {
   for (size_t i = 0; i < k; i++)
     ps.push_back(tir::simplify(tir::max(xs[2 + i] + pads[i] + pads[k + i],
                                         (os[2 + i] - Expr(1)) * Expr(strides[i]) + Expr((kernel[i] - 1) * dilations[i] + 1))));
+  bool unpadded = true;  // (then every read lies inside the input: no bounds checks)
+  for (auto& p : pads) unpadded = unpadded && tir::as_const_int(p) && *tir::as_const_int(p) == 0;
   te::Tensor xpad = te::compute("xpad", ps, [=](const Indices& p) {
     Indices xi = {p[0], p[1]};
     for (size_t i = 0; i < k; i++) xi.push_back(p[2 + i] - pads[i]);
-    return padded_read(x, xi, tir::make_const(t, 0));
+    return unpadded ? x(xi) : padded_read(x, xi, tir::make_const(t, 0));
   });
   graph::Shape rshape = {Cg};
   rshape.insert(rshape.end(), kernel.begin(), kernel.end());

@@ -449,9 +449,11 @@ Stmt lower_cross_invocation(const Stage& stage, size_t local, const tir::Buffer&
 }
 
 // The loops of `stage` (see lower_stage); `specs` gets the guards of splits
-// of run-time extents, for specialize_guards.
+// of run-time extents, for specialize_guards, `out_axes` the original axes'
+// values. `interior`: reduce with the tensor's interior formula.
 Stmt lower_stage_loops(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of, const Expr& store_offset,
-                       const Epilogue& epilogue, bool host, std::vector<GuardSpec>* specs) {
+                       const Epilogue& epilogue, bool host, bool interior, std::vector<GuardSpec>* specs,
+                       Indices* out_axes) {
   const TensorNode* t = stage.tensor.get();
   // Values of every loop: leaves are loop variables; walk the relations
   // backwards to recover the loops they replaced, down to the original axes.
@@ -464,7 +466,11 @@ Stmt lower_stage_loops(const Stage& stage, const tir::Buffer& out, const BufferO
       Expr outer = value.at(it->outer.get());
       Expr p = outer * Expr(it->factor) + value.at(it->inner.get());
       value[it->parent.get()] = p;
-      if (it->parent->is_dynamic() || it->parent->extent % it->factor != 0) {
+      // (The interior formula's tiles lie inside the axes it bounds: no guard there.)
+      bool inside = false;
+      for (size_t a = 0; interior && a < stage.axes.size() && a < t->interior.size(); a++)
+        inside |= stage.axes[a] == it->parent && t->interior[a].second.defined();
+      if (!inside && (it->parent->is_dynamic() || it->parent->extent % it->factor != 0)) {
         Expr g = p < it->parent->extent_expr();
         (it->parent->reduce ? reduce_guards : spatial_guards).push_back(g);
         // A run-time extent: the guard holds for a whole tile when outer < E / f,
@@ -485,6 +491,7 @@ Stmt lower_stage_loops(const Stage& stage, const tir::Buffer& out, const BufferO
   Indices axes, raxes;
   for (auto& a : stage.axes) axes.push_back(value.at(a.get()));
   for (auto& a : stage.reduce_axes) raxes.push_back(value.at(a.get()));
+  *out_axes = axes;
 
   // tensorize: the loops from the tensorized leaf inward become the intrinsic.
   if (stage.tensorized) {
@@ -619,7 +626,8 @@ Stmt lower_stage_loops(const Stage& stage, const tir::Buffer& out, const BufferO
         return tir::Load::make(st.buf, flat);
       });
     }
-    Stmt update = resolver.build({t->fbody(axes, raxes)}, [&](const std::vector<Expr>& v) {
+    Expr formula = interior ? t->fbody_interior(axes, raxes) : t->fbody(axes, raxes);
+    Stmt update = resolver.build({formula}, [&](const std::vector<Expr>& v) {
       return tir::Store::make(reg, reg_index, combine(t->reduce_kind, tir::Load::make(reg, reg_index), v[0]));
     });
     update = guard(reduce_guards, guard(tile.empty() ? std::vector<Expr>() : spatial_guards, update));
@@ -673,8 +681,16 @@ Stmt lower_stage_loops(const Stage& stage, const tir::Buffer& out, const BufferO
 
 Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf& buffer_of, const Expr& store_offset,
                  const Epilogue& epilogue, bool host) {
-  std::vector<GuardSpec> specs;
-  Stmt s = lower_stage_loops(stage, out, buffer_of, store_offset, epilogue, host, &specs);
+  std::vector<GuardSpec> specs, unused;
+  Indices axes;
+  Stmt s = lower_stage_loops(stage, out, buffer_of, store_offset, epilogue, host, false, &specs, &axes);
+  // Tiles away from the padding run the interior formula (no bounds checks).
+  Expr loop_var;
+  Expr cond = host ? Expr() : interior_condition(stage, axes, &loop_var);
+  if (cond.defined()) {
+    Stmt inside = lower_stage_loops(stage, out, buffer_of, store_offset, epilogue, host, true, &unused, &axes);
+    s = merge_interior(s, inside, loop_var, cond);
+  }
   return specs.empty() ? s : specialize_guards(s, specs);
 }
 

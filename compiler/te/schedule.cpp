@@ -128,20 +128,33 @@ bool vectorize_elementwise(Stage& s) {
   IterVar last = s.axes.back();
   bool any_dynamic = false;
   for (auto& iv : s.axes) any_dynamic |= iv->is_dynamic();
-  if (last->is_dynamic()) {
-    // A run-time innermost extent: vectors of it, the ragged last one guarded
-    // (the lowering specializes the guard away for the full vectors); the
-    // first outer loop with more than one iteration (or the vectors) on threads.
-    if (last->extent < 8) return false;
-    auto [lo, li] = s.split(last, last->extent >= 64 ? 16 : 8);
-    s.vectorize(li);
-    IterVar bound = lo;
-    for (auto& iv : outer)
-      if (iv->extent > 1) {
-        bound = iv;
-        break;
-      }
-    s.bind(bound, tir::ForKind::WorkgroupX);
+  if (any_dynamic) {
+    // Run-time extents: vectors along the innermost axis (the ragged last one
+    // guarded, where that extent is a run-time one: the lowering specializes
+    // the guard away for the full vectors). No fusing across run-time
+    // extents (each element would divide by them): the static outer axes
+    // fused on workgroup x, the first run-time one on y.
+    IterVar vec;
+    if (last->is_dynamic()) {
+      if (last->extent < 8) return false;
+      auto [lo, li] = s.split(last, last->extent >= 64 ? 16 : 8);
+      s.vectorize(li);
+      vec = lo;
+    } else {
+      int64_t l = lanes_for(last->extent);
+      if (!l) return false;
+      auto [lo, li] = s.split(last, l);
+      s.vectorize(li);
+      vec = lo;
+    }
+    IterVar x, y;
+    size_t i = 0;
+    for (; i < outer.size() && !outer[i]->is_dynamic(); i++) x = x ? s.fuse(x, outer[i]) : outer[i];
+    if (i < outer.size()) y = outer[i];
+    else if (vec->is_dynamic() || vec->extent > 1) y = vec;
+    if (x && x->extent > 1) s.bind(x, tir::ForKind::WorkgroupX);
+    if (y && (!x || x->extent <= 1 || s.leaf_index(y) == s.leaf_index(x) + 1))
+      s.bind(y, x && x->extent > 1 ? tir::ForKind::WorkgroupY : tir::ForKind::WorkgroupX);
     return true;
   }
   int64_t lanes = lanes_for(last->extent);

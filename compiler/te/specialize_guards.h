@@ -29,4 +29,18 @@ constexpr size_t kMaxSpecializedGuards = 3;
 
 tir::Stmt specialize_guards(const tir::Stmt& s, const std::vector<GuardSpec>& specs);
 
+struct Stage;
+
+// A reduction with an interior formula (TensorNode::fbody_interior): the
+// condition, tested inside the last spatial loop before the reductions,
+// that every output the loops inside it compute lies in the interior
+// (undefined where it cannot be bounded: an axis that varies non-linearly
+// inside that loop). `axes` are the original axes' values over the leaves.
+tir::Expr interior_condition(const Stage& stage, const std::vector<tir::Expr>& axes, tir::Expr* out_loop_var);
+// `general` and `interior` lowered alike (the same loops above `loop_var`):
+// inside that loop, if (cond) interior's body else general's. Returns
+// `general` where the two differ above the loop.
+tir::Stmt merge_interior(const tir::Stmt& general, const tir::Stmt& interior, const tir::Expr& loop_var,
+                         const tir::Expr& cond);
+
 }  // namespace kiln::te

@@ -125,6 +125,15 @@ Tensor reduce(const std::string& name, const Dims& dims, const Dims& rdims, Redu
   return Tensor(n);
 }
 
+Tensor with_interior(const Tensor& r, const std::function<Expr(const Indices&, const Indices&)>& fbody,
+                     const std::vector<std::pair<Expr, Expr>>& bounds) {
+  internal_assert(r->kind == TensorNode::Kind::Reduce && bounds.size() == r.ndim()) << "with_interior on " << r.name();
+  auto n = std::make_shared<TensorNode>(*r.get());
+  n->fbody_interior = fbody;
+  n->interior = bounds;
+  return Tensor(n);
+}
+
 Expr flat_index(const Dims& dims, const Indices& idx) {
   internal_assert(dims.size() == idx.size()) << "flat_index rank mismatch";
   Expr flat = Expr(0);

@@ -50,6 +50,12 @@ struct TensorNode : tir::Producer {
   std::function<Expr(const Indices&)> fcompute;        // Compute: value at an index
   Dims rdims;                                          // Reduce: extents of the reduction domain
   Shape rshape;                                        // Reduce: their largest values
+  // Reduce (optional): a cheaper formula equal to fbody wherever every output
+  // axis a lies in [interior[a].first, interior[a].second) (an undefined
+  // bound: any): a convolution's taps away from the padding, read without
+  // bounds checks. Lowering runs it on the tiles that lie inside (te/specialize_guards.h).
+  std::function<Expr(const Indices&, const Indices&)> fbody_interior;
+  std::vector<std::pair<Expr, Expr>> interior;         // per output axis: [lo, hi)
   ReduceKind reduce_kind = ReduceKind::Sum;            // Reduce: how values combine
   Expr init;                                           // Reduce: the identity (or a custom start)
   std::function<Expr(const Indices&, const Indices&)> fbody;  // Reduce: value at (index, reduce index)
@@ -93,6 +99,10 @@ Tensor compute(const std::string& name, const Dims& dims, const std::function<Ex
 // identity for `dtype` (or from `init` if given).
 Tensor reduce(const std::string& name, const Dims& dims, const Dims& rdims, ReduceKind kind, tir::Type dtype,
               const std::function<Expr(const Indices&, const Indices&)>& f, Expr init = Expr());
+
+// `r` (a reduction) with an interior formula (see TensorNode::fbody_interior).
+Tensor with_interior(const Tensor& r, const std::function<Expr(const Indices&, const Indices&)>& fbody,
+                     const std::vector<std::pair<Expr, Expr>>& bounds);
 
 // Row-major flat index of `idx` into a tensor of extents `dims`.
 Expr flat_index(const Dims& dims, const Indices& idx);

@@ -111,7 +111,9 @@ class Simplifier : public IRMutator {
   }
 
   // (x / c) * c + x % c (either order) -> x, else undefined.
-  static Expr recombine(const Expr& a, const Expr& b) {
+  // (The divisor may also be a run-time extent: an expression over shape
+  // symbols that is at least 1, the same in all three places.)
+  Expr recombine(const Expr& a, const Expr& b) {
     for (int side = 0; side < 2; side++) {
       const Expr& p = side ? b : a;
       const Expr& q = side ? a : b;
@@ -121,9 +123,24 @@ class Simplifier : public IRMutator {
         auto div = mul->a.as<Div>();
         auto c1 = as_const_int(mul->b), c2 = as_const_int(div->b), c3 = as_const_int(mod->b);
         if (c1 && c2 && c3 && *c1 == *c2 && *c2 == *c3 && *c1 > 0 && tir::equal(div->a, mod->a)) return div->a;
+        if (!c1 && only_symbols(mul->b) && tir::equal(mul->b, div->b) && tir::equal(mul->b, mod->b) &&
+            bounds(mul->b).min >= 1 && tir::equal(div->a, mod->a))
+          return div->a;
       }
     }
     return Expr();
+  }
+  // Integer arithmetic over shape symbols and constants only.
+  static bool only_symbols(const Expr& e) {
+    struct Finder : IRVisitor {
+      bool ok = true;
+      using IRVisitor::visit;
+      void visit(const Var* op) override { ok &= op->symbol >= 0; }
+      void visit(const Load*) override { ok = false; }
+      void visit(const Call*) override { ok = false; }
+    } f;
+    f.visit_expr(e);
+    return f.ok && e.type().is_int();
   }
 
   Expr visit(const Add* op, const Expr& self) override {
@@ -172,8 +189,10 @@ class Simplifier : public IRMutator {
     if (ca && !cb) std::swap(a, b), std::swap(ca, cb);
     if (cb && *cb == 1 && !a.type().is_float()) return a;
     if (cb && *cb == 0 && a.type().is_int()) return b;
-    // (x + y) * c -> x * c + y * c: index expressions become linear sums.
-    if (auto sum = a.as<Add>(); sum && cb && a.type().is_int()) return mutate(sum->a * b + sum->b * b);
+    // (x + y) * c -> x * c + y * c: index expressions become linear sums
+    // (also by a run-time extent, so that a fused index's (f / W) * W + f % W recombines).
+    if (auto sum = a.as<Add>(); sum && a.type().is_int() && (cb || (!as_const_int(b) && only_symbols(b))))
+      return mutate(sum->a * b + sum->b * b);
     // (x * c1) * c2 -> x * (c1 * c2)
     int64_t prod;
     if (auto m = a.as<Mul>(); m && cb && a.type().is_int())
