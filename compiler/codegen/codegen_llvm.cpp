@@ -324,7 +324,7 @@ class KernelEmitter {
     const llvm::ConstantInt* c = llvm::dyn_cast<llvm::ConstantInt>(b);
     if (auto* k = llvm::dyn_cast<llvm::Constant>(b); k && !c)
       c = llvm::dyn_cast_or_null<llvm::ConstantInt>(k->getSplatValue());  // a splat vector constant
-    bool positive_extent = !c && symbol_only(eb) && bounds_of(eb).min >= 1;
+    bool positive_extent = !c && only_symbols(eb) && bounds_of(eb).min >= 1;
     if ((!c && !positive_extent) || (c && (c->isZero() || c->isMinusOne()))) {
       by_zero = b_.CreateICmpEQ(b, zero);
       llvm::Value* bad = by_zero;
@@ -343,19 +343,6 @@ class KernelEmitter {
     llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, b), zero));
     if (is_div) return guarded(b_.CreateSub(q, b_.CreateZExt(adjust, a->getType())));
     return guarded(b_.CreateSelect(adjust, b_.CreateAdd(r, b), r));
-  }
-
-  // Whether e is integer arithmetic over shape symbols and constants only.
-  static bool symbol_only(const Expr& e) {
-    struct Finder : IRVisitor {
-      bool ok = true;
-      using IRVisitor::visit;
-      void visit(const Var* op) override { ok &= op->symbol >= 0; }
-      void visit(const Load*) override { ok = false; }
-      void visit(const Call*) override { ok = false; }
-    } f;
-    f.visit_expr(e);
-    return f.ok && !e.type().is_float();
   }
 
   llvm::Value* emit_min_max(const Expr& ea, const Expr& eb, bool is_min) {

@@ -240,6 +240,18 @@ struct SymbolFinder : IRVisitor {
 };
 }  // namespace
 
+bool only_symbols(const Expr& e) {
+  struct Finder : IRVisitor {
+    bool ok = true;
+    using IRVisitor::visit;
+    void visit(const Var* op) override { ok &= op->symbol >= 0; }
+    void visit(const Load*) override { ok = false; }
+    void visit(const Call*) override { ok = false; }
+  } f;
+  f.visit_expr(e);
+  return f.ok && e.type().is_int();
+}
+
 std::vector<int> symbols_used(const Stmt& s) {
   SymbolFinder f;
   f.visit_stmt(s);

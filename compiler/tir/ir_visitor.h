@@ -51,6 +51,10 @@ bool uses_var(const Expr& e, const Expr& var);
 std::vector<int> symbols_used(const Stmt& s);
 std::vector<int> symbols_used(const Expr& e);
 
+// Whether e is integer arithmetic over shape symbols and constants only (no
+// loop variables, loads or calls): a run-time extent or a value of them.
+bool only_symbols(const Expr& e);
+
 // Replaces each Var in `vars` (by identity) with the matching expression.
 Expr substitute(const Expr& e, const std::vector<std::pair<Expr, Expr>>& vars);
 Stmt substitute(const Stmt& s, const std::vector<std::pair<Expr, Expr>>& vars);

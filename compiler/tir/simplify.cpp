@@ -130,18 +130,7 @@ class Simplifier : public IRMutator {
     }
     return Expr();
   }
-  // Integer arithmetic over shape symbols and constants only.
-  static bool only_symbols(const Expr& e) {
-    struct Finder : IRVisitor {
-      bool ok = true;
-      using IRVisitor::visit;
-      void visit(const Var* op) override { ok &= op->symbol >= 0; }
-      void visit(const Load*) override { ok = false; }
-      void visit(const Call*) override { ok = false; }
-    } f;
-    f.visit_expr(e);
-    return f.ok && e.type().is_int();
-  }
+
 
   Expr visit(const Add* op, const Expr& self) override {
     Expr a = mutate(op->a), b = mutate(op->b);
