@@ -93,6 +93,9 @@ class Verifier : public IRVisitor {
     visit_stmt(op->body);
     vars_.erase(op->var.get());
     if (!wg) loop_depth_--;
+    // (The same axis may be bound again in another branch: loop partitioning
+    // copies the loops inside a workgroup loop into its interior and border.)
+    if (wg) bound_axes_.erase(op->kind);
   }
   void visit(const IfThenElse* op) override {
     visit_expr(op->cond);

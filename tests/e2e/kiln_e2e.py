@@ -310,12 +310,19 @@ def compile_run_compare(kilnc: str, kiln: str, node: str, ort_script: str, onnx_
             log('FAIL: bundle check: %s' % e)
             bundle_ok = False
 
+    return run_compare(kiln, node, ort_script, onnx_path, bundle, inputs, output_names, workdir, rtol, atol,
+                       run_args) and bundle_ok
+
+
+def run_compare(kiln: str, node: str, ort_script: str, onnx_path: str, bundle: str, inputs: Dict[str, str],
+                output_names: Sequence[str], workdir: str, rtol: float, atol: float, run_args: Sequence[str] = ()) -> bool:
+    """kiln run `bundle` on `inputs` -> ONNX Runtime on the model -> compare, in `workdir`."""
     kiln_out = os.path.join(workdir, 'kiln_out')
     os.makedirs(kiln_out, exist_ok=True)
     cmd = [kiln, 'run', bundle]
     for name, path in inputs.items():
         cmd += ['--input', '%s=%s' % (name, path)]
-    proc = run_tool('kiln run', cmd + run_args + ['--output-dir', kiln_out], timeout=600)
+    proc = run_tool('kiln run', cmd + list(run_args) + ['--output-dir', kiln_out], timeout=600)
     if proc.returncode != 0:
         log('FAIL: kiln run failed')
         return False
@@ -331,7 +338,7 @@ def compile_run_compare(kilnc: str, kiln: str, node: str, ort_script: str, onnx_
         log('FAIL: kiln run wrote unexpected files: %s' % extra)
         ok = False
     ok &= compare_dirs(kiln_out, ort_out, output_names, rtol, atol, 'kiln run')
-    return ok and bundle_ok
+    return ok
 
 
 def fresh_dir(path: str) -> str:
@@ -364,6 +371,40 @@ def check_against_ort(args, model: str, workdir: str, feeds: List[str], rtol: fl
     if args.node:
         argv += ['--node', args.node]
     return main(argv) == 0
+
+
+def check_dynamic_against_ort(args, model: str, workdir: str, kilnc_args: Sequence[str],
+                              feed_sets: Sequence[Dict[str, str]], rtol: float, atol: float) -> bool:
+    """One bundle for many input shapes (dimension ranges in `kilnc_args`, e.g. --input-shape
+    x=1,3,32..1280,32..1280): compiled once, then each feed set (input name -> .npy) run by kiln
+    and ONNX Runtime and compared, in workdir/<set index>."""
+    import onnx
+
+    kilnc = check_exe(args.kilnc, 'kilnc')
+    kiln = check_exe(args.kiln, 'kiln')
+    node = find_node(args.node)
+    ort_script = check_ort_dir(args.ort_dir)
+    workdir = fresh_dir(workdir)
+    bundle = os.path.join(workdir, os.path.splitext(os.path.basename(model))[0] + '.kiln')
+    proc = run_tool('kilnc', [kilnc, model, '-o', bundle] + list(kilnc_args), timeout=900)
+    if proc.returncode != 0 or not os.path.isfile(bundle):
+        log('FAIL: kilnc failed')
+        return False
+    log('bundle: %s (%d bytes), for every shape below' % (bundle, os.path.getsize(bundle)))
+    names = [o.name for o in onnx.load(model, load_external_data=False).graph.output]
+    ok = True
+    for k, feeds in enumerate(feed_sets):
+        one = run_compare(kiln, node, ort_script, model, bundle, feeds, names, fresh_dir(os.path.join(workdir, str(k))),
+                          rtol, atol)
+        log('shapes %s: %s' % (', '.join('%s %s' % (n, 'x'.join(str(d) for d in shape_of_npy(p)))
+                                        for n, p in feeds.items()), 'PASS' if one else 'FAIL'))
+        ok &= one
+    return ok
+
+
+def shape_of_npy(path: str):
+    import numpy as np
+    return np.load(path, mmap_mode='r').shape
 
 
 def host_has_avx2() -> bool:

