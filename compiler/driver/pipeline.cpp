@@ -154,10 +154,12 @@ class Pipeline {
       }
       std::string cpu_library;
       if (!cpu_kernels.empty()) cpu_library = codegen_cpu(cpu_kernels, TargetSpec::host());
-      if (!cpu_kernels.empty()) user_assert(!options_.static_kernels)
-          << "--kernels=static: kernels " << cpu_kernels.front().name << " and others need the host CPU (the "
-          << "device lacks a feature, see --vulkan-features); static host kernels for Vulkan bundles are not "
-          << "supported yet: compile with --vulkan-features=all for a device that has them, or without --kernels=static";
+      if (!cpu_kernels.empty()) {
+        user_assert(!options_.static_kernels)
+            << "--kernels=static: kernels " << cpu_kernels.front().name << " and others need the host CPU (the "
+            << "device lacks a feature, see --vulkan-features); static host kernels for Vulkan bundles are not "
+            << "supported yet: compile with --vulkan-features=all for a device that has them, or without --kernels=static";
+      }
       size_t shared = 0;  // GPU kernels allocating workgroup shared memory
       struct SharedAllocs : tir::IRVisitor {
         bool found = false;

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/op_table.h"
@@ -120,6 +121,9 @@ struct Node {
 struct Graph {
   std::vector<Symbol> symbols;  // shape symbols (run-time dimensions), by index
   std::vector<ShapeConstraint> constraints;  // conditions on the symbols every run must meet
+  // Run-time dimensions the constraints make equal, as rewrites from the
+  // longer expression to the shorter (graph/dim_equalities.cpp).
+  std::vector<std::pair<tir::Expr, tir::Expr>> equal_dims;
   std::vector<Value> values;  // all tensors
   std::vector<Node> nodes;    // in topological order
   std::vector<int> inputs;    // model inputs (value indices)
@@ -134,6 +138,16 @@ struct Graph {
   int add_constant(const std::string& name, DType dtype, Shape shape, std::vector<uint8_t> bytes);
   std::string unique_name(const std::string& base) const;
   std::string str() const;    // printable form for --dump-graph
+
+  // Run-time dimensions known equal (graph/dim_equalities.cpp): where a
+  // model needs two to agree (an Add of two branches whose widths were
+  // computed differently: ceil(W / 4) and 8 * ceil(W / 32) in a detector's
+  // feature pyramid), dimension inference records a constraint the runtime
+  // checks before every run, and the equality here. Past that check they are
+  // one number, so passes and fusion treat them as the same dimension.
+  void add_equal_dims(const tir::Expr& a, const tir::Expr& b);
+  tir::Expr canonical(const tir::Expr& e) const;  // with every known equality applied, simplified
+  bool same_dims(const DimExprs& a, const DimExprs& b) const;  // graph::same_dims, up to known equalities
 };
 
 }  // namespace kiln::graph

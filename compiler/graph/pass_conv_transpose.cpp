@@ -74,7 +74,7 @@ bool fits(const Graph& g, const Node& n) {
   if (n.has_attr("output_shape")) return false;
   DimExprs xd = x.dim_exprs();
   DimExprs want = {xd[0], tir::Expr(w.shape[1]), xd[2] * tir::Expr(kernel[0]), xd[3] * tir::Expr(kernel[1])};
-  return same_dims(y.dim_exprs(), want) && y.dtype == DType::F32 && tir::as_const_int(xd[1]);
+  return g.same_dims(y.dim_exprs(), want) && y.dtype == DType::F32 && tir::as_const_int(xd[1]);
 }
 
 // The nodes replacing ConvTranspose `n` (its output value stays the last one's).

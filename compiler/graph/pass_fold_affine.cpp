@@ -58,7 +58,7 @@ bool pass_fold_affine(Graph& g, PassContext& ctx) {
     const Value& xv = g.values[x];
     if (uses[x] != 1 || is_model_output(g, x)) continue;
     if (xv.dtype != DType::F32 && xv.dtype != DType::F64) continue;
-    if (!same_dims(g.values[y].dim_exprs(), xv.dim_exprs()) || g.values[y].dtype != xv.dtype) continue;
+    if (!g.same_dims(g.values[y].dim_exprs(), xv.dim_exprs()) || g.values[y].dtype != xv.dtype) continue;
     if (xv.is_dynamic() && (xv.dims.size() < 2 || !tir::as_const_int(xv.dims[1]))) continue;  // channels must be static
     const Value& cv = g.values[n.inputs[1 - side]];
     if (cv.dtype != xv.dtype) continue;

@@ -44,7 +44,7 @@ bool pass_identity(Graph& g, PassContext& ctx) {
     const Node& n = g.nodes[i];
     if (!is_forwarding(g, n)) continue;
     int in = n.inputs[0], out = n.outputs[0];
-    if (g.values[in].dtype != g.values[out].dtype || !same_dims(g.values[in].dim_exprs(), g.values[out].dim_exprs())) continue;
+    if (g.values[in].dtype != g.values[out].dtype || !g.same_dims(g.values[in].dim_exprs(), g.values[out].dim_exprs())) continue;
     if (!is_model_output(g, out)) {
       replace_uses(g, out, in);
     } else {

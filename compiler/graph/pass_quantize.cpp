@@ -134,10 +134,11 @@ class Quantizer {
     user_assert(zv.elements() == sv.elements())
         << n.describe() << ": " << what << " zero point has " << zv.elements() << " entries and its scale "
         << sv.elements() << "; they must match";
-    if (q >= 0)
+    if (q >= 0) {
       user_assert(zv.dtype == val(q).dtype) << n.describe() << ": " << what << " zero point is "
                                             << dtype_name(zv.dtype) << " but the quantized value is "
                                             << dtype_name(val(q).dtype) << "; they must be the same type";
+    }
     if (!zv.is_constant() || !quantized_type(zv.dtype)) return;
     for (int64_t i = 0; i < zv.elements(); i++) {
       double x = zv.const_at(i);

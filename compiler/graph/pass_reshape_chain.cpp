@@ -66,7 +66,7 @@ bool pass_reshape_chain(Graph& g, PassContext& ctx) {
         src = g.nodes[p].inputs[0];
         touched_inner.push_back((size_t)p);
       }
-      if (same_dims(g.values[src].dim_exprs(), g.values[out].dim_exprs())) {  // the whole chain is the identity
+      if (g.same_dims(g.values[src].dim_exprs(), g.values[out].dim_exprs())) {  // the whole chain is the identity
         make_forward(g, n, src);
         if (!is_model_output(g, out)) remove[i] = true;
         removed_identity++;

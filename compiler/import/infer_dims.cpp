@@ -141,9 +141,11 @@ class DimInference {
     }
     g_.constraints.push_back({c, node_->describe() + ": " + what});
   }
+  // Past the constraint, a and b are one number (Graph::add_equal_dims).
   void require_equal(const Expr& a, const Expr& b, const std::string& what) {
-    if (provably_equal(a, b)) return;
+    if (provably_equal(a, b) || provably_equal(g_.canonical(a), g_.canonical(b))) return;
     require(tir::EQ::make(simp(a), simp(b)), what + " (" + tir::to_string(simp(a)) + " and " + tir::to_string(simp(b)) + ")");
+    g_.add_equal_dims(a, b);
   }
 
   // Numpy broadcasting of two dimensions. A run-time dimension is never
@@ -153,6 +155,7 @@ class DimInference {
     if (ca && *ca == 1) return b;
     if (cb && *cb == 1) return a;
     if (provably_equal(a, b)) return a;
+    if (provably_equal(g_.canonical(a), g_.canonical(b))) return g_.canonical(a);
     if (ca && cb) fail("dimensions " + std::to_string(*ca) + " and " + std::to_string(*cb) + " do not broadcast");
     require_equal(a, b, "run-time dimensions must be equal to broadcast");
     return ca ? a : b;

@@ -33,7 +33,7 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
     if (uses[v] != 1 || g.values[v].is_constant()) continue;
     const graph::Node& c = g.nodes[consumer[v]];
     if (!c.traits().elementwise() || c.outputs.empty() || c.outputs[0] < 0) continue;
-    if (!graph::same_dims(g.values[c.outputs[0]].dim_exprs(), g.values[v].dim_exprs())) continue;
+    if (!g.same_dims(g.values[c.outputs[0]].dim_exprs(), g.values[v].dim_exprs())) continue;
     fused.insert(v);
   }
   // A value read by several elementwise consumers that all end in the same
@@ -62,7 +62,7 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
     for (int ci : consumers[v]) {
       const graph::Node& c = g.nodes[(size_t)ci];
       bool ok = c.traits().elementwise() && c.outputs.size() == 1 && c.outputs[0] >= 0 &&
-                graph::same_dims(g.values[c.outputs[0]].dim_exprs(), g.values[v].dim_exprs());
+                g.same_dims(g.values[c.outputs[0]].dim_exprs(), g.values[v].dim_exprs());
       int r = ok ? root_of(ci) : -1;
       if (r < 0 || (root != -2 && r != root)) {
         root = -1;

@@ -218,6 +218,12 @@ class Simplifier : public IRMutator {
       if (*cb > 0 && ia.min >= 0 && ia.max < *cb) return IntImm::make(a.type(), 0);
     }
     if (a.type().is_int() && below_extent(a, b)) return IntImm::make(a.type(), 0);
+    // (x * y) / x -> y for a positive x (a run-time extent): exact. A
+    // reshape's -1 over run-time dimensions is such a quotient.
+    if (auto m = a.as<Mul>(); m && a.type().is_int() && !cb && bounds(b).min > 0) {
+      if (equal(m->a, b)) return m->b;
+      if (equal(m->b, b)) return m->a;
+    }
     return a.same_as(op->a) && b.same_as(op->b) ? self : Div::make(a, b);
   }
   Expr visit(const Mod* op, const Expr& self) override {

@@ -45,6 +45,8 @@ std::vector<uint8_t> TestBundle::Build() const {
     }
     auto name = t.name.empty() ? 0 : fbb.CreateString(t.name);
     auto shape = fbb.CreateVector(t.shape);
+    auto dynamic_dims = t.dynamic_dims.empty() ? 0 : fbb.CreateVector(t.dynamic_dims);
+    auto min_shape = t.min_shape.empty() ? 0 : fbb.CreateVector(t.min_shape);
     fb::TensorBuilder tb(fbb);
     if (!t.name.empty()) tb.add_name(name);
     tb.add_dtype(t.dtype);
@@ -52,6 +54,8 @@ std::vector<uint8_t> TestBundle::Build() const {
     tb.add_storage(t.storage);
     tb.add_offset(t.offset);
     tb.add_byte_size(byte_size);
+    if (!t.dynamic_dims.empty()) tb.add_dynamic_dims(dynamic_dims);
+    if (!t.min_shape.empty()) tb.add_min_shape(min_shape);
     tensor_offsets.push_back(tb.Finish());
   }
   std::vector<flatbuffers::Offset<fb::Node>> node_offsets;
@@ -91,18 +95,33 @@ std::vector<uint8_t> TestBundle::Build() const {
   for (const TestDispatch& d : dispatches) {
     std::vector<fb::Binding> bindings;
     for (const auto& b : d.bindings) bindings.emplace_back(b.first, b.second);
+    auto optional = [](const auto& list) { return list.empty() ? nullptr : &list; };  // absent when empty
     dispatch_offsets.push_back(fb::CreateDispatchDirect(fbb, d.kernel, &d.workgroup_count,
                                                         &bindings, &d.push_constants,
-                                                        &d.source_nodes,
-                                                        d.host_downloads.empty() ? nullptr : &d.host_downloads,
-                                                        d.host_uploads.empty() ? nullptr : &d.host_uploads));
+                                                        &d.source_nodes, optional(d.host_downloads),
+                                                        optional(d.host_uploads), optional(d.workgroup_count_exprs),
+                                                        optional(d.push_constant_symbols)));
+  }
+  std::vector<flatbuffers::Offset<fb::Symbol>> symbol_offsets;
+  for (const TestSymbol& s : symbols) {
+    symbol_offsets.push_back(fb::CreateSymbolDirect(fbb, s.name.empty() ? nullptr : s.name.c_str(), s.min, s.max,
+                                                    s.input, s.dim));
+  }
+  std::vector<flatbuffers::Offset<fb::ShapeExpr>> expr_offsets;
+  for (const auto& code : shape_exprs) expr_offsets.push_back(fb::CreateShapeExprDirect(fbb, &code));
+  std::vector<flatbuffers::Offset<fb::ShapeConstraint>> constraint_offsets;
+  for (const TestConstraint& c : shape_constraints) {
+    constraint_offsets.push_back(
+        fb::CreateShapeConstraintDirect(fbb, c.expr, c.message.empty() ? nullptr : c.message.c_str()));
   }
   auto memory = fb::CreateMemoryPlan(fbb, arena_bytes, 64);
   auto root = fb::CreateBundleDirect(
       fbb, version_major, version_minor, min_runtime_minor, "kiln unit tests", &tensor_offsets,
       &inputs, &outputs, &node_offsets, memory, &library_offsets, &kernel_offsets,
       &dispatch_offsets, /*data_segment_offset=*/64, /*data_segment_size=*/1,
-      /*content_hash=*/write_hash ? 1 : 0);  // placeholders, patched below
+      /*content_hash=*/write_hash ? 1 : 0,  // placeholders, patched below
+      symbols.empty() ? nullptr : &symbol_offsets, shape_exprs.empty() ? nullptr : &expr_offsets,
+      shape_constraints.empty() ? nullptr : &constraint_offsets);
   fb::FinishSizePrefixedBundleBuffer(fbb, root);
 
   std::vector<uint8_t> file(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());

@@ -25,6 +25,8 @@ struct TestTensor {
   kiln::fb::Storage storage = kiln::fb::Storage::Arena;
   uint64_t offset = 0;                                 // arena or data segment offset
   uint64_t byte_size = kAuto;                          // kAuto: from dtype and shape
+  std::vector<int32_t> dynamic_dims = {};              // run-time dimensions (minor 5); absent when empty
+  std::vector<int64_t> min_shape = {};                 // least dimensions (minor 5); absent when empty
 };
 
 struct TestNode {
@@ -60,6 +62,21 @@ struct TestDispatch {
   std::vector<uint32_t> push_constants;
   std::vector<uint32_t> source_nodes;
   std::vector<uint32_t> host_downloads, host_uploads;  // absent when empty
+  std::vector<int32_t> workgroup_count_exprs = {};      // run-time counts (minor 5); absent when empty
+  std::vector<uint32_t> push_constant_symbols = {};     // push constants from symbols (minor 5); absent when empty
+};
+
+// Bundle.symbols entry (minor 5).
+struct TestSymbol {
+  std::string name;  // empty: no name
+  int64_t min = 1, max = 1;
+  uint32_t input = 0, dim = 0;
+};
+
+// Bundle.shape_constraints entry (minor 5).
+struct TestConstraint {
+  uint32_t expr = 0;
+  std::string message;  // empty: no message
 };
 
 struct TestBundle {
@@ -79,6 +96,10 @@ struct TestBundle {
   uint64_t data_segment_offset = kAuto;       // kAuto: first 64-aligned byte after the FlatBuffer
   uint64_t data_segment_size = kAuto;         // kAuto: data.size()
   bool write_hash = true;                     // false: omit content_hash
+  // Run-time dimensions (minor 5): each list is absent when empty.
+  std::vector<TestSymbol> symbols;
+  std::vector<std::vector<kiln::fb::ShapeInstr>> shape_exprs;  // each one's code (written even when empty)
+  std::vector<TestConstraint> shape_constraints;
 
   // Serializes the bundle file.
   std::vector<uint8_t> Build() const;
