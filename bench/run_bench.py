@@ -43,7 +43,8 @@ Steps (docs/performance.md explains them):
     inference and pipeline creation, cold and with a warm pipeline cache;
  9. unless --no-dynamic, times bundles compiled for a range of input shapes
     against bundles compiled for one shape each (bench/bench_dynamic.py,
-    bench_config.DYNAMIC_CASES: PP-OCRv4 det and rec, the transformer), at
+    bench_config.DYNAMIC_CASES: PP-OCRv4 det and rec, the transformer,
+    all-MiniLM-L6), at
     the same thread counts: the ratios dynamic / static (target: 1.10 at most);
 10. writes OUT/results.md, OUT/results.json and OUT/chart.png and prints the
     Markdown. The int8 section gives per model and thread count kiln int8,
@@ -1032,7 +1033,7 @@ def main(argv) -> int:
         dynamic = None
         if not args.no_dynamic:
             dynamic = bench_dynamic.measure(kilnc, kiln, args.out, args.threads_list, args.rounds, args.iterations,
-                                            args.warmup, [c['name'] for c in DYNAMIC_CASES])
+                                            args.warmup, [c['name'] for c in DYNAMIC_CASES], args.build)
         machine['loadavg_end'] = list(os.getloadavg())
         elapsed = time.monotonic() - started
         md = render_markdown(machine, peaks, names, info, rows, geo, profile, args, args.threads_list, elapsed,

@@ -117,6 +117,8 @@ int64_t lanes_for(int64_t extent) { return extent % 16 == 0 ? 16 : extent % 8 ==
 // lanes, so reads are vector loads or broadcasts), else, for purely
 // elementwise kernels, along the flattened tensor; chunks of the outer
 // iterations are workgroups. Returns false (nothing changed) otherwise.
+constexpr int64_t kRowsWork = 2048;
+
 bool vectorize_elementwise(Stage& s) {
   tir::Type t = s.tensor->dtype;
   if (s.tensor->kind != TensorNode::Kind::Compute || s.axes.empty() ||
@@ -150,8 +152,19 @@ bool vectorize_elementwise(Stage& s) {
     IterVar x, y;
     size_t i = 0;
     for (; i < outer.size() && !outer[i]->is_dynamic(); i++) x = x ? s.fuse(x, outer[i]) : outer[i];
-    if (i < outer.size()) y = outer[i];
-    else if (vec->is_dynamic() || vec->extent > 1) y = vec;
+    if (i < outer.size()) {
+      y = outer[i];
+      // A workgroup of a few rows, not one: a row of a feature map is a few
+      // hundred elements, and a workgroup per row spends as long being
+      // handed out as computing (by the bounds: about kRowsWork elements).
+      int64_t inner = 1;
+      for (size_t k = i + 1; k < s.axes.size(); k++) inner *= s.axes[k]->extent;
+      int64_t rows = 1;
+      while (rows < 8 && rows * 2 * inner <= kRowsWork && rows * 2 <= y->extent) rows *= 2;
+      if (rows > 1) y = s.split(y, rows).first;
+    } else if (vec->is_dynamic() || vec->extent > 1) {
+      y = vec;
+    }
     if (x && x->extent > 1) s.bind(x, tir::ForKind::WorkgroupX);
     if (y && (!x || x->extent <= 1 || s.leaf_index(y) == s.leaf_index(x) + 1))
       s.bind(y, x && x->extent > 1 ? tir::ForKind::WorkgroupY : tir::ForKind::WorkgroupX);
