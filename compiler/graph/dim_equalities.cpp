@@ -75,7 +75,8 @@ bool Graph::same_dims(const DimExprs& a, const DimExprs& b) const {
   if (a.size() != b.size() || equal_dims.empty()) return false;
   for (size_t i = 0; i < a.size(); i++) {
     tir::Expr x = canonical(a[i]), y = canonical(b[i]);
-    auto d = tir::as_const_int(tir::simplify(x - y));
+    tir::Expr diff = tir::simplify(x - y);  // held: as_const_int points into it
+    auto d = tir::as_const_int(diff);
     if (!(d && *d == 0) && !tir::equal(x, y)) return false;
   }
   return true;

@@ -300,7 +300,8 @@ bool dims_differ(const Expr& a, const Expr& b) {
 }
 
 int64_t static_extent(const Expr& e, const std::string& what) {
-  auto c = tir::as_const_int(tir::simplify(e));
+  Expr s = tir::simplify(e);  // held: as_const_int points into it
+  auto c = tir::as_const_int(s);
   if (!c) throw DynamicShapeError(what + " has the run-time extent " + tir::to_string(e));
   return *c;
 }

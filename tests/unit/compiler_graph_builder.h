@@ -26,7 +26,7 @@ struct Builder {
   }
   int constant(const std::string& name, Shape shape, const std::vector<float>& x) {
     std::vector<uint8_t> b(x.size() * 4);
-    memcpy(b.data(), x.data(), b.size());
+    if (!b.empty()) memcpy(b.data(), x.data(), b.size());  // an empty vector's data() may be null
     return g.add_constant(name, DType::F32, std::move(shape), std::move(b));
   }
   // A constant of any dtype from its values (converted; integers exact).
@@ -42,7 +42,7 @@ struct Builder {
   }
   int constant_i64(const std::string& name, const std::vector<int64_t>& x) {
     std::vector<uint8_t> b(x.size() * 8);
-    memcpy(b.data(), x.data(), b.size());
+    if (!b.empty()) memcpy(b.data(), x.data(), b.size());
     return g.add_constant(name, DType::I64, {(int64_t)x.size()}, std::move(b));
   }
   // Adds node `op` with one output of `shape`; returns the output value.

@@ -36,13 +36,13 @@ kiln_status_t kiln_session_shapes_create(const kiln_model_t* model, kiln_session
   int64_t* cursor = shapes->dims;
   for (size_t i = 0; i < model->input_count; ++i) {
     shapes->input_shapes[i] = cursor;
-    memcpy(cursor, model->inputs[i].shape, model->inputs[i].rank * sizeof(int64_t));
+    if (model->inputs[i].rank) memcpy(cursor, model->inputs[i].shape, model->inputs[i].rank * sizeof(int64_t));
     cursor += model->inputs[i].rank;
     shapes->input_bytes[i] = model->inputs[i].byte_size;
   }
   for (size_t i = 0; i < model->output_count; ++i) {
     shapes->output_shapes[i] = cursor;
-    memcpy(cursor, model->outputs[i].shape, model->outputs[i].rank * sizeof(int64_t));
+    if (model->outputs[i].rank) memcpy(cursor, model->outputs[i].shape, model->outputs[i].rank * sizeof(int64_t));
     cursor += model->outputs[i].rank;
     shapes->output_bytes[i] = model->outputs[i].byte_size;
   }
@@ -85,6 +85,7 @@ kiln_status_t kiln_session_shapes_set_input(kiln_session_shapes_t* shapes, size_
     }
     kiln_mul_u64(bytes, (uint64_t)dims[d], &bytes);  // at most the input's byte_size: no overflow
   }
+  if (rank == 0) return NULL;  // a scalar has no shape to change (and `dims` may be NULL)
   if (memcmp(shapes->input_shapes[index], dims, rank * sizeof(int64_t)) == 0) return NULL;  // unchanged
   memcpy(shapes->input_shapes[index], dims, rank * sizeof(int64_t));
   shapes->input_bytes[index] = (size_t)bytes;
