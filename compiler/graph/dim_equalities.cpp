@@ -73,12 +73,8 @@ void Graph::add_equal_dims(const tir::Expr& a, const tir::Expr& b) {
 bool Graph::same_dims(const DimExprs& a, const DimExprs& b) const {
   if (graph::same_dims(a, b)) return true;
   if (a.size() != b.size() || equal_dims.empty()) return false;
-  for (size_t i = 0; i < a.size(); i++) {
-    tir::Expr x = canonical(a[i]), y = canonical(b[i]);
-    tir::Expr diff = tir::simplify(x - y);  // held: as_const_int points into it
-    auto d = tir::as_const_int(diff);
-    if (!(d && *d == 0) && !tir::equal(x, y)) return false;
-  }
+  for (size_t i = 0; i < a.size(); i++)
+    if (!tir::provably_equal(canonical(a[i]), canonical(b[i]))) return false;
   return true;
 }
 

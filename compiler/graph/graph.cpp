@@ -80,11 +80,8 @@ std::string dims_str(const DimExprs& d) {
 
 bool same_dims(const DimExprs& a, const DimExprs& b) {
   if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); i++) {
-    tir::Expr d = tir::simplify(a[i] - b[i]);
-    auto c = tir::as_const_int(d);
-    if (!(c && *c == 0) && !tir::equal(tir::simplify(a[i]), tir::simplify(b[i]))) return false;
-  }
+  for (size_t i = 0; i < a.size(); i++)
+    if (!tir::provably_equal(a[i], b[i])) return false;
   return true;
 }
 

@@ -33,13 +33,6 @@ std::optional<int64_t> const_of(const Expr& e) {
   return std::nullopt;
 }
 
-bool provably_equal(const Expr& a, const Expr& b) {
-  Expr x = simp(a), y = simp(b);
-  if (tir::equal(x, y)) return true;
-  auto d = const_of(x - y);
-  return d && *d == 0;
-}
-
 Expr as_index(const Expr& cond) { return tir::select(cond, Expr(1), Expr(0)); }
 
 class DimInference {
@@ -143,7 +136,7 @@ class DimInference {
   }
   // Past the constraint, a and b are one number (Graph::add_equal_dims).
   void require_equal(const Expr& a, const Expr& b, const std::string& what) {
-    if (provably_equal(a, b) || provably_equal(g_.canonical(a), g_.canonical(b))) return;
+    if (g_.same_dims({a}, {b})) return;
     require(tir::EQ::make(simp(a), simp(b)), what + " (" + tir::to_string(simp(a)) + " and " + tir::to_string(simp(b)) + ")");
     g_.add_equal_dims(a, b);
   }
@@ -154,8 +147,7 @@ class DimInference {
     auto ca = const_of(a), cb = const_of(b);
     if (ca && *ca == 1) return b;
     if (cb && *cb == 1) return a;
-    if (provably_equal(a, b)) return a;
-    if (provably_equal(g_.canonical(a), g_.canonical(b))) return g_.canonical(a);
+    if (g_.same_dims({a}, {b})) return a;
     if (ca && cb) fail("dimensions " + std::to_string(*ca) + " and " + std::to_string(*cb) + " do not broadcast");
     require_equal(a, b, "run-time dimensions must be equal to broadcast");
     return ca ? a : b;

@@ -414,4 +414,12 @@ Interval bounds_of(const Expr& e) {
   return b.of(simplify(e));
 }
 
+bool provably_equal(const Expr& a, const Expr& b) {
+  Expr x = simplify(a), y = simplify(b);
+  if (equal(x, y)) return true;
+  Expr d = simplify(x - y);  // held: as_const_int points into it
+  const int64_t* c = as_const_int(d);
+  return c && *c == 0;
+}
+
 }  // namespace kiln::tir

@@ -24,4 +24,9 @@ struct Interval {
 // it uses (each within its [lo, hi]); other variables are unbounded.
 Interval bounds_of(const Expr& e);
 
+// Whether a and b are equal for every value of the symbols: the same once
+// simplified, or a difference that simplifies to 0. (False means "not
+// shown", not "different".)
+bool provably_equal(const Expr& a, const Expr& b);
+
 }  // namespace kiln::tir

@@ -213,8 +213,4 @@ def main() -> int:
 
 
 if __name__ == '__main__':
-    try:
-        sys.exit(main())
-    except kiln_e2e.SetupError as e:
-        kiln_e2e.log('FAIL: %s' % e)
-        sys.exit(1)
+    kiln_e2e.run_script(main)

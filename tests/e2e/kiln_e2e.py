@@ -362,6 +362,15 @@ def script_args(description: str, extra=None):
     return ap.parse_args()
 
 
+def run_script(main) -> None:
+    """Exits with MAIN()'s status; a SetupError (a missing package or tool) fails with its message."""
+    try:
+        sys.exit(main())
+    except SetupError as e:
+        log('FAIL: %s' % e)
+        sys.exit(1)
+
+
 def check_against_ort(args, model: str, workdir: str, feeds: List[str], rtol: float, atol: float) -> bool:
     """`kiln_e2e.py onnx` on one model (feeds: NAME=FILE.npy) with a script's arguments."""
     argv = ['onnx', '--model', model, '--kilnc', args.kilnc, '--kiln', args.kiln, '--ort-dir', args.ort_dir,

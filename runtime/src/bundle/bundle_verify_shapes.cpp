@@ -88,11 +88,16 @@ static kiln_status_t kiln_verify_symbols(const fb::Bundle* bundle, uint32_t symb
     const auto* dims = tensor->dynamic_dims();
     uint32_t rank = tensor->shape() ? tensor->shape()->size() : 0;
     int32_t e = dims && symbol->dim() < rank ? dims->Get(symbol->dim()) : -1;
+    // The input's range at that dimension is the symbol's: set_input_shape
+    // checks the input's, and the kernels assume the symbol's (they divide
+    // by run-time extents without zero checks).
+    const auto* least = tensor->min_shape();
     if (e < 0 || (uint32_t)e >= expr_count || !kiln_shape_expr_is_symbol(bundle->shape_exprs()->Get((uint32_t)e), s) ||
-        kiln_bundle_dim(tensor->shape(), symbol->dim()) != symbol->max()) {
+        kiln_bundle_dim(tensor->shape(), symbol->dim()) != symbol->max() || !least ||
+        symbol->dim() >= least->size() || kiln_bundle_dim(least, symbol->dim()) != symbol->min()) {
       return kiln_make_status(KILN_INVALID_BUNDLE,
                               "bundle: symbol %u ('" KILN_NAME_FMT "'): dimension %u of input %u is not this symbol "
-                              "with its largest value",
+                              "with its range (min_shape and shape)",
                               s, name, symbol->dim(), symbol->input());
     }
   }

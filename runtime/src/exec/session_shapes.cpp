@@ -200,15 +200,6 @@ kiln_status_t kiln_session_shapes_resolve(kiln_session_shapes_t* shapes) {
   for (uint32_t s = 0; s < shapes->symbol_count; ++s) {  // each from the input dimension it names
     const fb::Symbol* symbol = bundle->symbols()->Get(s);
     shapes->symbols[s] = shapes->input_shapes[symbol->input()][symbol->dim()];
-    // The input's min_shape (what set_input_shape checks) is not verified
-    // against the symbol's range: the kernels assume the symbol's.
-    if (shapes->symbols[s] < symbol->min() || shapes->symbols[s] > symbol->max()) {
-      return kiln_make_status(KILN_INVALID_ARGUMENT,
-                              "shapes: input '" KILN_NAME_FMT "' dimension %u: symbol '" KILN_NAME_FMT "' is %lld, "
-                              "outside its range %lld..%lld",
-                              model->inputs[symbol->input()].name, symbol->dim(), symbol->name()->c_str(),
-                              (long long)shapes->symbols[s], (long long)symbol->min(), (long long)symbol->max());
-    }
   }
   for (uint32_t e = 0; e < shapes->expr_count; ++e) {
     kiln_status_t status = kiln_shape_expr_eval(bundle->shape_exprs()->Get(e), shapes->symbols, &shapes->values[e]);
