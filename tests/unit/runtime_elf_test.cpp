@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cpu/elf_module.h"
 #include "cpu/kernel_library.h"
 #include "runtime_bundle_builder.h"
 #include "runtime_elf_util.h"
@@ -219,6 +220,36 @@ TEST_CASE("elf: dynamic section problems") {
   REQUIRE(at != std::string::npos);
   blob[at] = 'K';
   CHECK(Contains(LoadError(blob), "does not export 'kiln_kernel_library_query'"));
+}
+
+// Tables the loader walks, placed in a huge zero-filled segment: refused by
+// count before the walk (fuzz_elf once found a 1 GiB walk that took > 10 s).
+TEST_CASE("elf: tables over a huge bss are refused by count, not walked") {
+  const std::vector<uint8_t> good = Library(RUNTIME_TEST_KERNELS_SO);
+  size_t data = FindPhdr(good, PT_LOAD, PF_W);
+  Elf64_Phdr phdr = Phdr(good, data);
+  uint64_t bss = (phdr.p_vaddr + phdr.p_filesz + 7) & ~7ull;  // zero-filled from here on
+  uint64_t grown = (bss - phdr.p_vaddr) + (256ull << 20);
+
+  std::vector<uint8_t> blob = good;  // DT_RELA: 4M + 1 R_X86_64_NONE entries in the bss
+  Patch<uint64_t>(&blob, PhdrOffset(blob, data) + offsetof(Elf64_Phdr, p_memsz), grown);
+  Patch<uint64_t>(&blob, DynamicEntry(blob, DT_RELA) + 8, bss);
+  Patch<uint64_t>(&blob, DynamicEntry(blob, DT_RELASZ) + 8,
+                  (uint64_t)(KILN_ELF_MAX_RELOCATIONS + 1) * sizeof(Elf64_Rela));
+  CHECK(Contains(LoadError(blob), "more than 4194304 relocations"));
+
+  // DT_GNU_HASH (DT_HASH hidden): a header in the data segment's last 16
+  // file bytes announcing 192M buckets, which lie in the bss.
+  blob = good;
+  Patch<uint64_t>(&blob, PhdrOffset(blob, data) + offsetof(Elf64_Phdr, p_memsz),
+                  phdr.p_filesz + (768ull << 20));
+  Patch<int64_t>(&blob, DynamicEntry(blob, DT_HASH), DT_DEBUG);
+  Patch<uint64_t>(&blob, DynamicEntry(blob, DT_GNU_HASH) + 8, phdr.p_vaddr + phdr.p_filesz - 16);
+  size_t header = phdr.p_offset + phdr.p_filesz - 16;
+  Patch<uint32_t>(&blob, header, 192u << 20);  // nbuckets
+  Patch<uint32_t>(&blob, header + 4, 1);       // symoffset
+  Patch<uint32_t>(&blob, header + 8, 0);       // bloom_size
+  CHECK(Contains(LoadError(blob), "DT_GNU_HASH has 201326592 buckets (at most 1048576)"));
 }
 
 TEST_CASE("elf: undefined symbols are named") {

@@ -380,6 +380,12 @@ static kiln_status_t kiln_elf_count_symbols(const kiln_elf_module_t* module,
       !kiln_elf_read_u32(module, dynamic->gnu_hash + 8, &bloom_size)) {
     return kiln_elf_invalid("DT_GNU_HASH lies outside the loaded segments");
   }
+  // Bounded so that a table in a huge zero-filled segment is not walked for
+  // seconds (fuzz_elf found one: 1 GiB of buckets).
+  if (bucket_count > KILN_ELF_MAX_SYMBOLS) {
+    return kiln_make_status(KILN_INVALID_BUNDLE, "elf: DT_GNU_HASH has %u buckets (at most %u)",
+                            bucket_count, KILN_ELF_MAX_SYMBOLS);
+  }
   uint64_t buckets = dynamic->gnu_hash + 16 + (uint64_t)bloom_size * module->elf_class->word;
   uint64_t chains = buckets + (uint64_t)bucket_count * 4;
   uint32_t last = 0;
@@ -525,6 +531,12 @@ static kiln_status_t kiln_elf_apply_table(kiln_elf_module_t* module, uint64_t ta
   uint64_t load_bias = (uint64_t)(uintptr_t)module->base - module->min_vaddr;
   const uint32_t word = module->elf_class->word;  // bytes a target holds
   const size_t count = (size_t)table_size / entry_size;  // translated: fits
+  // Bounded like the symbols: a table over a huge zero-filled segment would
+  // otherwise take seconds of R_*_NONE entries.
+  if (count > KILN_ELF_MAX_RELOCATIONS - *reloc_index) {
+    return kiln_make_status(KILN_INVALID_BUNDLE, "elf: more than %u relocations",
+                            KILN_ELF_MAX_RELOCATIONS);
+  }
   for (size_t i = 0; i < count; ++i, ++*reloc_index) {
     kiln_elf_relocation_entry_t entry;
     kiln_elf_relocation_decode(entries + i * entry_size, module->arch->elf_class, format, &entry);

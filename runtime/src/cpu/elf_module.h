@@ -40,7 +40,8 @@ typedef struct kiln_elf_class_layout_t kiln_elf_class_layout_t;
 #define KILN_ELF_MAX_SEGMENTS 16              // PT_LOAD entries accepted
 #define KILN_ELF_MAX_PROGRAM_HEADERS 64       // program headers accepted
 #define KILN_ELF_MAX_SPAN (1ull << 30)        // bytes of address space (1 GiB)
-#define KILN_ELF_MAX_SYMBOLS (1u << 20)       // dynamic symbols accepted
+#define KILN_ELF_MAX_SYMBOLS (1u << 20)       // dynamic symbols accepted (and DT_GNU_HASH buckets)
+#define KILN_ELF_MAX_RELOCATIONS (1u << 22)   // relocations accepted, all tables together
 
 // One PT_LOAD segment as mapped.
 typedef struct kiln_elf_segment_t {
