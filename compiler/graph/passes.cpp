@@ -12,7 +12,8 @@ const std::vector<GraphPass>& graph_passes() {
   // Order matters: Identity/Dropout go first so that later patterns see
   // producer -> consumer directly; constant folding then turns every
   // compile-time computation (run-time-built weights included) into
-  // constants, which the BatchNormalization and affine folds need;
+  // constants, which the BatchNormalization and affine folds and the
+  // layer-norm fusion (its epsilon, scale and bias) need;
   // conv-transpose turns stride-sized ConvTransposes into 1x1 Convs (and a
   // shuffle) before layout
   // then packs the folded weights for the target's blocked convolutions,
@@ -27,6 +28,7 @@ const std::vector<GraphPass>& graph_passes() {
       {"reshape-chain", pass_reshape_chain},
       {"fold-batchnorm", pass_fold_batchnorm},
       {"fold-affine", pass_fold_affine},
+      {"fuse-layer-norm", pass_fuse_layer_norm},
       {"conv-transpose", pass_conv_transpose},
       {"layout", pass_layout},
       {"winograd", pass_winograd},

@@ -59,6 +59,7 @@ bool pass_constant_fold(Graph& g, PassContext& ctx);   // pass_constant_fold.cpp
 bool pass_reshape_chain(Graph& g, PassContext& ctx);   // pass_reshape_chain.cpp
 bool pass_fold_batchnorm(Graph& g, PassContext& ctx);  // pass_fold_batchnorm.cpp
 bool pass_fold_affine(Graph& g, PassContext& ctx);     // pass_fold_affine.cpp
+bool pass_fuse_layer_norm(Graph& g, PassContext& ctx); // pass_fuse_layer_norm.cpp
 bool pass_conv_transpose(Graph& g, PassContext& ctx);  // pass_conv_transpose.cpp
 bool pass_layout(Graph& g, PassContext& ctx);          // pass_layout.cpp
 bool pass_winograd(Graph& g, PassContext& ctx);        // pass_winograd.cpp

@@ -2,7 +2,7 @@
 // older opsets flatten the input to 2-D at `axis` and normalize each row.
 //
 //   m = max(x); s = sum(exp(x - m)); y = exp(x - m) / s
-// The max and the sum are materialized (each read once per output element,
+// The max and 1 / sum are materialized (each read once per output element,
 // they would otherwise be recomputed for every element of the row).
 #include <cmath>
 
@@ -54,18 +54,24 @@ void lower_softmax(OpContext& ctx) {
   };
   auto exp = [](Expr e) { return tir::Call::make(tir::Intrinsic::Exp, {e}); };
   tir::Type t = x.dtype();
-  te::Tensor mx = ctx.materialize(te::reduce("max", {outer, inner}, {len}, te::ReduceKind::Max, t,
-                                             [=](const Indices& o, const Indices& r) { return xv(o[0], r[0], o[1]); }));
-  te::Tensor sum = ctx.materialize(te::reduce("sum", {outer, inner}, {len}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+  // Each statistic is a compute over its reduction: the CPU schedule then
+  // vectorizes a row's reduction (te::inline_reduction_lanes) or, along a
+  // non-last axis, the rows themselves.
+  te::Tensor max_r = te::reduce("max", {outer, inner}, {len}, te::ReduceKind::Max, t,
+                                [=](const Indices& o, const Indices& r) { return xv(o[0], r[0], o[1]); });
+  te::Tensor mx = ctx.materialize(te::compute("row_max", {outer, inner}, [=](const Indices& o) { return max_r(o); }));
+  te::Tensor sum = te::reduce("sum", {outer, inner}, {len}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
     return exp(xv(o[0], r[0], o[1]) - mx({o[0], o[1]}));
-  }));
+  });
+  // 1 / sum, so that each element takes a multiplication, not a division.
+  te::Tensor inv = ctx.materialize(te::compute("inv_sum", {outer, inner}, [=](const Indices& o) { return k(t, 1) / sum(o); }));
   bool new_style = ctx.graph.opset >= 13;
   ctx.set_output(0, te::compute("softmax", s, [=](const Indices& idx) {
     // o: the dimensions before axis; i: those after it (opset >= 13 only).
     Indices ob(idx.begin(), idx.begin() + axis), ia;
     if (new_style) ia.assign(idx.begin() + axis + 1, idx.end());
     Expr o = te::flat_index(before, ob), i = te::flat_index(after, ia);
-    return exp(x(idx) - mx({o, i})) / sum({o, i});
+    return exp(x(idx) - mx({o, i})) * inv({o, i});
   }));
 }
 

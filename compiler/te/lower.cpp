@@ -70,7 +70,9 @@ class ReduceReads : public tir::IRVisitor {
 // the way become accumulators computed before the statement.
 class Resolver : public tir::IRMutator {
  public:
-  explicit Resolver(const BufferOf& buffer_of) : buffer_of_(buffer_of) {}
+  // `lanes` > 0: inlined reductions accumulate in that many vector lanes
+  // (Stage::inline_reduction_lanes; the schedule checked they qualify).
+  explicit Resolver(const BufferOf& buffer_of, int lanes = 0) : buffer_of_(buffer_of), lanes_(lanes) {}
   // Reads of `t` become `read(indices)` (a shared-memory tile).
   using Read = std::function<Expr(const std::vector<Expr>&)>;
   void override_reads(const TensorNode* t, Read read) { overrides_[t] = std::move(read); }
@@ -111,20 +113,54 @@ class Resolver : public tir::IRMutator {
     // their accumulators are computed inside this reduction's loops.
     Resolver inner(buffer_of_);
     inner.overrides_ = overrides_;
+    allocs_.push_back(acc);
+    prelude_.push_back(tir::Store::make(acc, Expr(0), t->init));
+    if (lanes_ > 0) {  // (inline_reduction_lanes admits no nested reductions)
+      Expr value = inner.mutate(t->fbody(idx, r));
+      internal_assert(inner.prelude_.empty()) << "reduction " << t->name << ": nested reductions in lanes";
+      prelude_.push_back(lane_partials(t, r, value, acc));
+      return tir::Load::make(acc, Expr(0));
+    }
     Stmt update = inner.build({t->fbody(idx, r)}, [&](const std::vector<Expr>& v) {
       return tir::Store::make(acc, Expr(0), combine(t->reduce_kind, tir::Load::make(acc, Expr(0)), v[0]));
     });
     for (int i = (int)r.size() - 1; i >= 0; i--)
       update = tir::For::make(r[i], Expr(0), t->rdims[i], tir::ForKind::Serial, update);
-    allocs_.push_back(acc);
-    prelude_.push_back(tir::Store::make(acc, Expr(0), t->init));
     prelude_.push_back(update);
     return tir::Load::make(acc, Expr(0));
   }
 
  private:
+  // The reduction of `t` over loops `r` into `acc` (which holds the start
+  // value), in lanes_ partial accumulators: the innermost loop is split into
+  // vectors of lanes_, lane l accumulating elements l, l + lanes_, ... of
+  // each row (a vectorized loop over the partials buffer), then the lanes
+  // combine into `acc` in order. A sum starts its lanes at 0 (a custom start
+  // counts once); max and min start them at the start value.
+  Stmt lane_partials(const TensorNode* t, const std::vector<Expr>& r, const Expr& body, const tir::Buffer& acc) {
+    const int64_t lanes = lanes_;
+    tir::Buffer part = tir::make_buffer(t->name + "_lanes", t->dtype, lanes, -1);
+    Expr lane = tir::Var::make(tir::Index(), t->name + "_lane");
+    Expr outer = tir::Var::make(tir::Index(), t->name + "_r" + std::to_string(r.size() - 1) + "o");
+    Expr start = t->reduce_kind == ReduceKind::Sum ? tir::make_const(t->dtype, 0) : t->init;
+    Stmt init = tir::For::make(lane, Expr(0), Expr(lanes), tir::ForKind::Vectorized,
+                               tir::Store::make(part, lane, start));
+    // The body with the innermost reduction variable at outer * lanes + lane.
+    Expr value = tir::substitute(body, {{r.back(), outer * Expr(lanes) + lane}});
+    Stmt step = tir::Store::make(part, lane, combine(t->reduce_kind, tir::Load::make(part, lane), value));
+    Stmt loop = tir::For::make(lane, Expr(0), Expr(lanes), tir::ForKind::Vectorized, step);
+    loop = tir::For::make(outer, Expr(0), tir::simplify(t->rdims.back() / Expr(lanes)), tir::ForKind::Serial, loop);
+    for (int i = (int)r.size() - 2; i >= 0; i--) loop = tir::For::make(r[i], Expr(0), t->rdims[i], tir::ForKind::Serial, loop);
+    Expr l = tir::Var::make(tir::Index(), t->name + "_l");
+    Stmt merge = tir::For::make(l, Expr(0), Expr(lanes), tir::ForKind::Unrolled,
+                                tir::Store::make(acc, Expr(0), combine(t->reduce_kind, tir::Load::make(acc, Expr(0)),
+                                                                       tir::Load::make(part, l))));
+    return tir::Allocate::make(part, tir::Block::make({init, loop, merge}));
+  }
+
   tir::Buffer buffer_of(const TensorNode* t) const { return buffer_of_(t); }
   const BufferOf& buffer_of_;
+  int lanes_ = 0;
   std::vector<tir::Buffer> allocs_;
   std::vector<Stmt> prelude_;
   std::map<std::string, tir::Buffer> accumulators_;
@@ -527,7 +563,7 @@ Stmt lower_stage_loops(const Stage& stage, const tir::Buffer& out, const BufferO
       return lower_cross_invocation(stage, i, out, out_index, axes, raxes, spatial_guards, reduce_guards, buffer_of,
                                     epilogue);
   if (t->kind == TensorNode::Kind::Compute) {
-    body = Resolver(buffer_of).build({t->fcompute(axes)}, [&](const std::vector<Expr>& v) {
+    body = Resolver(buffer_of, stage.inline_reduction_lanes).build({t->fcompute(axes)}, [&](const std::vector<Expr>& v) {
       return tir::Store::make(out, out_index, v[0]);
     });
   } else {

@@ -217,10 +217,64 @@ void vectorize_sum(Stage& s) {
   if (reads.any && reads.contiguous) s.vectorize(s.reduce_axes.back());
 }
 
+int inline_reduction_lanes(const Tensor& t) {
+  if (t->kind != TensorNode::Kind::Compute) return 0;
+  // The reductions the compute reads (each is inlined: materialized ones are
+  // placeholders by now).
+  struct Reductions : tir::IRVisitor {
+    std::vector<const tir::ProducerLoad*> found;
+    using tir::IRVisitor::visit;
+    void visit(const tir::ProducerLoad* op) override {
+      if (static_cast<const TensorNode*>(op->producer.get())->kind == TensorNode::Kind::Reduce) found.push_back(op);
+      tir::IRVisitor::visit(op);
+    }
+  } reductions;
+  const Expr body = t->fcompute(fresh_indices("i", t.ndim()));  // alive while `found` points into it
+  reductions.visit_expr(body);
+  int lanes = 16;
+  for (auto* load : reductions.found) {
+    auto* r = static_cast<const TensorNode*>(load->producer.get());
+    bool kind_ok = r->reduce_kind == ReduceKind::Sum || r->reduce_kind == ReduceKind::Max ||
+                   r->reduce_kind == ReduceKind::Min;
+    if (!kind_ok || !r->dtype.is_float() || r->dtype.bits != 32 || r->rdims.empty()) return 0;
+    auto extent = tir::as_const_int(r->rdims.back());
+    if (!extent || *extent % 8 != 0) return 0;
+    if (*extent % 16 != 0) lanes = 8;
+    Indices raxes = fresh_indices("r", r->rdims.size());
+    // Every read moving with the innermost reduction axis walks it as its
+    // last index; no nested reduction, no inlined compute indexed by it.
+    struct Reads : tir::IRVisitor {
+      Expr last;
+      bool ok = true;
+      using tir::IRVisitor::visit;
+      void visit(const tir::ProducerLoad* op) override {
+        auto* p = static_cast<const TensorNode*>(op->producer.get());
+        bool uses = false;
+        for (auto& i : op->indices) uses |= tir::uses_var(i, last);
+        if (p->kind == TensorNode::Kind::Reduce) ok = false;
+        if (uses) {
+          ok &= p->kind == TensorNode::Kind::Placeholder && op->indices.back().same_as(last);
+          for (size_t i = 0; i + 1 < op->indices.size(); i++) ok &= !tir::uses_var(op->indices[i], last);
+        }
+        tir::IRVisitor::visit(op);
+      }
+    } reads;
+    reads.last = raxes.back();
+    reads.visit_expr(r->fbody(fresh_indices("o", r->dims.size()), raxes));
+    if (!reads.ok) return 0;
+  }
+  return reductions.found.empty() ? 0 : lanes;
+}
+
 void default_cpu_schedule(Stage& s) {
-  if (vectorize_elementwise(s)) return;
+  // A compute over contiguous row reductions (a mean, a softmax's max or
+  // sum): the lanes go to each reduction, not across rows (which would
+  // gather a row apart per lane).
+  int lanes = inline_reduction_lanes(s.tensor);
+  if (!lanes && vectorize_elementwise(s)) return;
   bind_first(s);
   vectorize_sum(s);
+  s.inline_reduction_lanes = lanes;
 }
 
 }  // namespace kiln::te

@@ -129,6 +129,12 @@ struct Stage {
     IterVar loop;                    // the reduction loop each tile serves
   };
   std::vector<SharedCache> shared_caches;  // in the order scheduled
+  // Float Sum/Max/Min reductions inlined into this (compute) stage whose
+  // innermost reduction axis walks contiguous memory accumulate in this many
+  // vector lanes (a vectorized loop over lane partials, then a combine of the
+  // lanes: TVM's rfactor); 0: a serial loop. CPU schedules set it when no
+  // loop of the stage itself is vectorized (vectorize_inline_reductions).
+  int inline_reduction_lanes = 0;
 
   // The position of iv among the leaves (InternalError if absent).
   size_t leaf_index(const IterVar& iv) const;
@@ -139,8 +145,16 @@ IterVar make_iter_var(const std::string& name, int64_t extent, bool reduce);
 // symbols (then `extent` of the result is its largest value).
 IterVar make_iter_var(const std::string& name, const Expr& extent, bool reduce);
 
-// The default CPU schedule: the outermost spatial loop of extent > 1 becomes
-// workgroup x; everything else stays serial.
+// The default CPU schedule: elementwise kernels are vectorized along their
+// innermost axis; otherwise the outermost spatial loop of extent > 1 becomes
+// workgroup x, a contiguous float sum is vectorized, and so are contiguous
+// reductions inlined into a compute (per-row statistics: softmax, norms).
 void default_cpu_schedule(Stage& s);
+
+// The lanes a float reduction inlined into `t` can accumulate in (16 or 8),
+// or 0 when one cannot: its innermost reduction axis must have a constant
+// extent that the lanes divide and be the last index of every read that
+// moves with it. All inlined reductions of `t` must qualify.
+int inline_reduction_lanes(const Tensor& t);
 
 }  // namespace kiln::te

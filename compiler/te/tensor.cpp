@@ -71,7 +71,7 @@ Tensor placeholder(const std::string& name, const Dims& dims, tir::Type dtype) {
   return Tensor(n);
 }
 
-static Indices fresh_indices(const char* prefix, size_t n) {
+Indices fresh_indices(const char* prefix, size_t n) {
   Indices idx;
   for (size_t i = 0; i < n; i++) idx.push_back(tir::Var::make(tir::Index(), prefix + std::to_string(i)));
   return idx;

@@ -92,6 +92,9 @@ class Tensor {
 
 Tensor placeholder(const std::string& name, const Dims& dims, tir::Type dtype);
 
+// n fresh index variables named PREFIX0, PREFIX1, ... (for probing formulas).
+Indices fresh_indices(const char* prefix, size_t n);
+
 // out[i] = f(i). The element type is f's result type.
 Tensor compute(const std::string& name, const Dims& dims, const std::function<Expr(const Indices&)>& f);
 

@@ -14,6 +14,8 @@
 #include "codegen/link_elf.h"
 #include "kiln_kernel_abi.h"
 #include "te/lower.h"
+#include "te/schedule.h"
+#include "tir/ir_printer.h"
 #include "lower/kernel.h"
 #include "tir/simplify.h"
 
@@ -102,6 +104,56 @@ TEST_CASE("workgroups each compute their own slice") {
   lib.run(0, {r.data()}, 6);
   for (int a = 0; a < 6; a++)
     for (int b = 0; b < 5; b++) CHECK(r[a * 5 + b] == (float)(a * 10 + b));
+}
+
+// Row statistics: a compute over a float max and a sum (with a custom start,
+// which must count once) along the contiguous row gets lane partials from
+// the CPU schedule; the values match a scalar evaluation. A read across
+// rows (not contiguous) and a row the lanes do not divide get none.
+TEST_CASE("row reductions inlined into a compute accumulate in vector lanes") {
+  for (int64_t len : {48, 40}) {
+    const int64_t rows = 5;
+    auto in = tir::make_buffer("x", tir::Float(32), rows * len, 1);
+    auto out = tir::make_buffer("y", tir::Float(32), rows, 0);
+    te::Tensor x = te::placeholder("x", {rows, len}, tir::Float(32));
+    te::Tensor mx = te::reduce("mx", {rows}, {len}, te::ReduceKind::Max, tir::Float(32),
+                               [x](const te::Indices& o, const te::Indices& r) { return x({o[0], r[0]}); });
+    te::Tensor sum = te::reduce(
+        "sum", {rows}, {len}, te::ReduceKind::Sum, tir::Float(32),
+        [x](const te::Indices& o, const te::Indices& r) { return x({o[0], r[0]}) * x({o[0], r[0]}); },
+        tir::make_const(tir::Float(32), 0.5));
+    te::Tensor y = te::compute("y", {rows}, [=](const te::Indices& o) { return mx(o) + sum(o); });
+    CHECK(te::inline_reduction_lanes(y) == (len % 16 == 0 ? 16 : 8));
+    te::Stage stage(y);
+    te::default_cpu_schedule(stage);
+    CHECK(stage.inline_reduction_lanes == (len % 16 == 0 ? 16 : 8));
+    KernelDef k;
+    k.name = "k_rows";
+    k.params = {out, in};
+    k.body = te::lower_stage(stage, out, [&](const te::TensorNode* t) { return t == x.get() ? in : tir::Buffer(); });
+    CHECK(tir::to_string(k.body).find("vectorized") != std::string::npos);
+    Library lib({k});
+    std::vector<float> xs((size_t)(rows * len)), ys((size_t)rows, -1.0f);
+    for (size_t i = 0; i < xs.size(); i++) xs[i] = std::sin(0.37f * (float)i) * 3.0f;
+    lib.run(0, {ys.data(), xs.data()}, rows);
+    for (int64_t o = 0; o < rows; o++) {
+      double m = -INFINITY, s = 0.5;
+      for (int64_t r = 0; r < len; r++) {
+        double v = xs[(size_t)(o * len + r)];
+        m = std::max(m, v);
+        s += v * v;
+      }
+      CHECK(ys[(size_t)o] == doctest::Approx(m + s).epsilon(1e-5));
+    }
+  }
+  te::Tensor x = te::placeholder("x", {32, 32}, tir::Float(32));
+  te::Tensor across = te::reduce("c", {32}, {32}, te::ReduceKind::Sum, tir::Float(32),
+                                 [x](const te::Indices& o, const te::Indices& r) { return x({r[0], o[0]}); });
+  CHECK(te::inline_reduction_lanes(te::compute("y", {32}, [=](const te::Indices& o) { return across(o); })) == 0);
+  te::Tensor odd = te::placeholder("z", {4, 12}, tir::Float(32));
+  te::Tensor row = te::reduce("r", {4}, {12}, te::ReduceKind::Max, tir::Float(32),
+                              [odd](const te::Indices& o, const te::Indices& r) { return odd({o[0], r[0]}); });
+  CHECK(te::inline_reduction_lanes(te::compute("y", {4}, [=](const te::Indices& o) { return row(o); })) == 0);
 }
 
 TEST_CASE("inline log, tanh, erf and pow are accurate") {

@@ -245,6 +245,57 @@ TEST_CASE("graph pass fold-affine: per-channel Mul and Add after a Conv fold int
   check_same_outputs(before, b.g, 1e-5);
 }
 
+// The decomposed layer norm as torch exports it: over the last axis with
+// scale and bias; over the last two with neither (a scale of ones is made);
+// and a pattern whose mean is read elsewhere, which stays.
+TEST_CASE("graph pass fuse-layer-norm: the exported pattern becomes LayerNormalization; shared parts stay") {
+  auto layer_norm = [](Builder& b, int x, Shape shape, std::vector<int64_t> axes, int gamma, int beta,
+                       int* out_mean) {
+    std::map<std::string, Attr> reduce = {{"axes", ints(axes)}};
+    Shape kept = shape;
+    for (auto a : axes) kept[(size_t)a] = 1;
+    int m = b.node("ReduceMean", {x}, kept, reduce);
+    if (out_mean) *out_mean = m;
+    int d = b.node("Sub", {x, m}, shape);
+    int p = b.node("Pow", {d, b.constant("two", {}, {2.0f})}, shape);
+    int v = b.node("ReduceMean", {p}, kept, reduce);
+    int e = b.node("Add", {v, b.constant("eps", {}, {1e-5f})}, kept);
+    int s = b.node("Sqrt", {e}, kept);
+    int n = b.node("Div", {d, s}, shape);
+    if (gamma >= 0) n = b.node("Mul", {n, gamma}, shape);
+    if (beta >= 0) n = b.node("Add", {beta, n}, shape);
+    return n;
+  };
+  Builder b;
+  int x = b.input("x", {2, 3, 16});
+  int gamma = b.constant("gamma", {16}, pattern(16, 1.0f, 0.5f));
+  int beta = b.constant("beta", {1, 1, 16}, pattern(16, 0.3f, 1.5f));
+  int y1 = layer_norm(b, x, {2, 3, 16}, {2}, gamma, beta, nullptr);
+  int y2 = layer_norm(b, y1, {2, 3, 16}, {1, 2}, -1, -1, nullptr);
+  int mean = -1;
+  int y3 = layer_norm(b, y2, {2, 3, 16}, {2}, gamma, -1, &mean);
+  b.output(y3);
+  b.output(mean);  // the third pattern's mean is a model output: not fused
+  Graph before = b.g;
+  PassContext ctx;
+  CHECK(pass_fuse_layer_norm(b.g, ctx));
+  CHECK(ctx.detail == "2 layer norms fused");
+  REQUIRE(b.g.nodes[0].op == "LayerNormalization");
+  CHECK(b.g.nodes[0].attr_int("axis", 0) == 2);
+  CHECK(b.g.nodes[0].inputs == std::vector<int>{x, gamma, beta});
+  CHECK(std::fabs(b.g.nodes[0].attr_float("epsilon", 0) - 1e-5) < 1e-9);
+  REQUIRE(b.g.nodes[1].op == "LayerNormalization");
+  CHECK(b.g.nodes[1].attr_int("axis", 0) == 1);
+  CHECK(b.g.nodes[1].inputs.size() == 2);  // the made scale of ones, no bias
+  CHECK(b.g.values[b.g.nodes[1].inputs[1]].shape == Shape{3, 16});
+  CHECK(b.g.nodes[1].outputs[0] == y2);
+  CHECK(b.g.nodes.size() == 2 + 8);  // the third pattern untouched
+  CHECK(all_consumers_valid(b.g));
+  check_same_outputs(before, b.g, 1e-5);
+  PassContext again;
+  CHECK_FALSE(pass_fuse_layer_norm(b.g, again));
+}
+
 TEST_CASE("graph pass reshape-chain: Reshape chains and Transpose pairs collapse") {
   Builder b;
   int x = b.input("x", {2, 3, 4});
@@ -383,7 +434,7 @@ TEST_CASE("graph pass layout: convs and their neighbours go NCHWc, conversions o
 TEST_CASE("run_graph_passes: the list, statistics and --dump-graph-after") {
   std::vector<std::string> names;
   for (auto& p : graph_passes()) names.push_back(p.name);
-  CHECK(names == std::vector<std::string>{"identity", "quantize", "constant-fold", "reshape-chain", "fold-batchnorm", "fold-affine",
+  CHECK(names == std::vector<std::string>{"identity", "quantize", "constant-fold", "reshape-chain", "fold-batchnorm", "fold-affine", "fuse-layer-norm",
                                           "conv-transpose", "layout", "winograd", "lookup-table", "cse", "dead-code"});
   Builder b;
   int x = b.input("x", {4});
