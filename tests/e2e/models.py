@@ -351,6 +351,36 @@ def build_transformer_encoder(d=256, heads=4, layers=4, ff=None, classes=None):
     return Encoder()
 
 
+def build_decoder_step(d=256, heads=4, layers=4, ff=None, cache=256):
+    """One step of a pre-norm transformer decoder: the input [1, 1, d] is the new token; each
+    layer's query attends to a fixed key/value cache of `cache` positions (seeded constants,
+    exported as initializers) and to the token's own key and value. The bench's decoder row."""
+    torch = _torch()
+    nn = torch.nn
+    ff = ff or 4 * d
+    dh = d // heads
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.ff1, self.ff2 = nn.Linear(d, ff), nn.Linear(ff, d)
+            self.register_buffer('k_cache', torch.randn(1, heads, cache, dh))
+            self.register_buffer('v_cache', torch.randn(1, heads, cache, dh))
+
+        def forward(self, x):                      # x: [1, 1, d]
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
+            q, k, v = (t.reshape(1, 1, heads, dh).transpose(1, 2) for t in (q, k, v))
+            k = torch.cat([self.k_cache, k], dim=2)  # [1, heads, cache + 1, dh]
+            v = torch.cat([self.v_cache, v], dim=2)
+            att = torch.softmax(q @ k.transpose(-2, -1) / dh ** 0.5, dim=-1)
+            x = x + self.proj((att @ v).transpose(1, 2).reshape(1, 1, d))
+            return x + self.ff2(torch.nn.functional.gelu(self.ff1(self.ln2(x))))
+
+    return nn.Sequential(*[Layer() for _ in range(layers)])
+
+
 def build_transformer():
     """The e2e transformer: 2 layers, d=32, 4 heads, feed-forward 64, an 8-class head."""
     return build_transformer_encoder(d=32, heads=4, layers=2, ff=64, classes=8)
@@ -548,9 +578,23 @@ MODELS: Dict[str, ModelSpec] = {
 MODELS['seq_rnn'] = ModelSpec(build_seq_rnn, (12, 2, 16), frozenset({'LSTM', 'GRU', 'RNN', 'LogSoftmax', 'MatMul', 'Squeeze', 'Unsqueeze',
                                                                     'Gather', 'Shape', 'Expand', 'Tanh'}),
                               num_outputs=2, description='bidirectional 2-layer LSTM, GRU, RNN, LogSoftmax')
+def _check_layer_norms_fused(count):
+    """kilnc's fuse-layer-norm pass turned the COUNT layer norms torch wrote out into LayerNormalization."""
+    def check(info, report):
+        if '%d layer norms fused' % count not in report:
+            raise AssertionError('expected %d layer norms fused in the report:\n%s' % (count, report))
+    return check
+
+
 MODELS['transformer'] = ModelSpec(build_transformer, (2, 10, 32), frozenset({'MatMul', 'Softmax', 'Erf', 'ReduceMean', 'Pow', 'Sqrt',
                                                                                'Split'}),
+                                  check_bundle=_check_layer_norms_fused(4),
                                   description='2-layer transformer encoder (d=32, 4 heads, GELU)')
+MODELS['decoder_step'] = ModelSpec(lambda: build_decoder_step(d=64, heads=4, layers=2, ff=128, cache=48), (1, 1, 64),
+                                   frozenset({'MatMul', 'Softmax', 'Concat', 'Erf', 'ReduceMean'}),
+                                   check_bundle=_check_layer_norms_fused(4),
+                                   description='one step of a 2-layer decoder (d=64, 4 heads): a query of length 1 against a '
+                                               'constant key/value cache of 48 positions')
 
 MODELS['const_weights'] = ModelSpec(lambda: None, (1, 3, 12, 10),
                                     frozenset({'ConstantOfShape', 'Sin', 'Cos', 'Expand', 'Tile', 'Range',
