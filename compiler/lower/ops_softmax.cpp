@@ -1,9 +1,10 @@
 // Softmax, LogSoftmax and Hardmax. Opset >= 13 normalizes along one axis;
 // older opsets flatten the input to 2-D at `axis` and normalize each row.
 //
-//   m = max(x); s = sum(exp(x - m)); y = exp(x - m) / s
-// The max and 1 / sum are materialized (each read once per output element,
-// they would otherwise be recomputed for every element of the row).
+//   m = max(x); e = exp(x - m); y = e * (1 / sum(e))
+// The max, e and 1 / sum are materialized (the statistics are read by every
+// element of their row, and e by the sum and the output: one exp per
+// element).
 #include <cmath>
 
 #include "lower/op_lowering.h"
@@ -33,24 +34,24 @@ void lower_softmax(OpContext& ctx) {
   Expr len = ctx.graph.opset >= 13 ? s[axis] : te::num_elements(te::Dims(s.begin() + axis, s.end()));
   // View x as [outer, len, inner]: element (o, j, i) is flat o*len*inner + j*inner + i.
   te::Dims view = {outer, len, inner};
-  auto xv = [x, view, s, last_axis](const Expr& o, const Expr& j, const Expr& i) {
-    if (last_axis) {  // over the last axis: x[o..., j]
-      Indices idx(x.ndim());
+  // Element (o, j, i) of the view of a tensor of x's shape.
+  auto at_view = [view, s, last_axis](const te::Tensor& a, const Expr& o, const Expr& j, const Expr& i) {
+    Indices idx(s.size());
+    if (last_axis) {  // over the last axis: a[o..., j]
       idx.back() = j;
       Expr rest = o;
-      for (size_t d = x.ndim() - 1; d-- > 0;) {
+      for (size_t d = s.size() - 1; d-- > 0;) {
         idx[d] = rest % s[d];
         rest = rest / s[d];
       }
-      return x(idx);
+      return a(idx);
     }
     Expr flat = te::flat_index(view, {o, j, i});
-    Indices idx(x.ndim());
-    for (size_t d = x.ndim(); d-- > 0;) {
+    for (size_t d = s.size(); d-- > 0;) {
       idx[d] = flat % s[d];
       flat = flat / s[d];
     }
-    return x(idx);
+    return a(idx);
   };
   auto exp = [](Expr e) { return tir::Call::make(tir::Intrinsic::Exp, {e}); };
   tir::Type t = x.dtype();
@@ -58,21 +59,24 @@ void lower_softmax(OpContext& ctx) {
   // vectorizes a row's reduction (te::inline_reduction_lanes) or, along a
   // non-last axis, the rows themselves.
   te::Tensor max_r = te::reduce("max", {outer, inner}, {len}, te::ReduceKind::Max, t,
-                                [=](const Indices& o, const Indices& r) { return xv(o[0], r[0], o[1]); });
+                                [=](const Indices& o, const Indices& r) { return at_view(x, o[0], r[0], o[1]); });
   te::Tensor mx = ctx.materialize(te::compute("row_max", {outer, inner}, [=](const Indices& o) { return max_r(o); }));
-  te::Tensor sum = te::reduce("sum", {outer, inner}, {len}, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
-    return exp(xv(o[0], r[0], o[1]) - mx({o[0], o[1]}));
-  });
-  // 1 / sum, so that each element takes a multiplication, not a division.
-  te::Tensor inv = ctx.materialize(te::compute("inv_sum", {outer, inner}, [=](const Indices& o) { return k(t, 1) / sum(o); }));
   bool new_style = ctx.graph.opset >= 13;
-  ctx.set_output(0, te::compute("softmax", s, [=](const Indices& idx) {
-    // o: the dimensions before axis; i: those after it (opset >= 13 only).
+  // The row of x holding element idx: (o, i), o the dimensions before axis,
+  // i those after it (opset >= 13 only).
+  auto row = [=](const Indices& idx) {
     Indices ob(idx.begin(), idx.begin() + axis), ia;
     if (new_style) ia.assign(idx.begin() + axis + 1, idx.end());
-    Expr o = te::flat_index(before, ob), i = te::flat_index(after, ia);
-    return exp(x(idx) - mx({o, i})) * inv({o, i});
-  }));
+    return Indices{te::flat_index(before, ob), te::flat_index(after, ia)};
+  };
+  // exp(x - max) once per element (materialized: the sum and the output
+  // both read it), then 1 / sum, so that each element takes a
+  // multiplication, not a second exp and a division.
+  te::Tensor e = ctx.materialize(te::compute("exp", s, [=](const Indices& idx) { return exp(x(idx) - mx(row(idx))); }));
+  te::Tensor sum = te::reduce("sum", {outer, inner}, {len}, te::ReduceKind::Sum, t,
+                              [=](const Indices& o, const Indices& r) { return at_view(e, o[0], r[0], o[1]); });
+  te::Tensor inv = ctx.materialize(te::compute("inv_sum", {outer, inner}, [=](const Indices& o) { return k(t, 1) / sum(o); }));
+  ctx.set_output(0, te::compute("softmax", s, [=](const Indices& idx) { return e(idx) * inv(row(idx)); }));
 }
 
 // LogSoftmax (y = x - max - log(sum(exp(x - max)))) and Hardmax over the
