@@ -33,15 +33,21 @@ abi_version: int = _kiln.abi_version()
 
 
 class TensorInfo(NamedTuple):
-    """A model input or output."""
+    """A model input or output. For a bundle compiled with ranges
+    (``compile(..., input_shapes={"x": (1, (8, 128))})``), ``shape`` is the
+    largest shape and ``min_shape`` the least: an input takes any shape in
+    between, and an output's actual shape is that of the array run() returns.
+    Where static, ``min_shape == shape``."""
     name: str
     dtype: np.dtype
     shape: Tuple[int, ...]
-    nbytes: int
+    nbytes: int  # at ``shape``
+    min_shape: Tuple[int, ...] = ()
 
 
 def _infos(described) -> Tuple[TensorInfo, ...]:
-    return tuple(TensorInfo(name, np.dtype(dtype), shape, nbytes) for name, dtype, shape, nbytes in described)
+    return tuple(TensorInfo(name, np.dtype(dtype), shape, nbytes, least)
+                 for name, dtype, shape, nbytes, least in described)
 
 
 class _Closable:
@@ -80,7 +86,10 @@ class Session(_Closable):
     def run(self, inputs: Mapping[str, Any], *, copy: bool = False) -> Dict[str, np.ndarray]:
         """Runs the model once: ``{input name: array}`` -> ``{output name: numpy.ndarray}``.
 
-        Every input must be given with the model's shape. Arrays (anything
+        Every input must be given with the model's shape, or, for a bundle
+        compiled with ranges, a shape within its range (``TensorInfo.min_shape``
+        .. ``TensorInfo.shape``); the outputs then have the shapes that
+        input shapes give them. Arrays (anything
         with the buffer protocol or ``__dlpack__``, on the CPU) that are
         C-contiguous with the input's dtype are read in place; others are
         converted by numpy (same_kind casting). The GIL is released while it

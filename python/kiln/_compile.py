@@ -33,16 +33,34 @@ def _max_arena(value: Union[int, str]) -> int:
     return count
 
 
-def _input_shapes(shapes: Optional[Mapping[str, Sequence[int]]]) -> dict:
+def _is_size(d: Any) -> bool:
+    return isinstance(d, int) and not isinstance(d, bool) and d > 0
+
+
+def _dim(d: Any) -> Any:
+    """A size (int) or a range: (lo, hi) or "lo..hi" (kilnc's LO..HI) -> int or (lo, hi); None if neither."""
+    if isinstance(d, str) and ".." in d:
+        lo, _, hi = d.partition("..")
+        try:
+            d = (int(lo), int(hi))
+        except ValueError:
+            return None
+    if isinstance(d, (tuple, list)) and len(d) == 2 and all(_is_size(v) for v in d) and d[0] <= d[1]:
+        return d[0] if d[0] == d[1] else (d[0], d[1])
+    return d if _is_size(d) else None
+
+
+def _input_shapes(shapes: Optional[Mapping[str, Sequence[Any]]]) -> dict:
     out = {}
     for name, dims in (shapes or {}).items():
         if not isinstance(name, str):
             raise TypeError("input_shapes: names are str, not %s" % type(name).__name__)
         dims = tuple(dims)
-        if not dims or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims):
-            raise ValueError("input_shapes[%r]: a shape is a non-empty sequence of positive ints, not %r"
-                             % (name, dims))
-        out[name] = dims
+        parsed = tuple(_dim(d) for d in dims)
+        if not dims or any(d is None for d in parsed):
+            raise ValueError("input_shapes[%r]: a shape is a non-empty sequence of positive ints or ranges "
+                             "((lo, hi) or 'lo..hi', lo <= hi), not %r" % (name, dims))
+        out[name] = parsed
     return out
 
 
@@ -80,7 +98,7 @@ def _source(model: Any, model_dir: Optional[PathLike]):
 def compile(model: Union[PathLike, bytes, Any],
             output: Optional[PathLike] = None,
             target: str = "host",
-            input_shapes: Optional[Mapping[str, Sequence[int]]] = None,
+            input_shapes: Optional[Mapping[str, Sequence[Any]]] = None,
             *,
             kernels: str = "dynamic",
             max_arena: Union[int, str] = 4 << 30,

@@ -1,6 +1,6 @@
 # Type stub of kiln._kiln, the extension (python/src/). The public API is
 # kiln/__init__.py, which wraps these.
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -8,7 +8,7 @@ __version__: str
 HEADER_ABI_VERSION: int
 
 def compile(*, data: Optional[bytes], path: Optional[str], name: str, model_dir: str, target: str,
-            input_shapes: Dict[str, Tuple[int, ...]], frozen_inputs: Dict[str, bytes],
+            input_shapes: Dict[str, Tuple[Union[int, Tuple[int, int]], ...]], frozen_inputs: Dict[str, bytes],
             static_kernels: bool, output: str, max_arena: int, vulkan_features: int,
             vulkan_shared_memory: bool, disabled_graph_passes: List[str],
             sign_key: str = ...) -> Tuple[bytes, bytes, bytes]: ...
@@ -16,8 +16,8 @@ def runtime_version() -> str: ...
 def abi_version() -> int: ...
 def stats() -> Dict[str, int]: ...
 
-# (name, numpy dtype name, shape, byte size)
-_Described = Tuple[Tuple[str, str, Tuple[int, ...], int], ...]
+# (name, numpy dtype name, shape, byte size, min shape)
+_Described = Tuple[Tuple[str, str, Tuple[int, ...], int, Tuple[int, ...]], ...]
 
 class Model:
     def __init__(self, source: Any, verify_only: bool = ..., trusted_keys: bytes = ...) -> None: ...

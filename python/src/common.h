@@ -109,11 +109,15 @@ struct SessionCore {
 
 // One input or output of the model, as the binding needs it.
 struct TensorDesc {
-  std::string name;
-  kiln_dtype_t dtype;
-  const DtypeInfo* info;  // never nullptr (unknown dtypes are refused at load)
-  std::vector<int64_t> shape;
-  size_t byte_size;
+  std::string name;             // the model's name for it
+  kiln_dtype_t dtype;           // its element type
+  const DtypeInfo* info;        // never nullptr (unknown dtypes are refused at load)
+  std::vector<int64_t> shape;   // its largest shape (the only one where static)
+  std::vector<int64_t> min_shape;  // its least shape (equal to `shape` where static)
+  size_t byte_size;             // bytes at `shape`
+  // Whether some dimension is known only at run time (a bundle compiled with
+  // input_shapes ranges): inputs then take any shape in [min_shape, shape].
+  bool dynamic() const { return min_shape != shape; }
 };
 
 // The descriptions of a model's inputs or outputs; false with kiln.Error set.
@@ -179,6 +183,7 @@ PyObject* new_session(const std::shared_ptr<ModelCore>& model, unsigned long thr
 struct InputBuffer {
   const void* data = nullptr;
   size_t size = 0;
+  std::vector<int64_t> dims;  // the value's shape (within the input's range)
   bool copied = false;   // numpy converted it first
   Py_buffer view{};      // held while `data` is used (buffer protocol)
   bool has_view = false;

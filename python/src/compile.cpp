@@ -38,18 +38,23 @@ bool each_entry(PyObject* dict, F f) {
   return true;
 }
 
-// {name: (d0, d1, ...)} -> input_shapes
+// {name: (d0, d1, ...)} -> input_shapes; each d is a size or a (lo, hi)
+// pair (kilnc's LO..HI; kiln._compile checked the values).
 bool read_shapes(PyObject* dict, kiln::ImportOptions* import) {
   return each_entry(dict, [&](const std::string& name, PyObject* value) {
-    Ref dims(PySequence_Fast(value, "input_shapes: each shape must be a sequence of ints"));
+    Ref dims(PySequence_Fast(value, "input_shapes: each shape must be a sequence"));
     if (!dims) return false;
     std::vector<kiln::DimSpec>& shape = import->input_shapes[name];
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(dims.get()); i++) {
-      long long d = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(dims.get(), i));
-      if (d == -1 && PyErr_Occurred()) return false;
-      kiln::DimSpec spec;
-      spec.lo = spec.hi = d;
-      shape.push_back(spec);
+      PyObject* item = PySequence_Fast_GET_ITEM(dims.get(), i);
+      long long lo, hi;
+      if (PyTuple_Check(item)) {
+        if (!PyArg_ParseTuple(item, "LL", &lo, &hi)) return false;
+      } else {
+        lo = hi = PyLong_AsLongLong(item);
+        if (lo == -1 && PyErr_Occurred()) return false;
+      }
+      shape.push_back(kiln::DimSpec(lo, hi));
     }
     return true;
   });

@@ -4,7 +4,8 @@
 // on the CPU with the input's dtype goes straight to the runtime, which
 // copies it into the session's arena. Anything else is converted by
 // kiln._convert.convert_input (numpy, same_kind casting) and counted in
-// kiln._stats()["input_copies"]. The shape must always match exactly.
+// kiln._stats()["input_copies"]. The shape must be the input's, or, for a
+// bundle with run-time dimensions, within its range.
 #include "common.h"
 #include "dlpack.h"
 
@@ -44,19 +45,32 @@ bool dlpack_dtype_matches(const DLDataType& dtype, const DtypeInfo& want) {
   return dtype.code == code && dtype.bits == want.size * 8 && dtype.lanes == 1;
 }
 
+// Whether the value's shape is one the input takes (each dimension within
+// [min_shape, shape]); records it in `out`.
 template <typename Dim>
-bool shape_matches(int ndim, const Dim* dims, const TensorDesc& desc) {
+bool shape_matches(int ndim, const Dim* dims, const TensorDesc& desc, InputBuffer* out) {
   if (ndim < 0 || (size_t)ndim != desc.shape.size()) return false;
   for (int d = 0; d < ndim; d++)
-    if ((int64_t)dims[d] != desc.shape[d]) return false;
+    if ((int64_t)dims[d] < desc.min_shape[d] || (int64_t)dims[d] > desc.shape[d]) return false;
+  out->dims.assign(dims, dims + ndim);
   return true;
 }
 
 template <typename Dim>
 void shape_error(int ndim, const Dim* dims, const TensorDesc& desc) {
   std::vector<int64_t> got(dims, dims + (ndim > 0 ? ndim : 0));
+  std::string want = shape_text(desc.shape.data(), desc.shape.size());
+  if (desc.dynamic()) {  // "(1, 8..128)"
+    want = "(";
+    for (size_t d = 0; d < desc.shape.size(); d++) {
+      if (d) want += ", ";
+      want += std::to_string(desc.min_shape[d]);
+      if (desc.min_shape[d] != desc.shape[d]) want += ".." + std::to_string(desc.shape[d]);
+    }
+    want += desc.shape.size() == 1 ? ",)" : ")";
+  }
   raise_error(false, "input '" + desc.name + "' has shape " + shape_text(got.data(), got.size()) +
-                         ", but the model's is " + shape_text(desc.shape.data(), desc.shape.size()),
+                         (desc.dynamic() ? ", outside the model's range " : ", but the model's is ") + want,
               "INVALID_ARGUMENT");
 }
 
@@ -71,7 +85,7 @@ int try_buffer(PyObject* value, const TensorDesc& desc, InputBuffer* out) {
   int taken = 1;
   if (!format_matches(out->view.format, out->view.itemsize, *desc.info)) {
     taken = 0;
-  } else if (!shape_matches(out->view.ndim, out->view.shape, desc)) {
+  } else if (!shape_matches(out->view.ndim, out->view.shape, desc, out)) {
     shape_error(out->view.ndim, out->view.shape, desc);
     taken = -1;
   }
@@ -113,13 +127,14 @@ int try_dlpack(PyObject* value, const TensorDesc& desc, InputBuffer* out) {
   }
   const DLTensor& t = managed->dl_tensor;
   if (t.device.device_type != kDLCPU || !dlpack_dtype_matches(t.dtype, *desc.info)) return 0;
-  if (!shape_matches(t.ndim, t.shape, desc)) {
+  if (!shape_matches(t.ndim, t.shape, desc, out)) {
     shape_error(t.ndim, t.shape, desc);
     return -1;
   }
   if (t.strides && !compact(t)) return 0;
   out->data = static_cast<const char*>(t.data) + t.byte_offset;
-  out->size = desc.byte_size;
+  out->size = desc.info->size;
+  for (int64_t d : out->dims) out->size *= (size_t)d;  // within the input's largest shape: no overflow
   out->keep = std::move(capsule);
   return 1;
 }

@@ -73,20 +73,28 @@ PyObject* model_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   return box(type, std::move(state));
 }
 
-// ((name, dtype name, shape, byte size), ...)
+// (d0, d1, ...) as a tuple of ints.
+PyObject* dims_tuple(const std::vector<int64_t>& dims) {
+  Ref tuple(PyTuple_New((Py_ssize_t)dims.size()));
+  if (!tuple) return nullptr;
+  for (size_t d = 0; d < dims.size(); d++) {
+    PyObject* dim = PyLong_FromLongLong(dims[d]);
+    if (!dim) return nullptr;
+    PyTuple_SET_ITEM(tuple.get(), (Py_ssize_t)d, dim);
+  }
+  return tuple.release();
+}
+
+// ((name, dtype name, shape, byte size, min shape), ...)
 PyObject* describe(const std::vector<TensorDesc>& tensors) {
   Ref tuple(PyTuple_New((Py_ssize_t)tensors.size()));
   if (!tuple) return nullptr;
   for (size_t i = 0; i < tensors.size(); i++) {
     const TensorDesc& t = tensors[i];
-    Ref shape(PyTuple_New((Py_ssize_t)t.shape.size()));
-    if (!shape) return nullptr;
-    for (size_t d = 0; d < t.shape.size(); d++) {
-      PyObject* dim = PyLong_FromLongLong(t.shape[d]);
-      if (!dim) return nullptr;
-      PyTuple_SET_ITEM(shape.get(), (Py_ssize_t)d, dim);
-    }
-    PyObject* item = Py_BuildValue("(ssOn)", t.name.c_str(), t.info->numpy, shape.get(), (Py_ssize_t)t.byte_size);
+    Ref shape(dims_tuple(t.shape)), least(dims_tuple(t.min_shape));
+    if (!shape || !least) return nullptr;
+    PyObject* item = Py_BuildValue("(ssOnO)", t.name.c_str(), t.info->numpy, shape.get(), (Py_ssize_t)t.byte_size,
+                                   least.get());
     if (!item) return nullptr;
     PyTuple_SET_ITEM(tuple.get(), (Py_ssize_t)i, item);
   }

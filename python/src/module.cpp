@@ -130,8 +130,9 @@ bool describe_tensors(const kiln_model_t* model, bool outputs, std::vector<Tenso
                   "UNSUPPORTED");
       return false;
     }
-    out->push_back(TensorDesc{info.name, info.dtype, dtype,
-                              std::vector<int64_t>(info.shape, info.shape + info.rank), info.byte_size});
+    std::vector<int64_t> shape(info.shape, info.shape + info.rank);
+    std::vector<int64_t> least = info.min_shape ? std::vector<int64_t>(info.min_shape, info.min_shape + info.rank) : shape;
+    out->push_back(TensorDesc{info.name, info.dtype, dtype, shape, least, info.byte_size});
   }
   return true;
 }

@@ -4,6 +4,7 @@
 // view the session's arena (kiln_session_get_output_view) through an
 // OutputView, which keeps the session alive; or, with copy=True, arrays of
 // their own filled by kiln_session_get_output.
+#include <cstring>
 #include <memory>
 
 #include "common.h"
@@ -66,21 +67,22 @@ PyTypeObject kOutputViewType =
 
 // numpy.asarray(OutputView): an array viewing `data`, whose base keeps the
 // session (and so its arena) alive.
+// `dims`: the output's shape at this run.
 PyObject* view_array(const std::shared_ptr<SessionCore>& core, const void* data, const TensorDesc& desc,
-                     PyObject* asarray) {
+                     const std::vector<int64_t>& dims, PyObject* asarray) {
   OutputView view;
   view.core = core;
   view.data = data;
-  view.len = (Py_ssize_t)desc.byte_size;
   view.itemsize = (Py_ssize_t)desc.info->size;
   view.format = desc.info->format;
-  view.shape.assign(desc.shape.begin(), desc.shape.end());
-  view.strides.resize(desc.shape.size());
+  view.shape.assign(dims.begin(), dims.end());
+  view.strides.resize(dims.size());
   Py_ssize_t stride = view.itemsize;
-  for (size_t d = desc.shape.size(); d-- > 0;) {
+  for (size_t d = dims.size(); d-- > 0;) {
     view.strides[d] = stride;
-    stride *= (Py_ssize_t)desc.shape[d];
+    stride *= (Py_ssize_t)dims[d];
   }
+  view.len = stride;
   Ref object(box(&kOutputViewType, std::move(view)));
   return object ? PyObject_CallOneArg(asarray, object.get()) : nullptr;
 }
@@ -130,6 +132,33 @@ struct OwnedOutputs {
     }
     return true;
   }
+  // Output j as a new reference: its array when `dims` is the shape it was
+  // made with, else a compact array of `dims` holding its first bytes (the
+  // run filled those).
+  PyObject* take(size_t j, const std::vector<int64_t>& dims) {
+    const Py_buffer& b = buffers[j];
+    bool same = (size_t)b.ndim == dims.size();
+    for (size_t d = 0; same && d < dims.size(); d++) same = b.shape[d] == (Py_ssize_t)dims[d];
+    if (same) return arrays[j].release();
+    Ref shape(PyTuple_New((Py_ssize_t)dims.size()));
+    if (!shape) return nullptr;
+    Py_ssize_t bytes = b.itemsize;
+    for (size_t d = 0; d < dims.size(); d++) {
+      PyObject* dim = PyLong_FromLongLong(dims[d]);
+      if (!dim) return nullptr;
+      PyTuple_SET_ITEM(shape.get(), (Py_ssize_t)d, dim);
+      bytes *= (Py_ssize_t)dims[d];
+    }
+    Ref empty(numpy_function("empty")), dtype(PyObject_GetAttrString(arrays[j].get(), "dtype"));
+    if (!empty || !dtype) return nullptr;
+    Ref array(PyObject_CallFunctionObjArgs(empty.get(), shape.get(), dtype.get(), nullptr));
+    Py_buffer out;
+    if (!array || PyObject_GetBuffer(array.get(), &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return nullptr;
+    if (bytes > b.len) bytes = b.len;  // never: a run's output fits its largest shape
+    memcpy(out.buf, b.buf, (size_t)bytes);
+    PyBuffer_Release(&out);
+    return array.release();
+  }
 };
 
 PyObject* session_run(PyObject* self, PyObject* args, PyObject* kwargs) {
@@ -175,20 +204,39 @@ PyObject* session_run(PyObject* self, PyObject* args, PyObject* kwargs) {
       return raise_error(false, "missing input '" + s->inputs[i].name + "' (the model's inputs: " +
                                     input_names(s->inputs) + ")", "INVALID_ARGUMENT");
 
+  // Outputs are allocated at their largest shapes (no allocation happens
+  // without the GIL); a run at smaller input shapes fills their first bytes.
   OwnedOutputs owned;
   if (copy && !owned.make(s->outputs)) return nullptr;
   std::vector<const void*> views(s->outputs.size(), nullptr);
+  bool dynamic = false;
+  for (const TensorDesc& t : s->inputs) dynamic |= t.dynamic();
+  std::vector<std::vector<int64_t>> out_dims(s->outputs.size());
+  for (size_t j = 0; j < out_dims.size(); j++) out_dims[j] = s->outputs[j].shape;
 
   kiln_status_t status = nullptr;
   Py_BEGIN_ALLOW_THREADS
   {
     std::lock_guard<std::mutex> lock(core->run_mutex);
-    for (size_t i = 0; i < n && !status; i++)
-      status = kiln_session_set_input(core->session, i, buffers[i].data, buffers[i].size);
+    for (size_t i = 0; i < n && !status; i++) {
+      if (s->inputs[i].dynamic())
+        status = kiln_session_set_input_shape(core->session, i, buffers[i].dims.data(), (uint32_t)buffers[i].dims.size());
+      if (!status) status = kiln_session_set_input(core->session, i, buffers[i].data, buffers[i].size);
+    }
     if (!status) status = kiln_session_run(core->session);
-    for (size_t j = 0; j < views.size() && !status; j++)
-      status = copy ? kiln_session_get_output(core->session, j, owned.buffers[j].buf, (size_t)owned.buffers[j].len)
+    for (size_t j = 0; j < views.size() && !status; j++) {
+      size_t bytes = s->outputs[j].byte_size;
+      if (dynamic) {  // this run's shape
+        kiln_tensor_info_t info;
+        kiln_tensor_info_init(&info);
+        status = kiln_session_get_output_info(core->session, j, &info);
+        if (status) break;
+        out_dims[j].assign(info.shape, info.shape + info.rank);
+        bytes = info.byte_size;
+      }
+      status = copy ? kiln_session_get_output(core->session, j, owned.buffers[j].buf, bytes)
                     : kiln_session_get_output_view(core->session, j, &views[j]);
+    }
   }
   Py_END_ALLOW_THREADS
   s->last_inputs.assign(n, 0);
@@ -201,7 +249,7 @@ PyObject* session_run(PyObject* self, PyObject* args, PyObject* kwargs) {
   Ref result(PyDict_New());
   if (!result) return nullptr;
   for (size_t j = 0; j < views.size(); j++) {
-    Ref array(copy ? owned.arrays[j].release() : view_array(core, views[j], s->outputs[j], asarray.get()));
+    Ref array(copy ? owned.take(j, out_dims[j]) : view_array(core, views[j], s->outputs[j], out_dims[j], asarray.get()));
     if (!array || PyDict_SetItemString(result.get(), s->outputs[j].name.c_str(), array.get()) < 0) return nullptr;
   }
   return result.release();

@@ -43,6 +43,56 @@ def test_input_shapes_fix_symbolic_dimensions():
         np.testing.assert_array_equal(s.run({"x": x})["y"], np.maximum(x, 0) + np.arange(5, dtype=np.float32))
 
 
+def dynamic_rows():
+    """Two inputs sharing the symbolic dimension N: y = Softmax(a @ W + b), z = ReduceSum(y, axis 0)."""
+    from onnx import TensorProto, helper, numpy_helper
+    w = np.linspace(-1, 1, 8 * 4, dtype=np.float32).reshape(8, 4)
+    return onnx_graph_model(
+        [helper.make_node("MatMul", ["a", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["s"]),
+         helper.make_node("Softmax", ["s"], ["y"], axis=-1),
+         helper.make_node("ReduceSum", ["y", "axes"], ["z"], keepdims=0)],
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 8]),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, ["N", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [4])],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array([0], np.int64), "axes")]), w
+
+
+def test_ranges_make_one_bundle_for_many_shapes():
+    """input_shapes with a range: one bundle, runs at several shapes (copies
+    and views, buffer protocol and DLPack); outside the range, a clear error."""
+    model, w = dynamic_rows()
+    for spec in ((( 2, 16), 8), ("2..16", 8)):
+        bundle = kiln.compile(model, input_shapes={"a": spec, "b": (spec[0], 4)})
+        with kiln.Model.load(bundle) as m, m.session() as s:
+            assert (m.inputs[0].shape, m.inputs[0].min_shape) == ((16, 8), (2, 8))
+            assert (m.outputs[0].shape, m.outputs[0].min_shape) == ((16, 4), (2, 4))
+            for rows in (2, 7, 16, 3):
+                a = np.sin(np.arange(rows * 8, dtype=np.float32)).reshape(rows, 8)
+                b = np.cos(np.arange(rows * 4, dtype=np.float32)).reshape(rows, 4)
+                e = np.exp(a @ w + b - (a @ w + b).max(axis=-1, keepdims=True))
+                want = e / e.sum(axis=-1, keepdims=True)
+                for copy in (False, True):
+                    got = s.run({"a": a, "b": b}, copy=copy)
+                    assert got["y"].shape == (rows, 4) and got["z"].shape == (4,)
+                    assert got["y"].flags.writeable == copy
+                    np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-6)
+                    np.testing.assert_allclose(got["z"], want.sum(axis=0), rtol=1e-5, atol=1e-6)
+                got = s.run({"a": memoryview(a), "b": b.tolist()})  # buffer protocol; a list converted
+                np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-6)
+            with pytest.raises(kiln.Error) as e:
+                s.run({"a": np.zeros((17, 8), np.float32), "b": np.zeros((17, 4), np.float32)})
+            assert "outside the model's range (2..16, 8)" in str(e.value)
+            with pytest.raises(kiln.Error) as e:  # in range, but the inputs disagree on N
+                s.run({"a": np.zeros((4, 8), np.float32), "b": np.zeros((5, 4), np.float32)})
+            assert e.value.code == "INVALID_ARGUMENT"
+            got = s.run({"a": a, "b": b})  # the session still works
+            assert got["y"].shape == (3, 4)
+    for bad in ((0, 4), (5, 2), "4..x", (1, 2, 3)):
+        with pytest.raises(ValueError):
+            kiln.compile(model, input_shapes={"a": (bad, 8)})
+
+
 def test_freeze_inputs_make_an_input_a_constant():
     from onnx import TensorProto, helper, numpy_helper
     model = onnx_graph_model(
