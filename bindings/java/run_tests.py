@@ -10,6 +10,8 @@ machine's JVM against the build's libkiln_jni.
    class order and the logits, the reference for the probabilities) and
    `kiln inspect --json` (inputs, outputs, memory plan), written to
    DIR/expected.properties with the input and logits as raw float32 files;
+   the same for the demo compiled with run-time height and width, run at
+   one shape in its range;
 3. checks libkiln_jni: it implements every `native` method of Native.java,
    exports nothing else (no kiln_*), and needs only the C library;
 4. runs `mvn test` (build directory DIR/maven), offline first (-o: Maven
@@ -91,6 +93,7 @@ def expected_properties(args, bundle):
     header = open(os.path.join(args.source_root, 'runtime', 'include', 'kiln', 'kiln.h')).read()
     props['runtime.version'] = re.search(r'#define KILN_VERSION_STRING "([^"]+)"', header).group(1)
     props['runtime.abi'] = re.search(r'#define KILN_ABI_VERSION (\d+)', header).group(1)
+    props.update(dynamic_properties(args))
     path = os.path.join(work, 'expected.properties')
     with open(path, 'w') as f:
         for key, value in sorted(props.items()):
@@ -99,6 +102,35 @@ def expected_properties(args, bundle):
     print('expected (from kiln run/inspect): top classes %s, %s -> %s'
           % (props['top'], props['input.0'], props['output.0']))
     return path
+
+
+# The demo compiled with run-time height and width, and the shape SessionTest
+# runs it at (within the range, not the largest).
+DYNAMIC_RANGE = 'input=1,3,32..96,32..96'
+DYNAMIC_SHAPE = (1, 3, 48, 40)
+
+
+def dynamic_properties(args):
+    """A bundle with ranges, a seeded input at DYNAMIC_SHAPE and `kiln run`'s output for it."""
+    work = args.workdir
+    bundle = os.path.join(work, 'shapes_cnn_dynamic.kiln')
+    check_call([args.kilnc, os.path.join(args.source_root, 'demo', 'shapes_cnn.onnx'), '-o', bundle,
+                '--input-shape', DYNAMIC_RANGE])
+    x = np.random.default_rng(7).random(DYNAMIC_SHAPE, dtype=np.float32)
+    npy = os.path.join(work, 'dynamic_input.npy')
+    np.save(npy, x)
+    out_dir = os.path.join(work, 'reference_dynamic')
+    check_call([args.kiln, 'run', bundle, '--input', 'input=' + npy, '--output-dir', out_dir], show=False)
+    outputs = sorted(f for f in os.listdir(out_dir) if f.endswith('.npy'))
+    if len(outputs) != 1:
+        raise SystemExit('FAIL: kiln run wrote %s for the dynamic bundle, not one output' % outputs)
+    x.tofile(os.path.join(work, 'dynamic_input.f32'))
+    y = write_raw(os.path.join(out_dir, outputs[0]), os.path.join(work, 'dynamic_output.f32'))
+    return {'dynamic.bundle': bundle, 'dynamic.range': DYNAMIC_RANGE,
+            'dynamic.input.shape': ','.join(map(str, DYNAMIC_SHAPE)),
+            'dynamic.input.values': os.path.join(work, 'dynamic_input.f32'),
+            'dynamic.output.shape': ','.join(map(str, y.shape)),
+            'dynamic.output.values': os.path.join(work, 'dynamic_output.f32')}
 
 
 def check_library(args):
@@ -186,6 +218,7 @@ def main():
     args = parser.parse_args()
     t0 = time.monotonic()
     shutil.rmtree(os.path.join(args.workdir, 'reference'), ignore_errors=True)
+    shutil.rmtree(os.path.join(args.workdir, 'reference_dynamic'), ignore_errors=True)
     os.makedirs(args.workdir, exist_ok=True)
     bundle = os.path.join(args.workdir, 'shapes_cnn.kiln')
     check_call([args.kilnc, os.path.join(args.source_root, 'demo', 'shapes_cnn.onnx'), '-o', bundle])

@@ -283,21 +283,28 @@ JNIEXPORT jbyteArray JNICALL Java_ai_kiln_Native_modelTensorName(JNIEnv* env, jc
   return Utf8Bytes(env, info.name);
 }
 
-JNIEXPORT jlongArray JNICALL Java_ai_kiln_Native_modelTensorMeta(JNIEnv* env, jclass, jlong handle,
-                                                                 jboolean output, jint index) {
-  kiln_tensor_info_t info;
-  if (!Check(env, GetTensorInfo(AsModel(handle)->model, output, index, &info))) return NULL;
-  jsize length = static_cast<jsize>(3 + info.rank);
+// {dtype, byte_size, bundle index, shape..., min_shape...} of `info`.
+jlongArray TensorMeta(JNIEnv* env, const kiln_tensor_info_t& info) {
+  jsize length = static_cast<jsize>(3 + 2 * info.rank);
   jlongArray meta = env->NewLongArray(length);
   if (!meta) return NULL;
   jlong head[3] = {static_cast<jlong>(info.dtype), static_cast<jlong>(info.byte_size),
                    static_cast<jlong>(info.index)};
   env->SetLongArrayRegion(meta, 0, 3, head);
   for (uint32_t d = 0; d < info.rank; ++d) {
-    jlong dim = static_cast<jlong>(info.shape[d]);
-    env->SetLongArrayRegion(meta, static_cast<jsize>(3 + d), 1, &dim);
+    jlong dims[2] = {static_cast<jlong>(info.shape[d]),
+                     static_cast<jlong>(info.min_shape ? info.min_shape[d] : info.shape[d])};
+    env->SetLongArrayRegion(meta, static_cast<jsize>(3 + d), 1, &dims[0]);
+    env->SetLongArrayRegion(meta, static_cast<jsize>(3 + info.rank + d), 1, &dims[1]);
   }
   return meta;
+}
+
+JNIEXPORT jlongArray JNICALL Java_ai_kiln_Native_modelTensorMeta(JNIEnv* env, jclass, jlong handle,
+                                                                 jboolean output, jint index) {
+  kiln_tensor_info_t info;
+  if (!Check(env, GetTensorInfo(AsModel(handle)->model, output, index, &info))) return NULL;
+  return TensorMeta(env, info);
 }
 
 JNIEXPORT jlongArray JNICALL Java_ai_kiln_Native_modelInfo(JNIEnv* env, jclass, jlong handle) {
@@ -374,6 +381,34 @@ JNIEXPORT void JNICALL Java_ai_kiln_Native_sessionSetInputArray(JNIEnv* env, jcl
   });
 }
 
+JNIEXPORT void JNICALL Java_ai_kiln_Native_sessionSetInputShape(JNIEnv* env, jclass, jlong handle,
+                                                                jint index, jlongArray shape) {
+  jsize rank = env->GetArrayLength(shape);
+  if (rank > 64) {  // no bundle has more dimensions (the runtime refuses the rank anyway)
+    ThrowKiln(env, KILN_INVALID_ARGUMENT, "set_input_shape: more than 64 dimensions");
+    return;
+  }
+  int64_t dims[64];
+  jlong* elements = env->GetLongArrayElements(shape, NULL);
+  if (!elements) return;
+  for (jsize d = 0; d < rank; ++d) dims[d] = static_cast<int64_t>(elements[d]);
+  env->ReleaseLongArrayElements(shape, elements, JNI_ABORT);
+  Check(env, kiln_session_set_input_shape(AsSession(handle)->session, Index(index), dims,
+                                          static_cast<uint32_t>(rank)));
+}
+
+// As modelTensorMeta, at the session's current shapes.
+JNIEXPORT jlongArray JNICALL Java_ai_kiln_Native_sessionTensorMeta(JNIEnv* env, jclass, jlong handle,
+                                                                   jboolean output, jint index) {
+  kiln_session_t* session = AsSession(handle)->session;
+  kiln_tensor_info_t info;
+  kiln_tensor_info_init(&info);
+  kiln_status_t status = output ? kiln_session_get_output_info(session, Index(index), &info)
+                                : kiln_session_get_input_info(session, Index(index), &info);
+  if (!Check(env, status)) return NULL;
+  return TensorMeta(env, info);
+}
+
 JNIEXPORT void JNICALL Java_ai_kiln_Native_sessionRun(JNIEnv* env, jclass, jlong handle) {
   Check(env, kiln_session_run(AsSession(handle)->session));
 }
@@ -381,9 +416,9 @@ JNIEXPORT void JNICALL Java_ai_kiln_Native_sessionRun(JNIEnv* env, jclass, jlong
 JNIEXPORT jobject JNICALL Java_ai_kiln_Native_sessionOutputView(JNIEnv* env, jclass, jlong handle,
                                                                 jint index) {
   SessionHandle* session = AsSession(handle);
-  kiln_tensor_info_t info;
+  kiln_tensor_info_t info;  // at the session's current shapes (the last run's)
   kiln_tensor_info_init(&info);
-  if (!Check(env, kiln_model_get_output_info(session->model, Index(index), &info))) return NULL;
+  if (!Check(env, kiln_session_get_output_info(session->session, Index(index), &info))) return NULL;
   if (info.byte_size > static_cast<size_t>(INT32_MAX)) {
     ThrowKiln(env, KILN_UNSUPPORTED, "output is larger than a Java ByteBuffer (2 GiB - 1 bytes)");
     return NULL;

@@ -77,7 +77,7 @@ final class Native {
   static native long modelLoadDirect(ByteBuffer data, int position, int length, byte[] keys);
   static native void modelFree(long model);
   // Inputs (output = false) or outputs: count, and per tensor its name and
-  // {dtype, byte_size, bundle index, shape...}.
+  // {dtype, byte_size, bundle index, shape..., min_shape...}.
   static native int modelTensorCount(long model, boolean output);
   static native byte[] modelTensorName(long model, boolean output, int index);
   static native long[] modelTensorMeta(long model, boolean output, int index);
@@ -96,6 +96,10 @@ final class Native {
   // and length are in bytes.
   static native void sessionSetInputArray(long session, int index, Object array, int elementSize,
                                           int byteOffset, int byteLength);
+  // kiln_session_set_input_shape.
+  static native void sessionSetInputShape(long session, int index, long[] shape);
+  // As modelTensorMeta, at the session's current shapes (kiln_session_get_*_info).
+  static native long[] sessionTensorMeta(long session, boolean output, int index);
   static native void sessionRun(long session);
   // A read-write direct buffer over the output's bytes (the caller makes it
   // read-only).

@@ -56,12 +56,12 @@ public final class Session implements AutoCloseable {
 
   /**
    * Sets input {@code index} from the buffer's remaining bytes (exactly the
-   * input's byte size; the buffer's position is not changed). A direct buffer
+   * input's byte size at its current shape; the buffer's position is not changed). A direct buffer
    * is read in place; a heap buffer's array is pinned while the runtime copies it.
    */
   public synchronized void setInput(int index, ByteBuffer data) {
     checkOpen();
-    inputInfo(index);
+    checkInput(index);
     if (data == null) throw new NullPointerException("data");
     if (data.isDirect()) {
       Native.sessionSetInputDirect(handle, index, data, data.position(), data.remaining());
@@ -83,7 +83,7 @@ public final class Session implements AutoCloseable {
   /** Sets a float32 input from an array (its length must be the element count). */
   public synchronized void setInput(int index, float[] data) {
     checkOpen();
-    inputInfo(index);
+    checkInput(index);
     if (data == null) throw new NullPointerException("data");
     Native.sessionSetInputArray(handle, index, data, 4, 0, byteLength(data.length, 4));
   }
@@ -96,9 +96,48 @@ public final class Session implements AutoCloseable {
   /** Sets an input from raw bytes in native order (e.g. a uint8 image). */
   public synchronized void setInput(int index, byte[] data) {
     checkOpen();
-    inputInfo(index);
+    checkInput(index);
     if (data == null) throw new NullPointerException("data");
     Native.sessionSetInputArray(handle, index, data, 1, 0, data.length);
+  }
+
+  /**
+   * Sets input {@code index}'s shape for the next runs, for a model compiled
+   * with ranges ({@code kilnc --input-shape x=1,3,32..1280,32..1280};
+   * {@link TensorInfo#minShape} .. {@link TensorInfo#shape}); set it before the
+   * data, whose size is then the new shape's. A dimension outside its range is
+   * {@code INVALID_ARGUMENT} naming the input, the dimension and the range;
+   * inputs sharing a dimension must agree (checked at the next run). The
+   * outputs' shapes follow: {@link #outputInfo}.
+   */
+  public synchronized void setInputShape(int index, long... shape) {
+    checkOpen();
+    checkInput(index);
+    if (shape == null) throw new NullPointerException("shape");
+    Native.sessionSetInputShape(handle, index, shape);
+  }
+
+  /** Sets the shape of the input called {@code name} (see {@link #setInputShape(int, long...)}). */
+  public void setInputShape(String name, long... shape) {
+    setInputShape(model.inputIndex(name), shape);
+  }
+
+  /** Input {@code index} at the session's current shape (see {@link #setInputShape}). */
+  public synchronized TensorInfo inputInfo(int index) {
+    checkOpen();
+    String name = checkInput(index).name();
+    return TensorInfo.of(name, Native.sessionTensorMeta(handle, false, index));
+  }
+
+  /**
+   * Output {@code index} at the session's current input shapes (those of the
+   * last run, and of the next): for a model compiled with ranges, its shape
+   * depends on them.
+   */
+  public synchronized TensorInfo outputInfo(int index) {
+    checkOpen();
+    String name = checkOutput(index).name();
+    return TensorInfo.of(name, Native.sessionTensorMeta(handle, true, index));
   }
 
   /**
@@ -117,7 +156,7 @@ public final class Session implements AutoCloseable {
    */
   public synchronized Tensor output(int index) {
     checkOpen();
-    TensorInfo info = outputInfo(index);
+    TensorInfo info = outputInfo(index);  // this run's shape
     ByteBuffer view = Native.sessionOutputView(handle, index);
     return new Tensor(info, view.asReadOnlyBuffer().order(ByteOrder.nativeOrder()), this, runs);
   }
@@ -130,7 +169,7 @@ public final class Session implements AutoCloseable {
   /** A copy of output {@code index} in a new direct buffer, which stays valid. */
   public synchronized Tensor outputCopy(int index) {
     checkOpen();
-    TensorInfo info = outputInfo(index);
+    TensorInfo info = outputInfo(index);  // this run's shape
     Tensor copy = Tensor.allocate(info);
     ByteBuffer data = copy.buffer();
     Native.sessionGetOutputDirect(handle, index, data, 0, data.remaining());
@@ -150,7 +189,7 @@ public final class Session implements AutoCloseable {
     checkOpen();
     if (data == null) throw new NullPointerException("data");
     if (data.isReadOnly()) throw new ReadOnlyBufferException();
-    outputInfo(index);
+    checkOutput(index);
     if (data.isDirect()) {
       Native.sessionGetOutputDirect(handle, index, data, data.position(), data.remaining());
     } else {
@@ -163,15 +202,15 @@ public final class Session implements AutoCloseable {
   public synchronized void getOutput(int index, float[] data) {
     checkOpen();
     if (data == null) throw new NullPointerException("data");
-    outputInfo(index);
+    checkOutput(index);
     Native.sessionGetOutputArray(handle, index, data, 4, 0, byteLength(data.length, 4));
   }
 
-  private TensorInfo inputInfo(int index) {
+  private TensorInfo checkInput(int index) {
     return checkIndex(model.inputs(), index, "input");
   }
 
-  private TensorInfo outputInfo(int index) {
+  private TensorInfo checkOutput(int index) {
     return checkIndex(model.outputs(), index, "output");
   }
 

@@ -8,21 +8,25 @@ public final class TensorInfo {
   private final String name;
   private final DType dtype;
   private final long[] shape;
+  private final long[] minShape;
   private final long byteSize;
   private final int index;
 
-  TensorInfo(String name, DType dtype, long[] shape, long byteSize, int index) {
+  TensorInfo(String name, DType dtype, long[] shape, long[] minShape, long byteSize, int index) {
     this.name = name;
     this.dtype = dtype;
     this.shape = shape.clone();
+    this.minShape = minShape.clone();
     this.byteSize = byteSize;
     this.index = index;
   }
 
-  // From modelTensorMeta: {dtype, byte_size, bundle index, shape...}.
+  // From modelTensorMeta / sessionTensorMeta: {dtype, byte_size, bundle index,
+  // shape..., min_shape...}.
   static TensorInfo of(String name, long[] meta) {
-    return new TensorInfo(name, DType.of((int) meta[0]), Arrays.copyOfRange(meta, 3, meta.length),
-                          meta[1], (int) meta[2]);
+    int rank = (meta.length - 3) / 2;
+    return new TensorInfo(name, DType.of((int) meta[0]), Arrays.copyOfRange(meta, 3, 3 + rank),
+                          Arrays.copyOfRange(meta, 3 + rank, meta.length), meta[1], (int) meta[2]);
   }
 
   /** The tensor's name ("" when the bundle gives none). */
@@ -38,6 +42,21 @@ public final class TensorInfo {
   /** Dimensions (a copy). */
   public long[] shape() {
     return shape.clone();
+  }
+
+  /**
+   * The least dimensions (a copy): equal to {@link #shape} where static. For
+   * a model compiled with ranges ({@code kilnc --input-shape x=1,3,32..1280,32..1280}),
+   * {@link Model#inputs} give the largest shapes in {@link #shape} and the least
+   * here; {@link Session#setInputShape} picks one in between.
+   */
+  public long[] minShape() {
+    return minShape.clone();
+  }
+
+  /** Whether some dimension is known only at run time ({@link #minShape} differs from {@link #shape}). */
+  public boolean isDynamic() {
+    return !Arrays.equals(minShape, shape);
   }
 
   /** Number of dimensions. */

@@ -219,4 +219,50 @@ class SessionTest {
       assertEquals(info.toString(), copy.info().toString());
     }
   }
+
+  private static long[] longs(String csv) {
+    String[] parts = csv.split(",");
+    long[] values = new long[parts.length];
+    for (int i = 0; i < parts.length; ++i) values[i] = Long.parseLong(parts[i]);
+    return values;
+  }
+
+  // A bundle compiled with ranges (run_tests.py: kilnc --input-shape
+  // input=1,3,32..96,32..96): its infos give both ends; at a shape inside,
+  // the outputs are kiln run's for that input (views and copies); outside,
+  // a clear error, and the session still runs.
+  @Test
+  void aBundleWithRangesRunsAtAShapeInsideThem() throws IOException {
+    long[] shape = longs(TestData.expect("dynamic.input.shape"));
+    float[] input = TestData.floats("dynamic.input.values");
+    float[] expected = TestData.floats("dynamic.output.values");
+    try (Model dynamic = Model.load(TestData.expect("dynamic.bundle"));
+         Session session = dynamic.newSession()) {
+      TensorInfo info = dynamic.inputs().get(0);
+      assertTrue(info.isDynamic());
+      assertArrayEquals(new long[] {1, 3, 96, 96}, info.shape());
+      assertArrayEquals(new long[] {1, 3, 32, 32}, info.minShape());
+      assertTrue(!dynamic.outputs().get(0).isDynamic());  // logits: [1, classes] at every size
+      session.setInputShape("input", shape);
+      assertArrayEquals(shape, session.inputInfo(0).shape());
+      assertEquals(input.length * 4L, session.inputInfo(0).byteSize());
+      session.setInput(0, input);
+      session.run();
+      assertArrayEquals(longs(TestData.expect("dynamic.output.shape")), session.outputInfo(0).shape());
+      assertArrayEquals(expected, session.output(0).toFloatArray(), 1e-5f);
+      assertArrayEquals(expected, session.outputCopy(0).toFloatArray(), 1e-5f);
+      KilnException e = assertThrows(KilnException.class,
+                                     () -> session.setInputShape(0, 1, 3, 97, 40));
+      assertEquals(KilnException.Code.INVALID_ARGUMENT, e.code());
+      assertTrue(e.getMessage().contains("32..96"), e.getMessage());
+      // At another shape, the old data's size is refused; back at its shape, it runs.
+      session.setInputShape(0, 1, 3, 96, 96);
+      assertEquals(KilnException.Code.INVALID_ARGUMENT,
+                   assertThrows(KilnException.class, () -> session.setInput(0, input)).code());
+      session.setInputShape(0, shape);
+      session.setInput(0, input);
+      session.run();
+      assertArrayEquals(expected, session.output(0).toFloatArray(), 1e-5f);
+    }
+  }
 }
