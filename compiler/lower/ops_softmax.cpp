@@ -55,9 +55,9 @@ void lower_softmax(OpContext& ctx) {
   };
   auto exp = [](Expr e) { return tir::Call::make(tir::Intrinsic::Exp, {e}); };
   tir::Type t = x.dtype();
-  // Each statistic is a compute over its reduction: the CPU schedule then
-  // vectorizes a row's reduction (te::inline_reduction_lanes) or, along a
-  // non-last axis, the rows themselves.
+  // Each statistic is a compute over its reduction: along the last axis
+  // the CPU schedule vectorizes each row's reduction (lane partials,
+  // Stage::inline_reduction_lanes); along another, the loops are LLVM's.
   te::Tensor max_r = te::reduce("max", {outer, inner}, {len}, te::ReduceKind::Max, t,
                                 [=](const Indices& o, const Indices& r) { return at_view(x, o[0], r[0], o[1]); });
   te::Tensor mx = ctx.materialize(te::compute("row_max", {outer, inner}, [=](const Indices& o) { return max_r(o); }));

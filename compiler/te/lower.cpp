@@ -70,9 +70,9 @@ class ReduceReads : public tir::IRVisitor {
 // the way become accumulators computed before the statement.
 class Resolver : public tir::IRMutator {
  public:
-  // `lanes` > 0: inlined reductions accumulate in that many vector lanes
-  // (Stage::inline_reduction_lanes; the schedule checked they qualify).
-  explicit Resolver(const BufferOf& buffer_of, int lanes = 0) : buffer_of_(buffer_of), lanes_(lanes) {}
+  // `lanes`: inlined reductions that qualify (reduction_lanes) accumulate
+  // in vector lanes (Stage::inline_reduction_lanes).
+  explicit Resolver(const BufferOf& buffer_of, bool lanes = false) : buffer_of_(buffer_of), lanes_(lanes) {}
   // Reads of `t` become `read(indices)` (a shared-memory tile).
   using Read = std::function<Expr(const std::vector<Expr>&)>;
   void override_reads(const TensorNode* t, Read read) { overrides_[t] = std::move(read); }
@@ -115,10 +115,10 @@ class Resolver : public tir::IRMutator {
     inner.overrides_ = overrides_;
     allocs_.push_back(acc);
     prelude_.push_back(tir::Store::make(acc, Expr(0), t->init));
-    if (lanes_ > 0) {  // (inline_reduction_lanes admits no nested reductions)
+    if (int64_t lanes = lanes_ ? reduction_lanes(t) : 0) {  // (it reads no reduction)
       Expr value = inner.mutate(t->fbody(idx, r));
       internal_assert(inner.prelude_.empty()) << "reduction " << t->name << ": nested reductions in lanes";
-      prelude_.push_back(lane_partials(t, r, value, acc));
+      prelude_.push_back(lane_partials(t, r, value, acc, lanes));
       return tir::Load::make(acc, Expr(0));
     }
     Stmt update = inner.build({t->fbody(idx, r)}, [&](const std::vector<Expr>& v) {
@@ -132,13 +132,15 @@ class Resolver : public tir::IRMutator {
 
  private:
   // The reduction of `t` over loops `r` into `acc` (which holds the start
-  // value), in lanes_ partial accumulators: the innermost loop is split into
-  // vectors of lanes_, lane l accumulating elements l, l + lanes_, ... of
+  // value), in `lanes` partial accumulators: the innermost loop is split into
+  // vectors of `lanes`, lane l accumulating elements l, l + lanes, ... of
   // each row (a vectorized loop over the partials buffer), then the lanes
   // combine into `acc` in order. A sum starts its lanes at 0 (a custom start
   // counts once); max and min start them at the start value.
-  Stmt lane_partials(const TensorNode* t, const std::vector<Expr>& r, const Expr& body, const tir::Buffer& acc) {
-    const int64_t lanes = lanes_;
+  Stmt lane_partials(const TensorNode* t, const std::vector<Expr>& r, const Expr& body, const tir::Buffer& acc,
+                     int64_t lanes) {
+    const int64_t* extent = tir::as_const_int(t->rdims.back());
+    internal_assert(extent && *extent % lanes == 0) << "reduction " << t->name << ": lanes must divide the row";
     tir::Buffer part = tir::make_buffer(t->name + "_lanes", t->dtype, lanes, -1);
     Expr lane = tir::Var::make(tir::Index(), t->name + "_lane");
     Expr outer = tir::Var::make(tir::Index(), t->name + "_r" + std::to_string(r.size() - 1) + "o");
@@ -160,7 +162,7 @@ class Resolver : public tir::IRMutator {
 
   tir::Buffer buffer_of(const TensorNode* t) const { return buffer_of_(t); }
   const BufferOf& buffer_of_;
-  int lanes_ = 0;
+  bool lanes_ = false;  // inlined reductions may accumulate in lanes (reduction_lanes)
   std::vector<tir::Buffer> allocs_;
   std::vector<Stmt> prelude_;
   std::map<std::string, tir::Buffer> accumulators_;
@@ -563,7 +565,9 @@ Stmt lower_stage_loops(const Stage& stage, const tir::Buffer& out, const BufferO
       return lower_cross_invocation(stage, i, out, out_index, axes, raxes, spatial_guards, reduce_guards, buffer_of,
                                     epilogue);
   if (t->kind == TensorNode::Kind::Compute) {
-    body = Resolver(buffer_of, stage.inline_reduction_lanes).build({t->fcompute(axes)}, [&](const std::vector<Expr>& v) {
+    bool vectorized = false;  // lanes inside a vectorized loop would nest vector loops
+    for (auto& l : stage.leaves) vectorized |= l->kind == tir::ForKind::Vectorized;
+    body = Resolver(buffer_of, stage.inline_reduction_lanes && !vectorized).build({t->fcompute(axes)}, [&](const std::vector<Expr>& v) {
       return tir::Store::make(out, out_index, v[0]);
     });
   } else {
@@ -753,6 +757,45 @@ class ReplaceReads : public tir::IRMutator {
 };
 
 }  // namespace
+
+int reduction_lanes(const TensorNode* r) {
+  bool kind = r->reduce_kind == ReduceKind::Sum || r->reduce_kind == ReduceKind::Max ||
+              r->reduce_kind == ReduceKind::Min;
+  if (r->kind != TensorNode::Kind::Reduce || !kind || !r->dtype.is_float() || r->dtype.bits != 32 || r->rdims.empty())
+    return 0;
+  const int64_t* extent = tir::as_const_int(r->rdims.back());
+  int64_t lanes = extent ? lanes_for(*extent) : 0;
+  if (!lanes) return 0;
+  Indices raxes = fresh_indices("r", r->rdims.size());
+  const Expr body = InlineComputes().mutate(r->fbody(fresh_indices("o", r->dims.size()), raxes));
+  ReduceReads nested;
+  nested.visit_expr(body);
+  if (!nested.reads.empty()) return 0;
+  // Every read moving with the innermost axis walks it as its last index.
+  struct Reads : tir::IRVisitor {
+    Expr last;        // the innermost reduction variable
+    bool ok = true;   // no read found that moves with it otherwise
+    using tir::IRVisitor::visit;
+    void visit(const tir::ProducerLoad* op) override {
+      for (size_t i = 0; i < op->indices.size(); i++)
+        if (tir::uses_var(op->indices[i], last)) ok &= i + 1 == op->indices.size() && op->indices[i].same_as(last);
+      tir::IRVisitor::visit(op);
+    }
+  } reads;
+  reads.last = raxes.back();
+  reads.visit_expr(body);
+  return reads.ok ? (int)lanes : 0;
+}
+
+bool inline_reductions_vectorize(const Tensor& t) {
+  if (t->kind != TensorNode::Kind::Compute) return false;
+  const Expr body = InlineComputes().mutate(t->fcompute(fresh_indices("i", t.ndim())));  // `reads` point into it
+  ReduceReads found;
+  found.visit_expr(body);
+  for (auto* load : found.reads)
+    if (!reduction_lanes(static_cast<const TensorNode*>(load->producer.get()))) return false;
+  return !found.reads.empty();
+}
 
 Tensor find_epilogue_anchor(const Tensor& t, Epilogue* out_epilogue) {
   if (t->kind == TensorNode::Kind::Reduce) return Tensor();

@@ -39,4 +39,16 @@ tir::Stmt lower_stage(const Stage& stage, const tir::Buffer& out, const BufferOf
 // that turns its value into t's; else returns an undefined tensor.
 Tensor find_epilogue_anchor(const Tensor& t, Epilogue* out_epilogue);
 
+// The vector lanes reduction `r` accumulates in where inlined into a stage
+// with Stage::inline_reduction_lanes: 16 or 8, or 0 (a serial loop). It
+// must be a float32 sum, max or min whose innermost reduction axis has a
+// constant extent the lanes divide, is the last index (and no other) of
+// every read that moves with it once computes are inlined, and whose
+// formula reads no reduction.
+int reduction_lanes(const TensorNode* r);
+// Whether `t` is a compute that reads reductions (computes inlined) and
+// every one has lanes: the CPU schedule then gives the lanes to each row's
+// reduction rather than vectorizing across rows.
+bool inline_reductions_vectorize(const Tensor& t);
+
 }  // namespace kiln::te

@@ -1,5 +1,7 @@
 #include "te/schedule.h"
 
+#include "te/lower.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -46,6 +48,8 @@ size_t Stage::leaf_index(const IterVar& iv) const {
     if (leaves[i] == iv) return i;
   internal_error << "loop " << (iv ? iv->name : "<null>") << " is not a current loop of stage " << tensor.name();
 }
+
+int64_t lanes_for(int64_t extent) { return extent % 16 == 0 ? 16 : extent % 8 == 0 ? 8 : 0; }
 
 namespace {
 
@@ -107,8 +111,6 @@ bool looks_up_bytes(const Stage& s) {
   return reads.found;
 }
 
-// The float32 lanes a loop of `extent` iterations splits into (0: none).
-int64_t lanes_for(int64_t extent) { return extent % 16 == 0 ? 16 : extent % 8 == 0 ? 8 : 0; }
 
 // Elementwise and injective float kernels, and 8-bit ones that look bytes
 // up in a table (other 8-bit kernels, copies mostly, are left to LLVM's loop
@@ -217,60 +219,11 @@ void vectorize_sum(Stage& s) {
   if (reads.any && reads.contiguous) s.vectorize(s.reduce_axes.back());
 }
 
-int inline_reduction_lanes(const Tensor& t) {
-  if (t->kind != TensorNode::Kind::Compute) return 0;
-  // The reductions the compute reads (each is inlined: materialized ones are
-  // placeholders by now).
-  struct Reductions : tir::IRVisitor {
-    std::vector<const tir::ProducerLoad*> found;
-    using tir::IRVisitor::visit;
-    void visit(const tir::ProducerLoad* op) override {
-      if (static_cast<const TensorNode*>(op->producer.get())->kind == TensorNode::Kind::Reduce) found.push_back(op);
-      tir::IRVisitor::visit(op);
-    }
-  } reductions;
-  const Expr body = t->fcompute(fresh_indices("i", t.ndim()));  // alive while `found` points into it
-  reductions.visit_expr(body);
-  int lanes = 16;
-  for (auto* load : reductions.found) {
-    auto* r = static_cast<const TensorNode*>(load->producer.get());
-    bool kind_ok = r->reduce_kind == ReduceKind::Sum || r->reduce_kind == ReduceKind::Max ||
-                   r->reduce_kind == ReduceKind::Min;
-    if (!kind_ok || !r->dtype.is_float() || r->dtype.bits != 32 || r->rdims.empty()) return 0;
-    auto extent = tir::as_const_int(r->rdims.back());
-    if (!extent || *extent % 8 != 0) return 0;
-    if (*extent % 16 != 0) lanes = 8;
-    Indices raxes = fresh_indices("r", r->rdims.size());
-    // Every read moving with the innermost reduction axis walks it as its
-    // last index; no nested reduction, no inlined compute indexed by it.
-    struct Reads : tir::IRVisitor {
-      Expr last;
-      bool ok = true;
-      using tir::IRVisitor::visit;
-      void visit(const tir::ProducerLoad* op) override {
-        auto* p = static_cast<const TensorNode*>(op->producer.get());
-        bool uses = false;
-        for (auto& i : op->indices) uses |= tir::uses_var(i, last);
-        if (p->kind == TensorNode::Kind::Reduce) ok = false;
-        if (uses) {
-          ok &= p->kind == TensorNode::Kind::Placeholder && op->indices.back().same_as(last);
-          for (size_t i = 0; i + 1 < op->indices.size(); i++) ok &= !tir::uses_var(op->indices[i], last);
-        }
-        tir::IRVisitor::visit(op);
-      }
-    } reads;
-    reads.last = raxes.back();
-    reads.visit_expr(r->fbody(fresh_indices("o", r->dims.size()), raxes));
-    if (!reads.ok) return 0;
-  }
-  return reductions.found.empty() ? 0 : lanes;
-}
-
 void default_cpu_schedule(Stage& s) {
   // A compute over contiguous row reductions (a mean, a softmax's max or
   // sum): the lanes go to each reduction, not across rows (which would
   // gather a row apart per lane).
-  int lanes = inline_reduction_lanes(s.tensor);
+  bool lanes = inline_reductions_vectorize(s.tensor);
   if (!lanes && vectorize_elementwise(s)) return;
   bind_first(s);
   vectorize_sum(s);

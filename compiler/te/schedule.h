@@ -129,12 +129,13 @@ struct Stage {
     IterVar loop;                    // the reduction loop each tile serves
   };
   std::vector<SharedCache> shared_caches;  // in the order scheduled
-  // Float Sum/Max/Min reductions inlined into this (compute) stage whose
-  // innermost reduction axis walks contiguous memory accumulate in this many
-  // vector lanes (a vectorized loop over lane partials, then a combine of the
-  // lanes: TVM's rfactor); 0: a serial loop. CPU schedules set it when no
-  // loop of the stage itself is vectorized (vectorize_inline_reductions).
-  int inline_reduction_lanes = 0;
+  // Reductions inlined into this (compute) stage accumulate in vector lanes
+  // where each qualifies (te::reduction_lanes: a float sum, max or min whose
+  // innermost axis walks contiguous memory, of a constant extent the lanes
+  // divide): a vectorized loop over lane partials, then a combine of the
+  // lanes (TVM's rfactor); the others stay serial loops. CPU schedules set
+  // it when no loop of the stage itself is vectorized (default_cpu_schedule).
+  bool inline_reduction_lanes = false;
 
   // The position of iv among the leaves (InternalError if absent).
   size_t leaf_index(const IterVar& iv) const;
@@ -151,10 +152,8 @@ IterVar make_iter_var(const std::string& name, const Expr& extent, bool reduce);
 // reductions inlined into a compute (per-row statistics: softmax, norms).
 void default_cpu_schedule(Stage& s);
 
-// The lanes a float reduction inlined into `t` can accumulate in (16 or 8),
-// or 0 when one cannot: its innermost reduction axis must have a constant
-// extent that the lanes divide and be the last index of every read that
-// moves with it. All inlined reductions of `t` must qualify.
-int inline_reduction_lanes(const Tensor& t);
+// The float32 lanes a loop of `extent` iterations splits into: 16 or 8
+// where they divide it, else 0.
+int64_t lanes_for(int64_t extent);
 
 }  // namespace kiln::te

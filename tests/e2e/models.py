@@ -583,6 +583,7 @@ def _check_layer_norms_fused(count):
     def check(info, report):
         if '%d layer norms fused' % count not in report:
             raise AssertionError('expected %d layer norms fused in the report:\n%s' % (count, report))
+
     return check
 
 

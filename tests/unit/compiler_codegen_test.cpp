@@ -109,10 +109,12 @@ TEST_CASE("workgroups each compute their own slice") {
 // Row statistics: a compute over a float max and a sum (with a custom start,
 // which must count once) along the contiguous row gets lane partials from
 // the CPU schedule; the values match a scalar evaluation. A read across
-// rows (not contiguous) and a row the lanes do not divide get none.
+// rows (not contiguous) and a row the lanes do not divide get none; a stage
+// with lanes on still runs such a reduction, reached through an inlined
+// compute, as a serial loop (every element counted).
 TEST_CASE("row reductions inlined into a compute accumulate in vector lanes") {
+  const int64_t rows = 5;
   for (int64_t len : {48, 40}) {
-    const int64_t rows = 5;
     auto in = tir::make_buffer("x", tir::Float(32), rows * len, 1);
     auto out = tir::make_buffer("y", tir::Float(32), rows, 0);
     te::Tensor x = te::placeholder("x", {rows, len}, tir::Float(32));
@@ -123,10 +125,11 @@ TEST_CASE("row reductions inlined into a compute accumulate in vector lanes") {
         [x](const te::Indices& o, const te::Indices& r) { return x({o[0], r[0]}) * x({o[0], r[0]}); },
         tir::make_const(tir::Float(32), 0.5));
     te::Tensor y = te::compute("y", {rows}, [=](const te::Indices& o) { return mx(o) + sum(o); });
-    CHECK(te::inline_reduction_lanes(y) == (len % 16 == 0 ? 16 : 8));
+    CHECK(te::reduction_lanes(mx.get()) == (len % 16 == 0 ? 16 : 8));
+    CHECK(te::inline_reductions_vectorize(y));
     te::Stage stage(y);
     te::default_cpu_schedule(stage);
-    CHECK(stage.inline_reduction_lanes == (len % 16 == 0 ? 16 : 8));
+    CHECK(stage.inline_reduction_lanes);
     KernelDef k;
     k.name = "k_rows";
     k.params = {out, in};
@@ -149,11 +152,46 @@ TEST_CASE("row reductions inlined into a compute accumulate in vector lanes") {
   te::Tensor x = te::placeholder("x", {32, 32}, tir::Float(32));
   te::Tensor across = te::reduce("c", {32}, {32}, te::ReduceKind::Sum, tir::Float(32),
                                  [x](const te::Indices& o, const te::Indices& r) { return x({r[0], o[0]}); });
-  CHECK(te::inline_reduction_lanes(te::compute("y", {32}, [=](const te::Indices& o) { return across(o); })) == 0);
-  te::Tensor odd = te::placeholder("z", {4, 12}, tir::Float(32));
-  te::Tensor row = te::reduce("r", {4}, {12}, te::ReduceKind::Max, tir::Float(32),
-                              [odd](const te::Indices& o, const te::Indices& r) { return odd({o[0], r[0]}); });
-  CHECK(te::inline_reduction_lanes(te::compute("y", {4}, [=](const te::Indices& o) { return row(o); })) == 0);
+  CHECK(te::reduction_lanes(across.get()) == 0);
+  CHECK_FALSE(te::inline_reductions_vectorize(te::compute("y", {32}, [=](const te::Indices& o) { return across(o); })));
+
+  // max over a row of 32 (lanes) plus the mean of a row of 3 (none), the
+  // mean behind an inlined compute; lanes forced on for the stage.
+  auto in_a = tir::make_buffer("a", tir::Float(32), rows * 32, 1);
+  auto in_b = tir::make_buffer("b", tir::Float(32), rows * 3, 2);
+  auto out = tir::make_buffer("y", tir::Float(32), rows, 0);
+  te::Tensor a = te::placeholder("a", {rows, 32}, tir::Float(32));
+  te::Tensor b = te::placeholder("b", {rows, 3}, tir::Float(32));
+  te::Tensor amax = te::reduce("amax", {rows}, {32}, te::ReduceKind::Max, tir::Float(32),
+                               [a](const te::Indices& o, const te::Indices& r) { return a({o[0], r[0]}); });
+  te::Tensor bsum = te::reduce("bsum", {rows}, {3}, te::ReduceKind::Sum, tir::Float(32),
+                               [b](const te::Indices& o, const te::Indices& r) { return b({o[0], r[0]}); });
+  te::Tensor bmean = te::compute("bmean", {rows}, [=](const te::Indices& o) {
+    return bsum(o) / tir::make_const(tir::Float(32), 3);
+  });
+  te::Tensor y = te::compute("y", {rows}, [=](const te::Indices& o) { return amax(o) + bmean(o); });
+  CHECK(te::reduction_lanes(bsum.get()) == 0);
+  CHECK_FALSE(te::inline_reductions_vectorize(y));
+  te::Stage stage(y);
+  te::default_cpu_schedule(stage);
+  stage.inline_reduction_lanes = true;
+  KernelDef k;
+  k.name = "k_mixed";
+  k.params = {out, in_a, in_b};
+  k.body = te::lower_stage(stage, out, [&](const te::TensorNode* t) {
+    return t == a.get() ? in_a : t == b.get() ? in_b : tir::Buffer();
+  });
+  Library lib({k});
+  std::vector<float> as((size_t)(rows * 32)), bs((size_t)(rows * 3)), ys((size_t)rows, -1.0f);
+  for (size_t i = 0; i < as.size(); i++) as[i] = std::cos(0.21f * (float)i);
+  for (size_t i = 0; i < bs.size(); i++) bs[i] = 1.0f + (float)i;
+  lib.run(0, {ys.data(), as.data(), bs.data()}, rows);
+  for (int64_t o = 0; o < rows; o++) {
+    double m = -INFINITY;
+    for (int64_t r = 0; r < 32; r++) m = std::max(m, (double)as[(size_t)(o * 32 + r)]);
+    double mean = (bs[(size_t)(o * 3)] + bs[(size_t)(o * 3 + 1)] + bs[(size_t)(o * 3 + 2)]) / 3.0;
+    CHECK(ys[(size_t)o] == doctest::Approx(m + mean).epsilon(1e-5));
+  }
 }
 
 TEST_CASE("inline log, tanh, erf and pow are accurate") {

@@ -223,7 +223,7 @@ TEST_CASE("elf: dynamic section problems") {
 }
 
 // Tables the loader walks, placed in a huge zero-filled segment: refused by
-// count before the walk (fuzz_elf once found a 1 GiB walk that took > 10 s).
+// count before the walk (such a 1 GiB walk likely caused a fuzz_elf timeout).
 TEST_CASE("elf: tables over a huge bss are refused by count, not walked") {
   const std::vector<uint8_t> good = Library(RUNTIME_TEST_KERNELS_SO);
   size_t data = FindPhdr(good, PT_LOAD, PF_W);
