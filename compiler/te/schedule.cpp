@@ -1,12 +1,11 @@
 #include "te/schedule.h"
 
-#include "te/lower.h"
-
 #include <algorithm>
 #include <limits>
 
 #include "support/diagnostics.h"
 #include "support/int_math.h"
+#include "te/lower.h"
 #include "tir/ir_printer.h"
 #include "tir/ir_visitor.h"
 #include "tir/simplify.h"
@@ -110,7 +109,6 @@ bool looks_up_bytes(const Stage& s) {
   reads.visit_expr(s.tensor->fcompute(axes));
   return reads.found;
 }
-
 
 // Elementwise and injective float kernels, and 8-bit ones that look bytes
 // up in a table (other 8-bit kernels, copies mostly, are left to LLVM's loop

@@ -124,6 +124,8 @@ struct TensorDesc {
 bool describe_tensors(const kiln_model_t* model, bool outputs, std::vector<TensorDesc>* out);
 // "(1, 3, 224, 224)"
 std::string shape_text(const int64_t* dims, size_t rank);
+// (d0, d1, ...) as a new tuple of ints; nullptr with an exception set.
+PyObject* dims_tuple(const std::vector<int64_t>& dims);
 
 //===----------------------------------------------------------------------===//
 // Types and functions of the module

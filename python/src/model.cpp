@@ -73,18 +73,6 @@ PyObject* model_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   return box(type, std::move(state));
 }
 
-// (d0, d1, ...) as a tuple of ints.
-PyObject* dims_tuple(const std::vector<int64_t>& dims) {
-  Ref tuple(PyTuple_New((Py_ssize_t)dims.size()));
-  if (!tuple) return nullptr;
-  for (size_t d = 0; d < dims.size(); d++) {
-    PyObject* dim = PyLong_FromLongLong(dims[d]);
-    if (!dim) return nullptr;
-    PyTuple_SET_ITEM(tuple.get(), (Py_ssize_t)d, dim);
-  }
-  return tuple.release();
-}
-
 // ((name, dtype name, shape, byte size, min shape), ...)
 PyObject* describe(const std::vector<TensorDesc>& tensors) {
   Ref tuple(PyTuple_New((Py_ssize_t)tensors.size()));

@@ -101,6 +101,17 @@ const DtypeInfo* dtype_info(kiln_dtype_t dtype) {
   return i < sizeof(kDtypes) / sizeof(kDtypes[0]) ? &kDtypes[i] : nullptr;
 }
 
+PyObject* dims_tuple(const std::vector<int64_t>& dims) {
+  Ref tuple(PyTuple_New((Py_ssize_t)dims.size()));
+  if (!tuple) return nullptr;
+  for (size_t d = 0; d < dims.size(); d++) {
+    PyObject* dim = PyLong_FromLongLong(dims[d]);
+    if (!dim) return nullptr;
+    PyTuple_SET_ITEM(tuple.get(), (Py_ssize_t)d, dim);
+  }
+  return tuple.release();
+}
+
 std::string shape_text(const int64_t* dims, size_t rank) {
   std::string text = "(";
   for (size_t i = 0; i < rank; i++) {

@@ -117,13 +117,8 @@ struct OwnedOutputs {
     if (!empty) return false;
     buffers.reset(new Py_buffer[outputs.size()]);
     for (const TensorDesc& t : outputs) {
-      Ref shape(PyTuple_New((Py_ssize_t)t.shape.size()));
+      Ref shape(dims_tuple(t.shape));
       if (!shape) return false;
-      for (size_t d = 0; d < t.shape.size(); d++) {
-        PyObject* dim = PyLong_FromLongLong(t.shape[d]);
-        if (!dim) return false;
-        PyTuple_SET_ITEM(shape.get(), (Py_ssize_t)d, dim);
-      }
       Ref array(PyObject_CallFunction(empty.get(), "Os", shape.get(), t.info->numpy));
       if (!array || PyObject_GetBuffer(array.get(), &buffers[held], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
         return false;
@@ -140,15 +135,10 @@ struct OwnedOutputs {
     bool same = (size_t)b.ndim == dims.size();
     for (size_t d = 0; same && d < dims.size(); d++) same = b.shape[d] == (Py_ssize_t)dims[d];
     if (same) return arrays[j].release();
-    Ref shape(PyTuple_New((Py_ssize_t)dims.size()));
+    Ref shape(dims_tuple(dims));
     if (!shape) return nullptr;
     Py_ssize_t bytes = b.itemsize;
-    for (size_t d = 0; d < dims.size(); d++) {
-      PyObject* dim = PyLong_FromLongLong(dims[d]);
-      if (!dim) return nullptr;
-      PyTuple_SET_ITEM(shape.get(), (Py_ssize_t)d, dim);
-      bytes *= (Py_ssize_t)dims[d];
-    }
+    for (int64_t d : dims) bytes *= (Py_ssize_t)d;
     Ref empty(numpy_function("empty")), dtype(PyObject_GetAttrString(arrays[j].get(), "dtype"));
     if (!empty || !dtype) return nullptr;
     Ref array(PyObject_CallFunctionObjArgs(empty.get(), shape.get(), dtype.get(), nullptr));
