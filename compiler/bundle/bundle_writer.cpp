@@ -227,10 +227,24 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
                                                   wg_exprs.empty() ? nullptr : &wg_exprs,
                                                   symbols.empty() ? nullptr : &symbols));
   }
-  // The symbols, each set by the first model input dimension that is exactly it.
+  // The symbols, each set by the first model input dimension that is
+  // exactly it, or (a data symbol) by the dispatch writing its source.
   std::vector<flatbuffers::Offset<fb::Symbol>> symbols;
+  bool data_symbols = false;
   for (size_t s = 0; s < g.symbols.size(); s++) {
     const graph::Symbol& sym = g.symbols[s];
+    if (sym.source_value >= 0) {
+      int32_t source = -1;
+      for (size_t i = 0; i < p.kernels.size() && source < 0; i++)
+        for (size_t j = 0; j < p.kernels[i].params.size(); j++)
+          if (p.kernels[i].param_values[j] == sym.source_value && p.kernels[i].access[j] != Access::Read) source = (int32_t)i;
+      internal_assert(source >= 0 && l.tensor_of.count(sym.source_value))
+          << "data symbol " << sym.name << ": no kernel writes its source";
+      symbols.push_back(fb::CreateSymbolDirect(b, sym.name.c_str(), sym.lo, sym.hi, 0, 0, source,
+                                               l.tensor_of.at(sym.source_value)));
+      data_symbols = true;
+      continue;
+    }
     int64_t input = -1, dim = -1;
     for (size_t i = 0; i < g.inputs.size() && input < 0; i++) {
       const graph::Value& v = g.values[g.inputs[i]];
@@ -256,8 +270,8 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
   // A CPU bundle needs nothing of 0.2 (the Vulkan fields): 0.1 runtimes can
   // run it; a Vulkan bundle needs 0.2, a heterogeneous one 0.3, one with
   // static kernels 0.4.
-  // Run-time dimensions need 0.5.
-  uint16_t min_runtime_minor = dynamic ? 5 : libs.statics ? 4 : mixed ? 3 : !libs.spirv.empty() ? 2 : 1;
+  // Run-time dimensions need 0.5, sizes a kernel computes (data symbols) 0.6.
+  uint16_t min_runtime_minor = data_symbols ? 6 : dynamic ? 5 : libs.statics ? 4 : mixed ? 3 : !libs.spirv.empty() ? 2 : 1;
   auto root = fb::CreateBundleDirect(b, KILN_BUNDLE_VERSION_MAJOR, KILN_BUNDLE_VERSION_MINOR, min_runtime_minor,
                                      producer.c_str(), &tensors, &inputs, &outputs, &nodes, memory, &libraries,
                                      &kernels, &dispatches, segment_offset, l.segment_size,

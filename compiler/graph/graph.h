@@ -47,6 +47,10 @@ struct Symbol {
   tir::Expr var;     // its variable (tir::Var::make_symbol; symbol = index in Graph::symbols)
   int64_t lo = 1;    // least value
   int64_t hi = 1;    // greatest value
+  // A data symbol (a size only a kernel knows: NonZero's count): the int64
+  // [1] value its producer writes the size into, read by the runtime right
+  // after that kernel (docs/dynamic-shapes.md); -1 for an input dimension.
+  int source_value = -1;
 };
 
 // A condition on the shape symbols that every run must meet (two run-time

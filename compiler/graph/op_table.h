@@ -15,6 +15,7 @@ constexpr uint32_t kKeepsFinite = 1u << 0;       // finite inputs give finite ou
 constexpr uint32_t kNondeterministic = 1u << 1;  // random: never folded, never merged
 constexpr uint32_t kAxisOperands = 1u << 2;      // operands along attribute `axis`, not numpy-broadcast
 constexpr uint32_t kCommutesWithQuant = 1u << 3; // commutes with per-tensor quantization (moves or picks values)
+constexpr uint32_t kDataShape = 1u << 4;         // output size known only after the kernel ran: never folded, merged or removed
 
 // Parameter operands (the Params column): a bit per input position.
 constexpr uint32_t kNoParams = 0;
@@ -51,7 +52,7 @@ enum class ImportFold : uint8_t {
 enum class OpDims : uint8_t {
   None, Same, Broadcast, Conv, ConvTranspose, Pool, GlobalPool, MatMul, Gemm, Reshape, Flatten, Squeeze, Unsqueeze,
   Shape, Size, Concat, Transpose, Reduce, TopK, Gather, GatherElements, Slice, Expand, Tile, Pad, Split, DepthToSpace,
-  SpaceToDepth, ConstantOfShape, Range, Resize,
+  SpaceToDepth, ConstantOfShape, Range, Resize, NonZero, Compress,
 };
 
 // One row of the table.
@@ -63,7 +64,7 @@ struct OpTraits {
   OpLayout layout;        // layout pass behaviour
   ImportFold fold;        // import-time folding rule
   uint32_t param_inputs;  // bit i: input i is read as a parameter (weights)
-  uint32_t flags;         // kKeepsFinite, kNondeterministic, kAxisOperands, kCommutesWithQuant
+  uint32_t flags;         // kKeepsFinite, kNondeterministic, kAxisOperands, kCommutesWithQuant, kDataShape
   OpDims dims;            // run-time dimensions rule
 
   bool known() const { return op != Op::Unknown; }
@@ -73,6 +74,7 @@ struct OpTraits {
   bool shape_only() const { return role == OpRole::Reshape || role == OpRole::Passthrough; }
   bool keeps_finite() const { return (flags & kKeepsFinite) != 0; }
   bool nondeterministic() const { return (flags & kNondeterministic) != 0; }
+  bool data_shape() const { return (flags & kDataShape) != 0; }
   bool axis_operands() const { return (flags & kAxisOperands) != 0; }
   bool commutes_with_quant() const { return (flags & kCommutesWithQuant) != 0; }
   bool param_input(size_t position) const {

@@ -48,7 +48,7 @@ constexpr uint64_t kSmallBytes = 1 << 20;
 
 // Unknown operators (not in the operator table) are nondeterministic too.
 bool never_fold(const Node& n) {
-  if (n.traits().nondeterministic()) return true;
+  if (n.traits().nondeterministic() || n.traits().data_shape()) return true;
   for (auto& [k, a] : n.attrs)
     if (a.kind == Attr::Kind::Graph) return true;
   return false;

@@ -20,7 +20,7 @@ namespace kiln::graph {
 namespace {
 
 bool never_merge(const Node& n) {
-  if (n.traits().nondeterministic()) return true;
+  if (n.traits().nondeterministic() || n.traits().data_shape()) return true;
   for (auto& [k, a] : n.attrs)
     if (a.kind == Attr::Kind::Graph) return true;
   return false;

@@ -5,7 +5,8 @@
 // inputs, the inner half of a collapsed Reshape chain, a constant subgraph
 // replaced by its result), and exporters emit some too. ONNX inference
 // operators have no side effects, so a node is live exactly when one of its
-// outputs is (transitively) read by a live node or is a model output.
+// outputs is (transitively) read by a live node or is a model output, or
+// when it defines a data symbol (kDataShape: NonZero's count).
 // Constants no node, attribute or model output refers to are released
 // (the bundle only ever stores constants a dispatch reads, so this only
 // saves compiler memory and keeps --dump-graph honest).
@@ -21,6 +22,7 @@ bool pass_dead_code(Graph& g, PassContext& ctx) {
     const Node& n = g.nodes[k];
     bool live = false;
     for (int o : n.outputs) live |= o >= 0 && live_value[o];
+    live |= n.traits().data_shape();  // it defines a shape symbol other values' dimensions may use
     if (!live) continue;
     remove[k] = false;
     for (int v : n.inputs)

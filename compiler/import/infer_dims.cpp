@@ -501,6 +501,45 @@ class DimInference {
     return out;
   }
 
+  // NonZero: [rank, count], the count a data symbol in [0, the input's
+  // largest element count] that the kernel writes into a hidden int64 [1]
+  // output (the symbol's source, read by the runtime after the kernel).
+  DimExprs nonzero() {
+    DimExprs x = in_dims(0);
+    return {Expr((int64_t)x.size()), data_symbol(val(in(0)).elements())};
+  }
+
+  // Compress: the input's dimensions with the selected one (or the
+  // flattened input, without `axis`) a data symbol, at most the shorter of
+  // the condition and that dimension.
+  DimExprs compress() {
+    DimExprs x = in_dims(0);
+    int64_t cond = val(in(1)).elements();
+    if (!node_->has_attr("axis")) return {data_symbol(std::min(cond, val(in(0)).elements()))};
+    int64_t a = norm_axis(node_->attr_int("axis", 0), (int64_t)x.size());
+    x[(size_t)a] = data_symbol(std::min(cond, val(in(0)).shape[(size_t)a]));
+    return x;
+  }
+
+  // A fresh data symbol in [0, most] (a size only the kernel knows), whose
+  // source is a new hidden int64 [1] output of the node, the last one.
+  Expr data_symbol(int64_t most) {
+    if (most > (int64_t)1 << 31) fail("more than 2^31 elements: the count would not fit a shape symbol");
+    std::string name = node_->name + ".count";
+    int symbol = (int)g_.symbols.size();
+    Expr count = tir::Var::make_symbol(name, symbol, 0, most);
+    const int producer = (int)(node_ - g_.nodes.data());
+    graph::Value c;
+    c.name = g_.unique_name(name);
+    c.dtype = graph::DType::I64;
+    c.shape = {1};
+    c.producer = producer;
+    int cv = g_.add_value(std::move(c));
+    g_.symbols.push_back({name, count, 0, most, cv});
+    g_.nodes[(size_t)producer].outputs.push_back(cv);  // the hidden count
+    return count;
+  }
+
   // Output 0's dimensions by the operator's rule; the rule may also set
   // symbolic values and other outputs' dimensions in `extra`.
   DimExprs rule(OpDims r, std::map<size_t, DimExprs>& extra) {
@@ -772,6 +811,8 @@ class DimInference {
         return {simp(tir::max(count, Expr(0)))};
       }
       case OpDims::Resize: return resize();
+      case OpDims::NonZero: return nonzero();
+      case OpDims::Compress: return compress();
     }
     internal_error << "unhandled dims rule";
   }

@@ -313,7 +313,11 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   if (!unused.empty()) user_error << "--input-shape names '" << unused.begin()->first << "', which is not a model input";
   if (!unused_dims.empty())
     user_error << "--dim names '" << unused_dims.begin()->first << "', which is no named dimension of a model input";
-  const bool dynamic = !symbols.empty();
+  // Run-time dimensions: input ranges, or an operator whose output size
+  // only its kernel knows (a data symbol, infer_dims: NonZero).
+  bool data_shapes = false;
+  for (auto& n : g->node()) data_shapes |= graph::op_traits(n.op_type()).data_shape();
+  const bool dynamic = !symbols.empty() || data_shapes;
   // --freeze-input: the input becomes an initializer holding the given value.
   for (auto& [name, bytes] : options.frozen_inputs) {
     int index = -1;

@@ -214,6 +214,14 @@ void OpContext::emit_scan(int64_t steps, const std::vector<ScanState>& states) {
   kernels.push_back(std::move(k));
 }
 
+void OpContext::emit_tir(const std::string& what, const std::function<tir::Stmt(const BindFn&)>& body) {
+  KernelDef k;
+  k.name = kernel_name(what);
+  k.source_nodes = {node_index};
+  k.body = body([&](int v, Access access) { return add_kernel_param(k, graph, v, access); });
+  kernels.push_back(std::move(k));
+}
+
 void OpContext::set_output(size_t i, const te::Tensor& t, const ScheduleFn& schedule) {
   if (state_->fused.count(output(i)) && t.dtype() == graph::dtype_to_tir(value(output(i)).dtype)) {
     PendingTensor p{t, fused_sources_};

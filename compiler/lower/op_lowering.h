@@ -105,6 +105,12 @@ class OpContext {
   te::Tensor scan_state(const std::string& name, const graph::Shape& shape, tir::Type dtype);
   void emit_scan(int64_t steps, const std::vector<ScanState>& states);
 
+  // A hand-written kernel (TIR built by the lowering, as NonZero's): `body`
+  // gets a function binding graph values as the kernel's buffers (each
+  // value once, as the next parameter).
+  using BindFn = std::function<tir::Buffer(int value, Access access)>;
+  void emit_tir(const std::string& what, const std::function<tir::Stmt(const BindFn&)>& body);
+
   // The target's SIMD unit (register tiles are sized to fit).
   const VectorInfo& vector() const { return state_->vector; }
   // Whether GPU schedules may tile through workgroup shared memory.

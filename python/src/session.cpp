@@ -199,8 +199,9 @@ PyObject* session_run(PyObject* self, PyObject* args, PyObject* kwargs) {
   OwnedOutputs owned;
   if (copy && !owned.make(s->outputs)) return nullptr;
   std::vector<const void*> views(s->outputs.size(), nullptr);
-  bool dynamic = false;
+  bool dynamic = false;  // outputs' shapes may differ from run to run (input ranges, or sizes a kernel computes)
   for (const TensorDesc& t : s->inputs) dynamic |= t.dynamic();
+  for (const TensorDesc& t : s->outputs) dynamic |= t.dynamic();
   std::vector<std::vector<int64_t>> out_dims(s->outputs.size());
   for (size_t j = 0; j < out_dims.size(); j++) out_dims[j] = s->outputs[j].shape;
 

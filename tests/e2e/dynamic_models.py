@@ -10,6 +10,10 @@ compiled ONCE with its dimensions as ranges and checked at several shapes agains
   shape_ops    shapes computed at run time: Shape -> Gather -> Concat -> Reshape (heads split
                and merged), Range from a Shape (positions), Expand, Slice to a computed end,
                Split, Transpose, on a sequence L = 2..40
+  data_shapes  sizes only the kernels know (data symbols): NonZero of x > 0 transposed; the
+               positive elements picked by Gather at NonZero's indices and summed; the rows
+               Compress keeps (row max > 0.5), scaled and summed; on rows n = 1..32, with
+               shapes where nothing is selected and where everything is
   errors       kiln run refuses, naming the input, the dimension and the range: a shape
                outside the range; two inputs that share a dimension given different sizes;
                a model condition on the dimensions (x [n] + y [5] needs n = 5); kilnc refuses
@@ -127,6 +131,34 @@ def shape_ops(rng) -> onnx.ModelProto:
                   helper.make_tensor_value_info('right', F, [1, 'Lm', 10])])
 
 
+def data_shapes(rng) -> onnx.ModelProto:
+    I64 = TensorProto.INT64
+    nodes = [
+        helper.make_node('Greater', ['x', 'zero'], ['pos']),
+        helper.make_node('NonZero', ['pos'], ['nz']),
+        helper.make_node('Transpose', ['nz'], ['coords'], perm=[1, 0]),
+        helper.make_node('Reshape', ['x', 'flat'], ['xf']),
+        helper.make_node('Greater', ['xf', 'zero'], ['posf']),
+        helper.make_node('NonZero', ['posf'], ['nzf']),
+        helper.make_node('Squeeze', ['nzf', 'axis0'], ['idx']),
+        helper.make_node('Gather', ['xf', 'idx'], ['vals'], axis=0),
+        helper.make_node('ReduceSum', ['vals'], ['vsum'], keepdims=0),
+        helper.make_node('Add', ['vsum', 'two'], ['total']),  # non-zero when nothing is selected
+        helper.make_node('ReduceMax', ['x'], ['rowmax'], axes=[1], keepdims=0),
+        helper.make_node('Greater', ['rowmax', 'half'], ['keep']),
+        helper.make_node('Compress', ['x', 'keep'], ['rows'], axis=0),
+        helper.make_node('Mul', ['rows', 'two'], ['rows2']),
+        helper.make_node('ReduceSum', ['rows2', 'axis0'], ['csum'], keepdims=0),
+        helper.make_node('Add', ['csum', 'two'], ['colsum']),
+    ]
+    inits = [tensor('zero', np.float32(0)), tensor('half', np.float32(0.5)), tensor('two', np.float32(2)),
+             tensor('flat', np.array([-1], np.int64)), tensor('axis0', np.array([0], np.int64))]
+    return model(nodes, inits, [helper.make_tensor_value_info('x', F, ['n', 6])],
+                 [helper.make_tensor_value_info('coords', I64, ['c', 2]), helper.make_tensor_value_info('vals', F, ['m']),
+                  helper.make_tensor_value_info('total', F, []), helper.make_tensor_value_info('rows2', F, ['r', 6]),
+                  helper.make_tensor_value_info('colsum', F, [6])])
+
+
 def pair(rng) -> onnx.ModelProto:
     """Two inputs sharing a dimension, and a condition on it: z = a * b + c, c [5]."""
     nodes = [helper.make_node('Mul', ['a', 'b'], ['ab']), helper.make_node('Add', ['ab', 'c'], ['z'])]
@@ -197,12 +229,18 @@ def main() -> int:
          [{'x': (1, 3, h, w)} for h, w in ((16, 16), (33, 47), (96, 64), (21, 95))]),
         ('shape_ops', shape_ops(rng), ['--input-shape', 'x=1,2..40,16'], [{'x': (1, L, 16)} for L in (2, 9, 40)]),
     ]
+    # data_shapes: random rows, then nothing selected (all negative) and everything (all positive).
+    data_feeds = [rng.standard_normal((n, 6)).astype(np.float32) for n in (1, 7, 32)]
+    data_feeds += [-np.abs(rng.standard_normal((5, 6))).astype(np.float32) - 0.1,
+                   np.abs(rng.standard_normal((32, 6))).astype(np.float32) + 0.6]
+    cases.append(('data_shapes', data_shapes(rng), ['--dim', 'n=1..32'], [{'x': a} for a in data_feeds]))
     for name, m, ranges, shapes in cases:
         path = os.path.join(work, name + '.onnx')
         onnx.save(m, path)
         feed_sets = []
         for k, shapes_of in enumerate(shapes):
-            feed_sets.append({i: save(work, '%s_%s_%d' % (name, i, k), rng.standard_normal(s).astype(np.float32))
+            feed_sets.append({i: save(work, '%s_%s_%d' % (name, i, k),
+                                      s if isinstance(s, np.ndarray) else rng.standard_normal(s).astype(np.float32))
                               for i, s in shapes_of.items()})
         one = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, name), ranges, feed_sets, RTOL, ATOL)
         kiln_e2e.log('%s (one bundle, %s): %s' % (name, ' '.join(ranges), 'PASS' if one else 'FAIL'))

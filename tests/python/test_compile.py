@@ -93,6 +93,24 @@ def test_ranges_make_one_bundle_for_many_shapes():
             kiln.compile(model, input_shapes={"a": (bad, 8)})
 
 
+def test_sizes_only_the_kernel_knows_come_back_at_the_run_size():
+    """NonZero (a data symbol, docs/dynamic-shapes.md): each run returns the
+    coordinates at that run's count, none included; copies and views alike."""
+    from onnx import TensorProto, helper
+    model = onnx_graph_model(
+        [helper.make_node("NonZero", ["x"], ["nz"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])],
+        [helper.make_tensor_value_info("nz", TensorProto.INT64, [2, "n"])])
+    with kiln.Model.load(kiln.compile(model)) as m, m.session() as s:
+        assert (m.outputs[0].shape, m.outputs[0].min_shape) == ((2, 15), (2, 0))
+        rng = np.random.default_rng(3)
+        for x in (rng.standard_normal((3, 5)).clip(0), np.zeros((3, 5)), np.ones((3, 5)), np.eye(3, 5)):
+            x = x.astype(np.float32)
+            for copy in (False, True):
+                got = s.run({"x": x}, copy=copy)["nz"]
+                np.testing.assert_array_equal(got, np.array(np.nonzero(x), np.int64))
+
+
 def test_freeze_inputs_make_an_input_a_constant():
     from onnx import TensorProto, helper, numpy_helper
     model = onnx_graph_model(

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "compiler_graph_builder.h"
+#include "graph/passes.h"
 #include "import/infer_dims.h"
 #include "lower/fuse.h"
 #include "support/diagnostics.h"
@@ -173,4 +174,55 @@ TEST_CASE("dynamic: dimensions that can never agree are a user error naming the 
     CHECK(std::string(e.what()).find("MatMul") != std::string::npos);
   }
   CHECK(threw);
+}
+
+TEST_CASE("dynamic: NonZero and Compress get data symbols with a hidden count output") {
+  // NonZero(x [3, 5]) -> [2, c] with c in 0..15; Compress(x, cond [4], axis 1)
+  // -> [3, d] with d in 0..4 (the shorter of the condition and the axis).
+  // Each node gains output 1, the int64 [1] count that is its symbol's source.
+  Builder b;
+  b.g.opset = 13;
+  int x = b.input("x", {3, 5});
+  int cond = b.input("cond", {4}, DType::Bool);
+  int nz = unknown(b, "NonZero", {x}, 2);
+  kiln::graph::Attr axis;
+  axis.kind = Attr::Kind::Int;
+  axis.i = 1;
+  int kept = unknown(b, "Compress", {x, cond}, 2, {{"axis", axis}});
+  b.output(nz);
+  b.output(kept);
+  kiln::infer_run_time_dims(b.g);
+  const Graph& g = b.g;
+  REQUIRE(g.symbols.size() == 2);
+  CHECK(g.symbols[0].lo == 0);
+  CHECK(g.symbols[0].hi == 15);
+  CHECK(g.symbols[1].hi == 4);
+  REQUIRE(g.nodes[0].outputs.size() == 2);
+  CHECK(g.nodes[0].outputs[1] == g.symbols[0].source_value);
+  const Value& count = g.values[(size_t)g.symbols[0].source_value];
+  CHECK(count.dtype == DType::I64);
+  CHECK(count.shape == Shape{1});
+  CHECK(count.producer == 0);
+  CHECK(str(g.values[nz].dims[0]) == "2");
+  CHECK(str(g.values[nz].dims[1]) == str(g.symbols[0].var));
+  CHECK(g.values[nz].shape == Shape{2, 15});  // planned at the bound
+  CHECK(str(g.values[kept].dims[1]) == str(g.symbols[1].var));
+  CHECK(g.values[kept].shape == Shape{3, 4});
+  // Never removed, folded or merged: the symbol needs its source. With its
+  // output unread, the NonZero stays (dead-code) and so does its symbol.
+  Builder d;
+  d.g.opset = 13;
+  int dx = d.input("x", {3, 5});
+  unknown(d, "NonZero", {dx}, 2);
+  d.output(d.node("Relu", {dx}, {3, 5}));
+  kiln::infer_run_time_dims(d.g);
+  PassContext ctx;
+  pass_dead_code(d.g, ctx);
+  pass_constant_fold(d.g, ctx);
+  pass_cse(d.g, ctx);
+  REQUIRE(d.g.nodes.size() == 2);
+  CHECK(d.g.nodes[0].op == "NonZero");
+  CHECK(op_traits("NonZero").data_shape());
+  CHECK(op_traits("Compress").data_shape());
+  CHECK_FALSE(op_traits("Gather").data_shape());
 }

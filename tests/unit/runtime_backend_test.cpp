@@ -55,7 +55,7 @@ TEST_CASE("backend: the CPU table runs the add/scale bundle without the session 
     REQUIRE(cpu.write_input(state, &m->inputs[0], a.data(), a.size() * 4) == NULL);
     CHECK(cpu.dispatch_profile(state) == nullptr);  // no run yet
     REQUIRE(cpu.set_profiling(state, 1) == NULL);
-    REQUIRE(cpu.run(state) == NULL);
+    REQUIRE(cpu.run(state, nullptr) == NULL);  // no data symbols: no shapes needed
     const uint64_t* times = cpu.dispatch_profile(state);
     REQUIRE(times != nullptr);
     CHECK(times[0] >= 1);
@@ -66,7 +66,7 @@ TEST_CASE("backend: the CPU table runs the add/scale bundle without the session 
     REQUIRE(cpu.get_output_view(state, 0, &view) == NULL);
     CHECK(memcmp(view, out.data(), out.size() * 4) == 0);
     REQUIRE(cpu.set_profiling(state, 0) == NULL);
-    REQUIRE(cpu.run(state) == NULL);
+    REQUIRE(cpu.run(state, nullptr) == NULL);  // no data symbols: no shapes needed
     CHECK(cpu.dispatch_profile(state) == nullptr);  // the last run was not profiled
     cpu.free(state);
   }

@@ -105,7 +105,7 @@ std::vector<uint8_t> TestBundle::Build() const {
   std::vector<flatbuffers::Offset<fb::Symbol>> symbol_offsets;
   for (const TestSymbol& s : symbols) {
     symbol_offsets.push_back(fb::CreateSymbolDirect(fbb, s.name.empty() ? nullptr : s.name.c_str(), s.min, s.max,
-                                                    s.input, s.dim));
+                                                    s.input, s.dim, s.source_dispatch, s.source_tensor));
   }
   std::vector<flatbuffers::Offset<fb::ShapeExpr>> expr_offsets;
   for (const auto& code : shape_exprs) expr_offsets.push_back(fb::CreateShapeExprDirect(fbb, &code));

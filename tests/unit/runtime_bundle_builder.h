@@ -71,6 +71,8 @@ struct TestSymbol {
   std::string name;  // empty: no name
   int64_t min = 1, max = 1;
   uint32_t input = 0, dim = 0;
+  int32_t source_dispatch = -1;  // a data symbol (minor 6): its source dispatch and tensor
+  uint32_t source_tensor = 0;
 };
 
 // Bundle.shape_constraints entry (minor 5).

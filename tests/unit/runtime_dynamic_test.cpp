@@ -63,6 +63,26 @@ TestBundle DynamicAddScale() {
   return b;
 }
 
+// DynamicAddScale() with a data symbol (minor 6): symbol 1 "count" in
+// 0..256 is written by dispatch 0 into tensor 4, an int64 [1] sharing the
+// first 8 bytes of t (dispatch 0 writes t through it: t[0] = a[0],
+// t[1] = a[1] + 0.5), so a test sets the count through a[0..1]. The output
+// is [1, count] (expression 2), and dispatch 1 runs (count + 63) / 64
+// workgroups (expression 3).
+TestBundle DataSymbolAddScale() {
+  TestBundle b = DynamicAddScale();
+  b.min_runtime_minor = 6;
+  b.tensors.push_back({"count", fb::DType::Int64, {1}, fb::Storage::Arena, 1024});
+  b.dispatches[0].bindings[2] = {4, fb::Access::Write};
+  b.symbols.push_back({"add.count", 0, kMax, 0, 0, 0, 4});
+  b.shape_exprs.push_back({Sym(1)});
+  b.shape_exprs.push_back({Sym(1), Const(63), Step(Op::Add), Const(64), Step(Op::Div)});
+  b.tensors[3].dynamic_dims = {-1, 2};
+  b.tensors[3].min_shape = {1, 0};
+  b.dispatches[1].workgroup_count_exprs = {3, -1, -1};
+  return b;
+}
+
 // Loads `b` and returns "" on success, else the error message, checking its code.
 std::string LoadError(const TestBundle& b, kiln_status_code_t expected_code = KILN_INVALID_BUNDLE) {
   std::vector<uint8_t> file = b.Build();
@@ -208,7 +228,7 @@ TEST_CASE("dynamic verify: shape expressions (stack, steps, operands, operations
 TEST_CASE("dynamic verify: symbols") {
   TestBundle b = DynamicMinimal();
   b.symbols[0].min = 0;
-  CHECK(Contains(LoadError(b), "symbol 0 ('n'): range 0..4 (need 1 <= min <= max <= 2^31)"));
+  CHECK(Contains(LoadError(b), "symbol 0 ('n'): range 0..4 (need 1 <= min <= max <= 2^31;"));
   b = DynamicMinimal();
   b.symbols[0].min = 3;
   b.symbols[0].max = 2;
@@ -661,4 +681,114 @@ TEST_CASE("dynamic session: a Vulkan bundle with symbols is KILN_UNSUPPORTED") {
     CHECK(Fails(kiln::Session::Create(model, &options, &session), KILN_UNSUPPORTED,
                 "dimensions known only at run time, which the Vulkan backend does not support"));
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Data symbols (bundle format 0.6): sizes a kernel writes
+//===----------------------------------------------------------------------===//
+
+TEST_CASE("data symbols verify: source, type, and no use before the source ran") {
+  CHECK(LoadError(DataSymbolAddScale()) == "");
+  TestBundle b = DataSymbolAddScale();
+  b.symbols[1].source_dispatch = 2;
+  CHECK(Contains(LoadError(b), "symbol 1 ('add.count'): source dispatch 2 or tensor 4 out of range"));
+  b = DataSymbolAddScale();
+  b.symbols[1].min = 1;
+  b.symbols[1].source_dispatch = -2;
+  CHECK(Contains(LoadError(b), "symbol 1 ('add.count'): source dispatch -2"));
+  b = DataSymbolAddScale();
+  b.symbols[1].source_tensor = 5;
+  CHECK(Contains(LoadError(b), "source dispatch 0 or tensor 5 out of range"));
+  const char* source = "its source tensor 4 must be a static Arena int64 tensor its source dispatch 0 writes";
+  b = DataSymbolAddScale();
+  b.dispatches[0].bindings.back().second = fb::Access::Read;  // bound, but not written
+  CHECK(Contains(LoadError(b), source));
+  b = DataSymbolAddScale();
+  b.symbols[1].source_tensor = 1;  // a constant of float32
+  CHECK(Contains(LoadError(b), "its source tensor 1 must be"));
+  b = DataSymbolAddScale();
+  b.tensors[4].dtype = fb::DType::Int32;
+  b.tensors[4].shape = {2};
+  CHECK(Contains(LoadError(b), source));
+  b = DataSymbolAddScale();
+  b.symbols[1].source_dispatch = 1;  // dispatch 1 does not bind tensor 4
+  CHECK(Contains(LoadError(b), "its source tensor 4 must be a static Arena int64 tensor its source dispatch 1 writes"));
+  b = DataSymbolAddScale();
+  b.min_runtime_minor = 5;  // a 0.5 runtime would take it for an input dimension
+  CHECK(Contains(LoadError(b), "data symbols need min_runtime_minor >= 6"));
+  b = DataSymbolAddScale();
+  b.symbols[1].min = -1;
+  CHECK(Contains(LoadError(b), "range -1..256"));
+  b = DataSymbolAddScale();
+  b.dispatches[0].workgroup_count_exprs = {3, -1, -1};  // the source itself sized by its count
+  CHECK(Contains(LoadError(b), "dispatch 0: workgroup_count_exprs[0] uses a data symbol defined only by this "
+                               "dispatch or a later one"));
+  b = DataSymbolAddScale();
+  b.dispatches[0].push_constant_symbols = {1};
+  b.dispatches[0].push_constants.clear();
+  CHECK(Contains(LoadError(b), "dispatch 0: push constant symbol 1 is a data symbol defined only by this dispatch"));
+  b = DataSymbolAddScale();
+  b.dispatches[1].push_constant_symbols = {1};  // after the source: allowed
+  b.dispatches[1].push_constants.clear();
+  CHECK(LoadError(b) == "");
+  b = DataSymbolAddScale();
+  b.tensors[0].dynamic_dims = {2, 0};  // an input sized by a kernel's count
+  b.tensors[0].min_shape = {0, 1};
+  CHECK(Contains(LoadError(b), "input 0: dimension 0 uses a data symbol"));
+}
+
+// Sets a[0..1] so that dispatch 0 writes the int64 `count` into t's first
+// 8 bytes (the data symbol's source: the low half passes through as a
+// float's bits, a denormal; a zero high half is -0.5 + 0.5, a non-zero one
+// a NaN, which the addition keeps) and a[i] = i after them, runs, and checks
+// the output is [1, count] with out[i] = (i + 0.5 i) * 2 past the first two.
+static kiln::Status RunDataSymbol(Loaded* loaded, int64_t n, int64_t count) {
+  std::vector<float> a((size_t)n);
+  for (int64_t i = 0; i < n; ++i) a[i] = (float)i;
+  uint32_t half[2];
+  memcpy(half, &count, sizeof(count));
+  memcpy(&a[0], &half[0], 4);
+  if (half[1] == 0) a[1] = -0.5f;
+  else memcpy(&a[1], &half[1], 4);
+  REQUIRE(loaded->SetShape(0, {1, n}).ok());
+  REQUIRE(loaded->session.set_input(0, a.data(), a.size() * 4).ok());
+  kiln::Status status = loaded->session.run();
+  if (!status.ok()) return status;
+  size_t bytes = 0;
+  CHECK(loaded->Shape(0, true, &bytes) == std::vector<int64_t>{1, count});
+  CHECK(bytes == (size_t)count * 4);
+  std::vector<float> out((size_t)count + 1, -1.0f);
+  REQUIRE(loaded->session.get_output(0, out.data(), (size_t)count * 4).ok());
+  for (int64_t i = 2; i < count; ++i) CHECK(out[i] == ((float)i + 0.5f * (float)i) * 2.0f);
+  CHECK(out[(size_t)count] == -1.0f);  // nothing past the run's shape
+  return status;
+}
+
+TEST_CASE("data symbols session: the count the source wrote sizes what follows, each run") {
+  for (uint32_t threads : {1u, 2u}) {
+    Loaded loaded(DataSymbolAddScale(), threads);
+    kiln_tensor_info_t info;
+    REQUIRE(loaded.model.get_output_info(0, &info).ok());
+    CHECK(info.min_shape[1] == 0);  // a data dimension may be empty
+    CHECK(info.shape[1] == kMax);
+    CHECK(RunDataSymbol(&loaded, kMax, 100).ok());
+    CHECK(RunDataSymbol(&loaded, kMax, 0).ok());  // no workgroups: dispatch 1 skipped
+    CHECK(RunDataSymbol(&loaded, 40, 130).ok());  // larger than the input: fits the plan
+    CHECK(RunDataSymbol(&loaded, kMax, kMax).ok());
+    kiln::Status status = RunDataSymbol(&loaded, kMax, kMax + 1);
+    CHECK(Fails(status, KILN_INVALID_ARGUMENT, "'add.count' came out as 257, outside the range 0..256"));
+    CHECK(Contains(status.message(), "after dispatch 0"));
+    CHECK(Fails(RunDataSymbol(&loaded, kMax, -5), KILN_INVALID_ARGUMENT, "came out as -5"));
+    CHECK(RunDataSymbol(&loaded, 9, 3).ok());  // the session recovers
+  }
+}
+
+TEST_CASE("data symbols session: constraints on a data symbol wait for it, then refuse the run") {
+  TestBundle b = DataSymbolAddScale();
+  b.shape_exprs.push_back({Sym(1), Sym(0), Step(Op::Le)});  // count <= n
+  b.shape_constraints = {{4, "Compress node 'c': the count must not exceed n"}};
+  Loaded loaded(b);
+  CHECK(RunDataSymbol(&loaded, 64, 64).ok());  // resolved at the count's maximum (256 > 64): waited
+  CHECK(Fails(RunDataSymbol(&loaded, 64, 65), KILN_INVALID_ARGUMENT, "the count must not exceed n"));
+  CHECK(RunDataSymbol(&loaded, 64, 10).ok());
 }

@@ -69,16 +69,70 @@ static bool kiln_shape_expr_is_symbol(const fb::ShapeExpr* expr, uint32_t symbol
          code->Get(0)->operand() == (int64_t)symbol;
 }
 
+// A data symbol (schema/bundle.fbs, Symbol): its source dispatch exists and
+// writes its source tensor, an Arena int64 tensor with at least one element.
+// Whether every data symbol `expr` uses is defined before dispatch `dispatch`
+// runs (its source is an earlier dispatch); symbols are verified.
+static bool kiln_shape_expr_known_at(const fb::Bundle* bundle, const fb::ShapeExpr* expr, int64_t dispatch) {
+  const auto* code = expr->code();
+  for (uint32_t i = 0; i < code->size(); ++i) {
+    const fb::ShapeInstr* step = code->Get(i);
+    if (step->op() != fb::ShapeOp::Symbol) continue;
+    if (bundle->symbols()->Get((uint32_t)step->operand())->source_dispatch() >= dispatch) return false;
+  }
+  return true;
+}
+
+static kiln_status_t kiln_verify_data_symbol(const fb::Bundle* bundle, const fb::Symbol* symbol, uint32_t s) {
+  const char* name = kiln_shape_name(symbol->name());
+  uint32_t dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
+  uint32_t tensor_count = bundle->tensors() ? bundle->tensors()->size() : 0;
+  if ((uint32_t)symbol->source_dispatch() >= dispatch_count || symbol->source_tensor() >= tensor_count) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: symbol %u ('" KILN_NAME_FMT "'): source dispatch %d or tensor %u out of range",
+                            s, name, symbol->source_dispatch(), symbol->source_tensor());
+  }
+  const fb::Tensor* tensor = bundle->tensors()->Get(symbol->source_tensor());
+  bool written = false;
+  const auto* bindings = bundle->dispatches()->Get((uint32_t)symbol->source_dispatch())->bindings();
+  for (uint32_t b = 0; bindings && b < bindings->size(); ++b) {
+    const fb::Binding* binding = bindings->Get(b);
+    written = written || (binding->tensor() == symbol->source_tensor() && binding->access() != fb::Access::Read);
+  }
+  if (!written || tensor->storage() != fb::Storage::Arena || tensor->dtype() != fb::DType::Int64 ||
+      tensor->byte_size() < sizeof(int64_t) || tensor->dynamic_dims()) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: symbol %u ('" KILN_NAME_FMT "'): its source tensor %u must be a static Arena "
+                            "int64 tensor its source dispatch %d writes",
+                            s, name, symbol->source_tensor(), symbol->source_dispatch());
+  }
+  if (bundle->min_runtime_minor() < 6) {
+    return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: data symbols need min_runtime_minor >= 6");
+  }
+  return NULL;
+}
+
 static kiln_status_t kiln_verify_symbols(const fb::Bundle* bundle, uint32_t symbol_count, uint32_t expr_count) {
   uint32_t input_count = bundle->inputs() ? bundle->inputs()->size() : 0;
   for (uint32_t s = 0; s < symbol_count; ++s) {
     const fb::Symbol* symbol = bundle->symbols()->Get(s);
     const char* name = kiln_shape_name(symbol->name());
     if (!symbol->name()) return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: symbol %u has no name", s);
-    if (symbol->min() < 1 || symbol->max() < symbol->min() || symbol->max() > KILN_BUNDLE_MAX_SYMBOL_VALUE) {
+    const bool data = symbol->source_dispatch() >= 0;
+    if (symbol->min() < (data ? 0 : 1) || symbol->max() < symbol->min() ||
+        symbol->max() > KILN_BUNDLE_MAX_SYMBOL_VALUE) {
       return kiln_make_status(KILN_INVALID_BUNDLE,
-                              "bundle: symbol %u ('" KILN_NAME_FMT "'): range %lld..%lld (need 1 <= min <= max <= 2^31)",
+                              "bundle: symbol %u ('" KILN_NAME_FMT "'): range %lld..%lld (need 1 <= min <= max <= 2^31; "
+                              "0 <= min for a data symbol)",
                               s, name, (long long)symbol->min(), (long long)symbol->max());
+    }
+    if (data) {
+      KILN_RETURN_IF_ERROR(kiln_verify_data_symbol(bundle, symbol, s));
+      continue;
+    }
+    if (symbol->source_dispatch() != -1) {
+      return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: symbol %u ('" KILN_NAME_FMT "'): source dispatch %d",
+                              s, name, symbol->source_dispatch());
     }
     if (symbol->input() >= input_count) {
       return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: symbol %u ('" KILN_NAME_FMT "'): input %u out of range "
@@ -152,6 +206,12 @@ static kiln_status_t kiln_verify_dynamic_dispatches(const fb::Bundle* bundle, ui
                                   "bundle: dispatch %u: workgroup_count_exprs[%u] = %d out of range (%u expressions)",
                                   i, a, e, expr_count);
         }
+        if (e >= 0 && !kiln_shape_expr_known_at(bundle, bundle->shape_exprs()->Get((uint32_t)e), (int64_t)i)) {
+          return kiln_make_status(KILN_INVALID_BUNDLE,
+                                  "bundle: dispatch %u: workgroup_count_exprs[%u] uses a data symbol defined only "
+                                  "by this dispatch or a later one",
+                                  i, a);
+        }
       }
     }
     if (const auto* symbols = dispatch->push_constant_symbols()) {
@@ -168,6 +228,12 @@ static kiln_status_t kiln_verify_dynamic_dispatches(const fb::Bundle* bundle, ui
           return kiln_make_status(KILN_INVALID_BUNDLE,
                                   "bundle: dispatch %u: push constant symbol %u out of range (%u symbols)", i,
                                   symbols->Get(k), symbol_count);
+        }
+        if (bundle->symbols()->Get(symbols->Get(k))->source_dispatch() >= (int64_t)i) {
+          return kiln_make_status(KILN_INVALID_BUNDLE,
+                                  "bundle: dispatch %u: push constant symbol %u is a data symbol defined only by "
+                                  "this dispatch or a later one",
+                                  i, symbols->Get(k));
         }
       }
     }
@@ -189,6 +255,15 @@ kiln_status_t kiln_bundle_verify_shapes(const fb::Bundle* bundle, kiln_bundle_vi
   KILN_RETURN_IF_ERROR(kiln_verify_symbols(bundle, symbol_count, expr_count));
   bool any = expr_count > 0 || constraint_count > 0;
   KILN_RETURN_IF_ERROR(kiln_verify_dynamic_tensors(bundle, expr_count, &any));
+  // A model input's dimensions come from the caller, before any dispatch runs.
+  for (uint32_t i = 0; bundle->inputs() && i < bundle->inputs()->size(); ++i) {
+    const auto* dims = bundle->tensors()->Get(bundle->inputs()->Get(i))->dynamic_dims();  // verified indices
+    for (uint32_t d = 0; dims && d < dims->size(); ++d) {
+      if (dims->Get(d) >= 0 && !kiln_shape_expr_known_at(bundle, bundle->shape_exprs()->Get((uint32_t)dims->Get(d)), 0)) {
+        return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: input %u: dimension %u uses a data symbol", i, d);
+      }
+    }
+  }
   KILN_RETURN_IF_ERROR(kiln_verify_dynamic_dispatches(bundle, symbol_count, expr_count, &any));
   for (uint32_t c = 0; c < constraint_count; ++c) {
     const fb::ShapeConstraint* constraint = bundle->shape_constraints()->Get(c);

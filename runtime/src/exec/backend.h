@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "exec/model.h"
+#include "exec/session_shapes.h"
 #include "kiln/kiln.h"
 
 // A backend's session state (each backend defines its own and casts).
@@ -39,8 +40,13 @@ typedef struct kiln_backend_t {
   // A view of output `index`, valid until the next run or free.
   kiln_status_t (*get_output_view)(kiln_backend_state_t* state, size_t index,
                                    const void** out_data);
-  // Runs every dispatch once, in order.
-  kiln_status_t (*run)(kiln_backend_state_t* state);
+  // Runs every dispatch once, in order. Right after a dispatch that is a
+  // data symbol's source (schema/bundle.fbs, Symbol) it reads the value
+  // the kernel wrote, calls kiln_session_shapes_define(shapes, ...) and
+  // takes the new values as update_shapes does, before the next dispatch.
+  // Backends without update_shapes never see data symbols; `shapes` may be
+  // NULL for a bundle without data symbols.
+  kiln_status_t (*run)(kiln_backend_state_t* state, kiln_session_shapes_t* shapes);
   // Turns per-dispatch timing of later runs on or off.
   kiln_status_t (*set_profiling)(kiln_backend_state_t* state, int enabled);
   // The last run's time per dispatch (nanoseconds, one per bundle

@@ -23,6 +23,7 @@ typedef struct kiln_bound_dispatch_t {
   kiln_kernel_dispatch_state_t state;  // what the kernel sees (counts, bindings, constants)
   kiln_kernel_fn_t kernel;             // entry point
   uint32_t kernel_index;               // index into Bundle.kernels (for messages)
+  int defines_symbols;                 // nonzero: the source of a data symbol (read after it runs)
 } kiln_bound_dispatch_t;
 
 // The CPU backend's session state.
@@ -82,6 +83,8 @@ static kiln_status_t kiln_cpu_session_bind(kiln_cpu_session_t* session) {
     bound->kernel_index = dispatch->kernel();
     bound->kernel = session->model->kernels[dispatch->kernel()];
     cursor += kiln_model_bind_dispatch(session->model, i, session->arena, cursor, &bound->state);
+    for (uint32_t s = 0; bundle->symbols() && s < bundle->symbols()->size(); ++s)
+      bound->defines_symbols |= bundle->symbols()->Get(s)->source_dispatch() == (int32_t)i;
     if (const auto* symbols = dispatch->push_constant_symbols()) {  // filled by update_shapes
       bound->state.push_constant_count = symbols->size();
       bound->state.push_constants = push;
@@ -287,8 +290,25 @@ static kiln_status_t kiln_cpu_session_run_parallel(kiln_cpu_session_t* session,
                                        parallel.failed_workgroup, parallel.failed_worker);
 }
 
+// After dispatch `index`, a data symbol's source: each symbol it defines,
+// then the dispatches' new counts and push constants.
+static kiln_status_t kiln_cpu_session_define_symbols(kiln_cpu_session_t* session, uint32_t index,
+                                                     kiln_session_shapes_t* shapes) {
+  const fb::Bundle* bundle = session->model->view.bundle;
+  for (uint32_t s = 0; s < bundle->symbols()->size(); ++s) {
+    const fb::Symbol* symbol = bundle->symbols()->Get(s);
+    if (symbol->source_dispatch() != (int32_t)index) continue;
+    // Verified: an Arena int64 tensor of at least 8 bytes, inside the arena.
+    int64_t value = 0;
+    memcpy(&value, session->arena + bundle->tensors()->Get(symbol->source_tensor())->offset(), sizeof(value));
+    kiln_status_t status = kiln_session_shapes_define(shapes, s, value);
+    if (status) return kiln_status_annotate(status, "run: after dispatch %u", index);
+  }
+  return kiln_cpu_session_update_shapes((kiln_backend_state_t*)session, shapes->symbols, shapes->values);
+}
+
 // The executor: dispatches in order; see the top of the file.
-static kiln_status_t kiln_cpu_session_run(kiln_backend_state_t* state) {
+static kiln_status_t kiln_cpu_session_run(kiln_backend_state_t* state, kiln_session_shapes_t* shapes) {
   kiln_cpu_session_t* session = kiln_cpu_session(state);
   const int profiling = session->profiling;
   session->profile_valid = profiling;
@@ -305,6 +325,9 @@ static kiln_status_t kiln_cpu_session_run(kiln_backend_state_t* state) {
       session->dispatch_nanoseconds[i] = elapsed ? elapsed : 1;  // 0 means "not reached"
     }
     if (status) return status;
+    if (session->dispatches[i].defines_symbols) {
+      KILN_RETURN_IF_ERROR(kiln_cpu_session_define_symbols(session, i, shapes));
+    }
   }
   return NULL;
 }

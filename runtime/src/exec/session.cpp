@@ -202,7 +202,8 @@ kiln_status_t kiln_session_run(kiln_session_t* session) {
   uint64_t start = first ? kiln_now_nanoseconds() : 0;
   kiln_status_t status = kiln_session_update_shapes(session);
   if (status) return kiln_session_leave(session, kiln_status_annotate(status, "run"));
-  status = session->backend->run(session->state);
+  kiln_session_shapes_begin_run(&session->shapes);
+  status = session->backend->run(session->state, &session->shapes);
   if (first && !status) {
     uint64_t end = kiln_now_nanoseconds();
     session->load_stats.first_run_ns = end - start ? end - start : 1;

@@ -33,6 +33,9 @@ kiln_status_t kiln_session_shapes_create(const kiln_model_t* model, kiln_session
   KILN_RETURN_IF_ERROR(kiln_calloc_array(model->input_count, &shapes->input_bytes));
   KILN_RETURN_IF_ERROR(kiln_calloc_array(model->output_count, &shapes->output_shapes));
   KILN_RETURN_IF_ERROR(kiln_calloc_array(model->output_count, &shapes->output_bytes));
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(shapes->symbol_count, &shapes->pending));
+  for (uint32_t s = 0; s < shapes->symbol_count; ++s)
+    shapes->data_symbol_count += bundle->symbols()->Get(s)->source_dispatch() >= 0;
   int64_t* cursor = shapes->dims;
   for (size_t i = 0; i < model->input_count; ++i) {
     shapes->input_shapes[i] = cursor;
@@ -58,6 +61,7 @@ void kiln_session_shapes_free(kiln_session_shapes_t* shapes) {
   free(shapes->input_bytes);
   free(shapes->output_shapes);
   free(shapes->output_bytes);
+  free(shapes->pending);
   memset(shapes, 0, sizeof(*shapes));
 }
 
@@ -193,18 +197,72 @@ static kiln_status_t kiln_shapes_check_tensors(kiln_session_shapes_t* shapes) {
   return NULL;
 }
 
+// Whether `expr` uses a pending data symbol.
+static bool kiln_shapes_expr_pending(const kiln_session_shapes_t* shapes, const fb::ShapeExpr* expr) {
+  if (!shapes->data_symbol_count) return false;
+  const auto* code = expr->code();
+  for (uint32_t i = 0; i < code->size(); ++i) {
+    const fb::ShapeInstr* step = code->Get(i);
+    if (step->op() == fb::ShapeOp::Symbol && shapes->pending[step->operand()]) return true;
+  }
+  return false;
+}
+
+static kiln_status_t kiln_shapes_eval_all(kiln_session_shapes_t* shapes) {
+  const fb::Bundle* bundle = shapes->model->view.bundle;
+  for (uint32_t e = 0; e < shapes->expr_count; ++e) {
+    kiln_status_t status = kiln_shape_expr_eval(bundle->shape_exprs()->Get(e), shapes->symbols, &shapes->values[e]);
+    if (status) return kiln_status_annotate(status, "shapes: expression %u", e);
+  }
+  return NULL;
+}
+
+// The bundle's constraints, but those that wait for a pending data symbol.
+static kiln_status_t kiln_shapes_check_constraints(const kiln_session_shapes_t* shapes) {
+  const fb::Bundle* bundle = shapes->model->view.bundle;
+  uint32_t constraint_count = bundle->shape_constraints() ? bundle->shape_constraints()->size() : 0;
+  for (uint32_t c = 0; c < constraint_count; ++c) {
+    const fb::ShapeConstraint* constraint = bundle->shape_constraints()->Get(c);
+    if (shapes->values[constraint->expr()]) continue;
+    if (kiln_shapes_expr_pending(shapes, bundle->shape_exprs()->Get(constraint->expr()))) continue;
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "shapes: these input shapes do not fit the model: %.200s",
+                            constraint->message()->c_str());
+  }
+  return NULL;
+}
+
+void kiln_session_shapes_begin_run(kiln_session_shapes_t* shapes) {
+  if (!shapes->data_symbol_count) return;
+  const fb::Bundle* bundle = shapes->model->view.bundle;
+  for (uint32_t s = 0; s < shapes->symbol_count; ++s) shapes->pending[s] = bundle->symbols()->Get(s)->source_dispatch() >= 0;
+}
+
+kiln_status_t kiln_session_shapes_define(kiln_session_shapes_t* shapes, uint32_t symbol, int64_t value) {
+  const fb::Symbol* sym = shapes->model->view.bundle->symbols()->Get(symbol);
+  if (value < sym->min() || value > sym->max()) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT,
+                            "shapes: '" KILN_NAME_FMT "' came out as %lld, outside the range %lld..%lld this bundle "
+                            "was compiled for",
+                            sym->name()->c_str(), (long long)value, (long long)sym->min(), (long long)sym->max());
+  }
+  shapes->symbols[symbol] = value;
+  shapes->pending[symbol] = 0;
+  KILN_RETURN_IF_ERROR(kiln_shapes_eval_all(shapes));
+  KILN_RETURN_IF_ERROR(kiln_shapes_check_constraints(shapes));
+  return kiln_shapes_check_tensors(shapes);
+}
+
 kiln_status_t kiln_session_shapes_resolve(kiln_session_shapes_t* shapes) {
   if (!shapes->dirty) return NULL;
   const kiln_model_t* model = shapes->model;
   const fb::Bundle* bundle = model->view.bundle;
   for (uint32_t s = 0; s < shapes->symbol_count; ++s) {  // each from the input dimension it names
     const fb::Symbol* symbol = bundle->symbols()->Get(s);
-    shapes->symbols[s] = shapes->input_shapes[symbol->input()][symbol->dim()];
+    const bool data = symbol->source_dispatch() >= 0;  // known only once its dispatch ran: its largest until then
+    shapes->symbols[s] = data ? symbol->max() : shapes->input_shapes[symbol->input()][symbol->dim()];
+    shapes->pending[s] = data;
   }
-  for (uint32_t e = 0; e < shapes->expr_count; ++e) {
-    kiln_status_t status = kiln_shape_expr_eval(bundle->shape_exprs()->Get(e), shapes->symbols, &shapes->values[e]);
-    if (status) return kiln_status_annotate(status, "shapes: expression %u", e);
-  }
+  KILN_RETURN_IF_ERROR(kiln_shapes_eval_all(shapes));
   // Inputs sharing a symbol must agree.
   for (size_t i = 0; i < model->input_count; ++i) {
     const fb::Tensor* tensor = kiln_shapes_tensor(model, model->inputs[i].index);
@@ -218,14 +276,7 @@ kiln_status_t kiln_session_shapes_resolve(kiln_session_shapes_t* shapes) {
       }
     }
   }
-  uint32_t constraint_count = bundle->shape_constraints() ? bundle->shape_constraints()->size() : 0;
-  for (uint32_t c = 0; c < constraint_count; ++c) {
-    const fb::ShapeConstraint* constraint = bundle->shape_constraints()->Get(c);
-    if (!shapes->values[constraint->expr()]) {
-      return kiln_make_status(KILN_INVALID_ARGUMENT, "shapes: these input shapes do not fit the model: %.200s",
-                              constraint->message()->c_str());
-    }
-  }
+  KILN_RETURN_IF_ERROR(kiln_shapes_check_constraints(shapes));
   KILN_RETURN_IF_ERROR(kiln_shapes_check_tensors(shapes));
   shapes->dirty = 0;
   return NULL;

@@ -32,6 +32,8 @@ typedef struct kiln_session_shapes_t {
   int64_t** output_shapes;    // per output: its dimensions, inside `dims`
   size_t* output_bytes;       // per output: its current byte size
   int dirty;                  // input shapes changed since the last successful resolve
+  uint32_t data_symbol_count; // data symbols (a kernel's count, schema/bundle.fbs Symbol)
+  uint8_t* pending;           // per symbol: nonzero for a data symbol the current run has not defined yet
 } kiln_session_shapes_t;
 
 // Sets up `shapes` for `model`: every input at its largest shape (for a
@@ -49,6 +51,17 @@ kiln_status_t kiln_session_shapes_set_input(kiln_session_shapes_t* shapes, size_
 kiln_status_t kiln_shape_expr_eval(const kiln::fb::ShapeExpr* expr, const int64_t* symbols, int64_t* out_value);
 
 // Resolves the current input shapes (see above); a no-op when not dirty.
+// Data symbols stand at their maximum, and constraints that use them wait
+// for kiln_session_shapes_define.
 kiln_status_t kiln_session_shapes_resolve(kiln_session_shapes_t* shapes);
+
+// Data symbols (bundles of minor 6): a run begins with every data symbol
+// pending; the backend calls kiln_session_shapes_define right after each
+// one's source dispatch with the value it wrote. Defining checks the range,
+// re-evaluates every expression, checks the constraints whose data symbols
+// are all defined now and the tensors' room, and recomputes the outputs'
+// shapes. Neither allocates.
+void kiln_session_shapes_begin_run(kiln_session_shapes_t* shapes);
+kiln_status_t kiln_session_shapes_define(kiln_session_shapes_t* shapes, uint32_t symbol, int64_t value);
 
 #endif  // KILN_EXEC_SESSION_SHAPES_H_

@@ -511,7 +511,7 @@ static kiln_status_t kiln_vulkan_session_run_host(kiln_vulkan_session_t* session
   return kiln_vulkan_session_host_copies(session, dispatch->host_uploads(), 1);
 }
 
-static kiln_status_t kiln_vulkan_session_run(kiln_backend_state_t* state) {
+static kiln_status_t kiln_vulkan_session_run(kiln_backend_state_t* state, kiln_session_shapes_t*) {
   kiln_vulkan_session_t* session = kiln_vulkan_session(state);
   const int profiling = session->profiling;
   session->profile_valid = 0;
