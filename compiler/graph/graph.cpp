@@ -247,4 +247,11 @@ std::string Graph::str() const {
   return o.str();
 }
 
+bool Graph::defines_symbol(const Node& n) const {
+  for (auto& s : symbols)
+    for (int o : n.outputs)
+      if (s.source_value >= 0 && o == s.source_value) return true;
+  return false;
+}
+
 }  // namespace kiln::graph

@@ -152,6 +152,9 @@ struct Graph {
   void add_equal_dims(const tir::Expr& a, const tir::Expr& b);
   tir::Expr canonical(const tir::Expr& e) const;  // with every known equality applied, simplified
   bool same_dims(const DimExprs& a, const DimExprs& b) const;  // graph::same_dims, up to known equalities
+  // Whether node n writes a data symbol's source (Symbol::source_value):
+  // passes must neither fold, merge nor remove it.
+  bool defines_symbol(const Node& n) const;
 };
 
 }  // namespace kiln::graph

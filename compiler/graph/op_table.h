@@ -15,7 +15,8 @@ constexpr uint32_t kKeepsFinite = 1u << 0;       // finite inputs give finite ou
 constexpr uint32_t kNondeterministic = 1u << 1;  // random: never folded, never merged
 constexpr uint32_t kAxisOperands = 1u << 2;      // operands along attribute `axis`, not numpy-broadcast
 constexpr uint32_t kCommutesWithQuant = 1u << 3; // commutes with per-tensor quantization (moves or picks values)
-constexpr uint32_t kDataShape = 1u << 4;         // output size known only after the kernel ran: never folded, merged or removed
+constexpr uint32_t kDataShape = 1u << 4;         // output size known only after the kernel ran (a data symbol)
+constexpr uint32_t kValueShape = 1u << 5;        // output size may come from a run-time input's values (then a data symbol)
 
 // Parameter operands (the Params column): a bit per input position.
 constexpr uint32_t kNoParams = 0;
@@ -75,6 +76,7 @@ struct OpTraits {
   bool keeps_finite() const { return (flags & kKeepsFinite) != 0; }
   bool nondeterministic() const { return (flags & kNondeterministic) != 0; }
   bool data_shape() const { return (flags & kDataShape) != 0; }
+  bool value_shape() const { return (flags & kValueShape) != 0; }
   bool axis_operands() const { return (flags & kAxisOperands) != 0; }
   bool commutes_with_quant() const { return (flags & kCommutesWithQuant) != 0; }
   bool param_input(size_t position) const {

@@ -47,8 +47,8 @@ namespace {
 constexpr uint64_t kSmallBytes = 1 << 20;
 
 // Unknown operators (not in the operator table) are nondeterministic too.
-bool never_fold(const Node& n) {
-  if (n.traits().nondeterministic() || n.traits().data_shape()) return true;
+bool never_fold(const Graph& g, const Node& n) {
+  if (n.traits().nondeterministic() || g.defines_symbol(n)) return true;
   for (auto& [k, a] : n.attrs)
     if (a.kind == Attr::Kind::Graph) return true;
   return false;
@@ -119,7 +119,7 @@ bool pass_constant_fold(Graph& g, PassContext& ctx) {
     for (size_t v = 0; v < g.values.size(); v++) computed[v] = g.values[v].is_constant();
     for (size_t i = 0; i < g.nodes.size(); i++) {
       const Node& n = g.nodes[i];
-      if (remove[i] || rejected[i] || never_fold(n)) continue;
+      if (remove[i] || rejected[i] || never_fold(g, n)) continue;
       bool ok = true;
       for (int v : n.inputs) ok &= v < 0 || computed[v];
       bool any_out = false;

@@ -19,8 +19,8 @@ namespace kiln::graph {
 
 namespace {
 
-bool never_merge(const Node& n) {
-  if (n.traits().nondeterministic() || n.traits().data_shape()) return true;
+bool never_merge(const Graph& g, const Node& n) {
+  if (n.traits().nondeterministic() || g.defines_symbol(n)) return true;
   for (auto& [k, a] : n.attrs)
     if (a.kind == Attr::Kind::Graph) return true;
   return false;
@@ -48,7 +48,7 @@ bool pass_cse(Graph& g, PassContext& ctx) {
   NodeRemoval r(g);
   for (size_t i = 0; i < g.nodes.size(); i++) {
     const Node& n = g.nodes[i];
-    if (never_merge(n)) continue;
+    if (never_merge(g, n)) continue;
     std::string key = key_of(n);
     auto it = seen.find(key);
     if (it == seen.end()) {

@@ -6,7 +6,7 @@
 // replaced by its result), and exporters emit some too. ONNX inference
 // operators have no side effects, so a node is live exactly when one of its
 // outputs is (transitively) read by a live node or is a model output, or
-// when it defines a data symbol (kDataShape: NonZero's count).
+// when it defines a data symbol (NonZero's count, a run-time TopK k).
 // Constants no node, attribute or model output refers to are released
 // (the bundle only ever stores constants a dispatch reads, so this only
 // saves compiler memory and keeps --dump-graph honest).
@@ -22,7 +22,7 @@ bool pass_dead_code(Graph& g, PassContext& ctx) {
     const Node& n = g.nodes[k];
     bool live = false;
     for (int o : n.outputs) live |= o >= 0 && live_value[o];
-    live |= n.traits().data_shape();  // it defines a shape symbol other values' dimensions may use
+    live |= g.defines_symbol(n);  // a data symbol other values' dimensions may use needs its source
     if (!live) continue;
     remove[k] = false;
     for (int v : n.inputs)

@@ -406,6 +406,17 @@ class DimInference {
       for (int64_t v : node_->attr_ints("ends", {})) ends.push_back(Expr(v));
       ax = node_->attr_ints("axes", {});
     } else {
+      bool run_time = !sym(1) || !sym(2) || (has(3) && !sym(3)) || (has(4) && !sym(4));
+      if (run_time) {
+        // Bounds, axes or steps read at run time: every dimension's length
+        // is a data symbol (any may be sliced), defined by the Slice's first
+        // kernel, which also writes each dimension's start and step into a
+        // hidden int64 [2 * rank] output (lower/ops_index.cpp).
+        DimExprs out;
+        for (size_t d = 0; d < r; d++) out.push_back(data_symbol(val(in(0)).shape[d], 1 + d));
+        add_hidden_output(".params", {(int64_t)(2 * r)});
+        return out;
+      }
       starts = need_sym(1, "the starts");
       ends = need_sym(2, "the ends");
       if (has(3)) ax = need_consts(3, "the axes");
@@ -522,22 +533,31 @@ class DimInference {
   }
 
   // A fresh data symbol in [0, most] (a size only the kernel knows), whose
-  // source is a new hidden int64 [1] output of the node, the last one.
-  Expr data_symbol(int64_t most) {
+  // source is a new hidden int64 [1] output of the node, the last one (after
+  // `outputs` slots: the operator's own, absent ones -1).
+  Expr data_symbol(int64_t most, size_t outputs = 1) {
     if (most > (int64_t)1 << 31) fail("more than 2^31 elements: the count would not fit a shape symbol");
-    std::string name = node_->name + ".count";
-    int symbol = (int)g_.symbols.size();
-    Expr count = tir::Var::make_symbol(name, symbol, 0, most);
+    std::vector<int>& outs = g_.nodes[(size_t)(node_ - g_.nodes.data())].outputs;
+    if (outs.size() < outputs) outs.resize(outputs, -1);
+    int cv = add_hidden_output(".count", {1});
+    const std::string& name = val(cv).name;
+    Expr count = tir::Var::make_symbol(name, (int)g_.symbols.size(), 0, most);
+    g_.symbols.push_back({name, count, 0, most, cv});
+    return count;
+  }
+
+  // A new int64 output of the node, after its others (read by the runtime or
+  // by the node's own later kernels, never by other nodes).
+  int add_hidden_output(const std::string& suffix, const graph::Shape& shape) {
     const int producer = (int)(node_ - g_.nodes.data());
     graph::Value c;
-    c.name = g_.unique_name(name);
+    c.name = g_.unique_name(node_->name + suffix);
     c.dtype = graph::DType::I64;
-    c.shape = {1};
+    c.shape = shape;
     c.producer = producer;
     int cv = g_.add_value(std::move(c));
-    g_.symbols.push_back({name, count, 0, most, cv});
-    g_.nodes[(size_t)producer].outputs.push_back(cv);  // the hidden count
-    return count;
+    g_.nodes[(size_t)producer].outputs.push_back(cv);
+    return cv;
   }
 
   // Output 0's dimensions by the operator's rule; the rule may also set
@@ -700,7 +720,12 @@ class DimInference {
       case OpDims::TopK: {
         DimExprs x = in_dims(0);
         int64_t a = axis_attr("axis", -1, (int64_t)x.size());
-        Expr k = g_.opset < 10 ? Expr(n.attr_int("k", 1)) : need_sym(1, "k").at(0);
+        // k read at run time (not a constant, no shape computation): a data
+        // symbol in [0, the axis' largest size] that the TopK's first kernel
+        // defines (lower/ops_reduce.cpp).
+        Expr k = g_.opset < 10 ? Expr(n.attr_int("k", 1))
+                 : sym(1)      ? sym(1)->at(0)
+                               : data_symbol(val(in(0)).shape.at((size_t)a), 2);
         require(k <= x[(size_t)a], "k must not exceed the dimension");
         x[(size_t)a] = k;
         extra[1] = x;

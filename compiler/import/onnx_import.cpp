@@ -313,11 +313,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   if (!unused.empty()) user_error << "--input-shape names '" << unused.begin()->first << "', which is not a model input";
   if (!unused_dims.empty())
     user_error << "--dim names '" << unused_dims.begin()->first << "', which is no named dimension of a model input";
-  // Run-time dimensions: input ranges, or an operator whose output size
-  // only its kernel knows (a data symbol, infer_dims: NonZero).
-  bool data_shapes = false;
-  for (auto& n : g->node()) data_shapes |= graph::op_traits(n.op_type()).data_shape();
-  const bool dynamic = !symbols.empty() || data_shapes;
+  bool dynamic = !symbols.empty();  // run-time dimensions; also set below
   // --freeze-input: the input becomes an initializer holding the given value.
   for (auto& [name, bytes] : options.frozen_inputs) {
     int index = -1;
@@ -346,6 +342,21 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
 
   // Shape inference, with shape computations evaluated at compile time.
   fold_shape_computations(model);
+  // Run-time dimensions too when an operator's output size only its kernel
+  // knows (a data symbol, infer_dims: NonZero), or may come from the values
+  // of an input computed at run time (TopK's k, Slice's starts) that is
+  // still no initializer nor a Constant node's output once shape
+  // computations are folded (infer_dims then finds out).
+  std::set<std::string> constants;
+  for (auto& t : g->initializer()) constants.insert(t.name());
+  for (auto& n : g->node())
+    if (graph::op_traits(n.op_type()).role == graph::OpRole::Import)
+      for (auto& o : n.output()) constants.insert(o);
+  for (auto& n : g->node()) {
+    const graph::OpTraits& t = graph::op_traits(n.op_type());
+    dynamic |= t.data_shape();
+    for (int i = 1; t.value_shape() && i < n.input_size(); i++) dynamic |= !n.input(i).empty() && !constants.count(n.input(i));
+  }
 
   graph::Graph out;
   out.symbols = symbols;

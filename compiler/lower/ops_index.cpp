@@ -72,10 +72,78 @@ void lower_gather_elements(OpContext& ctx) {
   }));
 }
 
+namespace {
+
+// Slice with starts, ends, axes or steps read at run time (import/infer_dims.cpp):
+// the node's outputs are [y, one count per dimension (data symbols), params
+// int64 [2 * rank]]. A first kernel applies ONNX's rules to the values (a
+// negative start or end counts from the end, both clamped into the axis, a
+// negative axis from the last; an axis out of range or a step of 0 is taken
+// as the nearest valid one, so no index ever leaves the tensor) and writes
+// every dimension's length, start and step; the slice reads the latter.
+void lower_slice_run_time(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  const te::Dims x = ctx.in_dims(0);
+  const int64_t rank = (int64_t)x.size();
+  const int params = n.outputs.back();
+  ctx.emit_tir("slice_params", [&](const OpContext::BindFn& bind) {
+    auto read = [&](size_t i) -> std::function<Expr(const Expr&)> {
+      if (!ctx.has_input(i)) return nullptr;
+      tir::Buffer b = bind(ctx.input(i), Access::Read);
+      return [b](const Expr& k) { return tir::Cast::make(tir::Index(), tir::Load::make(b, k)); };
+    };
+    auto starts = read(1), ends = read(2), axes = read(3), steps = read(4);
+    tir::Buffer pb = bind(params, Access::Write);
+    std::vector<tir::Buffer> counts;
+    for (int64_t d = 0; d < rank; d++) counts.push_back(bind(n.outputs[(size_t)(1 + d)], Access::Write));
+    tir::Buffer len = tir::make_buffer("slice_len", tir::Index(), rank, -1);
+    std::vector<tir::Stmt> body;
+    for (int64_t d = 0; d < rank; d++) {  // untouched dimensions: all of it
+      body.push_back(tir::Store::make(pb, Expr(2 * d), Expr(0)));
+      body.push_back(tir::Store::make(pb, Expr(2 * d + 1), Expr(1)));
+      body.push_back(tir::Store::make(len, Expr(d), x[(size_t)d]));
+    }
+    Expr k = tir::Var::make(tir::Index(), "slice_k");
+    Expr a = axes ? axes(k) : k;
+    a = tir::clamp(tir::select(a < Expr(0), a + Expr(rank), a), Expr(0), Expr(rank - 1));
+    Expr extent = Expr(0);  // the axis' size: x's dimension a
+    for (int64_t d = rank; d-- > 0;) extent = tir::select(tir::EQ::make(a, Expr(d)), x[(size_t)d], extent);
+    Expr step = steps ? steps(k) : Expr(1);
+    step = tir::select(tir::EQ::make(step, Expr(0)), Expr(1), step);
+    Expr av = tir::Var::make(tir::Index(), "slice_a"), dv = tir::Var::make(tir::Index(), "slice_d"),
+         sv = tir::Var::make(tir::Index(), "slice_step");
+    auto from_end = [&](const Expr& v) { return tir::select(v < Expr(0), v + dv, v); };
+    // Forward: start and end in [0, d]; backward: in [-1, d - 1].
+    Expr fs = tir::clamp(from_end(starts(k)), Expr(0), dv), fe = tir::clamp(from_end(ends(k)), Expr(0), dv);
+    Expr bs = tir::clamp(from_end(starts(k)), Expr(-1), dv - Expr(1)),
+         be = tir::clamp(from_end(ends(k)), Expr(-1), dv - Expr(1));
+    Expr forward = sv > Expr(0);
+    Expr length = tir::select(forward, tir::max((fe - fs + sv - Expr(1)) / sv, Expr(0)),
+                              tir::max((bs - be - sv - Expr(1)) / (Expr(0) - sv), Expr(0)));
+    tir::Stmt one = tir::Block::make({tir::Store::make(pb, Expr(2) * av, tir::select(forward, fs, tir::max(bs, Expr(0)))),
+                                      tir::Store::make(pb, Expr(2) * av + Expr(1), sv),
+                                      tir::Store::make(len, av, length)});
+    one = tir::LetStmt::make(av, a, tir::LetStmt::make(dv, extent, tir::LetStmt::make(sv, step, one)));
+    body.push_back(tir::For::make(k, Expr(0), Expr(ctx.value(ctx.input(1)).elements()), tir::ForKind::Serial, one));
+    for (int64_t d = 0; d < rank; d++) body.push_back(tir::Store::make(counts[(size_t)d], Expr(0), tir::Load::make(len, Expr(d))));
+    return tir::Allocate::make(len, tir::Block::make(body));
+  });
+  te::Tensor xt = ctx.in(0), p = ctx.tensor_of(params);
+  ctx.set_output(0, te::compute("slice", ctx.out_dims(0), [=](const Indices& o) {
+    Indices ii;
+    for (int64_t d = 0; d < rank; d++)
+      ii.push_back(tir::clamp(p({Expr(2 * d)}) + o[d] * p({Expr(2 * d + 1)}), Expr(0), x[(size_t)d] - Expr(1)));
+    return xt(ii);
+  }));
+}
+
+}  // namespace
+
 void lower_slice(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   te::Tensor x = ctx.in(0);
   int64_t rank = (int64_t)x.ndim();
+  if (n.outputs.size() == (size_t)(2 + rank)) return lower_slice_run_time(ctx);
   std::vector<Expr> starts;
   std::vector<int64_t> axes, steps;
   if (ctx.graph.opset < 10) {
@@ -223,12 +291,24 @@ void lower_depth_space(OpContext& ctx) {
 
 void lower_trilu(OpContext& ctx) {
   te::Tensor x = ctx.in(0);
-  int64_t kdiag = ctx.has_input(1) ? const_ints(ctx, 1, "Trilu k").at(0) : 0;
+  // k: a constant, or read by the kernel at run time (it moves the diagonal,
+  // not the shape).
+  Expr kdiag = Expr(0);
+  if (ctx.has_input(1)) {
+    const graph::Value& kv = ctx.value(ctx.input(1));
+    user_assert(kv.elements() == 1) << ctx.node().describe() << ": k must hold one value";
+    if (kv.is_constant()) {
+      kdiag = Expr(kv.const_int_at(0));
+    } else {
+      te::Tensor k = ctx.in(1);
+      kdiag = tir::Cast::make(tir::Index(), k(Indices(k.ndim(), Expr(0))));
+    }
+  }
   bool upper = ctx.node().attr_int("upper", 1) != 0;
   size_t r = x.ndim();
   ctx.set_output(0, te::compute("trilu", x.dims(), [=](const Indices& o) {
     Expr d = o[r - 1] - o[r - 2];  // column - row
-    Expr keep = upper ? (d >= Expr(kdiag)) : (d <= Expr(kdiag));
+    Expr keep = upper ? (d >= kdiag) : (d <= kdiag);
     return tir::select(keep, x(o), tir::make_const(x.dtype(), 0));
   }));
 }

@@ -126,28 +126,35 @@ void lower_arg(OpContext& ctx) {
 void lower_topk(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   te::Tensor x = ctx.in(0);
+  const te::Dims xd = ctx.in_dims(0);
   int64_t rank = (int64_t)x.ndim();
   int64_t axis = normalize_axis(ctx, n.attr_int("axis", -1), rank);
-  int64_t k;
-  if (ctx.graph.opset < 10) {
-    k = n.attr_int("k", -1);
-  } else {
+  Expr len = xd[(size_t)axis];
+  if (ctx.graph.opset >= 10) {
     const graph::Value& kv = ctx.value(ctx.input(1));
-    user_assert(kv.is_constant() && kv.elements() == 1) << n.describe() << ": k must be a compile-time constant";
-    k = kv.const_int_at(0);
+    user_assert(kv.elements() == 1) << n.describe() << ": k must hold one value";
+    if (kv.is_constant()) {
+      int64_t k = kv.const_int_at(0), most = ctx.value(ctx.input(0)).shape[(size_t)axis];
+      user_assert(k >= 0 && k <= most) << n.describe() << ": k = " << k << " is out of range for an axis of " << most;
+    } else if (kv.sym.empty()) {
+      // k known only at run time: the data symbol import/infer_dims.cpp made
+      // (the node's last output is its source). This kernel copies k there;
+      // the runtime checks it against [0, the axis' size] before the others run.
+      const int kin = ctx.input(1), count = n.outputs.back();
+      ctx.emit_tir("topk_k", [&](const OpContext::BindFn& bind) {
+        tir::Buffer kb = bind(kin, Access::Read), cb = bind(count, Access::Write);
+        return tir::Store::make(cb, Expr(0), tir::Cast::make(tir::Index(), tir::Load::make(kb, Expr(0))));
+      });
+    }
   }
-  int64_t len = x.shape()[axis];
-  user_assert(k >= 0 && k <= len) << n.describe() << ": k = " << k << " is out of range for an axis of " << len;
   bool largest = n.attr_int("largest", 1) != 0;
-  graph::Shape os = x.shape();
-  os[axis] = k;
-  user_assert(os == ctx.out_shape(0)) << n.describe() << ": output shape differs from k";
+  const te::Dims os = ctx.out_dims(0);  // the input's, k along the axis
   auto along = [axis](const Indices& o, Expr i) {
     Indices r = o;
     r[axis] = i;
     return r;
   };
-  te::Tensor rk = ctx.materialize(te::reduce("rank", x.shape(), {len}, te::ReduceKind::Sum, tir::Int(64),
+  te::Tensor rk = ctx.materialize(te::reduce("rank", xd, {len}, te::ReduceKind::Sum, tir::Int(64),
                                              [=](const Indices& o, const Indices& r) {
                                                Expr xi = x(o), xj = x(along(o, r[0]));
                                                Expr better = largest ? xj > xi : xj < xi;
@@ -156,10 +163,10 @@ void lower_topk(OpContext& ctx) {
                                              }));
   te::Tensor idx = ctx.materialize(te::reduce("index", os, {len}, te::ReduceKind::Min, tir::Int(64),
                                               [=](const Indices& o, const Indices& r) {
-                                                return tir::select(tir::EQ::make(rk(along(o, r[0])), o[axis]), r[0], Expr(len));
+                                                return tir::select(tir::EQ::make(rk(along(o, r[0])), o[axis]), r[0], len);
                                               },
-                                              Expr(len)));
-  auto safe = [=](const Indices& o) { return tir::clamp(idx(o), Expr(0), Expr(len - 1)); };
+                                              len));
+  auto safe = [=](const Indices& o) { return tir::clamp(idx(o), Expr(0), len - Expr(1)); };
   ctx.set_output(0, te::compute("values", os, [=](const Indices& o) { return x(along(o, safe(o))); }));
   if (n.outputs.size() > 1 && n.outputs[1] >= 0)
     ctx.set_output(1, te::compute("indices", os, [=](const Indices& o) { return safe(o); }));

@@ -12,8 +12,10 @@ compiled ONCE with its dimensions as ranges and checked at several shapes agains
                Split, Transpose, on a sequence L = 2..40
   data_shapes  sizes only the kernels know (data symbols): NonZero of x > 0 transposed; the
                positive elements picked by Gather at NonZero's indices and summed; the rows
-               Compress keeps (row max > 0.5), scaled and summed; on rows n = 1..32, with
-               shapes where nothing is selected and where everything is
+               Compress keeps (row max > 0.5), scaled and summed; TopK along the rows with k
+               an input (0..6); a Slice with starts, ends and steps inputs (negative, past
+               the end, backwards); on rows n = 1..32, with shapes where nothing is
+               selected and where everything is; a k past the row is refused
   errors       kiln run refuses, naming the input, the dimension and the range: a shape
                outside the range; two inputs that share a dimension given different sizes;
                a model condition on the dimensions (x [n] + y [5] needs n = 5); kilnc refuses
@@ -150,13 +152,24 @@ def data_shapes(rng) -> onnx.ModelProto:
         helper.make_node('Mul', ['rows', 'two'], ['rows2']),
         helper.make_node('ReduceSum', ['rows2', 'axis0'], ['csum'], keepdims=0),
         helper.make_node('Add', ['csum', 'two'], ['colsum']),
+        helper.make_node('TopK', ['x', 'k'], ['topv', 'topi'], axis=1),
+        helper.make_node('Slice', ['x', 'st', 'en', 'axes01', 'sp'], ['sl']),
+        helper.make_node('Mul', ['sl', 'two'], ['sl2']),
     ]
     inits = [tensor('zero', np.float32(0)), tensor('half', np.float32(0.5)), tensor('two', np.float32(2)),
-             tensor('flat', np.array([-1], np.int64)), tensor('axis0', np.array([0], np.int64))]
-    return model(nodes, inits, [helper.make_tensor_value_info('x', F, ['n', 6])],
+             tensor('flat', np.array([-1], np.int64)), tensor('axis0', np.array([0], np.int64)),
+             tensor('axes01', np.array([0, 1], np.int64))]
+    return model(nodes, inits, [helper.make_tensor_value_info('x', F, ['n', 6]),
+                                helper.make_tensor_value_info('k', I64, [1]),
+                                helper.make_tensor_value_info('st', I64, [2]),
+                                helper.make_tensor_value_info('en', I64, [2]),
+                                helper.make_tensor_value_info('sp', I64, [2])],
                  [helper.make_tensor_value_info('coords', I64, ['c', 2]), helper.make_tensor_value_info('vals', F, ['m']),
                   helper.make_tensor_value_info('total', F, []), helper.make_tensor_value_info('rows2', F, ['r', 6]),
-                  helper.make_tensor_value_info('colsum', F, [6])])
+                  helper.make_tensor_value_info('colsum', F, [6]),
+                  helper.make_tensor_value_info('topv', F, ['n', 'kk']),
+                  helper.make_tensor_value_info('topi', I64, ['n', 'kk']),
+                  helper.make_tensor_value_info('sl2', F, ['sa', 'sb'])])
 
 
 def pair(rng) -> onnx.ModelProto:
@@ -186,6 +199,10 @@ def expect_error(what, cmd, *words) -> bool:
     return ok
 
 
+def five2d(work):
+    return save(work, 'x5', np.ones((5, 6), np.float32))
+
+
 def errors(args, work, rng) -> bool:
     ok = True
     kilnc, kiln = args.kilnc, args.kiln
@@ -213,6 +230,12 @@ def errors(args, work, rng) -> bool:
     ok &= expect_error('? on an unnamed dimension',
                        [kilnc, os.path.join(work, 'mlp.onnx'), '-o', bundle, '--input-shape', 'x=1,?'], "'?'", 'has none')
     ok &= expect_error('a named dimension without bounds', [kilnc, m, '-o', bundle], "'n'", '--dim')
+    data = os.path.join(work, 'data_shapes', 'data_shapes.kiln')  # compiled by the data_shapes case
+    two = save(work, 'two', np.array([0, 0], np.int64))
+    ok &= expect_error('a run-time TopK k past the row', [kiln, 'run', data, '--input', 'x=' + five2d(work),
+                       '--input', 'k=' + save(work, 'k7', np.array([7], np.int64)), '--input', 'st=' + two,
+                       '--input', 'en=' + two, '--input', 'sp=' + save(work, 'ones', np.array([1, 1], np.int64))],
+                       "came out as 7", '0..6')
     ok &= expect_error('ranges on Vulkan', [kilnc, m, '-o', bundle, '--dim', 'n=1..10', '--target=vulkan'],
                        'vulkan', 'run time')
     return ok
@@ -233,7 +256,12 @@ def main() -> int:
     data_feeds = [rng.standard_normal((n, 6)).astype(np.float32) for n in (1, 7, 32)]
     data_feeds += [-np.abs(rng.standard_normal((5, 6))).astype(np.float32) - 0.1,
                    np.abs(rng.standard_normal((32, 6))).astype(np.float32) + 0.6]
-    cases.append(('data_shapes', data_shapes(rng), ['--dim', 'n=1..32'], [{'x': a} for a in data_feeds]))
+    slices = [((0, 1), (1, 5), (1, 2)), ((-3, -1), (100, -7), (1, -1)), ((2, 0), (-1, 6), (3, 2)),
+              ((0, 9), (5, 10), (1, 1)), ((31, 5), (-100, 0), (-2, -2))]
+    i64 = lambda v: np.array(v, np.int64)  # noqa: E731
+    cases.append(('data_shapes', data_shapes(rng), ['--dim', 'n=1..32'],
+                  [{'x': a, 'k': i64([k]), 'st': i64(st), 'en': i64(en), 'sp': i64(sp)}
+                   for a, k, (st, en, sp) in zip(data_feeds, (3, 6, 1, 0, 2), slices)]))
     for name, m, ranges, shapes in cases:
         path = os.path.join(work, name + '.onnx')
         onnx.save(m, path)

@@ -235,7 +235,11 @@ def cases(workdir: str) -> dict:
                              'error', ['drop0']),
         'slice_runtime_starts': (b(model([helper.make_node('Slice', ['x', 'st', 'en'], ['y'], name='slice0')],
                                          [vi('x', [8]), vi('st', [1], TensorProto.INT64)], [vi('y', [4])],
-                                         [helper.make_tensor('en', TensorProto.INT64, [1], [8])])), 'error', ['slice0']),
+                                         [helper.make_tensor('en', TensorProto.INT64, [1], [8])])), 'ok', []),
+        # Run-time pads decide a size with no bound the compiler can see: refused, naming the node.
+        'pad_runtime_pads': (b(model([helper.make_node('Pad', ['x', 'pads'], ['y'], name='pad0')],
+                                     [vi('x', [8]), vi('pads', [2], TensorProto.INT64)], [vi('y', [10])])),
+                             'error', ['pad0']),
         'einsum_bad_equation': (b(model([helper.make_node('Einsum', ['x'], ['y'], name='es0', equation='ij->k')],
                                         [vi('x', [2, 2])], [vi('y', [2])])), 'error', ['es0']),
         'loop_subgraph': (b(nested_if(1)), 'error', ['if_top']),
