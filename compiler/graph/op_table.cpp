@@ -65,6 +65,7 @@ const char* family_name(OpFamily family) {
     case OpFamily::Resize: return "resize";
     case OpFamily::Quant: return "quant";
     case OpFamily::Layout: return "layout";
+    case OpFamily::Select: return "select";
     case OpFamily::None: return "none";
   }
   return "?";

@@ -33,7 +33,7 @@ enum class Op : uint16_t {
 // The operator library file that lowers an operator (lower/ops_<family>.cpp).
 enum class OpFamily : uint8_t {
   Import, Conv, Pool, Elementwise, Math, Matmul, Shape, Softmax, Reduce, Index, Norm, Scan, Rnn, Loss, Resize,
-  Quant, Layout, None,
+  Quant, Layout, Select, None,
 };
 
 // Fusion and evaluation role (see op_table.def).
@@ -53,7 +53,7 @@ enum class ImportFold : uint8_t {
 enum class OpDims : uint8_t {
   None, Same, Broadcast, Conv, ConvTranspose, Pool, GlobalPool, MatMul, Gemm, Reshape, Flatten, Squeeze, Unsqueeze,
   Shape, Size, Concat, Transpose, Reduce, TopK, Gather, GatherElements, Slice, Expand, Tile, Pad, Split, DepthToSpace,
-  SpaceToDepth, ConstantOfShape, Range, Resize, NonZero, Compress,
+  SpaceToDepth, ConstantOfShape, Range, Resize, NonZero, Compress, NonMaxSuppression, Unique,
 };
 
 // One row of the table.

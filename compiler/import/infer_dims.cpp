@@ -532,6 +532,32 @@ class DimInference {
     return x;
   }
 
+  // Unique: u distinct elements (or slices along `axis`): Y, indices and
+  // counts hold u, inverse_indices one per element (slice) of the input.
+  DimExprs unique(std::map<size_t, DimExprs>& extra) {
+    DimExprs x = in_dims(0);
+    const graph::Shape& most = val(in(0)).shape;
+    Expr u;
+    DimExprs y;
+    Expr all;
+    if (!node_->has_attr("axis")) {
+      u = data_symbol(val(in(0)).elements(), 4);
+      all = Expr(1);
+      for (auto& d : x) all = all * d;
+      y = {u};
+    } else {
+      int64_t a = norm_axis(node_->attr_int("axis", 0), (int64_t)x.size());
+      u = data_symbol(most[(size_t)a], 4);
+      all = x[(size_t)a];
+      y = x;
+      y[(size_t)a] = u;
+    }
+    extra[1] = {u};
+    extra[2] = {simp(all)};
+    extra[3] = {u};
+    return y;
+  }
+
   // A fresh data symbol in [0, most] (a size only the kernel knows), whose
   // source is a new hidden int64 [1] output of the node, the last one (after
   // `outputs` slots: the operator's own, absent ones -1).
@@ -838,6 +864,12 @@ class DimInference {
       case OpDims::Resize: return resize();
       case OpDims::NonZero: return nonzero();
       case OpDims::Compress: return compress();
+      case OpDims::NonMaxSuppression: {
+        // [selected, 3], at most every box of every class of every batch.
+        int64_t most = val(in(1)).elements();  // scores [B, C, N]
+        return {data_symbol(most), Expr(3)};
+      }
+      case OpDims::Unique: return unique(extra);
     }
     internal_error << "unhandled dims rule";
   }

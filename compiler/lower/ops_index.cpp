@@ -1,7 +1,7 @@
 // Data-movement operators whose output positions map to input positions:
 // Gather, GatherElements, GatherND, Scatter(Elements), ScatterND, OneHot,
 // Slice, Expand, Tile, Pad, Split, DepthToSpace, SpaceToDepth, Trilu,
-// EyeLike, ConstantOfShape, Range, NonZero, Compress.
+// EyeLike, ConstantOfShape, Range.
 //
 // Operands that only decide a shape (Expand's shape, Tile's repeats,
 // Split's sizes) are never read: the output's dimensions (static, or
@@ -382,89 +382,6 @@ void lower_gather_nd(OpContext& ctx) {
     di.insert(di.end(), o.begin() + (q - 1), o.end());
     return data(di);
   }));
-}
-
-namespace {
-
-// The body of a kernel whose output size only it knows (NonZero, Compress):
-// it counts the positions i < extent where pred(i) holds, writes the count
-// into `count` (the hidden output, the data symbol's source: the runtime
-// reads it after this kernel and sizes everything downstream by it), then
-// visits those positions again in order, write(i, k, c) storing the k-th of
-// c. One invocation, serial.
-tir::Stmt count_then_write(const tir::Buffer& count, const Expr& extent, const std::function<Expr(const Expr&)>& pred,
-                           const std::function<tir::Stmt(const Expr& i, const Expr& k, const Expr& c)>& write) {
-  tir::Buffer n = tir::make_buffer("selected", tir::Index(), 1, -1);  // the running count
-  Expr k = tir::Load::make(n, Expr(0));
-  tir::Stmt bump = tir::Store::make(n, Expr(0), k + Expr(1));
-  auto over_selected = [&](const std::string& name, const std::function<tir::Stmt(const Expr&)>& then) {
-    Expr i = tir::Var::make(tir::Index(), name);
-    return tir::Block::make({tir::Store::make(n, Expr(0), Expr(0)),
-                             tir::For::make(i, Expr(0), extent, tir::ForKind::Serial,
-                                            tir::IfThenElse::make(pred(i), then(i)))});
-  };
-  Expr c = tir::Var::make(tir::Index(), "selected_count");
-  tir::Stmt second = over_selected("sel_w", [&](const Expr& i) { return tir::Block::make({write(i, k, c), bump}); });
-  tir::Stmt body = tir::Block::make({over_selected("sel_c", [&](const Expr&) { return bump; }),
-                                     tir::LetStmt::make(c, k, tir::Block::make({tir::Store::make(count, Expr(0), c), second}))});
-  return tir::Allocate::make(n, body);
-}
-
-Expr product(const te::Dims& d, size_t begin, size_t end) {
-  Expr p = Expr(1);
-  for (size_t k = begin; k < end; k++) p = p * d[k];
-  return p;
-}
-
-}  // namespace
-
-// NonZero: the coordinates of each non-zero element, in row-major order,
-// into rows of the count's length: output [rank, count].
-void lower_nonzero(OpContext& ctx) {
-  const te::Dims x = ctx.in_dims(0);
-  user_assert(!x.empty()) << ctx.node().describe() << ": the input is a scalar; NonZero needs at least one dimension";
-  const int in = ctx.input(0), out = ctx.output(0), count = ctx.output(1);
-  const tir::Type type = graph::dtype_to_tir(ctx.in_dtype(0));
-  ctx.emit_tir("nonzero", [&](const OpContext::BindFn& bind) {
-    tir::Buffer xb = bind(in, Access::Read), ob = bind(out, Access::Write), cb = bind(count, Access::Write);
-    auto pred = [&](const Expr& i) { return tir::NE::make(tir::Load::make(xb, i), tir::make_const(type, 0)); };
-    return count_then_write(cb, product(x, 0, x.size()), pred, [&](const Expr& i, const Expr& k, const Expr& c) {
-      std::vector<tir::Stmt> s;
-      Expr rest = i;
-      for (size_t d = x.size(); d-- > 0;) {
-        s.push_back(tir::Store::make(ob, Expr((int64_t)d) * c + k, d ? rest % x[d] : rest));
-        rest = rest / x[d];
-      }
-      return tir::Block::make(s);
-    });
-  });
-}
-
-// Compress: the slices along `axis` (of the flattened input without it)
-// whose condition entry is non-zero; a condition shorter than the axis
-// selects among its first entries only.
-void lower_compress(OpContext& ctx) {
-  const graph::Node& n = ctx.node();
-  const te::Dims x = ctx.in_dims(0), cond = ctx.in_dims(1);
-  user_assert(cond.size() == 1) << n.describe() << ": the condition must be 1-D";
-  const int in = ctx.input(0), flags = ctx.input(1), out = ctx.output(0), count = ctx.output(1);
-  Expr outer = Expr(1), along = product(x, 0, x.size()), inner = Expr(1);
-  if (n.has_attr("axis")) {
-    size_t a = (size_t)normalize_axis(ctx, n.attr_int("axis", 0), (int64_t)x.size());
-    outer = product(x, 0, a), along = x[a], inner = product(x, a + 1, x.size());
-  }
-  const tir::Type type = graph::dtype_to_tir(ctx.in_dtype(1));
-  ctx.emit_tir("compress", [&](const OpContext::BindFn& bind) {
-    tir::Buffer xb = bind(in, Access::Read), fb = bind(flags, Access::Read), ob = bind(out, Access::Write),
-                cb = bind(count, Access::Write);
-    auto pred = [&](const Expr& j) { return tir::NE::make(tir::Load::make(fb, j), tir::make_const(type, 0)); };
-    return count_then_write(cb, tir::min(cond[0], along), pred, [&](const Expr& j, const Expr& k, const Expr& c) {
-      Expr o = tir::Var::make(tir::Index(), "cmp_o"), i = tir::Var::make(tir::Index(), "cmp_i");
-      tir::Stmt copy = tir::Store::make(ob, (o * c + k) * inner + i, tir::Load::make(xb, (o * along + j) * inner + i));
-      return tir::For::make(o, Expr(0), outer, tir::ForKind::Serial,
-                            tir::For::make(i, Expr(0), inner, tir::ForKind::Serial, copy));
-    });
-  });
 }
 
 namespace {

@@ -16,6 +16,9 @@ compiled ONCE with its dimensions as ranges and checked at several shapes agains
                an input (0..6); a Slice with starts, ends and steps inputs (negative, past
                the end, backwards); on rows n = 1..32, with shapes where nothing is
                selected and where everything is; a k past the row is refused
+  selection    NonMaxSuppression (corner boxes, two classes, max 3 per class, IoU 0.5, score
+               0.2) over nb = 1..48 boxes; Unique of a vector (sorted, with indices, inverse
+               indices and counts) and of rows (axis 0, first occurrences), m = 1..40
   errors       kiln run refuses, naming the input, the dimension and the range: a shape
                outside the range; two inputs that share a dimension given different sizes;
                a model condition on the dimensions (x [n] + y [5] needs n = 5); kilnc refuses
@@ -172,6 +175,34 @@ def data_shapes(rng) -> onnx.ModelProto:
                   helper.make_tensor_value_info('sl2', F, ['sa', 'sb'])])
 
 
+def selection(rng) -> onnx.ModelProto:
+    I64 = TensorProto.INT64
+    nodes = [
+        helper.make_node('NonMaxSuppression', ['boxes', 'scores', 'maxo', 'iou', 'sthr'], ['sel']),
+        helper.make_node('Unique', ['v'], ['uy', 'ui', 'uinv', 'ucnt'], sorted=1),
+        helper.make_node('Unique', ['rows'], ['ry', 'ri', 'rinv', 'rcnt'], axis=0, sorted=0),
+    ]
+    inits = [tensor('maxo', np.array([3], np.int64)), tensor('iou', np.array([0.5], np.float32)),
+             tensor('sthr', np.array([0.2], np.float32))]
+    return model(nodes, inits, [helper.make_tensor_value_info('boxes', F, [1, 'nb', 4]),
+                                helper.make_tensor_value_info('scores', F, [1, 2, 'nb']),
+                                helper.make_tensor_value_info('v', F, ['m']),
+                                helper.make_tensor_value_info('rows', F, ['m', 3])],
+                 [helper.make_tensor_value_info('sel', I64, ['s', 3]), helper.make_tensor_value_info('uy', F, ['u']),
+                  helper.make_tensor_value_info('ui', I64, ['u']), helper.make_tensor_value_info('uinv', I64, ['m']),
+                  helper.make_tensor_value_info('ucnt', I64, ['u']), helper.make_tensor_value_info('ry', F, ['w', 3]),
+                  helper.make_tensor_value_info('ri', I64, ['w']), helper.make_tensor_value_info('rinv', I64, ['m']),
+                  helper.make_tensor_value_info('rcnt', I64, ['w'])])
+
+
+def selection_feeds(rng, nb, m):
+    corners = rng.uniform(0, 10, (1, nb, 2, 2)).astype(np.float32)
+    boxes = np.concatenate([corners[:, :, 0], corners[:, :, 0] + rng.uniform(1, 4, (1, nb, 2))], axis=2)
+    return {'boxes': boxes.astype(np.float32), 'scores': rng.uniform(0, 1, (1, 2, nb)).astype(np.float32),
+            'v': rng.integers(-3, 4, m).astype(np.float32) + 0.5,
+            'rows': rng.integers(0, 2, (m, 3)).astype(np.float32) + 0.25}
+
+
 def pair(rng) -> onnx.ModelProto:
     """Two inputs sharing a dimension, and a condition on it: z = a * b + c, c [5]."""
     nodes = [helper.make_node('Mul', ['a', 'b'], ['ab']), helper.make_node('Add', ['ab', 'c'], ['z'])]
@@ -262,6 +293,8 @@ def main() -> int:
     cases.append(('data_shapes', data_shapes(rng), ['--dim', 'n=1..32'],
                   [{'x': a, 'k': i64([k]), 'st': i64(st), 'en': i64(en), 'sp': i64(sp)}
                    for a, k, (st, en, sp) in zip(data_feeds, (3, 6, 1, 0, 2), slices)]))
+    cases.append(('selection', selection(rng), ['--dim', 'nb=1..48', '--dim', 'm=1..40'],
+                  [selection_feeds(rng, nb, m) for nb, m in ((1, 1), (9, 12), (48, 40), (30, 5))]))
     for name, m, ranges, shapes in cases:
         path = os.path.join(work, name + '.onnx')
         onnx.save(m, path)
