@@ -52,7 +52,7 @@ enum class ImportFold : uint8_t {
 // its inputs' are known only at run time (see op_table.def).
 enum class OpDims : uint8_t {
   None, Same, Broadcast, Conv, ConvTranspose, Pool, GlobalPool, MatMul, Gemm, Reshape, Flatten, Squeeze, Unsqueeze,
-  Shape, Size, Concat, Transpose, Reduce, TopK, Gather, GatherElements, Slice, Expand, Tile, Pad, Split, DepthToSpace,
+  Shape, Size, Concat, Transpose, Reduce, TopK, Gather, GatherElements, GatherND, Slice, Expand, Tile, Pad, Split, DepthToSpace,
   SpaceToDepth, ConstantOfShape, Range, Resize, NonZero, Compress, NonMaxSuppression, Unique,
 };
 

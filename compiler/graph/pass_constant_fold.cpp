@@ -68,6 +68,9 @@ int fold_direct(Graph& g, std::vector<bool>& remove) {
     Value& out = g.values[n.outputs[0]];
     const Value& in = g.values[n.inputs[0]];
     if (out.is_constant()) continue;
+    // A run-time shape is not a constant (the planned bounds are no answer):
+    // Shape and Size of it are kernels computing it from the symbols.
+    if ((n.is(Op::Shape) || n.is(Op::Size)) && in.is_dynamic()) continue;
     if (n.is(Op::Shape) && out.dtype == DType::I64) {
       int64_t rank = (int64_t)in.shape.size();
       int64_t start = n.attr_int("start", 0), end = n.attr_int("end", rank);

@@ -12,6 +12,7 @@
 #include "support/diagnostics.h"
 #include "tir/inplace.h"
 #include "tir/ir_printer.h"
+#include "tir/ir_visitor.h"
 #include "tir/simplify.h"
 
 namespace kiln {
@@ -24,6 +25,7 @@ using graph::OpDims;
 using tir::Expr;
 
 constexpr size_t kMaxSymElements = 64;  // symbolic values are shapes: a handful of elements
+constexpr size_t kMaxSymbols = 64;      // shape symbols a bundle may hold (KILN_BUNDLE_MAX_SYMBOLS)
 
 Expr simp(const Expr& e) { return tir::simplify(e); }
 
@@ -54,6 +56,12 @@ class DimInference {
   // ------------------------------------------------------------ helpers --
 
   [[noreturn]] void fail(const std::string& why) {
+    bool input_ranges = false;
+    for (auto& s : g_.symbols) input_ranges |= s.source_value < 0;
+    if (!input_ranges)  // only sizes kernels compute (NonZero, a run-time TopK k, ...)
+      user_error << node_->describe() << ": " << why
+                 << "; kilnc cannot follow sizes computed at run time here yet (docs/dynamic-shapes.md): make the "
+                    "inputs that decide them constants (--freeze-input NAME=FILE.pb)";
     user_error << node_->describe() << ": " << why
                << "; kilnc cannot follow this model's run-time dimensions here: give the model's inputs static shapes "
                   "(--input-shape NAME=D0,D1,... with no LO..HI range)";
@@ -388,8 +396,21 @@ class DimInference {
     Expr total = product(x, 0, x.size());
     if (minus_one >= 0) {
       Expr rest = product(out, 0, out.size());
+      // A size a kernel computes may be 0, which a -1 cannot divide (ONNX
+      // Runtime refuses it too): required at least 1, and taken so while
+      // dividing, so (n * 6) / n simplifies to 6.
+      std::vector<std::pair<Expr, Expr>> at_least_one, back;
+      for (int sym : tir::symbols_used(rest)) {
+        const graph::Symbol& d = g_.symbols[(size_t)sym];
+        if (d.source_value < 0 || d.lo >= 1) continue;
+        Expr one = tir::Var::make_symbol(d.name, sym, 1, d.hi);
+        at_least_one.push_back({d.var, one});
+        back.push_back({one, d.var});
+      }
+      if (!at_least_one.empty()) require(rest >= Expr(1), "-1 in the target shape needs the other dimensions non-empty");
       require(tir::EQ::make(total % rest, Expr(0)), "the element count must be a multiple of the other dimensions");
-      out[(size_t)minus_one] = simp(total / rest);
+      out[(size_t)minus_one] =
+          tir::substitute(simp(tir::substitute(total, at_least_one) / tir::substitute(rest, at_least_one)), back);
     } else {
       require_equal(total, product(out, 0, out.size()), "a reshape must keep the element count");
     }
@@ -517,7 +538,18 @@ class DimInference {
   // output (the symbol's source, read by the runtime after the kernel).
   DimExprs nonzero() {
     DimExprs x = in_dims(0);
-    return {Expr((int64_t)x.size()), data_symbol(val(in(0)).elements())};
+    const graph::Value& v = val(in(0));
+    if (v.is_constant()) return {Expr((int64_t)x.size()), Expr(known_count(v, v.elements()))};
+    return {Expr((int64_t)x.size()), data_symbol(v.elements())};
+  }
+
+  // A count known at compile time (a constant input): the kernel still
+  // writes it into a hidden output, which then defines no symbol.
+  int64_t known_count(const graph::Value& v, int64_t first) {
+    int64_t count = 0;
+    for (int64_t i = 0; i < first; i++) count += v.const_at(i) != 0;
+    add_hidden_output(".count", {1});
+    return count;
   }
 
   // Compress: the input's dimensions with the selected one (or the
@@ -525,10 +557,19 @@ class DimInference {
   // the condition and that dimension.
   DimExprs compress() {
     DimExprs x = in_dims(0);
-    int64_t cond = val(in(1)).elements();
-    if (!node_->has_attr("axis")) return {data_symbol(std::min(cond, val(in(0)).elements()))};
-    int64_t a = norm_axis(node_->attr_int("axis", 0), (int64_t)x.size());
-    x[(size_t)a] = data_symbol(std::min(cond, val(in(0)).shape[(size_t)a]));
+    const graph::Value& c = val(in(1));
+    int64_t cond = c.elements();
+    bool axis = node_->has_attr("axis");
+    int64_t a = axis ? norm_axis(node_->attr_int("axis", 0), (int64_t)x.size()) : 0;
+    Expr along = Expr(1);  // the selectable extent: the axis, or every element
+    if (axis) along = x[(size_t)a];
+    else
+      for (auto& d : x) along = simp(along * d);
+    Expr count;
+    if (auto d = const_of(along); d && c.is_constant()) count = Expr(known_count(c, std::min(cond, *d)));
+    else count = data_symbol(std::min(cond, axis ? val(in(0)).shape[(size_t)a] : val(in(0)).elements()));
+    if (!axis) return {count};
+    x[(size_t)a] = count;
     return x;
   }
 
@@ -558,11 +599,20 @@ class DimInference {
     return y;
   }
 
+  bool uses_data_symbol(const Expr& e) const {
+    for (int sym : tir::symbols_used(e))
+      if (g_.symbols[(size_t)sym].source_value >= 0) return true;
+    return false;
+  }
+
   // A fresh data symbol in [0, most] (a size only the kernel knows), whose
   // source is a new hidden int64 [1] output of the node, the last one (after
   // `outputs` slots: the operator's own, absent ones -1).
   Expr data_symbol(int64_t most, size_t outputs = 1) {
     if (most > (int64_t)1 << 31) fail("more than 2^31 elements: the count would not fit a shape symbol");
+    if (g_.symbols.size() >= kMaxSymbols)
+      fail("the model needs more than " + std::to_string(kMaxSymbols) + " run-time sizes (shape symbols), the most a "
+           "bundle may hold");
     std::vector<int>& outs = g_.nodes[(size_t)(node_ - g_.nodes.data())].outputs;
     if (outs.size() < outputs) outs.resize(outputs, -1);
     int cv = add_hidden_output(".count", {1});
@@ -779,6 +829,15 @@ class DimInference {
         return out;
       }
       case OpDims::GatherElements: return in_dims(1);
+      case OpDims::GatherND: {  // indices' dimensions but the last (m), then data's after batch_dims + m
+        DimExprs data = in_dims(0), ind = in_dims(1);
+        auto m = ind.empty() ? std::nullopt : const_of(ind.back());
+        int64_t b = n.attr_int("batch_dims", 0);
+        if (!m || b < 0 || b + *m > (int64_t)data.size()) fail("the index length must be known and fit the data");
+        DimExprs out(ind.begin(), ind.end() - 1);
+        out.insert(out.end(), data.begin() + b + *m, data.end());
+        return out;
+      }
       case OpDims::Slice: return slice();
       case OpDims::Expand: {
         std::vector<Expr> shape = need_sym(1, "the target shape");
@@ -912,7 +971,10 @@ class DimInference {
                                          << *c << " here but " << onnx[k] << " in ONNX's shape inference";
         } else {
           require_equal(d[k], Expr(onnx[k]), "dimension " + std::to_string(k) + " of '" + out.name + "'");
-          d[k] = Expr(onnx[k]);
+          // A size a kernel computes stays its symbol: the buffer is planned
+          // at the symbol's bound, and the kernel writes what it counted
+          // before the runtime can check the constraint.
+          if (!uses_data_symbol(d[k])) d[k] = Expr(onnx[k]);
         }
       }
       for (auto& e : d) {

@@ -59,9 +59,14 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
     try {
       lowering(ctx);
     } catch (const DynamicShapeError& e) {
+      bool input_ranges = false;
+      for (auto& s : g.symbols) input_ranges |= s.source_value < 0;
       user_error << n.describe() << ": " << e.what() << ", and kilnc cannot compile " << n.op
-                 << " for run-time dimensions yet; give the model's inputs static shapes (--input-shape NAME=D0,D1,... "
-                    "with no LO..HI range)";
+                 << " for run-time dimensions yet; "
+                 << (input_ranges ? "give the model's inputs static shapes (--input-shape NAME=D0,D1,... with no LO..HI "
+                                    "range)"
+                                  : "make the inputs that decide the sizes computed at run time constants "
+                                    "(--freeze-input NAME=FILE.pb)");
     }
     for (size_t i = p.storage_root.size(); i < g.values.size(); i++) p.storage_root.push_back((int)i);  // new constants
     for (auto& [out, in] : ctx.aliases) p.storage_root[out] = p.storage_root[in];

@@ -368,8 +368,9 @@ void lower_onehot(OpContext& ctx) {
 void lower_gather_nd(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   te::Tensor data = ctx.in(0), ind = ctx.in(1);
+  const te::Dims dd = ctx.in_dims(0);
   int64_t b = n.attr_int("batch_dims", 0);
-  int64_t q = (int64_t)ind.ndim(), m = ind.shape().back();
+  int64_t q = (int64_t)ind.ndim(), m = static_extent(ctx.in_dims(1).back(), "the index length (last dimension of the indices)");
   ctx.set_output(0, te::compute("gather_nd", ctx.out_dims(0), [=](const Indices& o) {
     // o = batch (b) + index-prefix (q - 1 - b) + slice of data after b + m dims
     Indices di(o.begin(), o.begin() + b);
@@ -377,7 +378,7 @@ void lower_gather_nd(OpContext& ctx) {
     for (int64_t k = 0; k < m; k++) {
       Indices ii = prefix;
       ii.push_back(Expr(k));
-      di.push_back(wrap_index(ind(ii), data.shape()[b + k]));
+      di.push_back(wrap_index(ind(ii), dd[(size_t)(b + k)]));
     }
     di.insert(di.end(), o.begin() + (q - 1), o.end());
     return data(di);

@@ -158,10 +158,17 @@ def data_shapes(rng) -> onnx.ModelProto:
         helper.make_node('TopK', ['x', 'k'], ['topv', 'topi'], axis=1),
         helper.make_node('Slice', ['x', 'st', 'en', 'axes01', 'sp'], ['sl']),
         helper.make_node('Mul', ['sl', 'two'], ['sl2']),
+        # x[x > 0] as torch exports it, and the shape of a data-sized value as an output.
+        helper.make_node('GatherND', ['x', 'coords'], ['picked']),
+        helper.make_node('Shape', ['nz'], ['nzshape']),
+        # A constant mask: its count is known at compile time, so a MatMul can follow.
+        helper.make_node('Compress', ['x', 'cmask'], ['xc'], axis=1),
+        helper.make_node('MatMul', ['xc', 'wc'], ['cm']),
     ]
     inits = [tensor('zero', np.float32(0)), tensor('half', np.float32(0.5)), tensor('two', np.float32(2)),
              tensor('flat', np.array([-1], np.int64)), tensor('axis0', np.array([0], np.int64)),
-             tensor('axes01', np.array([0, 1], np.int64))]
+             tensor('axes01', np.array([0, 1], np.int64)), tensor('cmask', np.array([1, 0, 1, 1, 0, 1], bool)),
+             tensor('wc', rng.standard_normal((4, 2)).astype(np.float32))]
     return model(nodes, inits, [helper.make_tensor_value_info('x', F, ['n', 6]),
                                 helper.make_tensor_value_info('k', I64, [1]),
                                 helper.make_tensor_value_info('st', I64, [2]),
@@ -172,7 +179,9 @@ def data_shapes(rng) -> onnx.ModelProto:
                   helper.make_tensor_value_info('colsum', F, [6]),
                   helper.make_tensor_value_info('topv', F, ['n', 'kk']),
                   helper.make_tensor_value_info('topi', I64, ['n', 'kk']),
-                  helper.make_tensor_value_info('sl2', F, ['sa', 'sb'])])
+                  helper.make_tensor_value_info('sl2', F, ['sa', 'sb']),
+                  helper.make_tensor_value_info('picked', F, ['p']), helper.make_tensor_value_info('nzshape', I64, [2]),
+                  helper.make_tensor_value_info('cm', F, ['n', 2])])
 
 
 def selection(rng) -> onnx.ModelProto:
@@ -181,9 +190,15 @@ def selection(rng) -> onnx.ModelProto:
         helper.make_node('NonMaxSuppression', ['boxes', 'scores', 'maxo', 'iou', 'sthr'], ['sel']),
         helper.make_node('Unique', ['v'], ['uy', 'ui', 'uinv', 'ucnt'], sorted=1),
         helper.make_node('Unique', ['rows'], ['ry', 'ri', 'rinv', 'rcnt'], axis=0, sorted=0),
+        # Reshape to (first dimension, -1) of a data-sized value.
+        helper.make_node('Shape', ['ry'], ['ryshape']),
+        helper.make_node('Slice', ['ryshape', 'zero1', 'one1'], ['ryfirst']),
+        helper.make_node('Concat', ['ryfirst', 'minus1'], ['rytarget'], axis=0),
+        helper.make_node('Reshape', ['ry', 'rytarget'], ['ryflat']),
     ]
     inits = [tensor('maxo', np.array([3], np.int64)), tensor('iou', np.array([0.5], np.float32)),
-             tensor('sthr', np.array([0.2], np.float32))]
+             tensor('sthr', np.array([0.2], np.float32)), tensor('zero1', np.array([0], np.int64)),
+             tensor('one1', np.array([1], np.int64)), tensor('minus1', np.array([-1], np.int64))]
     return model(nodes, inits, [helper.make_tensor_value_info('boxes', F, [1, 'nb', 4]),
                                 helper.make_tensor_value_info('scores', F, [1, 2, 'nb']),
                                 helper.make_tensor_value_info('v', F, ['m']),
@@ -192,7 +207,7 @@ def selection(rng) -> onnx.ModelProto:
                   helper.make_tensor_value_info('ui', I64, ['u']), helper.make_tensor_value_info('uinv', I64, ['m']),
                   helper.make_tensor_value_info('ucnt', I64, ['u']), helper.make_tensor_value_info('ry', F, ['w', 3]),
                   helper.make_tensor_value_info('ri', I64, ['w']), helper.make_tensor_value_info('rinv', I64, ['m']),
-                  helper.make_tensor_value_info('rcnt', I64, ['w'])])
+                  helper.make_tensor_value_info('rcnt', I64, ['w']), helper.make_tensor_value_info('ryflat', F, ['w', 3])])
 
 
 def selection_feeds(rng, nb, m):
@@ -267,6 +282,22 @@ def errors(args, work, rng) -> bool:
                        '--input', 'k=' + save(work, 'k7', np.array([7], np.int64)), '--input', 'st=' + two,
                        '--input', 'en=' + two, '--input', 'sp=' + save(work, 'ones', np.array([1, 1], np.int64))],
                        "came out as 7", '0..6')
+    declared = os.path.join(work, 'declared.onnx')  # NonZero whose output ONNX declares [2, 1]
+    onnx.save(model([helper.make_node('NonZero', ['x'], ['nz'], name='nz0')],
+                    [], [helper.make_tensor_value_info('x', F, [64, 64])],
+                    [helper.make_tensor_value_info('nz', TensorProto.INT64, [2, 1])]), declared)
+    dbundle = os.path.join(work, 'declared.kiln')
+    rc, text = run([kilnc, declared, '-o', dbundle])
+    one = np.zeros((64, 64), np.float32)
+    one[5, 7] = 1
+    rc2, text2 = run([kiln, 'run', dbundle, '--input', 'x=' + save(work, 'one_nz', one), '--output-dir',
+                      os.path.join(work, 'declared_out')])
+    good = rc == 0 and rc2 == 0 and np.array_equal(np.load(os.path.join(work, 'declared_out', 'nz.npy')), [[5], [7]])
+    kiln_e2e.log('a declared static size that holds: %s' % ('PASS' if good else 'FAIL: ' + text + text2))
+    ok &= good
+    ok &= expect_error('a declared static size the run does not give (every element non-zero)',
+                       [kiln, 'run', dbundle, '--input', 'x=' + save(work, 'all_nz', np.ones((64, 64), np.float32))],
+                       'the sizes this run computed do not fit the model', "NonZero node 'nz0'")
     ok &= expect_error('ranges on Vulkan', [kilnc, m, '-o', bundle, '--dim', 'n=1..10', '--target=vulkan'],
                        'vulkan', 'run time')
     return ok

@@ -732,6 +732,26 @@ TEST_CASE("data symbols verify: source, type, and no use before the source ran")
   b.dispatches[1].push_constants.clear();
   CHECK(LoadError(b) == "");
   b = DataSymbolAddScale();
+  b.tensors[4].shape = {0};  // no int64 to read
+  CHECK(Contains(LoadError(b), source));
+  // The source is dispatch 1 (tensor 5 shares out's first bytes): dispatch 1
+  // itself and dispatch 0 before it may not use the symbol.
+  b = DataSymbolAddScale();
+  b.tensors.push_back({"count1", fb::DType::Int64, {1}, fb::Storage::Arena, 2048});
+  b.dispatches[1].bindings[1] = {5, fb::Access::Write};
+  b.symbols[1].source_dispatch = 1;
+  b.symbols[1].source_tensor = 5;
+  CHECK(Contains(LoadError(b), "dispatch 1: workgroup_count_exprs[0] uses a data symbol defined only by this"));
+  b.dispatches[1].workgroup_count_exprs = {1, -1, -1};
+  CHECK(LoadError(b) == "");
+  b.dispatches[0].workgroup_count_exprs = {3, -1, -1};
+  CHECK(Contains(LoadError(b), "dispatch 0: workgroup_count_exprs[0] uses a data symbol defined only by this "
+                               "dispatch or a later one"));
+  b.dispatches[0].workgroup_count_exprs = {1, -1, -1};
+  b.dispatches[0].push_constant_symbols = {1};
+  b.dispatches[0].push_constants.clear();
+  CHECK(Contains(LoadError(b), "dispatch 0: push constant symbol 1 is a data symbol"));
+  b = DataSymbolAddScale();
   b.tensors[0].dynamic_dims = {2, 0};  // an input sized by a kernel's count
   b.tensors[0].min_shape = {0, 1};
   CHECK(Contains(LoadError(b), "input 0: dimension 0 uses a data symbol"));
@@ -789,6 +809,8 @@ TEST_CASE("data symbols session: constraints on a data symbol wait for it, then 
   b.shape_constraints = {{4, "Compress node 'c': the count must not exceed n"}};
   Loaded loaded(b);
   CHECK(RunDataSymbol(&loaded, 64, 64).ok());  // resolved at the count's maximum (256 > 64): waited
-  CHECK(Fails(RunDataSymbol(&loaded, 64, 65), KILN_INVALID_ARGUMENT, "the count must not exceed n"));
+  kiln::Status status = RunDataSymbol(&loaded, 64, 65);
+  CHECK(Fails(status, KILN_INVALID_ARGUMENT, "the count must not exceed n"));
+  CHECK(Contains(status.message(), "the sizes this run computed do not fit the model"));
   CHECK(RunDataSymbol(&loaded, 64, 10).ok());
 }

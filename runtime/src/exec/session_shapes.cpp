@@ -34,8 +34,17 @@ kiln_status_t kiln_session_shapes_create(const kiln_model_t* model, kiln_session
   KILN_RETURN_IF_ERROR(kiln_calloc_array(model->output_count, &shapes->output_shapes));
   KILN_RETURN_IF_ERROR(kiln_calloc_array(model->output_count, &shapes->output_bytes));
   KILN_RETURN_IF_ERROR(kiln_calloc_array(shapes->symbol_count, &shapes->pending));
-  for (uint32_t s = 0; s < shapes->symbol_count; ++s)
-    shapes->data_symbol_count += bundle->symbols()->Get(s)->source_dispatch() >= 0;
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(shapes->expr_count, &shapes->expr_symbols));
+  for (uint32_t s = 0; s < shapes->symbol_count; ++s) {  // at most KILN_BUNDLE_MAX_SYMBOLS (64), verified
+    if (bundle->symbols()->Get(s)->source_dispatch() < 0) continue;
+    shapes->data_symbol_count++;
+    shapes->data_symbols |= 1ull << s;
+  }
+  for (uint32_t e = 0; e < shapes->expr_count; ++e) {
+    const auto* code = bundle->shape_exprs()->Get(e)->code();
+    for (uint32_t i = 0; i < code->size(); ++i)
+      if (code->Get(i)->op() == fb::ShapeOp::Symbol) shapes->expr_symbols[e] |= 1ull << code->Get(i)->operand();
+  }
   int64_t* cursor = shapes->dims;
   for (size_t i = 0; i < model->input_count; ++i) {
     shapes->input_shapes[i] = cursor;
@@ -62,6 +71,7 @@ void kiln_session_shapes_free(kiln_session_shapes_t* shapes) {
   free(shapes->output_shapes);
   free(shapes->output_bytes);
   free(shapes->pending);
+  free(shapes->expr_symbols);
   memset(shapes, 0, sizeof(*shapes));
 }
 
@@ -197,35 +207,37 @@ static kiln_status_t kiln_shapes_check_tensors(kiln_session_shapes_t* shapes) {
   return NULL;
 }
 
-// Whether `expr` uses a pending data symbol.
-static bool kiln_shapes_expr_pending(const kiln_session_shapes_t* shapes, const fb::ShapeExpr* expr) {
-  if (!shapes->data_symbol_count) return false;
-  const auto* code = expr->code();
-  for (uint32_t i = 0; i < code->size(); ++i) {
-    const fb::ShapeInstr* step = code->Get(i);
-    if (step->op() == fb::ShapeOp::Symbol && shapes->pending[step->operand()]) return true;
-  }
-  return false;
+// The data symbols still pending in this run, as a mask.
+static uint64_t kiln_shapes_pending_mask(const kiln_session_shapes_t* shapes) {
+  uint64_t mask = 0;
+  for (uint32_t s = 0; s < shapes->symbol_count && shapes->data_symbol_count; ++s)
+    if (shapes->pending[s]) mask |= 1ull << s;
+  return mask;
 }
 
-static kiln_status_t kiln_shapes_eval_all(kiln_session_shapes_t* shapes) {
+// Evaluates the expressions that use a symbol of `mask` (every one: ~0).
+static kiln_status_t kiln_shapes_eval(kiln_session_shapes_t* shapes, uint64_t mask) {
   const fb::Bundle* bundle = shapes->model->view.bundle;
   for (uint32_t e = 0; e < shapes->expr_count; ++e) {
+    if (mask != ~0ull && !(shapes->expr_symbols[e] & mask)) continue;
     kiln_status_t status = kiln_shape_expr_eval(bundle->shape_exprs()->Get(e), shapes->symbols, &shapes->values[e]);
     if (status) return kiln_status_annotate(status, "shapes: expression %u", e);
   }
   return NULL;
 }
 
-// The bundle's constraints, but those that wait for a pending data symbol.
-static kiln_status_t kiln_shapes_check_constraints(const kiln_session_shapes_t* shapes) {
+// The bundle's constraints that use a symbol of `mask` (every one: ~0), but
+// those that wait for a pending data symbol.
+static kiln_status_t kiln_shapes_check_constraints(const kiln_session_shapes_t* shapes, uint64_t mask) {
   const fb::Bundle* bundle = shapes->model->view.bundle;
+  uint64_t pending = kiln_shapes_pending_mask(shapes);
   uint32_t constraint_count = bundle->shape_constraints() ? bundle->shape_constraints()->size() : 0;
   for (uint32_t c = 0; c < constraint_count; ++c) {
     const fb::ShapeConstraint* constraint = bundle->shape_constraints()->Get(c);
-    if (shapes->values[constraint->expr()]) continue;
-    if (kiln_shapes_expr_pending(shapes, bundle->shape_exprs()->Get(constraint->expr()))) continue;
-    return kiln_make_status(KILN_INVALID_ARGUMENT, "shapes: these input shapes do not fit the model: %.200s",
+    uint64_t uses = shapes->expr_symbols[constraint->expr()];
+    if ((mask != ~0ull && !(uses & mask)) || (uses & pending) || shapes->values[constraint->expr()]) continue;
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "shapes: %s do not fit the model: %.200s",
+                            uses & shapes->data_symbols ? "the sizes this run computed" : "these input shapes",
                             constraint->message()->c_str());
   }
   return NULL;
@@ -234,7 +246,12 @@ static kiln_status_t kiln_shapes_check_constraints(const kiln_session_shapes_t* 
 void kiln_session_shapes_begin_run(kiln_session_shapes_t* shapes) {
   if (!shapes->data_symbol_count) return;
   const fb::Bundle* bundle = shapes->model->view.bundle;
-  for (uint32_t s = 0; s < shapes->symbol_count; ++s) shapes->pending[s] = bundle->symbols()->Get(s)->source_dispatch() >= 0;
+  for (uint32_t s = 0; s < shapes->symbol_count; ++s) {
+    const fb::Symbol* symbol = bundle->symbols()->Get(s);
+    if (symbol->source_dispatch() < 0) continue;
+    shapes->pending[s] = 1;
+    shapes->symbols[s] = symbol->max();  // until its source runs (nothing before it reads it)
+  }
 }
 
 kiln_status_t kiln_session_shapes_define(kiln_session_shapes_t* shapes, uint32_t symbol, int64_t value) {
@@ -247,8 +264,9 @@ kiln_status_t kiln_session_shapes_define(kiln_session_shapes_t* shapes, uint32_t
   }
   shapes->symbols[symbol] = value;
   shapes->pending[symbol] = 0;
-  KILN_RETURN_IF_ERROR(kiln_shapes_eval_all(shapes));
-  KILN_RETURN_IF_ERROR(kiln_shapes_check_constraints(shapes));
+  // Only what uses this symbol changes: its expressions and constraints.
+  KILN_RETURN_IF_ERROR(kiln_shapes_eval(shapes, 1ull << symbol));
+  KILN_RETURN_IF_ERROR(kiln_shapes_check_constraints(shapes, 1ull << symbol));
   return kiln_shapes_check_tensors(shapes);
 }
 
@@ -262,7 +280,7 @@ kiln_status_t kiln_session_shapes_resolve(kiln_session_shapes_t* shapes) {
     shapes->symbols[s] = data ? symbol->max() : shapes->input_shapes[symbol->input()][symbol->dim()];
     shapes->pending[s] = data;
   }
-  KILN_RETURN_IF_ERROR(kiln_shapes_eval_all(shapes));
+  KILN_RETURN_IF_ERROR(kiln_shapes_eval(shapes, ~0ull));
   // Inputs sharing a symbol must agree.
   for (size_t i = 0; i < model->input_count; ++i) {
     const fb::Tensor* tensor = kiln_shapes_tensor(model, model->inputs[i].index);
@@ -276,7 +294,7 @@ kiln_status_t kiln_session_shapes_resolve(kiln_session_shapes_t* shapes) {
       }
     }
   }
-  KILN_RETURN_IF_ERROR(kiln_shapes_check_constraints(shapes));
+  KILN_RETURN_IF_ERROR(kiln_shapes_check_constraints(shapes, ~0ull));
   KILN_RETURN_IF_ERROR(kiln_shapes_check_tensors(shapes));
   shapes->dirty = 0;
   return NULL;
