@@ -219,8 +219,13 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
     std::vector<int32_t> wg_exprs;
     for (auto& e : k.workgroup_dynamic)
       if (e.defined()) wg_exprs.assign(3, -1);
+    if (k.predicate.defined()) wg_exprs.assign(3, -1);
     for (size_t a = 0; a < 3 && !wg_exprs.empty(); a++)
       if (k.workgroup_dynamic[a].defined()) wg_exprs[a] = (int32_t)shapes.add(k.workgroup_dynamic[a]);
+    if (k.predicate.defined()) {  // a run-time If's branch: 0 workgroups (skipped) when not taken
+      tir::Expr x = k.workgroup_dynamic[0].defined() ? k.workgroup_dynamic[0] : tir::Expr((int64_t)k.workgroup_count[0]);
+      wg_exprs[0] = (int32_t)shapes.add(tir::simplify(x * k.predicate));
+    }
     std::vector<uint32_t> symbols(k.symbols.begin(), k.symbols.end());
     dispatches.push_back(fb::CreateDispatchDirect(b, (uint32_t)i, &wg, &bindings, &push_constants, &sources,
                                                   mixed ? &downloads[i] : nullptr, mixed ? &uploads[i] : nullptr,

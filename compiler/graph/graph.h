@@ -109,6 +109,10 @@ struct Node {
   std::map<std::string, Attr> attrs;   // attributes by name
   std::vector<int> inputs;             // value indices; -1 for an absent optional input
   std::vector<int> outputs;            // value indices; -1 for an unused optional output
+  // A branch of an If whose condition is known only at run time
+  // (import/inline_if.h): the node runs only when each flag (output 0 of a
+  // kiln.Condition node) is true (second = true) or false (second = false).
+  std::vector<std::pair<int, bool>> guards;
 
   // The operator's row in the operator table (graph/op_table.h).
   const OpTraits& traits() const { return op_traits(op); }

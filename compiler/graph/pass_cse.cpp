@@ -38,6 +38,7 @@ std::string key_of(const Node& n) {
     o << ";";
   }
   o << "}";
+  for (auto& [flag, taken] : n.guards) o << "?" << flag << (taken ? "+" : "-");
   return o.str();
 }
 

@@ -929,6 +929,11 @@ class DimInference {
         return {data_symbol(most), Expr(3)};
       }
       case OpDims::Unique: return unique(extra);
+      case OpDims::Condition: {  // the flag keeps the condition's shape; its symbol is 0 or 1
+        DimExprs c = in_dims(0);
+        data_symbol(1);
+        return c;
+      }
     }
     internal_error << "unhandled dims rule";
   }

@@ -72,7 +72,7 @@ void rename_outer_reads(onnx::GraphProto& g, const Renames& outer) {
 
 class IfInliner {
  public:
-  explicit IfInliner(onnx::GraphProto& g) : g_(g) {
+  explicit IfInliner(onnx::GraphProto& g, RunTimeIfs* run_time = nullptr) : g_(g), run_time_(run_time) {
     all_defined(g, taken_);  // fresh names must not shadow or be shadowed anywhere
     for (auto& t : g.initializer()) initializers_[t.name()] = &t;
     for (auto& i : g.input()) initializers_.erase(i.name());  // an input may override it
@@ -88,6 +88,19 @@ class IfInliner {
     for (auto& n : g_.node()) {
       bool cond;
       const onnx::GraphProto* branch = nullptr;
+      if (run_time_ && n.op_type() == "If" && (n.domain().empty() || n.domain() == "ai.onnx") && n.input_size() == 1) {
+        const onnx::GraphProto *then_branch = nullptr, *else_branch = nullptr;
+        for (auto& a : n.attribute()) {
+          if (a.name() == "then_branch" && a.has_g()) then_branch = &a.g();
+          if (a.name() == "else_branch" && a.has_g()) else_branch = &a.g();
+        }
+        if (then_branch && else_branch && then_branch->output_size() == n.output_size() &&
+            else_branch->output_size() == n.output_size()) {
+          inline_both(n, *then_branch, *else_branch, nodes);
+          count++;
+          continue;
+        }
+      }
       if (n.op_type() == "If" && (n.domain().empty() || n.domain() == "ai.onnx") && n.input_size() == 1 &&
           condition(n.input(0), &cond))
         for (auto& a : n.attribute())
@@ -119,9 +132,64 @@ class IfInliner {
     return name;
   }
 
+  // A run-time If: the condition's Identity (a kiln.Condition to be), both
+  // branches guarded by it, and a Where per output.
+  void inline_both(const onnx::NodeProto& n, const onnx::GraphProto& then_branch, const onnx::GraphProto& else_branch,
+                   std::vector<onnx::NodeProto>& out) {
+    std::string prefix = (n.name().empty() ? n.output(0) : n.name()) + "/";
+    std::vector<std::pair<std::string, bool>> outer = run_time_->guards[n.name()];  // a nested If's
+    onnx::NodeProto flag;
+    flag.set_op_type("Identity");
+    flag.set_name(fresh(prefix + "condition"));
+    flag.add_input(n.input(0));
+    flag.add_output(fresh(prefix + "condition"));
+    run_time_->conditions.insert(flag.name());
+    run_time_->guards[flag.name()] = outer;
+    out.push_back(flag);
+    std::vector<std::string> results[2];
+    for (int taken = 1; taken >= 0; taken--) {
+      size_t first = out.size();
+      results[taken] = inline_branch(n, taken ? then_branch : else_branch, out, prefix + (taken ? "then/" : "else/"));
+      for (size_t k = first; k < out.size(); k++) {
+        auto& guards = run_time_->guards[out[k].name()];
+        guards = outer;
+        guards.push_back({flag.output(0), taken != 0});
+      }
+    }
+    for (int k = 0; k < n.output_size(); k++) {
+      if (n.output(k).empty()) continue;
+      onnx::NodeProto where;
+      where.set_op_type("Where");
+      where.set_name(fresh(prefix + "output_" + std::to_string(k)));
+      where.add_input(n.input(0));
+      where.add_input(results[1][(size_t)k]);
+      where.add_input(results[0][(size_t)k]);
+      where.add_output(n.output(k));
+      run_time_->guards[where.name()] = outer;
+      run_time_->merges[where.name()] = "If node '" + (n.name().empty() ? n.output(0) : n.name()) + "' output " +
+                                        std::to_string(k);
+      out.push_back(std::move(where));
+    }
+  }
+
   // Appends the branch's nodes (renamed) and one Identity per output of `n`.
   void inline_branch(const onnx::NodeProto& n, const onnx::GraphProto& branch, std::vector<onnx::NodeProto>& out) {
-    std::string prefix = (n.name().empty() ? n.output(0) : n.name()) + "/";
+    std::vector<std::string> results = inline_branch(n, branch, out, (n.name().empty() ? n.output(0) : n.name()) + "/");
+    for (int k = 0; k < n.output_size(); k++) {
+      if (n.output(k).empty()) continue;
+      onnx::NodeProto id;
+      id.set_op_type("Identity");
+      id.set_name((n.name().empty() ? n.output(0) : n.name()) + "/output_" + std::to_string(k));
+      id.add_input(results[(size_t)k]);
+      id.add_output(n.output(k));
+      out.push_back(std::move(id));
+    }
+  }
+
+  // Appends the branch's nodes, values renamed under `prefix` (nodes too,
+  // each to a fresh name); returns the names of the branch's outputs.
+  std::vector<std::string> inline_branch(const onnx::NodeProto& n, const onnx::GraphProto& branch,
+                                         std::vector<onnx::NodeProto>& out, const std::string& prefix) {
     Renames local;
     for (auto& name : defined_in(branch)) local[name] = fresh(prefix + name);
     for (auto& t : branch.initializer()) {
@@ -131,7 +199,7 @@ class IfInliner {
     }
     for (auto& bn : branch.node()) {
       onnx::NodeProto c = bn;
-      if (!c.name().empty()) c.set_name(prefix + c.name());
+      c.set_name(fresh(prefix + (c.name().empty() ? c.op_type() : c.name())));
       for (auto& in : *c.mutable_input()) {
         auto it = local.find(in);
         if (it != local.end()) in = it->second;
@@ -144,20 +212,17 @@ class IfInliner {
       }
       out.push_back(std::move(c));
     }
+    std::vector<std::string> results;
     for (int k = 0; k < n.output_size(); k++) {
-      if (n.output(k).empty()) continue;
       const std::string& from = branch.output(k).name();
       auto it = local.find(from);
-      onnx::NodeProto id;
-      id.set_op_type("Identity");
-      id.set_name(prefix + "output_" + std::to_string(k));
-      id.add_input(it == local.end() ? from : it->second);
-      id.add_output(n.output(k));
-      out.push_back(std::move(id));
+      results.push_back(it == local.end() ? from : it->second);  // an outer value, or the branch's
     }
+    return results;
   }
 
   onnx::GraphProto& g_;
+  RunTimeIfs* run_time_;  // inline_run_time_ifs: both branches; null: constant conditions only
   std::set<std::string> taken_;                                  // names in use in the model, subgraphs included
   std::map<std::string, const onnx::TensorProto*> initializers_;  // constants by name
 };
@@ -165,5 +230,15 @@ class IfInliner {
 }  // namespace
 
 int inline_constant_ifs(onnx::ModelProto& model) { return IfInliner(*model.mutable_graph()).run(); }
+
+int inline_run_time_ifs(onnx::ModelProto& model, RunTimeIfs* out) {
+  int total = 0;
+  for (int depth = 0; depth < 16; depth++) {  // a nested If reaches the main graph one level at a time
+    int count = IfInliner(*model.mutable_graph(), out).run();
+    total += count;
+    if (count == 0) break;
+  }
+  return total;
+}
 
 }  // namespace kiln

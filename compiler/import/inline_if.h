@@ -10,11 +10,36 @@
 // output of the If becomes an Identity of the branch's output. The other
 // branch is dropped. An If whose condition stays unknown is left alone
 // (kilnc refuses it later, naming the node).
+//
+// An If whose condition stays unknown is inlined with BOTH branches by
+// inline_run_time_ifs: an Identity of the condition (which the importer
+// turns into a kiln.Condition node: a data symbol, 0 or 1), each branch's
+// nodes guarded by that flag (true or false), and one Where per output
+// choosing between the branches' results. The kernels of a guarded node are
+// predicated: they run 0 workgroups when their branch is not taken
+// (docs/dynamic-shapes.md, "Control flow"). Nested Ifs inherit the guards.
 #pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <onnx/onnx_pb.h>
 
 namespace kiln {
+
+// What inline_run_time_ifs did, by node name (every node it made is named).
+struct RunTimeIfs {
+  std::map<std::string, std::vector<std::pair<std::string, bool>>> guards;  // node -> (flag value, taken when true)
+  std::set<std::string> conditions;           // Identity nodes that become kiln.Condition
+  std::map<std::string, std::string> merges;  // Where node -> "If node 'X' output K" (its branches must agree)
+};
+
+// Inlines every If left in the main graph (conditions known only at run
+// time), nested ones too; adds to `out`. Returns the number inlined.
+int inline_run_time_ifs(onnx::ModelProto& model, RunTimeIfs* out);
 
 // Inlines every If of the main graph whose condition is a bool constant (an
 // initializer that is not a graph input, or a Constant node's output).

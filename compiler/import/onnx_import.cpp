@@ -16,6 +16,7 @@
 #include "import/contrib_ops.h"
 #include "import/fold_shapes.h"
 #include "import/infer_dims.h"
+#include "import/inline_if.h"
 #include "import/validate.h"
 #include "support/diagnostics.h"
 
@@ -342,6 +343,12 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
 
   // Shape inference, with shape computations evaluated at compile time.
   fold_shape_computations(model);
+  // Ifs whose condition is still unknown: both branches, predicated (inline_if.h).
+  RunTimeIfs run_time_ifs;
+  if (inline_run_time_ifs(model, &run_time_ifs) > 0) {
+    fold_shape_computations(model);  // types for the inlined values
+    dynamic = true;                  // each condition is a data symbol
+  }
   // Run-time dimensions too when an operator's output size only its kernel
   // knows (a data symbol, infer_dims: NonZero), or may come from the values
   // of an input computed at run time (TopK's k, Slice's starts) that is
@@ -411,11 +418,12 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
                  << "' are not supported; only the default ONNX domain is (and of com.microsoft: "
                  << supported_contrib_ops() << ")";
     }
-    if (n.op_type() == "If") {  // left by inline_constant_ifs (import/inline_if.h): the condition is not a constant
+    if (n.op_type() == "If") {  // left by inline_run_time_ifs (import/inline_if.h)
       user_error << "If node '" << name << "': its condition '" << (n.input_size() ? n.input(0) : std::string())
-                 << "' is only known at run time, and kilnc runs no control flow yet; it replaces an If by its "
-                    "branch when the condition is a compile-time constant (computed from static shapes, or from a "
-                    "model input frozen with --freeze-input NAME=FILE.pb)";
+                 << "' is only known at run time, and kilnc runs such an If only when both branches give as many "
+                    "outputs as it has and it is nested at most 16 deep; a compile-time constant condition "
+                    "(computed from static shapes, or from a model input frozen with --freeze-input NAME=FILE.pb) "
+                    "picks its branch";
     }
     if (graph::op_traits(n.op_type()).role == graph::OpRole::Import) {  // Constant
       graph::Value v = constant_node_value(n);
@@ -424,8 +432,10 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
       continue;
     }
     graph::Node node;
-    node.op = n.op_type();
+    node.op = run_time_ifs.conditions.count(name) ? "kiln.Condition" : n.op_type();
     node.name = name;
+    if (auto gi = run_time_ifs.guards.find(name); gi != run_time_ifs.guards.end())
+      for (auto& [flag, taken] : gi->second) node.guards.push_back({value_ids.at(flag), taken});
     for (auto& a : n.attribute()) node.attrs[a.name()] = attr_from_onnx(a, out, name);
     for (auto& in : n.input()) {
       if (in.empty()) {
@@ -488,6 +498,15 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   if (dynamic) {
     infer_run_time_dims(out, unknown_rank);
     for (auto& v : out.values) check_size(v, "value '" + v.name + "' (at its largest)");
+  }
+  for (auto& n : out.nodes) {  // a run-time If's branches must give its outputs the same shapes
+    auto m = run_time_ifs.merges.find(n.name);
+    if (m == run_time_ifs.merges.end() || n.inputs.size() != 3) continue;
+    const graph::Value &a = out.values[(size_t)n.inputs[1]], &b = out.values[(size_t)n.inputs[2]];
+    user_assert(a.dtype == b.dtype && out.same_dims(a.dim_exprs(), b.dim_exprs()))
+        << m->second << ": its branches give " << graph::dims_str(a.dim_exprs()) << " and "
+        << graph::dims_str(b.dim_exprs()) << "; kilnc runs an If whose condition is known only at run time when both "
+        << "branches give each output the same type and shape";
   }
   return out;
 }

@@ -33,6 +33,7 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
     if (uses[v] != 1 || g.values[v].is_constant()) continue;
     const graph::Node& c = g.nodes[consumer[v]];
     if (!c.traits().elementwise() || c.outputs.empty() || c.outputs[0] < 0) continue;
+    if (c.guards != n.guards) continue;  // a run-time If's branch runs alone (its kernels are predicated)
     if (!g.same_dims(g.values[c.outputs[0]].dim_exprs(), g.values[v].dim_exprs())) continue;
     fused.insert(v);
   }
@@ -61,7 +62,7 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
     int root = -2;
     for (int ci : consumers[v]) {
       const graph::Node& c = g.nodes[(size_t)ci];
-      bool ok = c.traits().elementwise() && c.outputs.size() == 1 && c.outputs[0] >= 0 &&
+      bool ok = c.traits().elementwise() && c.outputs.size() == 1 && c.outputs[0] >= 0 && c.guards == n.guards &&
                 g.same_dims(g.values[c.outputs[0]].dim_exprs(), g.values[v].dim_exprs());
       int r = ok ? root_of(ci) : -1;
       if (r < 0 || (root != -2 && r != root)) {

@@ -32,6 +32,9 @@ struct KernelDef {
   // order (docs/kernel-abi.md).
   std::vector<int> symbols;
   std::vector<int> source_nodes;          // graph nodes this kernel implements
+  // Runs only when this is 1 (a run-time If's branch: a product of data
+  // symbols in [0, 1], or 1 minus them); undefined: always.
+  tir::Expr predicate;
   std::vector<std::pair<int, int>> inplace;  // (input param, output param) that may share storage
 };
 

@@ -32,6 +32,25 @@ KernelDef copy_kernel(graph::Graph& g, int from, int to, int kernel_id, bool gpu
 
 }  // namespace
 
+// When a node of a run-time If's branch runs: the product over its guards of
+// the flag's data symbol (the kiln.Condition's count, 0 or 1), or 1 minus it;
+// undefined for a node that always runs.
+static tir::Expr guard_predicate(const graph::Graph& g, const graph::Node& n) {
+  tir::Expr p;
+  for (auto& [flag, taken] : n.guards) {
+    int cond = g.values[(size_t)flag].producer;
+    internal_assert(cond >= 0 && g.nodes[(size_t)cond].is(graph::Op::KilnCondition)) << n.describe() << ": a guard is no condition";
+    int source = g.nodes[(size_t)cond].outputs.back();
+    tir::Expr c;
+    for (auto& s : g.symbols)
+      if (s.source_value == source) c = s.var;
+    internal_assert(c.defined()) << n.describe() << ": its condition has no symbol";
+    tir::Expr term = taken ? c : tir::Expr(1) - c;
+    p = p.defined() ? p * term : term;
+  }
+  return p;
+}
+
 LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, bool gpu_shared_memory,
                            const ProgressFn& progress) {
   LoweredProgram p;
@@ -70,7 +89,11 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
     }
     for (size_t i = p.storage_root.size(); i < g.values.size(); i++) p.storage_root.push_back((int)i);  // new constants
     for (auto& [out, in] : ctx.aliases) p.storage_root[out] = p.storage_root[in];
-    for (auto& k : ctx.kernels) p.kernels.push_back(std::move(k));
+    tir::Expr predicate = guard_predicate(g, n);
+    for (auto& k : ctx.kernels) {
+      k.predicate = predicate;
+      p.kernels.push_back(std::move(k));
+    }
   }
 
   // Model outputs need storage of their own (see the header).

@@ -1,5 +1,6 @@
 // Operators whose output size depends on the data (docs/dynamic-shapes.md,
-// "Sizes a kernel computes"): NonZero, Compress, NonMaxSuppression, Unique.
+// "Sizes a kernel computes"): NonZero, Compress, NonMaxSuppression, Unique,
+// and kiln.Condition (a run-time If's taken branch, docs/dynamic-shapes.md).
 //
 // Each output size is a data symbol that import/infer_dims.cpp made, with a
 // hidden int64 [1] output of the node as its source. These lowerings are
@@ -280,6 +281,22 @@ void lower_unique(OpContext& ctx) {
                                                          when(tir::EQ::make(cmp.get(), Expr(0)), tir::Store::make(vb, i, r))}))));
     body.push_back(tir::Store::make(count_out, Expr(0), u.get()));
     return allocate({first, rank, u.b, cmp.b, acc.b}, block(body));
+  });
+}
+
+// kiln.Condition: the flag (a copy of the condition) and the count 1 or 0
+// as the condition's first element is true, the data symbol that
+// predicates the dispatches of a run-time If's branches.
+void lower_condition(OpContext& ctx) {
+  const int in = ctx.input(0), flag = ctx.output(0), count = ctx.node().outputs.back();
+  const int64_t n = ctx.value(in).elements();
+  const tir::Type type = graph::dtype_to_tir(ctx.in_dtype(0));
+  user_assert(n == 1) << ctx.node().describe() << ": an If's condition must hold one value";
+  ctx.emit_tir("condition", [&](const OpContext::BindFn& bind) {
+    tir::Buffer cb = bind(in, Access::Read), fb = bind(flag, Access::Write), ob = bind(count, Access::Write);
+    Expr c = tir::Load::make(cb, Expr(0));
+    return block({tir::Store::make(fb, Expr(0), c),
+                  tir::Store::make(ob, Expr(0), tir::select(tir::NE::make(c, tir::make_const(type, 0)), Expr(1), Expr(0)))});
   });
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""If nodes whose condition is known at compile time (issue 15): kilnc replaces each by the branch
-it takes (compiler/import/inline_if.h). Against ONNX Runtime on seeded inputs (rtol 1e-4,
-atol 1e-5), and an If whose condition is a model input must be refused by name:
+"""If nodes (issue 15). A condition known at compile time: kilnc replaces the If by the branch it
+takes; one known only at run time: both branches are inlined and their kernels predicated on it
+(compiler/import/inline_if.h). Against ONNX Runtime on seeded inputs (rtol 1e-4, atol 1e-5):
 
   shape_if     the condition is computed from the input's shape (Shape -> Gather -> Greater),
                as torch.jit-scripted code writes `if x.shape[1] > 3`; the else branch (taken)
@@ -10,7 +10,11 @@ atol 1e-5), and an If whose condition is a model input must be refused by name:
                defines after it
   nested_if    a constant condition whose taken branch holds another If, itself on a
                constant computed inside the branch, reading a value of the outer branch
-  runtime_if   the condition is a model input: kilnc refuses it, naming the node
+  runtime_if   the condition is a model input; the else branch holds a TopK whose k is an input
+               too: run with k = 99 (past the row) while the then branch is taken, it must not
+               run at all (its k would fail the run); then the else branch at k = 2 and k = 8
+  data_if      the condition computed from the data (sum > 0), and in the then branch another
+               run-time If (max > 1) reading the outer graph's weights; each of the three paths
 
   if_models.py --kilnc PATH --kiln PATH --ort-dir tests/ort --workdir DIR [--node node]
 """
@@ -92,10 +96,34 @@ def nested_if() -> onnx.ModelProto:
 
 def runtime_if() -> onnx.ModelProto:
     then_g = helper.make_graph([helper.make_node('Relu', ['data'], ['t'])], 'then', [], [out('t')])
-    else_g = helper.make_graph([helper.make_node('Neg', ['data'], ['e'])], 'else', [], [out('e')])
+    else_g = helper.make_graph([helper.make_node('TopK', ['data', 'k'], ['top', 'idx'], axis=-1),
+                                helper.make_node('ReduceSum', ['top', 'last'], ['s'], keepdims=1),
+                                helper.make_node('Sub', ['data', 's'], ['e'])], 'else', [], [out('e')])
     nodes = [helper.make_node('If', ['flag'], ['y'], then_branch=then_g, else_branch=else_g, name='runtime_if')]
-    return model(nodes, [], [helper.make_tensor_value_info('data', TensorProto.FLOAT, SHAPE),
-                             helper.make_tensor_value_info('flag', TensorProto.BOOL, [])], [out('y', SHAPE)])
+    return model(nodes, [tensor('last', np.array([-1], np.int64))],
+                 [helper.make_tensor_value_info('data', TensorProto.FLOAT, SHAPE),
+                  helper.make_tensor_value_info('flag', TensorProto.BOOL, []),
+                  helper.make_tensor_value_info('k', TensorProto.INT64, [1])], [out('y', SHAPE)])
+
+
+def data_if() -> onnx.ModelProto:
+    def vi(name):
+        return out(name, SHAPE)
+    inner_then = helper.make_graph([helper.make_node('Mul', ['r', 'w'], ['it'])], 'inner_then', [], [vi('it')])
+    inner_else = helper.make_graph([helper.make_node('Sub', ['r', 'w'], ['ie'])], 'inner_else', [], [vi('ie')])
+    then_g = helper.make_graph([helper.make_node('Relu', ['data'], ['r']),
+                                helper.make_node('ReduceMax', ['data'], ['mx'], keepdims=0),
+                                helper.make_node('Greater', ['mx', 'one'], ['c2']),
+                                helper.make_node('If', ['c2'], ['t'], then_branch=inner_then, else_branch=inner_else)],
+                               'then', [], [vi('t')])
+    else_g = helper.make_graph([helper.make_node('Neg', ['data'], ['nx']), helper.make_node('Add', ['nx', 'w'], ['e'])],
+                               'else', [], [vi('e')])
+    nodes = [helper.make_node('ReduceSum', ['data'], ['s'], keepdims=0), helper.make_node('Greater', ['s', 'zero'], ['c']),
+             helper.make_node('If', ['c'], ['y'], then_branch=then_g, else_branch=else_g, name='data_if'),
+             helper.make_node('Add', ['y', 'one'], ['z'])]
+    inits = [tensor('zero', np.float32(0)), tensor('one', np.float32(1)),
+             tensor('w', np.random.default_rng(0).standard_normal(SHAPE).astype(np.float32))]
+    return model(nodes, inits, [helper.make_tensor_value_info('data', TensorProto.FLOAT, SHAPE)], [out('z', SHAPE)])
 
 
 def main() -> int:
@@ -110,14 +138,24 @@ def main() -> int:
         one = kiln_e2e.check_against_ort(args, path, os.path.join(work, name), ['data=' + f], 1e-4, 1e-5)
         kiln_e2e.log('%s: %s' % (name, 'PASS' if one else 'FAIL'))
         ok &= one
-    path = os.path.join(work, 'runtime_if.onnx')
-    onnx.save(runtime_if(), path)
-    proc = subprocess.run([args.kilnc, path, '-o', os.path.join(work, 'runtime_if.kiln')],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    err = proc.stderr.decode('utf-8', 'replace')
-    one = proc.returncode == 1 and "'runtime_if'" in err and 'If' in err
-    kiln_e2e.log('runtime_if: kilnc exit %d: %s -> %s' % (proc.returncode, err.strip(), 'PASS' if one else 'FAIL'))
-    ok &= one
+    rng = np.random.default_rng(2)
+
+    def save(name, a):
+        f = os.path.join(work, name + '.npy')
+        np.save(f, a)
+        return f
+    data = [rng.standard_normal(SHAPE).astype(np.float32) for _ in range(3)]
+    runtime_feeds = [{'data': save('rt_data%d' % i, data[i]), 'flag': save('rt_flag%d' % i, np.array(f)),
+                      'k': save('rt_k%d' % i, np.array([k], np.int64))}
+                     for i, (f, k) in enumerate(((True, 99), (False, 2), (False, 8)))]
+    data_feeds = [{'data': save('d_data%d' % i, a.astype(np.float32))}
+                  for i, a in enumerate((np.abs(data[0]) * 3, np.abs(data[1]) * 0.1, -np.abs(data[2])))]
+    for name, make, feeds in (('runtime_if', runtime_if, runtime_feeds), ('data_if', data_if, data_feeds)):
+        path = os.path.join(work, name + '.onnx')
+        onnx.save(make(), path)
+        one = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, name), [], feeds, 1e-4, 1e-5)
+        kiln_e2e.log('%s (one bundle, every path): %s' % (name, 'PASS' if one else 'FAIL'))
+        ok &= one
     kiln_e2e.log('if_models: %s' % ('PASS' if ok else 'FAIL'))
     return 0 if ok else 1
 

@@ -226,3 +226,28 @@ TEST_CASE("dynamic: NonZero and Compress get data symbols with a hidden count ou
   CHECK(op_traits("Compress").data_shape());
   CHECK_FALSE(op_traits("Gather").data_shape());
 }
+
+TEST_CASE("dynamic: a run-time If's branches are never fused with what runs unguarded, CSE keeps them apart") {
+  // r = Relu(x) guarded (then branch); y = Neg(x) guarded (else); z = Add(r, y)
+  // unguarded: no fusion of the branches into z, nor of one branch into the
+  // other; two identical Relu of x, one per branch, stay two.
+  Builder b;
+  b.g.opset = 13;
+  int x = b.input("x", {4});
+  int flag = b.input("flag", {1}, DType::Bool);
+  int r = b.node("Relu", {x}, {4});
+  int r2 = b.node("Relu", {x}, {4});
+  int sum = b.node("Add", {r, r2}, {4});
+  b.output(sum);
+  b.g.nodes[0].guards = {{flag, true}};
+  b.g.nodes[1].guards = {{flag, false}};
+  std::set<int> fused = kiln::choose_fused_values(b.g);
+  CHECK_FALSE(fused.count(r));
+  CHECK_FALSE(fused.count(r2));
+  PassContext ctx;
+  pass_cse(b.g, ctx);
+  CHECK(b.g.nodes.size() == 3);
+  b.g.nodes[1].guards = b.g.nodes[0].guards;  // the same branch: merged
+  pass_cse(b.g, ctx);
+  CHECK(b.g.nodes.size() == 2);
+}
