@@ -2,6 +2,8 @@
 // along one axis, written as a reduction over the axis (element i sums the
 // elements the scan takes at i).
 
+#include <algorithm>
+
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
 
@@ -11,16 +13,42 @@ void lower_cumsum(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   te::Tensor x = ctx.in(0);
   const graph::Value& av = ctx.value(ctx.input(1));
-  user_assert(av.is_constant()) << n.describe() << ": axis must be a constant";
-  int64_t axis = normalize_axis(ctx, av.const_int_at(0), (int64_t)x.ndim());
   bool exclusive = n.attr_int("exclusive", 0) != 0, reverse = n.attr_int("reverse", 0) != 0;
+  auto take = [=](const Expr& j, const Expr& i) {
+    return reverse ? (exclusive ? j > i : j >= i) : (exclusive ? j < i : j <= i);
+  };
+  if (!av.is_constant()) {
+    // The axis read at run time: the sum runs over the longest dimension,
+    // and each term picks the axis by value (negative counts from the end,
+    // out of range clamps: no read leaves the tensor).
+    user_assert(av.elements() == 1) << n.describe() << ": axis must hold one value";
+    const int64_t rank = (int64_t)x.ndim();
+    const te::Dims xd = x.dims();
+    te::Tensor at = ctx.in(1);
+    Expr a = tir::Cast::make(tir::Index(), at(Indices(at.ndim(), Expr(0))));
+    a = tir::clamp(tir::select(a < Expr(0), a + Expr(rank), a), Expr(0), Expr(rank - 1));
+    int64_t longest = 1;
+    for (int64_t d : x.shape()) longest = std::max(longest, d);
+    ctx.set_output(0, te::reduce("cumsum", xd, {Expr(longest)}, te::ReduceKind::Sum, x.dtype(),
+                                 [=](const Indices& o, const Indices& r) {
+      Expr j = r[0], i = Expr(0), extent = Expr(0);
+      Indices xi = o;
+      for (int64_t d = 0; d < rank; d++) {
+        Expr here = tir::EQ::make(a, Expr(d));
+        i = tir::select(here, o[d], i);
+        extent = tir::select(here, xd[d], extent);
+        xi[d] = tir::select(here, tir::min(j, xd[d] - Expr(1)), o[d]);
+      }
+      return tir::select(j < extent && take(j, i), x(xi), tir::make_const(x.dtype(), 0));
+    }));
+    return;
+  }
+  int64_t axis = normalize_axis(ctx, av.const_int_at(0), (int64_t)x.ndim());
   int64_t len = x.shape()[axis];
   ctx.set_output(0, te::reduce("cumsum", x.shape(), {len}, te::ReduceKind::Sum, x.dtype(), [=](const Indices& o, const Indices& r) {
-    Expr j = r[0], i = o[axis];
-    Expr take = reverse ? (exclusive ? j > i : j >= i) : (exclusive ? j < i : j <= i);
     Indices xi = o;
-    xi[axis] = j;
-    return tir::select(take, x(xi), tir::make_const(x.dtype(), 0));
+    xi[axis] = r[0];
+    return tir::select(take(r[0], o[axis]), x(xi), tir::make_const(x.dtype(), 0));
   }));
 }
 
