@@ -23,6 +23,9 @@ size_t dtype_size(DType t) {
     case DType::I64: return 8;
     case DType::U8: return 1;
     case DType::Bool: return 1;
+    case DType::U16: return 2;
+    case DType::U32: return 4;
+    case DType::U64: return 8;
   }
   return 0;
 }
@@ -38,6 +41,9 @@ const char* dtype_name(DType t) {
     case DType::I64: return "int64";
     case DType::U8: return "uint8";
     case DType::Bool: return "bool";
+    case DType::U16: return "uint16";
+    case DType::U32: return "uint32";
+    case DType::U64: return "uint64";
   }
   return "?";
 }
@@ -53,6 +59,9 @@ tir::Type dtype_to_tir(DType t) {
     case DType::I64: return tir::Int(64);
     case DType::U8: return tir::UInt(8);
     case DType::Bool: return tir::UInt(8);  // stored as one byte, 0 or 1
+    case DType::U16: return tir::UInt(16);
+    case DType::U32: return tir::UInt(32);
+    case DType::U64: return tir::UInt(64);
   }
   return tir::Float(32);
 }
@@ -124,6 +133,9 @@ double Value::const_at(int64_t i) const {
     case DType::I16: { int16_t v; memcpy(&v, p, 2); return v; }
     case DType::I32: { int32_t v; memcpy(&v, p, 4); return v; }
     case DType::I64: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    case DType::U16: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case DType::U32: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case DType::U64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
     case DType::F16: internal_error << "const_at on float16 " << name;
   }
   return 0;

@@ -19,7 +19,9 @@
 namespace kiln::graph {
 
 // Element types; the numbering is the bundle's (kiln.fb.DType).
-enum class DType : uint8_t { F32 = 0, F16 = 1, F64 = 2, I8 = 3, I16 = 4, I32 = 5, I64 = 6, U8 = 7, Bool = 8 };
+enum class DType : uint8_t {
+  F32 = 0, F16 = 1, F64 = 2, I8 = 3, I16 = 4, I32 = 5, I64 = 6, U8 = 7, Bool = 8, U16 = 9, U32 = 10, U64 = 11
+};
 
 size_t dtype_size(DType t);
 

@@ -35,6 +35,9 @@ DType dtype_from_onnx(int t, const std::string& what) {
     case onnx::TensorProto::INT32: return DType::I32;
     case onnx::TensorProto::INT64: return DType::I64;
     case onnx::TensorProto::UINT8: return DType::U8;
+    case onnx::TensorProto::UINT16: return DType::U16;
+    case onnx::TensorProto::UINT32: return DType::U32;
+    case onnx::TensorProto::UINT64: return DType::U64;
     case onnx::TensorProto::BOOL: return DType::Bool;
     default:
       user_error << what << " has ONNX element type " << onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)t)
@@ -90,6 +93,9 @@ graph::Value value_from_tensor(const onnx::TensorProto& t) {
       case DType::I8: append_as<decltype(t.int32_data()), int8_t>(bytes, t.int32_data()); break;
       case DType::U8: append_as<decltype(t.int32_data()), uint8_t>(bytes, t.int32_data()); break;
       case DType::Bool: append_as<decltype(t.int32_data()), uint8_t>(bytes, t.int32_data()); break;
+      case DType::U16: append_as<decltype(t.int32_data()), uint16_t>(bytes, t.int32_data()); break;
+      case DType::U32: append_as<decltype(t.uint64_data()), uint32_t>(bytes, t.uint64_data()); break;
+      case DType::U64: append_as<decltype(t.uint64_data()), uint64_t>(bytes, t.uint64_data()); break;
     }
   }
   user_assert(bytes.size() == v.byte_size()) << "tensor '" << t.name() << "' holds " << bytes.size()

@@ -97,7 +97,8 @@ graph::DType dtype_from_tir(tir::Type t) {
     case tir::TypeCode::Float: return t.bits == 64 ? graph::DType::F64 : t.bits == 16 ? graph::DType::F16 : graph::DType::F32;
     case tir::TypeCode::Int:
       return t.bits == 8 ? graph::DType::I8 : t.bits == 16 ? graph::DType::I16 : t.bits == 32 ? graph::DType::I32 : graph::DType::I64;
-    case tir::TypeCode::UInt: return graph::DType::U8;
+    case tir::TypeCode::UInt:
+      return t.bits == 16 ? graph::DType::U16 : t.bits == 32 ? graph::DType::U32 : t.bits == 64 ? graph::DType::U64 : graph::DType::U8;
     case tir::TypeCode::Bool: return graph::DType::Bool;
   }
   return graph::DType::F32;

@@ -44,7 +44,8 @@ void lower_binary(OpContext& ctx, bool ints_ok, Expr (*f)(Expr, Expr)) {
       << n.describe() << ": inputs and output must have the same element type";
   bool is_float = dt == graph::DType::F32 || dt == graph::DType::F64;
   bool is_int = dt == graph::DType::I32 || dt == graph::DType::I64 || dt == graph::DType::I8 ||
-                dt == graph::DType::I16 || dt == graph::DType::U8;
+                dt == graph::DType::I16 || dt == graph::DType::U8 || dt == graph::DType::U16 || dt == graph::DType::U32 ||
+                dt == graph::DType::U64;
   user_assert(is_float || (ints_ok && is_int)) << n.describe() << ": element type " << graph::dtype_name(dt)
                                                << " is not supported for " << n.op << " yet";
   te::Tensor a = ctx.in(0), b = ctx.in(1);
@@ -166,7 +167,30 @@ void lower_round(OpContext& ctx) {
   ctx.set_output(0, te::compute("round", x.dims(), [x](const Indices& i) { return round_half_even(x(i)); }));
 }
 
-// Add, Sub, Mul, Div (integer Div truncates toward zero, as ONNX's).
+namespace {
+
+// 2^y in y's unsigned type, 0 for a shift of the whole width or more:
+// a product of y's bits' powers (no shift instruction in the loop IR).
+Expr power_of_two(const Expr& y) {
+  const tir::Type t = y.type();
+  Expr p = tir::make_const(t, 1);
+  for (int k = 0; (1 << k) < t.bits; k++) {
+    Expr bit = tir::EQ::make((y / tir::make_const(t, (double)(1 << k))) % tir::make_const(t, 2), tir::make_const(t, 1));
+    p = p * tir::select(bit, tir::make_const(t, std::ldexp(1.0, 1 << k)), tir::make_const(t, 1));
+  }
+  return tir::select(y < tir::make_const(t, t.bits), p, tir::make_const(t, 0));
+}
+Expr shift_left(Expr x, Expr y) { return x * power_of_two(y); }  // wraps, as << does
+Expr shift_right(Expr x, Expr y) {
+  Expr p = power_of_two(y);
+  return tir::select(tir::EQ::make(p, tir::make_const(x.type(), 0)), tir::make_const(x.type(), 0),
+                     x / tir::max(p, tir::make_const(x.type(), 1)));
+}
+
+}  // namespace
+
+// Add, Sub, Mul, Div (integer Div truncates toward zero, as ONNX's), BitShift
+// (unsigned integers).
 void lower_arithmetic(OpContext& ctx) {
   switch (ctx.op()) {
     case Op::Add: return lower_binary(ctx, true, [](Expr a, Expr b) { return a + b; });
@@ -176,6 +200,15 @@ void lower_arithmetic(OpContext& ctx) {
       if (ctx.in_dtype(0) == graph::DType::F32 || ctx.in_dtype(0) == graph::DType::F64)
         return lower_binary(ctx, false, [](Expr a, Expr b) { return a / b; });
       return lower_binary(ctx, true, [](Expr a, Expr b) { return trunc_divide(a, b); });
+    case Op::BitShift: {
+      graph::DType dt = ctx.in_dtype(0);
+      user_assert(dt == graph::DType::U8 || dt == graph::DType::U16 || dt == graph::DType::U32 || dt == graph::DType::U64)
+          << ctx.node().describe() << ": BitShift takes unsigned integers";
+      bool left = ctx.node().attr_string("direction", "") == "LEFT";
+      user_assert(left || ctx.node().attr_string("direction", "") == "RIGHT")
+          << ctx.node().describe() << ": direction must be \"LEFT\" or \"RIGHT\"";
+      return lower_binary(ctx, true, left ? shift_left : shift_right);
+    }
     default: internal_error << ctx.node().describe() << ": not an arithmetic operator";
   }
 }

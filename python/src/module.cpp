@@ -21,6 +21,9 @@ const DtypeInfo kDtypes[] = {
     {'i', 8, "int64", "q"},    // KILN_DTYPE_INT64
     {'u', 1, "uint8", "B"},    // KILN_DTYPE_UINT8
     {'b', 1, "bool", "?"},     // KILN_DTYPE_BOOL
+    {'u', 2, "uint16", "H"},   // KILN_DTYPE_UINT16
+    {'u', 4, "uint32", "I"},   // KILN_DTYPE_UINT32
+    {'u', 8, "uint64", "Q"},   // KILN_DTYPE_UINT64
 };
 
 PyObject* version(PyObject*, PyObject*) { return PyUnicode_FromString(kiln_version()); }

@@ -75,7 +75,7 @@ EXPECTED_HEADER = """\
 """
 
 # .npy dtypes that `kiln run` reads and writes.
-KILN_NPY_DTYPES = {'float32', 'float16', 'float64', 'int8', 'int16', 'int32', 'int64',
+KILN_NPY_DTYPES = {'float32', 'float16', 'float64', 'int8', 'int16', 'int32', 'int64', 'uint16', 'uint32', 'uint64',
                    'uint8', 'bool'}
 
 

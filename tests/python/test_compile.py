@@ -111,6 +111,26 @@ def test_sizes_only_the_kernel_knows_come_back_at_the_run_size():
                 np.testing.assert_array_equal(got, np.array(np.nonzero(x), np.int64))
 
 
+def test_unsigned_types_go_in_and_out():
+    """uint16/32/64 tensors (bundle 0.6) through Session.run, extremes included."""
+    from onnx import TensorProto, helper
+    types = {"uint16": TensorProto.UINT16, "uint32": TensorProto.UINT32, "uint64": TensorProto.UINT64}
+    model = onnx_graph_model(
+        [helper.make_node("Concat", ["x_" + n, "x_" + n], ["y_" + n], axis=0) for n in types],
+        [helper.make_tensor_value_info("x_" + n, t, [2, 3]) for n, t in types.items()],
+        [helper.make_tensor_value_info("y_" + n, t, [4, 3]) for n, t in types.items()])
+    with kiln.Model.load(kiln.compile(model)) as m, m.session() as s:
+        assert [i.dtype for i in m.inputs] == list(types)
+        feeds = {}
+        for n in types:
+            info = np.iinfo(n)
+            feeds["x_" + n] = np.array([[info.min, info.max, 7], [1, 2, info.max - 1]], dtype=n)
+        got = s.run(feeds)
+        for n in types:
+            assert got["y_" + n].dtype == np.dtype(n)
+            np.testing.assert_array_equal(got["y_" + n], np.concatenate([feeds["x_" + n]] * 2))
+
+
 def test_freeze_inputs_make_an_input_a_constant():
     from onnx import TensorProto, helper, numpy_helper
     model = onnx_graph_model(

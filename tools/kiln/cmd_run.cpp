@@ -38,6 +38,9 @@ double ElementAsDouble(kiln_dtype_t dtype, const uint8_t* data, size_t i) {
     case KILN_DTYPE_INT16: { int16_t v; memcpy(&v, data + 2 * i, 2); return v; }
     case KILN_DTYPE_INT32: { int32_t v; memcpy(&v, data + 4 * i, 4); return v; }
     case KILN_DTYPE_INT64: { int64_t v; memcpy(&v, data + 8 * i, 8); return (double)v; }
+    case KILN_DTYPE_UINT16: { uint16_t v; memcpy(&v, data + 2 * i, 2); return v; }
+    case KILN_DTYPE_UINT32: { uint32_t v; memcpy(&v, data + 4 * i, 4); return v; }
+    case KILN_DTYPE_UINT64: { uint64_t v; memcpy(&v, data + 8 * i, 8); return (double)v; }
   }
   return 0.0;
 }

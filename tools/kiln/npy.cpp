@@ -25,6 +25,7 @@ const DescrEntry kDescrs[] = {
     {"<f4", KILN_DTYPE_FLOAT32}, {"<f2", KILN_DTYPE_FLOAT16}, {"<f8", KILN_DTYPE_FLOAT64},
     {"|i1", KILN_DTYPE_INT8},    {"<i2", KILN_DTYPE_INT16},   {"<i4", KILN_DTYPE_INT32},
     {"<i8", KILN_DTYPE_INT64},   {"|u1", KILN_DTYPE_UINT8},   {"|b1", KILN_DTYPE_BOOL},
+    {"<u2", KILN_DTYPE_UINT16},  {"<u4", KILN_DTYPE_UINT32},  {"<u8", KILN_DTYPE_UINT64},
 };
 
 bool DescrToDtype(std::string descr, kiln_dtype_t* out, std::string* error) {

@@ -136,6 +136,9 @@ typedef enum kiln_dtype_e {  // same values as kiln.fb.DType
   KILN_DTYPE_INT64 = 6,
   KILN_DTYPE_UINT8 = 7,
   KILN_DTYPE_BOOL = 8,
+  KILN_DTYPE_UINT16 = 9,   // since 0.6 bundles
+  KILN_DTYPE_UINT32 = 10,  // since 0.6 bundles
+  KILN_DTYPE_UINT64 = 11,  // since 0.6 bundles
 } kiln_dtype_t;
 
 KILN_API const char* kiln_dtype_name(kiln_dtype_t dtype);  // "float32", ...

@@ -14,6 +14,9 @@ const char* kiln_dtype_name(kiln_dtype_t dtype) {
     case KILN_DTYPE_INT64: return "int64";
     case KILN_DTYPE_UINT8: return "uint8";
     case KILN_DTYPE_BOOL: return "bool";
+    case KILN_DTYPE_UINT16: return "uint16";
+    case KILN_DTYPE_UINT32: return "uint32";
+    case KILN_DTYPE_UINT64: return "uint64";
   }
   return "unknown";
 }
@@ -31,6 +34,9 @@ size_t kiln_dtype_code_size(uint32_t code) {
     case KILN_DTYPE_INT64: return 8;
     case KILN_DTYPE_UINT8: return 1;
     case KILN_DTYPE_BOOL: return 1;
+    case KILN_DTYPE_UINT16: return 2;
+    case KILN_DTYPE_UINT32: return 4;
+    case KILN_DTYPE_UINT64: return 8;
   }
   return 0;
 }

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""`kiln run` reads and writes every element type as .npy (issue 19): one model with an input
+of each type, each concatenated with itself (data movement, exact for every type); kilnc
+compiles it, `kiln run` feeds seeded arrays of each type and the outputs must come back with
+the same dtype, twice as many rows and equal values. A .npy of the wrong type is refused by
+name.
+
+  dtypes_test.py dtypes --kilnc PATH --kiln PATH --source-root DIR --workdir DIR [--vulkan]
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+# numpy dtype -> ONNX element type: every type the runtime carries.
+TYPES = {
+    'float32': TensorProto.FLOAT, 'float16': TensorProto.FLOAT16, 'float64': TensorProto.DOUBLE,
+    'int8': TensorProto.INT8, 'int16': TensorProto.INT16, 'int32': TensorProto.INT32, 'int64': TensorProto.INT64,
+    'uint8': TensorProto.UINT8, 'uint16': TensorProto.UINT16, 'uint32': TensorProto.UINT32,
+    'uint64': TensorProto.UINT64, 'bool': TensorProto.BOOL,
+}
+
+
+def sample(rng, name):
+    dt = np.dtype(name)
+    if dt == np.bool_:
+        return rng.integers(0, 2, (3, 4)).astype(np.bool_)
+    if dt.kind == 'f':
+        return rng.standard_normal((3, 4)).astype(dt)
+    info = np.iinfo(dt)  # the type's whole range: its extremes included
+    a = rng.integers(info.min, info.max, (3, 4), dtype=dt, endpoint=True)
+    a[0, 0], a[0, 1] = info.min, info.max
+    return a
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('check', choices=['dtypes'])
+    p.add_argument('--kilnc', required=True)
+    p.add_argument('--kiln', required=True)
+    p.add_argument('--source-root', required=True)
+    p.add_argument('--workdir', required=True)
+    p.add_argument('--vulkan', action='store_true')
+    args = p.parse_args()
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(args.workdir)
+    nodes, inputs, outputs = [], [], []
+    for name, t in TYPES.items():
+        nodes.append(helper.make_node('Concat', ['x_' + name, 'x_' + name], ['y_' + name], axis=0))
+        inputs.append(helper.make_tensor_value_info('x_' + name, t, [3, 4]))
+        outputs.append(helper.make_tensor_value_info('y_' + name, t, [6, 4]))
+    m = helper.make_model(helper.make_graph(nodes, 'dtypes', inputs, outputs),
+                          opset_imports=[helper.make_opsetid('', 13)])
+    onnx.checker.check_model(m)
+    model = os.path.join(args.workdir, 'dtypes.onnx')
+    bundle = os.path.join(args.workdir, 'dtypes.kiln')
+    onnx.save(m, model)
+    proc = subprocess.run([args.kilnc, model, '-o', bundle], capture_output=True, text=True)
+    if proc.returncode != 0:
+        print('FAIL: kilnc: ' + proc.stderr)
+        return 1
+    rng = np.random.default_rng(19)
+    feeds, arrays = [], {}
+    for name in TYPES:
+        arrays[name] = sample(rng, name)
+        path = os.path.join(args.workdir, 'x_%s.npy' % name)
+        np.save(path, arrays[name])
+        feeds += ['--input', 'x_%s=%s' % (name, path)]
+    out = os.path.join(args.workdir, 'out')
+    proc = subprocess.run([args.kiln, 'run', bundle, '--output-dir', out] + feeds, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print('FAIL: kiln run: ' + proc.stderr)
+        return 1
+    ok = True
+    for name, a in arrays.items():
+        got = np.load(os.path.join(out, 'y_%s.npy' % name))
+        want = np.concatenate([a, a])
+        good = got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want, equal_nan=False)
+        print('%-8s %s -> %s %s: %s' % (name, a.shape, got.dtype, got.shape, 'PASS' if good else 'FAIL'))
+        ok &= good
+    # A .npy of another type than the input's is refused, naming the input.
+    wrong = os.path.join(args.workdir, 'wrong.npy')
+    np.save(wrong, arrays['uint32'].astype(np.int32))
+    bad = [f if not f.startswith('x_uint32=') else 'x_uint32=' + wrong for f in feeds]
+    proc = subprocess.run([args.kiln, 'run', bundle] + bad, capture_output=True, text=True)
+    refused = proc.returncode == 1 and 'x_uint32' in proc.stderr and 'uint32' in proc.stderr
+    print('an int32 .npy for a uint32 input: %s (%s)' % ('PASS' if refused else 'FAIL', proc.stderr.strip()))
+    ok &= refused
+    print('dtypes: %s' % ('PASS' if ok else 'FAIL'))
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
