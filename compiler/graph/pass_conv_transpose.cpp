@@ -131,7 +131,10 @@ bool pass_conv_transpose(Graph& g, PassContext& ctx) {
       continue;
     }
     Node n = g.nodes[i];
-    for (Node& r : rewrite(g, n)) nodes.push_back(std::move(r));
+    for (Node& r : rewrite(g, n)) {
+      r.guards = n.guards;  // a run-time If's branch stays predicated
+      nodes.push_back(std::move(r));
+    }
   }
   g.nodes = std::move(nodes);
   recompute_producers(g);

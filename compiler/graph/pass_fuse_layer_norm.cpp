@@ -154,9 +154,11 @@ bool pass_fuse_layer_norm(Graph& g, PassContext& ctx) {
     // The last node of the pattern becomes the LayerNormalization.
     Node& ln = g.nodes[last];
     std::string name = ln.name;
+    auto guards = ln.guards;  // a run-time If's branch stays predicated
     ln = Node();
     ln.op = "LayerNormalization";
     ln.name = name;
+    ln.guards = guards;
     ln.attrs["axis"].kind = Attr::Kind::Int;
     ln.attrs["axis"].i = axis;
     ln.attrs["epsilon"].kind = Attr::Kind::Float;

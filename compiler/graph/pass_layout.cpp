@@ -60,6 +60,8 @@ class Blocker {
         rewritten++;
         continue;
       }
+      for (int o : n.outputs)
+        if (o >= 0) guards_[o] = n.guards;
       g_.nodes.push_back(std::move(n));
     }
     recompute_producers(g_);
@@ -74,6 +76,9 @@ class Blocker {
   VectorInfo vector_;  // the target's vector unit (matmul panel widths)
   int64_t lanes_;      // its float32 lanes: the widest channel block
   std::map<int, int> blocked_;  // NCHW value -> its blocked twin
+  // Guards of each value's producer (a run-time If's branch): conversions
+  // of a value run when it is computed.
+  std::map<int, std::vector<std::pair<int, bool>>> guards_;
   int conversions_ = 0;
   int transposed_ = 0;  // matmul weights packed
 
@@ -137,6 +142,8 @@ class Blocker {
     t.attrs["block"].i = b;
     t.inputs = {v};
     t.outputs = {out};
+    if (guards_.count(v)) t.guards = guards_[v];
+    guards_[out] = t.guards;
     g_.nodes.push_back(std::move(t));
     conversions_++;
     blocked_[v] = out;
@@ -147,12 +154,17 @@ class Blocker {
   // produce its original outputs `orig`.
   void emit(Node n, const std::vector<int>& orig) {
     std::string name = n.name;
+    const std::vector<std::pair<int, bool>> guards = n.guards;
+    for (int o : n.outputs)
+      if (o >= 0) guards_[o] = guards;
     g_.nodes.push_back(std::move(n));
     for (size_t i = 0; i < orig.size(); i++) {
       int bv = g_.nodes.back().outputs[i];
       Node f;
       f.op = op_name(Op::KilnFromBlocked);
       f.name = name + ".from_nchwc";
+      f.guards = guards;
+      guards_[orig[i]] = guards;
       f.inputs = {bv};
       f.outputs = {orig[i]};
       blocked_[orig[i]] = bv;

@@ -488,12 +488,12 @@ void infer(onnx::ModelProto& model) {
 
 }  // namespace
 
-int fold_shape_computations(onnx::ModelProto& model) {
+int fold_shape_computations(onnx::ModelProto& model, RunTimeIfs* run_time_ifs) {
   int total = 0;
   for (int round = 0; round < 32; round++) {
     infer(model);
     int folded = Folder(model).run_once();
-    folded += inline_constant_ifs(model);  // a condition folded just now picks its branch
+    folded += inline_constant_ifs(model, run_time_ifs);  // a condition folded just now picks its branch
     total += folded;
     if (folded == 0) break;
     model.mutable_graph()->clear_value_info();  // stale: recomputed by the next inference

@@ -17,6 +17,9 @@
 namespace kiln {
 
 // Returns the number of nodes folded. Throws UserError if shape inference fails.
-int fold_shape_computations(onnx::ModelProto& model);
+// `run_time_ifs`: the guards of a run-time If's inlined branches, which
+// the nodes of an If inlined inside one inherit (import/inline_if.h).
+struct RunTimeIfs;
+int fold_shape_computations(onnx::ModelProto& model, RunTimeIfs* run_time_ifs = nullptr);
 
 }  // namespace kiln

@@ -136,8 +136,8 @@ class DimInference {
   // Records that `cond` must hold at run time (a user error when it never can).
   void require(const Expr& cond, const std::string& what) {
     Expr c = simp(cond);
-    if (auto k = tir::as_const_int(c)) {
-      if (!*k) fail(what);
+    if (auto k = tir::as_const_int(c)) {  // never holds: the model is wrong whatever the inputs
+      if (!*k) user_error << node_->describe() << ": " << what << " can never agree; fix the model";
       return;
     }
     g_.constraints.push_back({c, node_->describe() + ": " + what});
@@ -433,6 +433,11 @@ class DimInference {
         // is a data symbol (any may be sliced), defined by the Slice's first
         // kernel, which also writes each dimension's start and step into a
         // hidden int64 [2 * rank] output (lower/ops_index.cpp).
+        for (size_t i = 2; i <= 4; i++)  // starts, ends, axes and steps: one entry each per sliced axis
+          if (has(i)) {
+            if (in_dims(1).size() != 1 || in_dims(i).size() != 1) fail("starts, ends, axes and steps must be 1-D");
+            require_equal(in_dims(i)[0], in_dims(1)[0], "as many ends, axes and steps as starts");
+          }
         DimExprs out;
         for (size_t d = 0; d < r; d++) out.push_back(data_symbol(val(in(0)).shape[d], 1 + d));
         add_hidden_output(".params", {(int64_t)(2 * r)});
@@ -596,6 +601,12 @@ class DimInference {
     extra[1] = {u};
     extra[2] = {simp(all)};
     extra[3] = {u};
+    // The kernel's scratch (outputs 5 and 6, after the count): first
+    // occurrences and their output positions, one per element (slice).
+    int64_t d = node_->has_attr("axis") ? most[(size_t)norm_axis(node_->attr_int("axis", 0), (int64_t)x.size())]
+                                        : val(in(0)).elements();
+    add_hidden_output(".first", {d});
+    add_hidden_output(".rank", {d});
     return y;
   }
 
@@ -831,11 +842,12 @@ class DimInference {
       case OpDims::GatherElements: return in_dims(1);
       case OpDims::GatherND: {  // indices' dimensions but the last (m), then data's after batch_dims + m
         DimExprs data = in_dims(0), ind = in_dims(1);
-        auto m = ind.empty() ? std::nullopt : const_of(ind.back());
-        int64_t b = n.attr_int("batch_dims", 0);
-        if (!m || b < 0 || b + *m > (int64_t)data.size()) fail("the index length must be known and fit the data");
+        int64_t m = -1, b = n.attr_int("batch_dims", 0);
+        if (!ind.empty())
+          if (auto c = const_of(ind.back())) m = *c;
+        if (m < 0 || b < 0 || b + m > (int64_t)data.size()) fail("the index length must be known and fit the data");
         DimExprs out(ind.begin(), ind.end() - 1);
-        out.insert(out.end(), data.begin() + b + *m, data.end());
+        out.insert(out.end(), data.begin() + b + m, data.end());
         return out;
       }
       case OpDims::Slice: return slice();
@@ -924,9 +936,17 @@ class DimInference {
       case OpDims::NonZero: return nonzero();
       case OpDims::Compress: return compress();
       case OpDims::NonMaxSuppression: {
-        // [selected, 3], at most every box of every class of every batch.
-        int64_t most = val(in(1)).elements();  // scores [B, C, N]
-        return {data_symbol(most), Expr(3)};
+        // [selected, 3], at most every box of every class of every batch;
+        // output 1 the count, 2 the kernel's scratch (one flag per box).
+        DimExprs boxes = in_dims(0), scores = in_dims(1);
+        if (boxes.size() != 3 || scores.size() != 3) fail("boxes [B, N, 4] and scores [B, C, N] needed");
+        require_equal(boxes[0], scores[0], "the batch of boxes and scores");
+        require_equal(boxes[1], scores[2], "the box count of boxes and scores");
+        require_equal(boxes[2], Expr(4), "the 4 coordinates of each box");
+        int64_t most = val(in(1)).elements();
+        Expr selected = data_symbol(most);
+        add_hidden_output(".alive", {val(in(0)).shape[1]});
+        return {selected, Expr(3)};
       }
       case OpDims::Unique: return unique(extra);
       case OpDims::Condition: {  // the flag keeps the condition's shape; its symbol is 0 or 1

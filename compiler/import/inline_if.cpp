@@ -72,7 +72,7 @@ void rename_outer_reads(onnx::GraphProto& g, const Renames& outer) {
 
 class IfInliner {
  public:
-  explicit IfInliner(onnx::GraphProto& g, RunTimeIfs* run_time = nullptr) : g_(g), run_time_(run_time) {
+  IfInliner(onnx::GraphProto& g, RunTimeIfs* run_time, bool both) : g_(g), run_time_(run_time), both_(both) {
     all_defined(g, taken_);  // fresh names must not shadow or be shadowed anywhere
     for (auto& t : g.initializer()) initializers_[t.name()] = &t;
     for (auto& i : g.input()) initializers_.erase(i.name());  // an input may override it
@@ -88,7 +88,8 @@ class IfInliner {
     for (auto& n : g_.node()) {
       bool cond;
       const onnx::GraphProto* branch = nullptr;
-      if (run_time_ && n.op_type() == "If" && (n.domain().empty() || n.domain() == "ai.onnx") && n.input_size() == 1) {
+      if (both_ && n.op_type() == "If" && (n.domain().empty() || n.domain() == "ai.onnx") && n.input_size() == 1 &&
+          !condition(n.input(0), &cond)) {
         const onnx::GraphProto *then_branch = nullptr, *else_branch = nullptr;
         for (auto& a : n.attribute()) {
           if (a.name() == "then_branch" && a.has_g()) then_branch = &a.g();
@@ -156,12 +157,26 @@ class IfInliner {
         guards.push_back({flag.output(0), taken != 0});
       }
     }
+    // The Wheres take the condition as a scalar: a [1] or [1, 1] condition
+    // must not raise the outputs' rank by broadcasting.
+    onnx::TensorProto* scalar_shape = g_.add_initializer();
+    scalar_shape->set_name(fresh(prefix + "scalar_shape"));
+    scalar_shape->set_data_type(onnx::TensorProto::INT64);
+    scalar_shape->add_dims(0);
+    onnx::NodeProto scalar;
+    scalar.set_op_type("Reshape");
+    scalar.set_name(fresh(prefix + "condition_scalar"));
+    scalar.add_input(n.input(0));
+    scalar.add_input(scalar_shape->name());
+    scalar.add_output(fresh(prefix + "condition_scalar"));
+    run_time_->guards[scalar.name()] = outer;
+    out.push_back(scalar);
     for (int k = 0; k < n.output_size(); k++) {
       if (n.output(k).empty()) continue;
       onnx::NodeProto where;
       where.set_op_type("Where");
       where.set_name(fresh(prefix + "output_" + std::to_string(k)));
-      where.add_input(n.input(0));
+      where.add_input(scalar.output(0));
       where.add_input(results[1][(size_t)k]);
       where.add_input(results[0][(size_t)k]);
       where.add_output(n.output(k));
@@ -172,8 +187,10 @@ class IfInliner {
     }
   }
 
-  // Appends the branch's nodes (renamed) and one Identity per output of `n`.
+  // Appends the branch's nodes (renamed) and one Identity per output of `n`;
+  // inside a run-time If's branch, they keep its guards.
   void inline_branch(const onnx::NodeProto& n, const onnx::GraphProto& branch, std::vector<onnx::NodeProto>& out) {
+    size_t first = out.size();
     std::vector<std::string> results = inline_branch(n, branch, out, (n.name().empty() ? n.output(0) : n.name()) + "/");
     for (int k = 0; k < n.output_size(); k++) {
       if (n.output(k).empty()) continue;
@@ -184,6 +201,9 @@ class IfInliner {
       id.add_output(n.output(k));
       out.push_back(std::move(id));
     }
+    if (!run_time_ || !run_time_->guards.count(n.name())) return;
+    const std::vector<std::pair<std::string, bool>> guards = run_time_->guards.at(n.name());
+    for (size_t k = first; k < out.size(); k++) run_time_->guards[out[k].name()] = guards;
   }
 
   // Appends the branch's nodes, values renamed under `prefix` (nodes too,
@@ -222,23 +242,20 @@ class IfInliner {
   }
 
   onnx::GraphProto& g_;
-  RunTimeIfs* run_time_;  // inline_run_time_ifs: both branches; null: constant conditions only
+  RunTimeIfs* run_time_;  // guards of run-time Ifs' branches (null: none are known)
+  bool both_;             // inline_run_time_ifs: Ifs with run-time conditions, both branches
   std::set<std::string> taken_;                                  // names in use in the model, subgraphs included
   std::map<std::string, const onnx::TensorProto*> initializers_;  // constants by name
 };
 
 }  // namespace
 
-int inline_constant_ifs(onnx::ModelProto& model) { return IfInliner(*model.mutable_graph()).run(); }
+int inline_constant_ifs(onnx::ModelProto& model, RunTimeIfs* run_time_ifs) {
+  return IfInliner(*model.mutable_graph(), run_time_ifs, false).run();
+}
 
 int inline_run_time_ifs(onnx::ModelProto& model, RunTimeIfs* out) {
-  int total = 0;
-  for (int depth = 0; depth < 16; depth++) {  // a nested If reaches the main graph one level at a time
-    int count = IfInliner(*model.mutable_graph(), out).run();
-    total += count;
-    if (count == 0) break;
-  }
-  return total;
+  return IfInliner(*model.mutable_graph(), out, true).run();
 }
 
 }  // namespace kiln

@@ -38,12 +38,17 @@ struct RunTimeIfs {
 };
 
 // Inlines every If left in the main graph (conditions known only at run
-// time), nested ones too; adds to `out`. Returns the number inlined.
+// time), one level: an If nested in a branch reaches the main graph, for
+// the caller to fold shapes (its condition may become a constant) and call
+// again. Adds to `out`; returns the number inlined.
 int inline_run_time_ifs(onnx::ModelProto& model, RunTimeIfs* out);
+
+struct RunTimeIfs;
 
 // Inlines every If of the main graph whose condition is a bool constant (an
 // initializer that is not a graph input, or a Constant node's output).
-// Returns the number of If nodes replaced.
-int inline_constant_ifs(onnx::ModelProto& model);
+// Returns the number of If nodes replaced. With `run_time_ifs`, the nodes
+// of an If that lay in a run-time If's branch inherit its guards.
+int inline_constant_ifs(onnx::ModelProto& model, RunTimeIfs* run_time_ifs = nullptr);
 
 }  // namespace kiln

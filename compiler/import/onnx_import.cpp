@@ -350,10 +350,12 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   // Shape inference, with shape computations evaluated at compile time.
   fold_shape_computations(model);
   // Ifs whose condition is still unknown: both branches, predicated (inline_if.h).
+  // One level at a time: an inner If's condition may fold once its
+  // branch is in the main graph (16 levels at most).
   RunTimeIfs run_time_ifs;
-  if (inline_run_time_ifs(model, &run_time_ifs) > 0) {
-    fold_shape_computations(model);  // types for the inlined values
-    dynamic = true;                  // each condition is a data symbol
+  for (int level = 0; level < 16 && inline_run_time_ifs(model, &run_time_ifs) > 0; level++) {
+    fold_shape_computations(model, &run_time_ifs);  // types for the inlined values
+    dynamic = true;                                 // each condition is a data symbol
   }
   // Run-time dimensions too when an operator's output size only its kernel
   // knows (a data symbol, infer_dims: NonZero), or may come from the values

@@ -110,6 +110,9 @@ void lower_slice_run_time(OpContext& ctx) {
     for (int64_t d = rank; d-- > 0;) extent = tir::select(tir::EQ::make(a, Expr(d)), x[(size_t)d], extent);
     Expr step = steps ? steps(k) : Expr(1);
     step = tir::select(tir::EQ::make(step, Expr(0)), Expr(1), step);
+    // A step longer than the axis takes at most one element: clamped to
+    // +-(size + 1), so the length arithmetic below cannot overflow.
+    step = tir::clamp(step, Expr(0) - extent - Expr(1), extent + Expr(1));
     Expr av = tir::Var::make(tir::Index(), "slice_a"), dv = tir::Var::make(tir::Index(), "slice_d"),
          sv = tir::Var::make(tir::Index(), "slice_step");
     auto from_end = [&](const Expr& v) { return tir::select(v < Expr(0), v + dv, v); };
@@ -124,7 +127,7 @@ void lower_slice_run_time(OpContext& ctx) {
                                       tir::Store::make(pb, Expr(2) * av + Expr(1), sv),
                                       tir::Store::make(len, av, length)});
     one = tir::LetStmt::make(av, a, tir::LetStmt::make(dv, extent, tir::LetStmt::make(sv, step, one)));
-    body.push_back(tir::For::make(k, Expr(0), Expr(ctx.value(ctx.input(1)).elements()), tir::ForKind::Serial, one));
+    body.push_back(tir::For::make(k, Expr(0), ctx.in_dims(1).at(0), tir::ForKind::Serial, one));  // starts' run-time length
     for (int64_t d = 0; d < rank; d++) body.push_back(tir::Store::make(counts[(size_t)d], Expr(0), tir::Load::make(len, Expr(d))));
     return tir::Allocate::make(len, tir::Block::make(body));
   });

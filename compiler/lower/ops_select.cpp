@@ -136,7 +136,6 @@ void lower_non_max_suppression(OpContext& ctx) {
   const te::Dims bd = ctx.in_dims(0), sd = ctx.in_dims(1);
   user_assert(bd.size() == 3 && sd.size() == 3) << n.describe() << ": boxes [B, N, 4] and scores [B, C, N] needed";
   const bool center = n.attr_int("center_point_box", 0) != 0;
-  const int64_t most_boxes = ctx.value(ctx.input(0)).shape[1];
   ctx.emit_tir("nms", [&](const OpContext::BindFn& bind) {
     tir::Buffer boxes = bind(ctx.input(0), Access::Read), scores = bind(ctx.input(1), Access::Read);
     auto scalar = [&](size_t i, Expr dflt) {
@@ -147,9 +146,11 @@ void lower_non_max_suppression(OpContext& ctx) {
     Expr iou_thr = scalar(3, Expr(0.0f));
     const bool has_score_thr = ctx.has_input(4);
     Expr score_thr = scalar(4, Expr(0.0f));
-    tir::Buffer out = bind(ctx.output(0), Access::Write), count_out = bind(n.outputs.back(), Access::Write);
+    // Outputs: 0 the selection, 1 its count, 2 one flag per box (in the
+    // arena: a stack buffer would not hold a detector's many boxes).
+    tir::Buffer out = bind(ctx.output(0), Access::Write), count_out = bind(n.outputs.at(1), Access::Write);
+    tir::Buffer alive = bind(n.outputs.at(2), Access::Write);
     Expr B = bd[0], N = bd[1], C = sd[1];
-    tir::Buffer alive = tir::make_buffer("nms_alive", tir::Index(), most_boxes, -1);
     Local count("nms_count", tir::Index()), picked("nms_picked", tir::Index()), best("nms_best", tir::Index()),
         best_score("nms_best_score", tir::Float(32));
     Expr b = index_var("nms_b"), c = index_var("nms_c"), it = index_var("nms_it"), i = index_var("nms_i"),
@@ -189,12 +190,13 @@ void lower_non_max_suppression(OpContext& ctx) {
                     loop(k, N, when(tir::NE::make(tir::Load::make(alive, k), Expr(0)) && suppresses(best.get(), k),
                                     tir::Store::make(alive, k, Expr(0))))})),
     });
-    Expr competes = has_score_thr ? tir::select(score(i) > score_thr, Expr(1), Expr(0)) : Expr(1);
+    // A NaN score never competes (as in ONNX Runtime).
+    Expr competes = tir::select(has_score_thr ? score(i) > score_thr : tir::EQ::make(score(i), score(i)), Expr(1), Expr(0));
     tir::Stmt per_class = block({loop(i, N, tir::Store::make(alive, i, competes)), picked.set(Expr(0)),
                                  loop(it, N, when(picked.get() < as_index(max_out), pick))});
     tir::Stmt body = block({count.set(Expr(0)), loop(b, B, loop(c, C, per_class)),
                             tir::Store::make(count_out, Expr(0), count.get())});
-    return allocate({alive, count.b, picked.b, best.b, best_score.b}, body);
+    return allocate({count.b, picked.b, best.b, best_score.b}, body);
   });
 }
 
@@ -206,43 +208,43 @@ void lower_non_max_suppression(OpContext& ctx) {
 void lower_unique(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   const te::Dims x = ctx.in_dims(0);
-  const graph::Shape& most = ctx.value(ctx.input(0)).shape;
   const bool sorted = n.attr_int("sorted", 1) != 0;
   Expr outer = Expr(1), D = Expr(1), inner = Expr(1);
-  int64_t most_d = 1;
   if (n.has_attr("axis")) {
     size_t a = (size_t)normalize_axis(ctx, n.attr_int("axis", 0), (int64_t)x.size());
     for (size_t d = 0; d < a; d++) outer = outer * x[d];
     D = x[a];
     for (size_t d = a + 1; d < x.size(); d++) inner = inner * x[d];
-    most_d = most[a];
   } else {
     for (auto& d : x) D = D * d;
-    for (int64_t d : most) most_d *= d;
   }
   const Expr S = outer * inner;  // elements of one slice
-  auto out = [&](size_t i) { return i < n.outputs.size() - 1 && n.outputs[i] >= 0 ? n.outputs[i] : -1; };
+  // Outputs 0-3 ONNX's (-1: absent), 4 the count, 5 and 6 the scratch.
+  auto out = [&](size_t i) { return n.outputs[i]; };
   ctx.emit_tir("unique", [&](const OpContext::BindFn& bind) {
     tir::Buffer xb = bind(ctx.input(0), Access::Read);
     tir::Buffer yb = bind(ctx.output(0), Access::Write);
     tir::Buffer ib = out(1) >= 0 ? bind(out(1), Access::Write) : nullptr;
     tir::Buffer vb = out(2) >= 0 ? bind(out(2), Access::Write) : nullptr;
     tir::Buffer cb = out(3) >= 0 ? bind(out(3), Access::Write) : nullptr;
-    tir::Buffer count_out = bind(n.outputs.back(), Access::Write);
-    tir::Buffer first = tir::make_buffer("uniq_first", tir::Index(), most_d, -1);  // first occurrences, in order
-    tir::Buffer rank = tir::make_buffer("uniq_rank", tir::Index(), most_d, -1);    // output position of each
+    tir::Buffer count_out = bind(n.outputs.at(4), Access::Write);
+    tir::Buffer first = bind(n.outputs.at(5), Access::Write);  // first occurrences, in order
+    tir::Buffer rank = bind(n.outputs.at(6), Access::Write);   // output position of each
     Local u("uniq_count", tir::Index()), cmp("uniq_cmp", tir::Index()), acc("uniq_acc", tir::Index());
     auto elem = [&](const Expr& slice, const Expr& e) {
       return tir::Load::make(xb, ((e / inner) * D + slice) * inner + e % inner);
     };
-    // cmp = -1, 0 or 1 as slice p is before, equal to or after slice q.
+    // cmp = -1, 0 or 1 as slice p is before, equal to or after slice q
+    // (NaNs after every number and equal to each other, as numpy sorts them).
     int fresh = 0;
     auto compare = [&](const Expr& p, const Expr& q) {
       Expr e = tir::Var::make(tir::Index(), "uniq_e" + std::to_string(fresh++));
       Expr a = elem(p, e), o = elem(q, e);
+      Expr a_nan = tir::NE::make(a, a), o_nan = tir::NE::make(o, o);
+      Expr before = a < o || (o_nan && !a_nan), after = a > o || (a_nan && !o_nan);
       return block({cmp.set(Expr(0)),
                     loop(e, S, when(tir::EQ::make(cmp.get(), Expr(0)),
-                                    block({when(a < o, cmp.set(Expr(-1))), when(a > o, cmp.set(Expr(1)))})))});
+                                    block({when(before, cmp.set(Expr(-1))), when(after, cmp.set(Expr(1)))})))});
     };
     Expr i = index_var("uniq_i"), j = index_var("uniq_j"), k = index_var("uniq_k"), m = index_var("uniq_m"),
          e = index_var("uniq_y");
@@ -280,7 +282,7 @@ void lower_unique(OpContext& ctx) {
       body.push_back(loop(i, D, loop(k, u.get(), block({compare(fk, i),
                                                          when(tir::EQ::make(cmp.get(), Expr(0)), tir::Store::make(vb, i, r))}))));
     body.push_back(tir::Store::make(count_out, Expr(0), u.get()));
-    return allocate({first, rank, u.b, cmp.b, acc.b}, block(body));
+    return allocate({u.b, cmp.b, acc.b}, block(body));
   });
 }
 

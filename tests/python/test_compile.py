@@ -131,6 +131,36 @@ def test_unsigned_types_go_in_and_out():
             np.testing.assert_array_equal(got["y_" + n], np.concatenate([feeds["x_" + n]] * 2))
 
 
+def test_run_time_if_runs_only_the_taken_branch_run_after_run():
+    """An If on a model input (both branches compiled, predicated): in one
+    session, runs alternate branches; the untaken one holds a TopK whose k
+    (an input) is past the row, which would fail the run if it ran."""
+    from onnx import TensorProto, helper, numpy_helper
+    F = TensorProto.FLOAT
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", F, [2, 8])])
+    else_g = helper.make_graph([helper.make_node("TopK", ["x", "k"], ["v", "i"], axis=-1),
+                                helper.make_node("ReduceSum", ["v", "last"], ["s"], keepdims=1),
+                                helper.make_node("Sub", ["x", "s"], ["e"])], "else", [],
+                               [helper.make_tensor_value_info("e", F, [2, 8])])
+    model = onnx_graph_model(
+        [helper.make_node("If", ["flag"], ["y"], then_branch=then_g, else_branch=else_g)],
+        [helper.make_tensor_value_info("x", F, [2, 8]), helper.make_tensor_value_info("flag", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("k", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", F, [2, 8])],
+        [numpy_helper.from_array(np.array([-1], np.int64), "last")])
+    rng = np.random.default_rng(5)
+    with kiln.Model.load(kiln.compile(model)) as m, m.session() as s:
+        for flag, k in ((False, 3), (True, 99), (False, 8), (True, 99), (True, 2)):
+            x = rng.standard_normal((2, 8)).astype(np.float32)
+            got = s.run({"x": x, "flag": np.array(flag), "k": np.array([k], np.int64)})["y"]
+            want = np.maximum(x, 0) if flag else x - np.sort(x, axis=-1)[:, ::-1][:, :k].sum(axis=-1, keepdims=True)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        with pytest.raises(kiln.Error) as e:  # the else branch taken with k past the row
+            s.run({"x": np.zeros((2, 8), np.float32), "flag": np.array(False), "k": np.array([99], np.int64)})
+        assert "came out as 99" in str(e.value)
+
+
 def test_freeze_inputs_make_an_input_a_constant():
     from onnx import TensorProto, helper, numpy_helper
     model = onnx_graph_model(

@@ -291,9 +291,13 @@ static kiln_status_t kiln_cpu_session_run_parallel(kiln_cpu_session_t* session,
 }
 
 // After dispatch `index`, a data symbol's source: each symbol it defines,
-// then the dispatches' new counts and push constants.
+// then the dispatches' new counts and push constants. A source that ran no
+// workgroups (a run-time If's branch not taken) wrote nothing: its symbols
+// stay pending, and nothing that runs reads them.
 static kiln_status_t kiln_cpu_session_define_symbols(kiln_cpu_session_t* session, uint32_t index,
                                                      kiln_session_shapes_t* shapes) {
+  const uint32_t* count = session->dispatches[index].state.workgroup_count;
+  if ((uint64_t)count[0] * count[1] * count[2] == 0) return NULL;
   const fb::Bundle* bundle = session->model->view.bundle;
   for (uint32_t s = 0; s < bundle->symbols()->size(); ++s) {
     const fb::Symbol* symbol = bundle->symbols()->Get(s);
