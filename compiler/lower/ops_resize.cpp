@@ -1,5 +1,6 @@
 // Resize (opsets 10-18) and Upsample (opsets 7-9), following ONNX's
-// reference implementation (onnx/backend/test/case/node/resize.py).
+// reference implementation (onnx/backend/test/case/node/resize.py), and
+// GridSample (4-D, at the end of the file).
 //
 // Every axis d maps an output coordinate x to an input coordinate x_o
 // (computed in float64; s = the axis' scale, in/out = the axis' lengths,
@@ -407,6 +408,99 @@ void lower_upsample(OpContext& ctx) {
   user_assert(s.size() == rank) << n.describe() << ": scales must have " << rank << " entries";
   set_scales(ctx, sp, s);
   lower_resize_spec(ctx, sp);
+}
+
+namespace {
+
+// v reflected into [lo, hi] as often as needed (ONNX's _gs_reflect), float32.
+Expr grid_reflect(const Expr& v, const Expr& lo, const Expr& hi) {
+  Expr range = hi - lo;
+  auto fold = [&](const Expr& dx, const Expr& near, const Expr& far, float sign) {
+    Expr n = tir::Call::make(Intrinsic::Floor, {dx / range});
+    Expr r = dx - n * range;
+    Expr even = tir::EQ::make(n - Expr(2.0f) * tir::Call::make(Intrinsic::Floor, {n * Expr(0.5f)}), Expr(0.0f));
+    return tir::select(even, near + Expr(sign) * r, far - Expr(sign) * r);
+  };
+  Expr below = fold(lo - v, lo, hi, 1.0f), above = fold(v - hi, hi, lo, -1.0f);
+  Expr out = tir::select(v < lo, below, tir::select(v > hi, above, v));
+  return tir::select(range > Expr(0.0f), out, lo);
+}
+
+}  // namespace
+
+// GridSample (4-D; opset 16's modes bilinear/nearest/bicubic and opset 20's
+// linear/cubic names): output [N, C, Ho, Wo] samples X [N, C, H, W] at
+// grid [N, Ho, Wo, 2] (x, y in [-1, 1]) as ONNX's reference does: the
+// coordinate unnormalized (align_corners: -1 and 1 are the corner pixels'
+// centres, else their outer edges), then for padding border clamped (but
+// for bicubic, which clamps each tap) and for reflection reflected into the
+// image; nearest rounds half to even,
+// bilinear weighs 4 pixels, bicubic 16 (Keys, A = -0.75); each pixel read
+// outside the image is 0 (zeros), the edge (border) or reflected.
+void lower_grid_sample(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  ctx.require_float32();
+  te::Tensor x = ctx.in(0), grid = ctx.in(1);
+  user_assert(x.ndim() == 4 && grid.ndim() == 4 && static_extent(ctx.in_dims(1)[3], "the grid's last dimension") == 2)
+      << n.describe() << ": kilnc supports 4-D GridSample (X [N, C, H, W], grid [N, Ho, Wo, 2]) so far";
+  std::string mode = n.attr_string("mode", "bilinear"), padding = n.attr_string("padding_mode", "zeros");
+  if (mode == "linear") mode = "bilinear";
+  if (mode == "cubic") mode = "bicubic";
+  user_assert(mode == "bilinear" || mode == "nearest" || mode == "bicubic") << n.describe() << ": mode '" << mode << "'";
+  user_assert(padding == "zeros" || padding == "border" || padding == "reflection")
+      << n.describe() << ": padding_mode '" << padding << "'";
+  const bool align = n.attr_int("align_corners", 0) != 0;
+  const te::Dims xd = ctx.in_dims(0);
+  const Expr H = xd[2], W = xd[3];
+  auto f32 = [](const Expr& i) { return tir::Cast::make(tir::Float(32), i); };
+  const Expr Wf = f32(W), Hf = f32(H);
+  // The reflection borders: [x_min, y_min, x_max, y_max].
+  const Expr x_min = align ? Expr(0.0f) : Expr(-0.5f), y_min = x_min;
+  const Expr x_max = align ? Wf - Expr(1.0f) : Wf - Expr(0.5f), y_max = align ? Hf - Expr(1.0f) : Hf - Expr(0.5f);
+  ctx.set_output(0, te::compute("grid_sample", ctx.out_dims(0), [=](const Indices& o) {
+    Expr gx = grid({o[0], o[2], o[3], Expr(0)}), gy = grid({o[0], o[2], o[3], Expr(1)});
+    auto unnormalize = [&](const Expr& v, const Expr& len) {
+      return align ? (v + Expr(1.0f)) * Expr(0.5f) * (len - Expr(1.0f)) : ((v + Expr(1.0f)) * len - Expr(1.0f)) * Expr(0.5f);
+    };
+    Expr px = unnormalize(gx, Wf), py = unnormalize(gy, Hf);
+    if (mode == "nearest") px = round_half_even(px), py = round_half_even(py);
+    if (padding == "border" && mode != "bicubic") {  // bicubic clamps each tap instead (as ONNX Runtime, torch)
+      px = tir::clamp(px, Expr(0.0f), Wf - Expr(1.0f));
+      py = tir::clamp(py, Expr(0.0f), Hf - Expr(1.0f));
+    } else if (padding == "reflection") {
+      px = grid_reflect(px, x_min, x_max);
+      py = grid_reflect(py, y_min, y_max);
+    }
+    // The pixel at integer-valued float coordinates (r, c).
+    auto pixel = [&](Expr r, Expr c) {
+      if (padding == "reflection") r = grid_reflect(r, y_min, y_max), c = grid_reflect(c, x_min, x_max);
+      Expr ri = tir::Cast::make(tir::Index(), r), ci = tir::Cast::make(tir::Index(), c);
+      Expr inside = ri >= Expr(0) && ri < H && ci >= Expr(0) && ci < W;
+      Expr v = x({o[0], o[1], tir::clamp(ri, Expr(0), H - Expr(1)), tir::clamp(ci, Expr(0), W - Expr(1))});
+      return padding == "zeros" ? tir::select(inside, v, Expr(0.0f)) : v;
+    };
+    if (mode == "nearest") return pixel(py, px);
+    Expr x0 = tir::Call::make(Intrinsic::Floor, {px}), y0 = tir::Call::make(Intrinsic::Floor, {py});
+    if (mode == "bilinear") {
+      Expr dx = px - x0, dy = py - y0, one = Expr(1.0f);
+      return (one - dy) * ((one - dx) * pixel(y0, x0) + dx * pixel(y0, x0 + one)) +
+             dy * ((one - dx) * pixel(y0 + one, x0) + dx * pixel(y0 + one, x0 + one));
+    }
+    auto cubic = [](const Expr& t) {  // Keys' weights of the taps at -1, 0, 1, 2 for fraction t
+      const float A = -0.75f;
+      auto near = [&](const Expr& d) { return ((Expr(A + 2) * d - Expr(A + 3)) * d * d) + Expr(1.0f); };
+      auto far = [&](const Expr& d) { return ((Expr(A) * d - Expr(5 * A)) * d + Expr(8 * A)) * d - Expr(4 * A); };
+      return std::vector<Expr>{far(t + Expr(1.0f)), near(t), near(Expr(1.0f) - t), far(Expr(2.0f) - t)};
+    };
+    std::vector<Expr> wx = cubic(px - x0), wy = cubic(py - y0);
+    Expr sum = Expr(0.0f);
+    for (int i = 0; i < 4; i++) {
+      Expr row = Expr(0.0f);
+      for (int j = 0; j < 4; j++) row = row + wx[(size_t)j] * pixel(y0 + Expr((float)(i - 1)), x0 + Expr((float)(j - 1)));
+      sum = sum + wy[(size_t)i] * row;
+    }
+    return sum;
+  }));
 }
 
 }  // namespace kiln::lower
