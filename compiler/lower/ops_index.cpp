@@ -316,6 +316,24 @@ void lower_trilu(OpContext& ctx) {
   }));
 }
 
+// ReverseSequence: along time_axis, the first sequence_lens[b] elements of
+// each batch entry b (along batch_axis) reversed, the rest kept; a length
+// read at run time is clamped into [0, the time axis] (no read leaves x).
+void lower_reverse_sequence(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0), lens = ctx.in(1);
+  const te::Dims xd = ctx.in_dims(0);
+  int64_t batch = normalize_axis(ctx, n.attr_int("batch_axis", 1), (int64_t)xd.size());
+  int64_t time = normalize_axis(ctx, n.attr_int("time_axis", 0), (int64_t)xd.size());
+  user_assert(batch != time && xd.size() >= 2) << n.describe() << ": batch_axis and time_axis must differ";
+  ctx.set_output(0, te::compute("reverse_sequence", xd, [=](const Indices& o) {
+    Expr len = tir::clamp(tir::Cast::make(tir::Index(), lens({o[(size_t)batch]})), Expr(0), xd[(size_t)time]);
+    Indices i = o;
+    i[(size_t)time] = tir::select(o[(size_t)time] < len, len - Expr(1) - o[(size_t)time], o[(size_t)time]);
+    return x(i);
+  }));
+}
+
 void lower_eye_like(OpContext& ctx) {
   int64_t kdiag = ctx.node().attr_int("k", 0);
   graph::DType dt = ctx.value(ctx.output(0)).dtype;

@@ -317,4 +317,68 @@ void lower_cast_like(OpContext& ctx) {
 
 Expr trunc_divide(const Expr& a, const Expr& b) { return trunc_div(a, b); }
 
+// Det of each [M, M] matrix of [..., M, M]: Gaussian elimination with
+// partial pivoting (each row swap flips the sign), one serial kernel over
+// the matrices, working on a copy in an intermediate [M, M] tensor.
+void lower_det(OpContext& ctx) {
+  ctx.require_float();
+  const graph::Node& n = ctx.node();
+  const graph::Shape xs = ctx.in_shape(0);
+  user_assert(xs.size() >= 2 && xs[xs.size() - 1] == xs[xs.size() - 2])
+      << n.describe() << ": the input must be [..., M, M]";
+  const int64_t M = xs.back(), count = graph::num_elements(xs) / std::max<int64_t>(M * M, 1);
+  const tir::Type t = graph::dtype_to_tir(ctx.in_dtype(0));
+  graph::Value lu;
+  lu.name = ctx.graph.unique_name(n.name + ".lu");
+  lu.dtype = ctx.in_dtype(0);
+  lu.shape = {M, M};
+  lu.producer = ctx.node_index;
+  const int scratch = ctx.graph.add_value(std::move(lu));
+  const int in = ctx.input(0), out = ctx.output(0);
+  ctx.emit_tir("det", [&](const OpContext::BindFn& bind) {
+    tir::Buffer xb = bind(in, Access::Read), ob = bind(out, Access::Write), a = bind(scratch, Access::ReadWrite);
+    tir::Buffer det = tir::make_buffer("det", t, 1, -1), best = tir::make_buffer("det_best", t, 1, -1);
+    tir::Buffer piv = tir::make_buffer("det_pivot_row", tir::Index(), 1, -1);
+    auto var = [](const char* name) { return tir::Var::make(tir::Index(), name); };
+    auto loop = [](const Expr& v, const Expr& lo, const Expr& extent, tir::Stmt s) {
+      return tir::For::make(v, lo, extent, tir::ForKind::Serial, std::move(s));
+    };
+    auto at = [&](const Expr& r, const Expr& c) { return r * Expr(M) + c; };
+    auto ld = [](const tir::Buffer& b, const Expr& i) { return tir::Load::make(b, i); };
+    auto abs = [](const Expr& v) { return tir::Call::make(Intrinsic::Abs, {v}); };
+    Expr b = var("det_b"), i = var("det_i"), k = var("det_k"), r = var("det_r"), c = var("det_c"), r2 = var("det_r2"),
+         c2 = var("det_c2");
+    Expr zero = tir::make_const(t, 0), one = tir::make_const(t, 1);
+    Expr p = ld(piv, Expr(0)), pivot = ld(a, at(k, k));
+    tir::Stmt find_pivot = tir::Block::make({
+        tir::Store::make(piv, Expr(0), k), tir::Store::make(best, Expr(0), abs(pivot)),
+        loop(r, k + Expr(1), Expr(M) - k - Expr(1),
+             tir::IfThenElse::make(abs(ld(a, at(r, k))) > ld(best, Expr(0)),
+                                   tir::Block::make({tir::Store::make(piv, Expr(0), r),
+                                                     tir::Store::make(best, Expr(0), abs(ld(a, at(r, k))))})))});
+    Expr tmp = tir::Var::make(t, "det_tmp");
+    tir::Stmt swap = tir::IfThenElse::make(
+        tir::NE::make(p, k),
+        tir::Block::make({loop(c, Expr(0), Expr(M),
+                               tir::LetStmt::make(tmp, ld(a, at(k, c)),
+                                                  tir::Block::make({tir::Store::make(a, at(k, c), ld(a, at(p, c))),
+                                                                    tir::Store::make(a, at(p, c), tmp)}))),
+                          tir::Store::make(det, Expr(0), zero - ld(det, Expr(0)))}));
+    Expr f = tir::Var::make(t, "det_f");
+    tir::Stmt eliminate = tir::IfThenElse::make(
+        tir::NE::make(pivot, zero),
+        loop(r2, k + Expr(1), Expr(M) - k - Expr(1),
+             tir::LetStmt::make(f, ld(a, at(r2, k)) / pivot,
+                                loop(c2, k, Expr(M) - k,
+                                     tir::Store::make(a, at(r2, c2), ld(a, at(r2, c2)) - f * ld(a, at(k, c2)))))));
+    tir::Stmt per_matrix = tir::Block::make({
+        loop(i, Expr(0), Expr(M * M), tir::Store::make(a, i, ld(xb, b * Expr(M * M) + i))),
+        tir::Store::make(det, Expr(0), one),
+        loop(k, Expr(0), Expr(M),
+             tir::Block::make({find_pivot, swap, tir::Store::make(det, Expr(0), ld(det, Expr(0)) * pivot), eliminate})),
+        tir::Store::make(ob, b, ld(det, Expr(0)))});
+    return tir::Allocate::make(det, tir::Allocate::make(best, tir::Allocate::make(piv, loop(b, Expr(0), Expr(count), per_matrix))));
+  });
+}
+
 }  // namespace kiln::lower
