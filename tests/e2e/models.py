@@ -392,7 +392,8 @@ def build_transformer():
 # torch.onnx would fold it on export.
 
 def build_unsupported():
-    """A tiny model with an operator kilnc does not support (Det), between supported ones."""
+    """A tiny model with an operator kilnc does not support (RandomUniformLike, which torch's
+    bernoulli exports), between supported ones."""
     torch = _torch()
     nn = torch.nn
 
@@ -403,7 +404,7 @@ def build_unsupported():
 
         def forward(self, x):
             y = torch.relu(self.conv(x))
-            y = torch.det(y)  # ONNX Det over the last two (8x8) dimensions
+            y = torch.bernoulli(torch.sigmoid(y))  # RandomUniformLike, Less, Cast
             return y + 1.0
 
     return Unsupported()
@@ -615,8 +616,9 @@ MODELS['hetero_float64'] = ModelSpec(lambda: None, (2, 4, 8),
                                      check_bundle=_check_hetero_bundle, check_device='vulkan-hetero',
                                      description='float64 kernels between float32 ones (Vulkan + host CPU)')
 
-UNSUPPORTED_MODEL = ModelSpec(build_unsupported, (1, 3, 8, 8), frozenset({'Conv', 'Relu', 'Det', 'Add'}))
-UNSUPPORTED_OP = 'Det'
+UNSUPPORTED_MODEL = ModelSpec(build_unsupported, (1, 3, 8, 8),
+                              frozenset({'Conv', 'Relu', 'Sigmoid', 'RandomUniformLike', 'Add'}))
+UNSUPPORTED_OP = 'RandomUniformLike'
 
 
 # ---------------------------------------------------------------------------

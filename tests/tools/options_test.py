@@ -175,6 +175,8 @@ def normalize(text, out):
     text = mask_numbers(text.replace(out, '{out}'))
     text = re.sub(r'fillcolor=\d', 'fillcolor=N', text).replace(', fontcolor=white', '').replace('; fontcolor=white', '')
     text = re.sub(r'^ +\d+( +F +F%)', r'  R\1', text, flags=re.M)  # the rank of a layer (by time)
+    # Which layers make a --top K table depends on their times too: rows count, not who is in them.
+    text = re.sub(r'^  R +F +F%.*$', '  R <layer>', text, flags=re.M)
     return sorted(re.sub(r' +', ' ', line) for line in text.split('\n'))  # column widths follow the numbers
 
 
