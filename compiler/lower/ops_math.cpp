@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "lower/op_lowering.h"
+#include "lower/serial_tir.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
@@ -337,12 +338,10 @@ void lower_det(OpContext& ctx) {
   const int in = ctx.input(0), out = ctx.output(0);
   ctx.emit_tir("det", [&](const OpContext::BindFn& bind) {
     tir::Buffer xb = bind(in, Access::Read), ob = bind(out, Access::Write), a = bind(scratch, Access::ReadWrite);
+    using namespace serial;  // NOLINT: the serial kernel's vocabulary
     tir::Buffer det = tir::make_buffer("det", t, 1, -1), best = tir::make_buffer("det_best", t, 1, -1);
     tir::Buffer piv = tir::make_buffer("det_pivot_row", tir::Index(), 1, -1);
-    auto var = [](const char* name) { return tir::Var::make(tir::Index(), name); };
-    auto loop = [](const Expr& v, const Expr& lo, const Expr& extent, tir::Stmt s) {
-      return tir::For::make(v, lo, extent, tir::ForKind::Serial, std::move(s));
-    };
+    auto var = index_var;
     auto at = [&](const Expr& r, const Expr& c) { return r * Expr(M) + c; };
     auto ld = [](const tir::Buffer& b, const Expr& i) { return tir::Load::make(b, i); };
     auto abs = [](const Expr& v) { return tir::Call::make(Intrinsic::Abs, {v}); };
@@ -377,7 +376,7 @@ void lower_det(OpContext& ctx) {
         loop(k, Expr(0), Expr(M),
              tir::Block::make({find_pivot, swap, tir::Store::make(det, Expr(0), ld(det, Expr(0)) * pivot), eliminate})),
         tir::Store::make(ob, b, ld(det, Expr(0)))});
-    return tir::Allocate::make(det, tir::Allocate::make(best, tir::Allocate::make(piv, loop(b, Expr(0), Expr(count), per_matrix))));
+    return allocate({det, best, piv}, loop(b, Expr(count), per_matrix));
   });
 }
 

@@ -12,9 +12,12 @@
 #include <functional>
 
 #include "lower/op_lowering.h"
+#include "lower/serial_tir.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
+
+using namespace serial;  // NOLINT: the builders are this file's vocabulary
 
 namespace {
 
@@ -26,20 +29,17 @@ namespace {
 // c. One invocation, serial.
 tir::Stmt count_then_write(const tir::Buffer& count, const Expr& extent, const std::function<Expr(const Expr&)>& pred,
                            const std::function<tir::Stmt(const Expr& i, const Expr& k, const Expr& c)>& write) {
-  tir::Buffer n = tir::make_buffer("selected", tir::Index(), 1, -1);  // the running count
-  Expr k = tir::Load::make(n, Expr(0));
-  tir::Stmt bump = tir::Store::make(n, Expr(0), k + Expr(1));
-  auto over_selected = [&](const std::string& name, const std::function<tir::Stmt(const Expr&)>& then) {
-    Expr i = tir::Var::make(tir::Index(), name);
-    return tir::Block::make({tir::Store::make(n, Expr(0), Expr(0)),
-                             tir::For::make(i, Expr(0), extent, tir::ForKind::Serial,
-                                            tir::IfThenElse::make(pred(i), then(i)))});
+  Local n("selected", tir::Index());  // the running count
+  tir::Stmt bump = n.set(n.get() + Expr(1));
+  auto over_selected = [&](const char* name, const std::function<tir::Stmt(const Expr&)>& then) {
+    Expr i = index_var(name);
+    return block({n.set(Expr(0)), loop(i, extent, when(pred(i), then(i)))});
   };
-  Expr c = tir::Var::make(tir::Index(), "selected_count");
-  tir::Stmt second = over_selected("sel_w", [&](const Expr& i) { return tir::Block::make({write(i, k, c), bump}); });
-  tir::Stmt body = tir::Block::make({over_selected("sel_c", [&](const Expr&) { return bump; }),
-                                     tir::LetStmt::make(c, k, tir::Block::make({tir::Store::make(count, Expr(0), c), second}))});
-  return tir::Allocate::make(n, body);
+  Expr c = index_var("selected_count");
+  tir::Stmt second = over_selected("sel_w", [&](const Expr& i) { return block({write(i, n.get(), c), bump}); });
+  tir::Stmt body = block({over_selected("sel_c", [&](const Expr&) { return bump; }),
+                          tir::LetStmt::make(c, n.get(), block({tir::Store::make(count, Expr(0), c), second}))});
+  return allocate({n.b}, body);
 }
 
 Expr product(const te::Dims& d, size_t begin, size_t end) {
@@ -98,30 +98,6 @@ void lower_compress(OpContext& ctx) {
     });
   });
 }
-
-namespace {
-
-// Small statement builders for the serial kernels below.
-Expr index_var(const char* name) { return tir::Var::make(tir::Index(), name); }
-tir::Stmt loop(const Expr& v, const Expr& extent, tir::Stmt body) {
-  return tir::For::make(v, Expr(0), extent, tir::ForKind::Serial, std::move(body));
-}
-tir::Stmt block(std::vector<tir::Stmt> s) { return tir::Block::make(std::move(s)); }
-tir::Stmt when(const Expr& c, tir::Stmt then) { return tir::IfThenElse::make(c, std::move(then)); }
-// A local scalar: one-element buffer (allocated by allocate()).
-struct Local {
-  tir::Buffer b;
-  Local(const char* name, tir::Type t) : b(tir::make_buffer(name, t, 1, -1)) {}
-  Expr get() const { return tir::Load::make(b, Expr(0)); }
-  tir::Stmt set(const Expr& v) const { return tir::Store::make(b, Expr(0), v); }
-};
-tir::Stmt allocate(const std::vector<tir::Buffer>& buffers, tir::Stmt body) {
-  for (size_t i = buffers.size(); i-- > 0;) body = tir::Allocate::make(buffers[i], body);
-  return body;
-}
-Expr as_index(const Expr& v) { return tir::Cast::make(tir::Index(), v); }
-
-}  // namespace
 
 // NonMaxSuppression: per batch and class, greedy selection in descending
 // score order (ties: the lower box index first), each pick suppressing the

@@ -33,13 +33,9 @@ kiln_status_t kiln_session_shapes_create(const kiln_model_t* model, kiln_session
   KILN_RETURN_IF_ERROR(kiln_calloc_array(model->input_count, &shapes->input_bytes));
   KILN_RETURN_IF_ERROR(kiln_calloc_array(model->output_count, &shapes->output_shapes));
   KILN_RETURN_IF_ERROR(kiln_calloc_array(model->output_count, &shapes->output_bytes));
-  KILN_RETURN_IF_ERROR(kiln_calloc_array(shapes->symbol_count, &shapes->pending));
   KILN_RETURN_IF_ERROR(kiln_calloc_array(shapes->expr_count, &shapes->expr_symbols));
-  for (uint32_t s = 0; s < shapes->symbol_count; ++s) {  // at most KILN_BUNDLE_MAX_SYMBOLS (64), verified
-    if (bundle->symbols()->Get(s)->source_dispatch() < 0) continue;
-    shapes->data_symbol_count++;
-    shapes->data_symbols |= 1ull << s;
-  }
+  for (uint32_t s = 0; s < shapes->symbol_count; ++s)  // at most KILN_BUNDLE_MAX_SYMBOLS (64), verified
+    if (bundle->symbols()->Get(s)->source_dispatch() >= 0) shapes->data_symbols |= 1ull << s;
   for (uint32_t e = 0; e < shapes->expr_count; ++e) {
     const auto* code = bundle->shape_exprs()->Get(e)->code();
     for (uint32_t i = 0; i < code->size(); ++i)
@@ -70,7 +66,6 @@ void kiln_session_shapes_free(kiln_session_shapes_t* shapes) {
   free(shapes->input_bytes);
   free(shapes->output_shapes);
   free(shapes->output_bytes);
-  free(shapes->pending);
   free(shapes->expr_symbols);
   memset(shapes, 0, sizeof(*shapes));
 }
@@ -207,14 +202,6 @@ static kiln_status_t kiln_shapes_check_tensors(kiln_session_shapes_t* shapes) {
   return NULL;
 }
 
-// The data symbols still pending in this run, as a mask.
-static uint64_t kiln_shapes_pending_mask(const kiln_session_shapes_t* shapes) {
-  uint64_t mask = 0;
-  for (uint32_t s = 0; s < shapes->symbol_count && shapes->data_symbol_count; ++s)
-    if (shapes->pending[s]) mask |= 1ull << s;
-  return mask;
-}
-
 // Evaluates the expressions that use a symbol of `mask` (every one: ~0).
 static kiln_status_t kiln_shapes_eval(kiln_session_shapes_t* shapes, uint64_t mask) {
   const fb::Bundle* bundle = shapes->model->view.bundle;
@@ -230,12 +217,11 @@ static kiln_status_t kiln_shapes_eval(kiln_session_shapes_t* shapes, uint64_t ma
 // those that wait for a pending data symbol.
 static kiln_status_t kiln_shapes_check_constraints(const kiln_session_shapes_t* shapes, uint64_t mask) {
   const fb::Bundle* bundle = shapes->model->view.bundle;
-  uint64_t pending = kiln_shapes_pending_mask(shapes);
   uint32_t constraint_count = bundle->shape_constraints() ? bundle->shape_constraints()->size() : 0;
   for (uint32_t c = 0; c < constraint_count; ++c) {
     const fb::ShapeConstraint* constraint = bundle->shape_constraints()->Get(c);
     uint64_t uses = shapes->expr_symbols[constraint->expr()];
-    if ((mask != ~0ull && !(uses & mask)) || (uses & pending) || shapes->values[constraint->expr()]) continue;
+    if ((mask != ~0ull && !(uses & mask)) || (uses & shapes->pending) || shapes->values[constraint->expr()]) continue;
     return kiln_make_status(KILN_INVALID_ARGUMENT, "shapes: %s do not fit the model: %.200s",
                             uses & shapes->data_symbols ? "the sizes this run computed" : "these input shapes",
                             constraint->message()->c_str());
@@ -244,14 +230,10 @@ static kiln_status_t kiln_shapes_check_constraints(const kiln_session_shapes_t* 
 }
 
 void kiln_session_shapes_begin_run(kiln_session_shapes_t* shapes) {
-  if (!shapes->data_symbol_count) return;
+  shapes->pending = shapes->data_symbols;
   const fb::Bundle* bundle = shapes->model->view.bundle;
-  for (uint32_t s = 0; s < shapes->symbol_count; ++s) {
-    const fb::Symbol* symbol = bundle->symbols()->Get(s);
-    if (symbol->source_dispatch() < 0) continue;
-    shapes->pending[s] = 1;
-    shapes->symbols[s] = symbol->max();  // until its source runs (nothing before it reads it)
-  }
+  for (uint32_t s = 0; shapes->data_symbols && s < shapes->symbol_count; ++s)  // until its source runs
+    if (shapes->data_symbols & (1ull << s)) shapes->symbols[s] = bundle->symbols()->Get(s)->max();
 }
 
 kiln_status_t kiln_session_shapes_define(kiln_session_shapes_t* shapes, uint32_t symbol, int64_t value) {
@@ -263,7 +245,7 @@ kiln_status_t kiln_session_shapes_define(kiln_session_shapes_t* shapes, uint32_t
                             sym->name()->c_str(), (long long)value, (long long)sym->min(), (long long)sym->max());
   }
   shapes->symbols[symbol] = value;
-  shapes->pending[symbol] = 0;
+  shapes->pending &= ~(1ull << symbol);
   // Only what uses this symbol changes: its expressions and constraints.
   KILN_RETURN_IF_ERROR(kiln_shapes_eval(shapes, 1ull << symbol));
   KILN_RETURN_IF_ERROR(kiln_shapes_check_constraints(shapes, 1ull << symbol));
@@ -278,8 +260,8 @@ kiln_status_t kiln_session_shapes_resolve(kiln_session_shapes_t* shapes) {
     const fb::Symbol* symbol = bundle->symbols()->Get(s);
     const bool data = symbol->source_dispatch() >= 0;  // known only once its dispatch ran: its largest until then
     shapes->symbols[s] = data ? symbol->max() : shapes->input_shapes[symbol->input()][symbol->dim()];
-    shapes->pending[s] = data;
   }
+  shapes->pending = shapes->data_symbols;
   KILN_RETURN_IF_ERROR(kiln_shapes_eval(shapes, ~0ull));
   // Inputs sharing a symbol must agree.
   for (size_t i = 0; i < model->input_count; ++i) {

@@ -32,10 +32,9 @@ typedef struct kiln_session_shapes_t {
   int64_t** output_shapes;    // per output: its dimensions, inside `dims`
   size_t* output_bytes;       // per output: its current byte size
   int dirty;                  // input shapes changed since the last successful resolve
-  uint32_t data_symbol_count; // data symbols (a kernel's count, schema/bundle.fbs Symbol)
-  uint8_t* pending;           // per symbol: nonzero for a data symbol the current run has not defined yet
   uint64_t* expr_symbols;     // per expression: bit s set when it uses symbol s (at most 64 symbols)
-  uint64_t data_symbols;      // bit s set for each data symbol
+  uint64_t data_symbols;      // bit s set for each data symbol (a kernel's count, schema/bundle.fbs Symbol)
+  uint64_t pending;           // bit s set for each data symbol the current run has not defined yet
 } kiln_session_shapes_t;
 
 // Sets up `shapes` for `model`: every input at its largest shape (for a
