@@ -52,13 +52,17 @@ class InlineMath {
     return b_.CreateSelect(b_.CreateFCmpOLT(ax, big), r, x);
   }
 
-  // exp(x) for float32, Cephes-style: 2^n * p(r) with n = round(x / ln 2).
+  // exp(x) for float32, Cephes-style: 2^n * p(r) with n = round(x / ln 2),
+  // r = x - n ln 2 in [-ln 2 / 2, ln 2 / 2].
   llvm::Value* emit_exp_f32(llvm::Value* x) {
     auto* f = fty();
     auto c = [&](double v) { return llvm::ConstantFP::get(f, v); };
     x = b_.CreateSelect(b_.CreateFCmpOGT(x, c(88.3762626647949)), c(88.3762626647949), x);
     x = b_.CreateSelect(b_.CreateFCmpOLT(x, c(-87.3365447504)), c(-87.3365447504), x);
-    llvm::Value* fx = emit_floor(b_.CreateFAdd(b_.CreateFMul(x, c(1.44269504088896341)), c(0.5)), false);
+    // n = x / ln 2 rounded to nearest: adding 1.5 * 2^23 leaves a unit in the
+    // last place of 1, so the addition itself rounds (|x / ln 2| < 128 after
+    // the clamps); two instructions instead of a floor.
+    llvm::Value* fx = b_.CreateFSub(b_.CreateFAdd(b_.CreateFMul(x, c(1.44269504088896341)), c(12582912.0)), c(12582912.0));
     x = b_.CreateFSub(x, b_.CreateFMul(fx, c(0.693359375)));
     x = b_.CreateFSub(x, b_.CreateFMul(fx, c(-2.12194440e-4)));
     llvm::Value* z = b_.CreateFMul(x, x);

@@ -66,6 +66,7 @@ const char* family_name(OpFamily family) {
     case OpFamily::Quant: return "quant";
     case OpFamily::Layout: return "layout";
     case OpFamily::Select: return "select";
+    case OpFamily::Attention: return "attention";
     case OpFamily::None: return "none";
   }
   return "?";

@@ -30,15 +30,6 @@ int producer_of(const Graph& g, const Node& n, size_t slot, Op op) {
   return p >= 0 && g.nodes[p].is(op) && g.nodes[p].outputs.size() >= 1 ? p : -1;
 }
 
-// The constant scalar (one element) input `slot` of n, if it is one.
-bool scalar_input(const Graph& g, const Node& n, size_t slot, double* out) {
-  if (slot >= n.inputs.size() || n.inputs[slot] < 0) return false;
-  const Value& v = g.values[n.inputs[slot]];
-  if (!v.is_constant() || v.elements() != 1) return false;
-  *out = v.const_at(0);
-  return true;
-}
-
 // The first axis of a ReduceMean over the last axes of its input (keepdims
 // on), or -1.
 int64_t reduced_tail(const Graph& g, const Node& n) {
@@ -67,15 +58,6 @@ int64_t reduced_tail(const Graph& g, const Node& n) {
 int other_input(const Node& n, int v) {
   if (n.inputs.size() != 2) return -1;
   return n.inputs[0] == v ? n.inputs[1] : n.inputs[1] == v ? n.inputs[0] : -1;
-}
-
-// The single node reading value v, or -1.
-int only_reader(const Graph& g, const std::vector<int>& uses, int v) {
-  if (uses[v] != 1 || is_model_output(g, v)) return -1;
-  for (size_t i = 0; i < g.nodes.size(); i++)
-    for (int in : g.nodes[i].inputs)
-      if (in == v) return (int)i;
-  return -1;
 }
 
 }  // namespace

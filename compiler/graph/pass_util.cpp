@@ -104,6 +104,22 @@ bool NodeRemoval::finish(Graph& g, PassContext& ctx, const char* what) const {
   return true;
 }
 
+int only_reader(const Graph& g, const std::vector<int>& uses, int v) {
+  if (v < 0 || uses[v] != 1 || is_model_output(g, v)) return -1;
+  for (size_t i = 0; i < g.nodes.size(); i++)
+    for (int in : g.nodes[i].inputs)
+      if (in == v) return (int)i;
+  return -1;
+}
+
+bool scalar_input(const Graph& g, const Node& n, size_t slot, double* out) {
+  if (slot >= n.inputs.size() || n.inputs[slot] < 0) return false;
+  const Value& v = g.values[n.inputs[slot]];
+  if (!v.is_constant() || v.elements() != 1) return false;
+  *out = v.const_at(0);
+  return true;
+}
+
 void absorb_consumer(Graph& g, int producer, int consumer, std::vector<bool>& remove) {
   int x = g.nodes[producer].outputs[0], y = g.nodes[consumer].outputs[0];
   g.nodes[producer].outputs[0] = y;  // keeps the consumer's output name

@@ -13,7 +13,8 @@ const std::vector<GraphPass>& graph_passes() {
   // producer -> consumer directly; constant folding then turns every
   // compile-time computation (run-time-built weights included) into
   // constants, which the BatchNormalization and affine folds and the
-  // layer-norm fusion (its epsilon, scale and bias) need;
+  // layer-norm fusion (its epsilon, scale and bias) need, and so does the
+  // attention fusion (its scale);
   // conv-transpose turns stride-sized ConvTransposes into 1x1 Convs (and a
   // shuffle) before layout
   // then packs the folded weights for the target's blocked convolutions,
@@ -29,6 +30,7 @@ const std::vector<GraphPass>& graph_passes() {
       {"fold-batchnorm", pass_fold_batchnorm},
       {"fold-affine", pass_fold_affine},
       {"fuse-layer-norm", pass_fuse_layer_norm},
+      {"fuse-attention", pass_fuse_attention},
       {"conv-transpose", pass_conv_transpose},
       {"layout", pass_layout},
       {"winograd", pass_winograd},

@@ -30,6 +30,7 @@ using GraphEvaluator =
 struct PassEnvironment {
   VectorInfo vector;            // layout: the target's vector unit (block widths, matmul panels)
   bool blocked_layout = false;  // layout: move convolutions to NCHWc (CPU targets; false keeps NCHW)
+  bool attention_kernel = false;  // fuse-attention: the target has kiln.Attention's kernel (CPU targets)
   // constant-fold and lookup-table: compile and run subgraphs with the compiler's
   // own steps (driver/evaluate.h; the graph layer never generates code
   // itself). Unset: only Shape/Size and alias ops on constants fold.
@@ -60,6 +61,7 @@ bool pass_reshape_chain(Graph& g, PassContext& ctx);   // pass_reshape_chain.cpp
 bool pass_fold_batchnorm(Graph& g, PassContext& ctx);  // pass_fold_batchnorm.cpp
 bool pass_fold_affine(Graph& g, PassContext& ctx);     // pass_fold_affine.cpp
 bool pass_fuse_layer_norm(Graph& g, PassContext& ctx); // pass_fuse_layer_norm.cpp
+bool pass_fuse_attention(Graph& g, PassContext& ctx);  // pass_fuse_attention.cpp
 bool pass_conv_transpose(Graph& g, PassContext& ctx);  // pass_conv_transpose.cpp
 bool pass_layout(Graph& g, PassContext& ctx);          // pass_layout.cpp
 bool pass_winograd(Graph& g, PassContext& ctx);        // pass_winograd.cpp
@@ -91,6 +93,10 @@ std::vector<PassStats> run_graph_passes(Graph& g, const PassOptions& options);
 std::vector<int> use_counts(const Graph& g);
 bool is_model_output(const Graph& g, int v);
 bool is_model_input(const Graph& g, int v);
+// The single node reading value v (one use, not a model output), or -1.
+int only_reader(const Graph& g, const std::vector<int>& uses, int v);
+// Whether input `slot` of n is a constant scalar (one element); its value in *out.
+bool scalar_input(const Graph& g, const Node& n, size_t slot, double* out);
 // Every node input reading `from` reads `to` instead.
 void replace_uses(Graph& g, int from, int to);
 // Removes the nodes whose flag is set and recomputes every value's producer.

@@ -89,7 +89,7 @@ class Arch:
     page_note: bool = False         # informational 64 KiB page run
 
 
-ALL_MODELS = ('demo', 'squeezenet1_1', 'mobilenet_v2', 'resnet18', 'transformer', 'ops_conv', 'ops_pool',
+ALL_MODELS = ('demo', 'squeezenet1_1', 'mobilenet_v2', 'resnet18', 'transformer', 'decoder_step', 'ops_conv', 'ops_pool',
               'ops_elementwise', 'ops_matmul_softmax', 'ops_shape', 'ops_winograd', 'seq_rnn', 'const_weights')
 
 ARCHES = {

@@ -579,22 +579,24 @@ MODELS: Dict[str, ModelSpec] = {
 MODELS['seq_rnn'] = ModelSpec(build_seq_rnn, (12, 2, 16), frozenset({'LSTM', 'GRU', 'RNN', 'LogSoftmax', 'MatMul', 'Squeeze', 'Unsqueeze',
                                                                     'Gather', 'Shape', 'Expand', 'Tanh'}),
                               num_outputs=2, description='bidirectional 2-layer LSTM, GRU, RNN, LogSoftmax')
-def _check_layer_norms_fused(count):
-    """kilnc's fuse-layer-norm pass turned the COUNT layer norms torch wrote out into LayerNormalization."""
+def _check_fused(layer_norms, attentions):
+    """kilnc's fuse-layer-norm pass turned the LAYER_NORMS layer norms torch wrote out into
+    LayerNormalization, and fuse-attention each of the ATTENTIONS attentions into kiln.Attention."""
     def check(info, report):
-        if '%d layer norms fused' % count not in report:
-            raise AssertionError('expected %d layer norms fused in the report:\n%s' % (count, report))
+        for what in ('%d layer norms fused' % layer_norms, '%d attentions fused' % attentions):
+            if what not in report:
+                raise AssertionError('expected %s in the report:\n%s' % (what, report))
 
     return check
 
 
 MODELS['transformer'] = ModelSpec(build_transformer, (2, 10, 32), frozenset({'MatMul', 'Softmax', 'Erf', 'ReduceMean', 'Pow', 'Sqrt',
                                                                                'Split'}),
-                                  check_bundle=_check_layer_norms_fused(4),
+                                  check_bundle=_check_fused(4, 2),
                                   description='2-layer transformer encoder (d=32, 4 heads, GELU)')
 MODELS['decoder_step'] = ModelSpec(lambda: build_decoder_step(d=64, heads=4, layers=2, ff=128, cache=48), (1, 1, 64),
                                    frozenset({'MatMul', 'Softmax', 'Concat', 'Erf', 'ReduceMean'}),
-                                   check_bundle=_check_layer_norms_fused(4),
+                                   check_bundle=_check_fused(4, 2),
                                    description='one step of a 2-layer decoder (d=64, 4 heads): a query of length 1 against a '
                                                'constant key/value cache of 48 positions')
 

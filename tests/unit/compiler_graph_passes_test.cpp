@@ -296,6 +296,119 @@ TEST_CASE("graph pass fuse-layer-norm: the exported pattern becomes LayerNormali
   CHECK_FALSE(pass_fuse_layer_norm(b.g, again));
 }
 
+// Attention as torch exports `softmax(q @ k.transpose(-2, -1) / c + mask) @ v`
+// with the heads split from projections [B, S, H*D] and merged back: Q from
+// its own input, K and V from a Split of one [B, Sk, 2*H*D] input.
+struct AttentionForm {
+  int64_t B, Sq, Sk, H, D;
+  bool mask;         // an additive mask [B, 1, 1, Sk]
+  bool mul_scale;    // Mul(c, S) instead of Div(S, c)
+  bool two_step_kt;  // Kt as Transpose(0,2,1,3) then Transpose(0,1,3,2), not one (0,2,3,1)
+};
+
+// Builds the form; returns the output (the merged [B, Sq, H*D]).
+int build_attention(Builder& b, const AttentionForm& f, int* out_q, int* out_kv, int* out_mask) {
+  const int64_t B = f.B, Sq = f.Sq, Sk = f.Sk, H = f.H, D = f.D;
+  int q = b.input("q", {B, Sq, H * D}), kv = b.input("kv", {B, Sk, 2 * H * D});
+  int mask = f.mask ? b.input("mask", {B, 1, 1, Sk}) : -1;
+  *out_q = q;
+  *out_kv = kv;
+  *out_mask = mask;
+  int k = -1, v = -1;
+  {  // Split(kv, axis 2) into K and V
+    Node n;
+    n.op = "Split";
+    n.name = "split";
+    n.attrs["axis"] = integer(2);
+    n.inputs = {kv};
+    for (int* o : {&k, &v}) {
+      Value val;
+      val.name = b.g.unique_name("split_out");
+      val.shape = {B, Sk, H * D};
+      val.producer = (int)b.g.nodes.size();
+      *o = b.g.add_value(std::move(val));
+      n.outputs.push_back(*o);
+    }
+    b.g.nodes.push_back(std::move(n));
+  }
+  auto heads = [&](int x, int64_t s, std::vector<int64_t> perm, Shape out) {
+    int r = b.node("Reshape", {x, b.constant_i64(b.g.unique_name("shape"), {B, s, H, D})}, {B, s, H, D});
+    return b.node("Transpose", {r}, out, {{"perm", ints(perm)}});
+  };
+  int q4 = heads(q, Sq, {0, 2, 1, 3}, {B, H, Sq, D});
+  int kt = f.two_step_kt ? b.node("Transpose", {heads(k, Sk, {0, 2, 1, 3}, {B, H, Sk, D})}, {B, H, D, Sk},
+                                  {{"perm", ints({0, 1, 3, 2})}})
+                         : heads(k, Sk, {0, 2, 3, 1}, {B, H, D, Sk});
+  int v4 = heads(v, Sk, {0, 2, 1, 3}, {B, H, Sk, D});
+  int s = b.node("MatMul", {q4, kt}, {B, H, Sq, Sk});
+  int c = b.constant(b.g.unique_name("c"), {}, {f.mul_scale ? 0.125f : 8.0f});
+  s = f.mul_scale ? b.node("Mul", {c, s}, {B, H, Sq, Sk}) : b.node("Div", {s, c}, {B, H, Sq, Sk});
+  if (mask >= 0) s = b.node("Add", {mask, s}, {B, H, Sq, Sk});
+  int p = b.node("Softmax", {s}, {B, H, Sq, Sk}, {{"axis", integer(3)}});
+  int o = b.node("MatMul", {p, v4}, {B, H, Sq, D});
+  o = b.node("Transpose", {o}, {B, Sq, H, D}, {{"perm", ints({0, 2, 1, 3})}});
+  return b.node("Reshape", {o, b.constant_i64(b.g.unique_name("shape"), {B, Sq, H * D})}, {B, Sq, H * D});
+}
+
+TEST_CASE("graph pass fuse-attention: exported attention becomes kiln.Attention over the projections") {
+  // Ragged row tiles and key blocks, several key blocks (online rescaling), one query row (a decoder step).
+  for (const AttentionForm& f : {AttentionForm{2, 37, 37, 3, 24, true, false, false},
+                                 AttentionForm{1, 1, 300, 2, 64, false, true, true},
+                                 AttentionForm{1, 70, 150, 1, 16, true, true, false}}) {
+    CAPTURE(f.Sq);
+    CAPTURE(f.Sk);
+    Builder b;
+    int q, kv, mask;
+    int y = build_attention(b, f, &q, &kv, &mask);
+    b.output(y);
+    Graph before = b.g;
+    PassContext ctx;
+    CHECK_FALSE(pass_fuse_attention(b.g, ctx));  // not a target with the kernel
+    ctx.env.attention_kernel = true;
+    REQUIRE(pass_fuse_attention(b.g, ctx));
+    CHECK(ctx.detail == "1 attentions fused");
+    const Node& at = b.g.nodes.back();
+    REQUIRE(at.op == "kiln.Attention");
+    std::vector<int> inputs = {q, kv, kv};
+    if (mask >= 0) inputs.push_back(mask);
+    CHECK(at.inputs == inputs);  // read where the projections wrote them
+    CHECK(at.outputs == std::vector<int>{y});
+    CHECK(at.attr_ints("dims", {}) == std::vector<int64_t>{f.B, f.H, f.Sq, f.Sk, f.D, f.D});
+    // [offset, batch, head, row, column] strides; a unit dimension's is 0.
+    const int64_t hd = f.H * f.D, bs = f.B > 1 ? 1 : 0, hs = f.H > 1 ? f.D : 0;
+    CHECK(at.attr_ints("k", {}) == std::vector<int64_t>{0, bs * f.Sk * 2 * hd, hs, 2 * hd, 1});
+    CHECK(at.attr_ints("v", {}) == std::vector<int64_t>{hd, bs * f.Sk * 2 * hd, hs, 2 * hd, 1});
+    CHECK(at.attr_ints("out", {}) == std::vector<int64_t>{0, bs * f.Sq * hd, hs, f.Sq > 1 ? hd : 0, 1});
+    CHECK(std::fabs(at.attr_float("scale", 0) - 0.125) < 1e-12);
+    PassContext dce;
+    pass_dead_code(b.g, dce);
+    CHECK(ops_of(b.g) == std::vector<std::string>{"kiln.Attention"});
+    CHECK(all_consumers_valid(b.g));
+    check_same_outputs(before, b.g, 2e-6);
+  }
+}
+
+TEST_CASE("graph pass fuse-attention: what does not match stays") {
+  AttentionForm f{1, 8, 8, 2, 16, false, false, false};
+  for (int variant = 0; variant < 3; variant++) {
+    CAPTURE(variant);
+    Builder b;
+    int q, kv, mask;
+    int y = build_attention(b, f, &q, &kv, &mask);
+    b.output(y);
+    for (auto& n : b.g.nodes) {
+      if (variant == 0 && n.op == "Softmax") n.attrs["axis"] = integer(2);  // over the rows, not the keys
+      if (variant == 2 && n.op == "Div") b.g.values[n.inputs[1]].shape = {1};  // still a scalar constant: fuses
+    }
+    if (variant == 1)  // the scores are a model output too
+      for (auto& n : b.g.nodes)
+        if (n.op == "Div") b.output(n.outputs[0]);
+    PassContext ctx;
+    ctx.env.attention_kernel = true;
+    CHECK(pass_fuse_attention(b.g, ctx) == (variant == 2));
+  }
+}
+
 TEST_CASE("graph pass reshape-chain: Reshape chains and Transpose pairs collapse") {
   Builder b;
   int x = b.input("x", {2, 3, 4});
@@ -434,7 +547,7 @@ TEST_CASE("graph pass layout: convs and their neighbours go NCHWc, conversions o
 TEST_CASE("run_graph_passes: the list, statistics and --dump-graph-after") {
   std::vector<std::string> names;
   for (auto& p : graph_passes()) names.push_back(p.name);
-  CHECK(names == std::vector<std::string>{"identity", "quantize", "constant-fold", "reshape-chain", "fold-batchnorm", "fold-affine", "fuse-layer-norm",
+  CHECK(names == std::vector<std::string>{"identity", "quantize", "constant-fold", "reshape-chain", "fold-batchnorm", "fold-affine", "fuse-layer-norm", "fuse-attention",
                                           "conv-transpose", "layout", "winograd", "lookup-table", "cse", "dead-code"});
   Builder b;
   int x = b.input("x", {4});

@@ -1,0 +1,303 @@
+// kiln.Attention (graph/pass_fuse_attention.cpp): out = softmax(Q Kt * scale
+// [+ mask]) V per batch and head, over strided views of the inputs, as one
+// CPU kernel in the manner of flash attention: the scores are never written
+// whole, each key block is read once per block of query rows, and the
+// softmax is online (a running maximum and sum per row rescale the partial
+// result when a later block raises the maximum).
+//
+// A workgroup is one (batch, head, block of Bq query rows). For each block
+// of Bk keys it
+//   1. packs the block of K transposed and scaled, kt[d][j] = K[j][d] * scale
+//      (vector lanes along the keys; a gather when K's keys are strided),
+//      so that the scores run as a matrix product with vector loads;
+//   2. for each tile of Tq query rows: computes the Tq x Bk scores in
+//      register tiles of Tq x 2 vectors (Q's elements broadcast), adds the
+//      mask, updates each row's maximum m and sum l (exp once per score),
+//      rescales the row's partial result by exp(m_old - m_new), and adds
+//      P V in register tiles of Tq x EC vectors of V's columns;
+// then writes acc / l through the output view. Scratch per workgroup (the
+// stack): kt (D x Bk), the tile's scores (Tq x Bk), the block's partial
+// results (Bq x Dv) and m, l; each under 32 KB (thread stacks: 1 MB,
+// runtime/src/exec/thread_pool.h).
+//
+// Views (attributes "q", "k", "v", "mask", "out"): [offset, stride of batch,
+// head, row, column] in elements of the input's buffer; k's row is the key.
+// "dims" = [B, H, Sq, Sk, D, Dv]; "scale" a float. Keys past Sk in the last
+// block score -inf; query rows past Sq read row Sq - 1 and are not written.
+#include <algorithm>
+#include <cmath>
+
+#include "lower/op_lowering.h"
+#include "lower/serial_tir.h"
+#include "support/diagnostics.h"
+#include "support/int_math.h"
+
+namespace kiln::lower {
+
+using namespace serial;  // NOLINT: the builders are this file's vocabulary
+
+namespace {
+
+struct View {
+  int64_t offset = 0;  // first element
+  int64_t s[4] = {};   // strides of batch, head, row, column
+};
+
+View view_attr(const graph::Node& n, const char* name) {
+  std::vector<int64_t> v = n.attr_ints(name, {});
+  internal_assert(v.size() == 5) << n.describe() << ": attribute '" << name << "' must hold 5 integers";
+  View r;
+  r.offset = v[0];
+  for (int k = 0; k < 4; k++) r.s[k] = v[k + 1];
+  return r;
+}
+
+// The largest element index a view reaches over `extent` (per dimension),
+// which must lie inside a buffer of `elements`.
+void check_view(const graph::Node& n, const char* name, const View& v, const int64_t extent[4], int64_t elements) {
+  int64_t last = v.offset;
+  bool ok = v.offset >= 0;
+  for (int k = 0; k < 4; k++) {
+    ok &= v.s[k] >= 0 && extent[k] >= 1;
+    last += (extent[k] - 1) * v.s[k];
+  }
+  internal_assert(ok && last < elements) << n.describe() << ": view '" << name << "' reaches element " << last << " of "
+                                         << elements;
+}
+
+Expr f32(double x) { return tir::make_const(tir::Float(32), x); }
+Expr idx(int64_t x) { return Expr(x); }
+
+// for lane in [0, lanes): body(lane), vectorized.
+tir::Stmt vec(int64_t lanes, const std::function<tir::Stmt(const Expr&)>& body) {
+  Expr lane = index_var("lane");
+  return tir::For::make(lane, Expr(0), Expr(lanes), tir::ForKind::Vectorized, body(lane));
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+// lanes[at] = op over lanes[at .. at + n) (n a power of two), folding
+// halves: log2(n) vector steps instead of a chain of n - 1 scalar ones.
+tir::Stmt tree_reduce(const tir::Buffer& lanes, int64_t at, int64_t n,
+                      const std::function<Expr(const Expr&, const Expr&)>& op) {
+  std::vector<tir::Stmt> steps;
+  for (int64_t w = n / 2; w >= 1; w /= 2)
+    steps.push_back(vec(w, [&](const Expr& l) {
+      Expr i = idx(at) + l;
+      return tir::Store::make(lanes, i, op(tir::Load::make(lanes, i), tir::Load::make(lanes, i + idx(w))));
+    }));
+  return block(steps);
+}
+
+// The largest power of two <= limit dividing n.
+int64_t pow2_divisor(int64_t n, int64_t limit) {
+  int64_t p = 1;
+  while (p * 2 <= limit && n % (p * 2) == 0) p *= 2;
+  return p;
+}
+
+}  // namespace
+
+void lower_attention(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  ctx.require_float32();
+  std::vector<int64_t> dims = n.attr_ints("dims", {});
+  internal_assert(dims.size() == 6) << n.describe() << ": attribute 'dims' must hold 6 integers";
+  const int64_t B = dims[0], H = dims[1], Sq = dims[2], Sk = dims[3], D = dims[4], Dv = dims[5];
+  for (int64_t d : dims) internal_assert(d >= 1) << n.describe() << ": empty dimension";
+  const bool has_mask = n.inputs.size() > 3 && n.inputs[3] >= 0;
+  const View qv = view_attr(n, "q"), kv = view_attr(n, "k"), vv = view_attr(n, "v"), ov = view_attr(n, "out");
+  const View mv = has_mask ? view_attr(n, "mask") : View();
+  {
+    const int64_t qe[4] = {B, H, Sq, D}, ke[4] = {B, H, Sk, D}, ve[4] = {B, H, Sk, Dv}, oe[4] = {B, H, Sq, Dv};
+    const int64_t me[4] = {B, H, Sq, Sk};
+    check_view(n, "q", qv, qe, ctx.value(ctx.input(0)).elements());
+    check_view(n, "k", kv, ke, ctx.value(ctx.input(1)).elements());
+    check_view(n, "v", vv, ve, ctx.value(ctx.input(2)).elements());
+    check_view(n, "out", ov, oe, ctx.value(ctx.output(0)).elements());
+    if (has_mask) check_view(n, "mask", mv, me, ctx.value(ctx.input(3)).elements());
+  }
+  const float scale = (float)n.attr_float("scale", 1.0);
+
+  // Tiles (see the file comment), sized for the target's vector registers.
+  const VectorInfo& target = ctx.vector();
+  const int64_t L = std::max(1, target.lanes), regs = std::max(8, target.registers);
+  const int64_t KT = 2 * L;  // keys per score register tile
+  const int64_t Tq = std::min<int64_t>(Sq, std::max<int64_t>(1, regs / 4));
+  const int64_t Bk = std::max(KT, std::min(round_up(Sk, KT), (8192 / D) / KT * KT));
+  const int64_t EV = pow2_divisor(Dv, L);  // lanes of a vector of V's columns
+  int64_t EC = std::max<int64_t>(1, std::min(Dv / EV, (regs / 2) / Tq));
+  while ((Dv / EV) % EC) EC--;
+  const int64_t Bq = std::max(Tq, std::min({round_up(Sq, Tq), 8192 / Dv, (int64_t)128}) / Tq * Tq);
+  const int64_t nqb = ceil_div(Sq, Bq), nkb = ceil_div(Sk, Bk);
+  const int64_t scratch = 4 * (D * Bk + Tq * Bk + Bq * Dv + 2 * Bq + Tq * (KT + EC * EV + 2 * L + 1));
+  internal_assert(scratch <= (160 << 10)) << n.describe() << ": " << scratch << " bytes of scratch (heads wider than "
+                                          << "graph/pass_fuse_attention.cpp allows?)";
+  const bool ragged_keys = Sk % Bk != 0, ragged_rows = Sq % Bq != 0 || Bq % Tq != 0 || Sq % Tq != 0;
+
+  const int q_in = ctx.input(0), k_in = ctx.input(1), v_in = ctx.input(2), out = ctx.output(0);
+  const int m_in = has_mask ? ctx.input(3) : -1;
+  ctx.emit_tir("attention", [&](const OpContext::BindFn& bind) {
+    tir::Buffer Q = bind(q_in, Access::Read), K = bind(k_in, Access::Read), V = bind(v_in, Access::Read);
+    tir::Buffer M = has_mask ? bind(m_in, Access::Read) : tir::Buffer();
+    tir::Buffer O = bind(out, Access::Write);
+    tir::Type F = tir::Float(32);
+    tir::Buffer kt = tir::make_buffer("att_kt", F, D * Bk, -1);        // the key block, transposed and scaled
+    tir::Buffer s = tir::make_buffer("att_s", F, Tq * Bk, -1);         // the tile's scores, then exp
+    tir::Buffer acc = tir::make_buffer("att_acc", F, Bq * Dv, -1);     // partial results of the block's rows
+    tir::Buffer mx = tir::make_buffer("att_m", F, Bq, -1);             // running maximum per row
+    tir::Buffer sum = tir::make_buffer("att_l", F, Bq, -1);            // running sum per row
+    tir::Buffer st = tir::make_buffer("att_tile", F, Tq * KT, -1);     // score register tile
+    tir::Buffer pt = tir::make_buffer("att_pv", F, Tq * EC * EV, -1);  // P V register tile
+    tir::Buffer rmax = tir::make_buffer("att_rmax", F, Tq * L, -1);    // the tile's row maxima, per lane
+    tir::Buffer rsum = tir::make_buffer("att_rsum", F, Tq * L, -1);    // the tile's row sums, per lane
+    tir::Buffer mnew = tir::make_buffer("att_mnew", F, Tq, -1);        // the tile's new row maxima
+
+    Expr wg = index_var("wg");
+    Expr bh = wg / idx(nqb), row0 = (wg % idx(nqb)) * idx(Bq);
+    Expr b = bh / idx(H), h = bh % idx(H);
+    auto base = [&](const View& v) { return idx(v.offset) + b * idx(v.s[0]) + h * idx(v.s[1]); };
+    Expr qb = base(qv), kb = base(kv), vb = base(vv), ob = base(ov), mb = has_mask ? base(mv) : Expr();
+    auto row = [&](const Expr& local) {  // a query row of the block (clamped: the last block may be ragged)
+      Expr r = row0 + local;
+      return ragged_rows ? min(r, idx(Sq - 1)) : r;
+    };
+    const Expr ninf = f32(-INFINITY);
+
+    std::vector<tir::Stmt> body;
+    {  // m = -inf, l = 0, acc = 0
+      Expr r = index_var("r");
+      body.push_back(loop(r, idx(Bq), block({tir::Store::make(mx, r, ninf), tir::Store::make(sum, r, f32(0))})));
+      Expr c = index_var("c");
+      body.push_back(loop(c, idx(Bq * Dv / EV), vec(EV, [&](const Expr& l) { return tir::Store::make(acc, c * idx(EV) + l, f32(0)); })));
+    }
+    Expr kblk = index_var("kblk");
+    Expr j0 = kblk * idx(Bk);
+    Expr nk = ragged_keys ? min(idx(Bk), idx(Sk) - j0) : idx(Bk);  // keys in this block
+    std::vector<tir::Stmt> per_block;
+    {  // 1. kt[d][j] = K[j0 + j][d] * scale
+      Expr jc = index_var("jc"), d = index_var("d");
+      tir::Stmt pack = vec(L, [&](const Expr& l) {
+        Expr j = jc * idx(L) + l;
+        tir::Stmt st1 = tir::Store::make(kt, d * idx(Bk) + j,
+                                         tir::Load::make(K, kb + (j0 + j) * idx(kv.s[2]) + d * idx(kv.s[3])) * f32(scale));
+        return ragged_keys ? when(j < nk, st1) : st1;
+      });
+      per_block.push_back(loop(jc, idx(Bk / L), loop(d, idx(D), pack)));
+    }
+    Expr qt = index_var("qt");
+    Expr r0 = qt * idx(Tq);
+    std::vector<tir::Stmt> tile;
+    {  // 2a. scores of the tile, masked, into s; each row's maximum in lanes
+      Expr jt = index_var("jt"), d = index_var("d");
+      std::vector<tir::Stmt> zero, fma, store;
+      for (int64_t t = 0; t < Tq; t++)
+        tile.push_back(vec(L, [&](const Expr& l) { return tir::Store::make(rmax, idx(t * L) + l, ninf); }));
+      for (int64_t t = 0; t < Tq; t++)
+        for (int64_t u = 0; u < 2; u++) {
+          int64_t at = (t * 2 + u) * L;
+          zero.push_back(vec(L, [&](const Expr& l) { return tir::Store::make(st, idx(at) + l, f32(0)); }));
+          Expr qval = tir::Load::make(Q, qb + row(r0 + idx(t)) * idx(qv.s[2]) + d * idx(qv.s[3]));
+          fma.push_back(vec(L, [&](const Expr& l) {
+            Expr kval = tir::Load::make(kt, d * idx(Bk) + jt * idx(KT) + idx(u * L) + l);
+            return tir::Store::make(st, idx(at) + l, tir::Load::make(st, idx(at) + l) + qval * kval);
+          }));
+          store.push_back(vec(L, [&](const Expr& l) {
+            Expr j = jt * idx(KT) + idx(u * L) + l;
+            Expr v = tir::Load::make(st, idx(at) + l);
+            if (has_mask)
+              v = v + tir::Load::make(M, mb + row(r0 + idx(t)) * idx(mv.s[2]) + (j0 + j) * idx(mv.s[3]));
+            Expr lane = idx(t * L) + l;
+            tir::Stmt write = block({tir::Store::make(s, idx(t * Bk) + j, v),
+                                     tir::Store::make(rmax, lane, max(tir::Load::make(rmax, lane), tir::Load::make(s, idx(t * Bk) + j)))});
+            if (!ragged_keys) return write;
+            return block({tir::Store::make(s, idx(t * Bk) + j, ninf), when(j < nk, write)});
+          }));
+        }
+      std::vector<tir::Stmt> jt_body = zero;
+      jt_body.push_back(loop(d, idx(D), block(fma)));
+      for (auto& x : store) jt_body.push_back(x);
+      tile.push_back(loop(jt, idx(Bk / KT), block(jt_body)));
+    }
+    {  // 2b. online softmax, each step for all the tile's rows (independent chains side by side)
+      // A row whose scores are all -inf so far subtracts 0, not -inf (no NaN).
+      auto msafe = [&](int64_t t) {
+        Expr m = tir::Load::make(mnew, idx(t));
+        return select(tir::EQ::make(m, ninf), f32(0), m);
+      };
+      for (int64_t t = 0; t < Tq; t++) {  // the new maximum
+        tile.push_back(tree_reduce(rmax, t * L, L, [](const Expr& a, const Expr& c) { return max(a, c); }));
+        tile.push_back(tir::Store::make(mnew, idx(t), max(tir::Load::make(mx, r0 + idx(t)), tir::Load::make(rmax, idx(t * L)))));
+      }
+      for (int64_t t = 0; t < Tq; t++) {  // p = exp(s - m), summed in lanes
+        Expr srow = idx(t * Bk), c = index_var("c");
+        tile.push_back(vec(L, [&](const Expr& l) { return tir::Store::make(rsum, idx(t * L) + l, f32(0)); }));
+        tile.push_back(loop(c, idx(Bk / L), vec(L, [&](const Expr& l) {
+                              Expr at = srow + c * idx(L) + l, lane = idx(t * L) + l;
+                              Expr p = tir::Call::make(tir::Intrinsic::Exp, {tir::Load::make(s, at) - msafe(t)});
+                              return block({tir::Store::make(s, at, p),
+                                            tir::Store::make(rsum, lane, tir::Load::make(rsum, lane) + tir::Load::make(s, at))});
+                            })));
+      }
+      for (int64_t t = 0; t < Tq; t++) {  // l = l * corr + sum(p); m = m_new; acc *= corr
+        Expr r = r0 + idx(t);
+        tile.push_back(tree_reduce(rsum, t * L, L, [](const Expr& a, const Expr& c) { return a + c; }));
+        Expr corr = tir::Call::make(tir::Intrinsic::Exp, {tir::Load::make(mx, r) - msafe(t)});
+        Expr corr_t = tir::Var::make(F, "corr");
+        std::vector<tir::Stmt> fin;
+        fin.push_back(tir::Store::make(sum, r, tir::Load::make(sum, r) * corr_t + tir::Load::make(rsum, idx(t * L))));
+        Expr e = index_var("e");
+        // The first key block finds acc = 0: nothing to rescale.
+        if (nkb > 1)
+          fin.push_back(when(kblk > idx(0), loop(e, idx(Dv / EV), vec(EV, [&](const Expr& l) {
+                                                    Expr at = r * idx(Dv) + e * idx(EV) + l;
+                                                    return tir::Store::make(acc, at, tir::Load::make(acc, at) * corr_t);
+                                                  }))));
+        fin.push_back(tir::Store::make(mx, r, tir::Load::make(mnew, idx(t))));
+        tile.push_back(tir::LetStmt::make(corr_t, corr, block(fin)));
+      }
+    }
+    {  // 2c. acc += P V, in column chunks of EC vectors
+      Expr ch = index_var("ch"), j = index_var("j");
+      std::vector<tir::Stmt> load, fma, save;
+      for (int64_t t = 0; t < Tq; t++)
+        for (int64_t u = 0; u < EC; u++) {
+          int64_t at = (t * EC + u) * EV;
+          Expr col0 = ch * idx(EC * EV) + idx(u * EV);
+          Expr arow = (r0 + idx(t)) * idx(Dv) + col0;
+          load.push_back(vec(EV, [&](const Expr& l) { return tir::Store::make(pt, idx(at) + l, tir::Load::make(acc, arow + l)); }));
+          Expr p = tir::Load::make(s, idx(t * Bk) + j);
+          fma.push_back(vec(EV, [&](const Expr& l) {
+            Expr vval = tir::Load::make(V, vb + (j0 + j) * idx(vv.s[2]) + (col0 + l) * idx(vv.s[3]));
+            return tir::Store::make(pt, idx(at) + l, tir::Load::make(pt, idx(at) + l) + p * vval);
+          }));
+          save.push_back(vec(EV, [&](const Expr& l) { return tir::Store::make(acc, arow + l, tir::Load::make(pt, idx(at) + l)); }));
+        }
+      std::vector<tir::Stmt> chb = load;
+      chb.push_back(loop(j, nk, block(fma)));
+      for (auto& x : save) chb.push_back(x);
+      tile.push_back(loop(ch, idx(Dv / (EC * EV)), block(chb)));
+    }
+    tir::Stmt tile_s = block(tile);
+    if (ragged_rows) tile_s = when(row0 + r0 < idx(Sq), tile_s);
+    per_block.push_back(loop(qt, idx(Bq / Tq), tile_s));
+    body.push_back(loop(kblk, idx(nkb), block(per_block)));
+    {  // out = acc / l
+      Expr r = index_var("r"), e = index_var("e");
+      Expr inv = tir::Var::make(F, "inv");
+      tir::Stmt w = loop(e, idx(Dv / EV), vec(EV, [&](const Expr& l) {
+                           Expr col = e * idx(EV) + l;
+                           return tir::Store::make(O, ob + (row0 + r) * idx(ov.s[2]) + col * idx(ov.s[3]),
+                                                   tir::Load::make(acc, r * idx(Dv) + col) * inv);
+                         }));
+      w = tir::LetStmt::make(inv, f32(1) / tir::Load::make(sum, r), w);
+      if (ragged_rows) w = when(row0 + r < idx(Sq), w);
+      body.push_back(loop(r, idx(Bq), w));
+    }
+    tir::Stmt all = allocate({kt, s, acc, mx, sum, st, pt, rmax, rsum, mnew}, block(body));
+    return tir::For::make(wg, Expr(0), idx(B * H * nqb), tir::ForKind::WorkgroupX, all);
+  });
+}
+
+}  // namespace kiln::lower
