@@ -7,9 +7,14 @@
 // Window positions outside the input (padding, or past the end with
 // ceil_mode) never contribute to a max. For an average, count_include_pad=1
 // counts positions inside the padded extent, otherwise only real ones.
+//
+// RoiAlign: per region of interest and channel, each output bin averages
+// (or takes the max of) bilinear samples on a grid, as ONNX Runtime does;
+// a hand-written kernel, since the grid's size may depend on the region.
 #include <cmath>
 
 #include "lower/op_lowering.h"
+#include "lower/serial_tir.h"
 #include "lower/schedules_cpu.h"
 #include "support/diagnostics.h"
 
@@ -151,6 +156,106 @@ void lower_global_pool(OpContext& ctx) {
   Expr cells = te::num_elements(spatial);
   Expr count = tir::as_const_int(cells) ? tir::make_const(t, (double)*tir::as_const_int(cells)) : tir::cast(t, cells);
   ctx.set_output(0, te::compute("globalavgpool", os, [=](const Indices& o) { return sum(o) / count; }));
+}
+
+// RoiAlign (opsets 10, 16): X [N, C, H, W], rois [R, 4] (x1, y1, x2, y2),
+// batch_indices [R] -> [R, C, output_height, output_width]. One workgroup per
+// region and channel. A bin of h x w (the region over the output size)
+// samples a grid of sampling_ratio^2 points, or ceil(h / output_height) x
+// ceil(w / output_width) when sampling_ratio is 0 (capped at kMaxGrid per
+// side, so a huge or NaN region cannot make a run take forever). A sample
+// outside [-1, H] x [-1, W] (or NaN) contributes 0; one inside is clamped
+// to the map and interpolated bilinearly. avg: the sum over the count of
+// samples; max: the largest weighted corner of any sample (ONNX Runtime's
+// definition). A batch index outside [0, N) gives zeros.
+void lower_roi_align(OpContext& ctx) {
+  using namespace serial;  // NOLINT: the builders are this kernel's vocabulary
+  constexpr int64_t kMaxGrid = 1024;
+  const graph::Node& n = ctx.node();
+  user_assert(ctx.in_dtype(0) == graph::DType::F32 && ctx.in_dtype(1) == graph::DType::F32)
+      << n.describe() << ": kilnc supports RoiAlign on float32 X and rois only so far";
+  user_assert(ctx.in_dtype(2) == graph::DType::I64) << n.describe() << ": batch_indices must be int64";
+  const graph::Shape x = ctx.in_shape(0), rois = ctx.in_shape(1), bi = ctx.in_shape(2), y = ctx.out_shape(0);
+  user_assert(x.size() == 4 && rois.size() == 2 && rois[1] == 4 && bi.size() == 1 && bi[0] == rois[0])
+      << n.describe() << ": expects X [N, C, H, W], rois [R, 4] and batch_indices [R]";
+  const int64_t N = x[0], C = x[1], H = x[2], W = x[3], R = rois[0];
+  const int64_t OH = n.attr_int("output_height", 1), OW = n.attr_int("output_width", 1);
+  const int64_t ratio = n.attr_int("sampling_ratio", 0);
+  const double scale = n.attr_float("spatial_scale", 1.0);
+  const std::string mode = n.attr_string("mode", "avg");
+  const std::string ctm = n.attr_string("coordinate_transformation_mode", ctx.graph.opset >= 16 ? "half_pixel" : "output_half_pixel");
+  user_assert(mode == "avg" || mode == "max") << n.describe() << ": mode must be avg or max, not '" << mode << "'";
+  user_assert(ctm == "half_pixel" || ctm == "output_half_pixel")
+      << n.describe() << ": coordinate_transformation_mode must be half_pixel or output_half_pixel, not '" << ctm << "'";
+  user_assert(OH >= 1 && OW >= 1 && ratio >= 0) << n.describe() << ": output sizes must be positive and sampling_ratio >= 0";
+  user_assert(y == graph::Shape({R, C, OH, OW})) << n.describe() << ": unexpected output shape";
+  const bool half_pixel = ctm == "half_pixel", avg = mode == "avg";
+  const int in = ctx.input(0), rin = ctx.input(1), bin = ctx.input(2), out = ctx.output(0);
+  ctx.emit_tir("roi_align", [&](const OpContext::BindFn& bind) {
+    tir::Buffer X = bind(in, Access::Read), Ro = bind(rin, Access::Read), B = bind(bin, Access::Read);
+    tir::Buffer Y = bind(out, Access::Write);
+    const tir::Type F = tir::Float(32);
+    auto f = [&](double v) { return tir::make_const(F, v); };
+    auto floor = [&](const Expr& v) { return tir::Call::make(tir::Intrinsic::Floor, {v}); };
+    Expr wg = index_var("wg");
+    Expr r = wg / Expr(C), c = wg % Expr(C);
+    Expr b = index_var("b"), x0 = tir::Var::make(F, "x0"), y0 = tir::Var::make(F, "y0");
+    Expr bw = tir::Var::make(F, "bin_w"), bh = tir::Var::make(F, "bin_h");
+    Expr gh = index_var("grid_h"), gw = index_var("grid_w");
+    Local acc("roi_acc", F), first("roi_first", tir::Index());
+    // The grid's size along one side: sampling_ratio, or ceil(extent / bins) in [0, kMaxGrid].
+    auto grid = [&](const Expr& extent, int64_t bins) {
+      if (ratio > 0) return Expr(ratio);
+      Expr g = tir::Call::make(tir::Intrinsic::Ceil, {extent / f((double)bins)});
+      return as_index(select(g > f(0), min(g, f((double)kMaxGrid)), f(0)));
+    };
+    auto coord = [&](int k) {
+      Expr v = tir::Load::make(Ro, r * Expr(4) + Expr(k)) * f(scale);
+      return half_pixel ? v - f(0.5) : v;
+    };
+    // One sample at (sy, sx): its value (0 outside the map).
+    auto sample = [&](const Expr& sy, const Expr& sx, const std::function<tir::Stmt(const Expr&)>& use) {
+      Expr inside = sy >= f(-1) && sy <= f((double)H) && sx >= f(-1) && sx <= f((double)W);
+      Expr yc = max(sy, f(0)), xc = max(sx, f(0));
+      Expr yl = index_var("yl"), xl = index_var("xl");
+      Expr ylo = min(yl, Expr(H - 1)), xlo = min(xl, Expr(W - 1));
+      Expr yhi = min(yl + Expr(1), Expr(H - 1)), xhi = min(xl + Expr(1), Expr(W - 1));
+      // At the last row (column) the sample sits on it: weight 1 there.
+      Expr ly = select(yl >= Expr(H - 1), f(0), yc - tir::cast(F, yl));
+      Expr lx = select(xl >= Expr(W - 1), f(0), xc - tir::cast(F, xl));
+      Expr base = (b * Expr(C) + c) * Expr(H * W);
+      auto at = [&](const Expr& yy, const Expr& xx) { return tir::Load::make(X, base + yy * Expr(W) + xx); };
+      Expr w1 = (f(1) - ly) * (f(1) - lx), w2 = (f(1) - ly) * lx, w3 = ly * (f(1) - lx), w4 = ly * lx;
+      Expr v1 = w1 * at(ylo, xlo), v2 = w2 * at(ylo, xhi), v3 = w3 * at(yhi, xlo), v4 = w4 * at(yhi, xhi);
+      Expr v = avg ? v1 + v2 + v3 + v4 : max(max(v1, v2), max(v3, v4));
+      tir::Stmt in_map = tir::LetStmt::make(yl, as_index(floor(yc)), tir::LetStmt::make(xl, as_index(floor(xc)), use(v)));
+      return tir::IfThenElse::make(inside, in_map, use(f(0)));
+    };
+    auto accumulate = [&](const Expr& v) {
+      if (avg) return acc.set(acc.get() + v);
+      return block({acc.set(select(tir::EQ::make(first.get(), Expr(1)), v, max(acc.get(), v))), first.set(Expr(0))});
+    };
+    Expr ph = index_var("ph"), pw = index_var("pw"), iy = index_var("iy"), ix = index_var("ix");
+    Expr sy = y0 + tir::cast(F, ph) * bh + (tir::cast(F, iy) + f(0.5)) * bh / tir::cast(F, gh);
+    Expr sx = x0 + tir::cast(F, pw) * bw + (tir::cast(F, ix) + f(0.5)) * bw / tir::cast(F, gw);
+    Expr count = tir::cast(F, max(gh * gw, Expr(1)));
+    Expr result = avg ? acc.get() / count : acc.get();
+    tir::Stmt per_bin = block({acc.set(f(0)), first.set(Expr(1)), loop(iy, gh, loop(ix, gw, sample(sy, sx, accumulate))),
+                               tir::Store::make(Y, ((r * Expr(C) + c) * Expr(OH) + ph) * Expr(OW) + pw, result)});
+    tir::Stmt zeros = loop(ph, Expr(OH), loop(pw, Expr(OW), tir::Store::make(Y, ((r * Expr(C) + c) * Expr(OH) + ph) * Expr(OW) + pw, f(0))));
+    Expr rw = coord(2) - x0, rh = coord(3) - y0;
+    if (!half_pixel) {  // the legacy mode makes regions at least 1 x 1
+      rw = max(rw, f(1));
+      rh = max(rh, f(1));
+    }
+    tir::Stmt bins = loop(ph, Expr(OH), loop(pw, Expr(OW), per_bin));
+    bins = tir::LetStmt::make(gh, grid(rh, OH), tir::LetStmt::make(gw, grid(rw, OW), bins));
+    bins = tir::LetStmt::make(bh, rh / f((double)OH), tir::LetStmt::make(bw, rw / f((double)OW), bins));
+    bins = tir::LetStmt::make(y0, coord(1), tir::LetStmt::make(x0, coord(0), bins));
+    tir::Stmt body = tir::IfThenElse::make(b >= Expr(0) && b < Expr(N), bins, zeros);
+    body = tir::LetStmt::make(b, tir::Load::make(B, r), body);
+    return tir::For::make(wg, Expr(0), Expr(R * C), tir::ForKind::WorkgroupX, allocate({acc.b, first.b}, body));
+  });
 }
 
 }  // namespace kiln::lower

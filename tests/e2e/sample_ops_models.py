@@ -6,6 +6,8 @@ rtol 1e-4 / atol 1e-5:
                reflection) x align_corners, the grid reaching past [-1, 1]
   det_reverse  Det of a batch of 6x6 matrices (pivoting needed) and of 1x1 ones; ReverseSequence
                along time (batch_axis 1) and along batch (time_axis 1) with run-time lengths
+  roi_align    RoiAlign avg and max, half_pixel and output_half_pixel, a fixed and an adaptive
+               sampling grid, regions partly and wholly outside the map, over two images
 
   sample_ops_models.py --kilnc PATH --kiln PATH --ort-dir tests/ort --workdir DIR [--node node]
 """
@@ -56,6 +58,22 @@ def det_reverse() -> onnx.ModelProto:
     return m
 
 
+def roi_align() -> onnx.ModelProto:
+    F, I64 = TensorProto.FLOAT, TensorProto.INT64
+    nodes, outputs = [], []
+    for mode, ctm, ratio in itertools.product(('avg', 'max'), ('half_pixel', 'output_half_pixel'), (0, 2)):
+        name = 'roi_%s_%s_%d' % (mode, ctm, ratio)
+        nodes.append(helper.make_node('RoiAlign', ['x', 'rois', 'idx'], [name], mode=mode, coordinate_transformation_mode=ctm,
+                                      sampling_ratio=ratio, output_height=3, output_width=4, spatial_scale=0.5))
+        outputs.append(helper.make_tensor_value_info(name, F, [6, 3, 3, 4]))
+    g = helper.make_graph(nodes, 'roi_align',
+                          [helper.make_tensor_value_info('x', F, [2, 3, 10, 12]), helper.make_tensor_value_info('rois', F, [6, 4]),
+                           helper.make_tensor_value_info('idx', I64, [6])], outputs)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 16)])
+    onnx.checker.check_model(m)
+    return m
+
+
 def main() -> int:
     args = kiln_e2e.script_args(__doc__.split('\n')[0])
     work = kiln_e2e.fresh_dir(args.workdir)
@@ -84,7 +102,43 @@ def main() -> int:
         np.save(files[name], a)
     one = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, 'det_reverse'), [], [files], 1e-4, 1e-5)
     kiln_e2e.log('det_reverse: %s' % ('PASS' if one else 'FAIL'))
-    return 0 if ok and one else 1
+    path = os.path.join(work, 'roi_align.onnx')
+    onnx.save(roi_align(), path)
+    # Regions (x1, y1, x2, y2) in image pixels (spatial_scale 0.5): inside, large (an adaptive grid
+    # of several samples per bin), degenerate, past the edges, wholly outside, inverted.
+    rois = np.array([[2, 3, 15, 17], [0, 0, 23, 19], [5, 5, 5.5, 6], [18, 14, 30, 26], [-9, -8, -3, -2],
+                     [12, 10, 4, 2]], np.float32)
+    files = {'x': os.path.join(work, 'ra_x.npy'), 'rois': os.path.join(work, 'ra_rois.npy'),
+             'idx': os.path.join(work, 'ra_idx.npy')}
+    np.save(files['x'], rng.standard_normal((2, 3, 10, 12)).astype(np.float32))
+    np.save(files['rois'], rois)
+    np.save(files['idx'], np.array([0, 1, 1, 0, 1, 0], np.int64))
+    ra = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, 'roi_align'), [], [files], 1e-4, 1e-5)
+    kiln_e2e.log('roi_align (8 combinations): %s' % ('PASS' if ra else 'FAIL'))
+    ra_bad = roi_align_hostile(args, work, files['x'], os.path.join(work, 'roi_align', 'roi_align.kiln'))
+    kiln_e2e.log('roi_align, hostile regions and batch indices: %s' % ('PASS' if ra_bad else 'FAIL'))
+    return 0 if ok and one and ra and ra_bad else 1
+
+
+def roi_align_hostile(args, work: str, x: str, bundle: str) -> bool:
+    """NaN, infinite and 1e30-sized regions and batch indices outside [0, N): the run ends quickly
+    (adaptive grids are capped), every output is finite, and a bad batch index gives zeros."""
+    rois = np.array([[np.nan, 0, 3, 3], [0, 0, 1e30, 1e30], [-1e30, -1e30, 1e30, 1e30], [0, 0, 4, 4],
+                     [np.inf, 0, np.inf, 5], [0, 0, 2, 2]], np.float32)
+    idx = np.array([0, 1, 0, 7, -3, 1], np.int64)
+    files = {'rois': os.path.join(work, 'ra_bad_rois.npy'), 'idx': os.path.join(work, 'ra_bad_idx.npy')}
+    np.save(files['rois'], rois)
+    np.save(files['idx'], idx)
+    out = kiln_e2e.fresh_dir(os.path.join(work, 'roi_align_hostile'))
+    proc = kiln_e2e.run_tool('kiln run', [args.kiln, 'run', bundle, '--input', 'x=' + x, '--input', 'rois=' + files['rois'],
+                                          '--input', 'idx=' + files['idx'], '--output-dir', out], timeout=60)
+    if proc.returncode != 0:
+        return False
+    ok = True
+    for name in sorted(os.listdir(out)):
+        y = np.load(os.path.join(out, name))
+        ok &= bool(np.isfinite(y).all()) and not y[3].any() and not y[4].any()
+    return ok and len(os.listdir(out)) == 8
 
 
 if __name__ == '__main__':
