@@ -114,7 +114,7 @@ class Pipeline {
     po.disabled = options_.disabled_graph_passes;
     po.env.vector = vector_info(options_.target);
     po.env.blocked_layout = !vulkan;  // no blocked layout on GPUs
-    po.env.attention_kernel = !vulkan;  // kiln.Attention has a CPU kernel only (GPUs keep the plain operators)
+    po.env.attention_kernel = !vulkan || options_.vulkan_shared_memory;
     po.env.evaluate = evaluate_graph;
     po.progress = options_.progress;
     std::vector<graph::PassStats> pass_stats = graph::run_graph_passes(g, po);

@@ -25,7 +25,8 @@ struct CompileOptions {
   // --target=vulkan: GPU schedules may tile through workgroup shared memory
   // (--vulkan-shared-memory=on: desktop-class GPUs; off by default, as it is
   // no faster than the caches on ARM Mali, Raspberry Pi's V3D or lavapipe,
-  // where barriers made it 2-4x slower; see docs/vulkan.md).
+  // where barriers made it 2-4x slower; see docs/vulkan.md). It also turns
+  // on the fused attention kernel, whose GPU form shares workgroup memory.
   bool vulkan_shared_memory = false;
   // --kernels=static: the CPU kernels are not put in the bundle but returned
   // as an object file for the application to link (iOS), with a header

@@ -19,9 +19,10 @@
 // Conditions: float32; static shapes; heads at most 256 wide; 2 to 4 dimensions with equal batch
 // dimensions on Q, K and V; c a scalar constant; M float32 and numpy-
 // broadcastable to the scores; S, P and the merge's intermediate values read
-// only inside the pattern and not model outputs; no run-time If guards. CPU
-// targets only (PassEnvironment::attention_kernel); elsewhere the plain
-// operators stay.
+// only inside the pattern and not model outputs; no run-time If guards.
+// The kernel has a CPU and a GPU form (lower/ops_attention.cpp); the pass
+// runs where PassEnvironment::attention_kernel says the kernel pays (CPU
+// targets, and Vulkan with --vulkan-shared-memory=on).
 #include "graph/passes.h"
 
 namespace kiln::graph {

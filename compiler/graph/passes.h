@@ -30,7 +30,10 @@ using GraphEvaluator =
 struct PassEnvironment {
   VectorInfo vector;            // layout: the target's vector unit (block widths, matmul panels)
   bool blocked_layout = false;  // layout: move convolutions to NCHWc (CPU targets; false keeps NCHW)
-  bool attention_kernel = false;  // fuse-attention: the target has kiln.Attention's kernel (CPU targets)
+  // fuse-attention: kiln.Attention has a kernel worth running here (CPU
+  // targets; Vulkan with --vulkan-shared-memory=on, as its kernel shares
+  // workgroup memory); elsewhere attention stays the plain operators.
+  bool attention_kernel = false;
   // constant-fold and lookup-table: compile and run subgraphs with the compiler's
   // own steps (driver/evaluate.h; the graph layer never generates code
   // itself). Unset: only Shape/Size and alias ops on constants fold.

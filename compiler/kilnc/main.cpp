@@ -61,8 +61,8 @@ kiln_cli::OptionTable option_table(std::vector<std::string>* storage) {
        "shaderFloat64) Vulkan kernels may use; the others run on the host CPU"},
       {kVulkanSharedMemory, "--vulkan-shared-memory", Arity::kValue, "on|off",
        "GPU schedules tile convolutions and matrix products through workgroup\n"
-       "shared memory (default off: on for desktop-class GPUs; it is no faster on\n"
-       "Mali, V3D or lavapipe)"},
+       "shared memory, and attention runs as one kernel (default off: on for\n"
+       "desktop-class GPUs; it is no faster on Mali, V3D or lavapipe)"},
       {kKernels, "--kernels", Arity::kValue, "K",
        "'dynamic' (default): the kernels travel in the bundle; 'static': they are\n"
        "written to OUT.kernels.o (with OUT.kernels.h) for the application to link and\n"

@@ -115,6 +115,8 @@ class OpContext {
   const VectorInfo& vector() const { return state_->vector; }
   // Whether GPU schedules may tile through workgroup shared memory.
   bool gpu_shared_memory() const { return state_->gpu_shared_memory; }
+  // Whether the kernels are for a GPU (hand-written kernels pick their form).
+  bool gpu() const { return state_->gpu; }
 
   // Requires all float32 inputs/outputs (the only type some ops support so far).
   void require_float32() const;

@@ -99,29 +99,53 @@ int64_t pow2_divisor(int64_t n, int64_t limit) {
 
 }  // namespace
 
-void lower_attention(OpContext& ctx) {
+namespace {
+
+// What both kernels read: the node's attributes, checked.
+struct Attention {
+  int64_t B, H, Sq, Sk, D, Dv;  // batch, heads, query rows, keys, head width of Q/K and of V
+  View qv, kv, vv, ov, mv;      // the views (mv: only with a mask)
+  bool has_mask;                // a fourth input, added to the scores
+  float scale;                  // multiplies Q Kt
+  int q_in, k_in, v_in, m_in, out;  // graph values (m_in: -1 without a mask)
+};
+
+Attention read_attention(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   ctx.require_float32();
   std::vector<int64_t> dims = n.attr_ints("dims", {});
   internal_assert(dims.size() == 6) << n.describe() << ": attribute 'dims' must hold 6 integers";
-  const int64_t B = dims[0], H = dims[1], Sq = dims[2], Sk = dims[3], D = dims[4], Dv = dims[5];
   for (int64_t d : dims) internal_assert(d >= 1) << n.describe() << ": empty dimension";
-  const bool has_mask = n.inputs.size() > 3 && n.inputs[3] >= 0;
-  const View qv = view_attr(n, "q"), kv = view_attr(n, "k"), vv = view_attr(n, "v"), ov = view_attr(n, "out");
-  const View mv = has_mask ? view_attr(n, "mask") : View();
-  {
-    const int64_t qe[4] = {B, H, Sq, D}, ke[4] = {B, H, Sk, D}, ve[4] = {B, H, Sk, Dv}, oe[4] = {B, H, Sq, Dv};
-    const int64_t me[4] = {B, H, Sq, Sk};
-    check_view(n, "q", qv, qe, ctx.value(ctx.input(0)).elements());
-    check_view(n, "k", kv, ke, ctx.value(ctx.input(1)).elements());
-    check_view(n, "v", vv, ve, ctx.value(ctx.input(2)).elements());
-    check_view(n, "out", ov, oe, ctx.value(ctx.output(0)).elements());
-    if (has_mask) check_view(n, "mask", mv, me, ctx.value(ctx.input(3)).elements());
-  }
-  const float scale = (float)n.attr_float("scale", 1.0);
+  Attention a;
+  a.B = dims[0], a.H = dims[1], a.Sq = dims[2], a.Sk = dims[3], a.D = dims[4], a.Dv = dims[5];
+  a.has_mask = n.inputs.size() > 3 && n.inputs[3] >= 0;
+  a.qv = view_attr(n, "q"), a.kv = view_attr(n, "k"), a.vv = view_attr(n, "v"), a.ov = view_attr(n, "out");
+  a.mv = a.has_mask ? view_attr(n, "mask") : View();
+  const int64_t qe[4] = {a.B, a.H, a.Sq, a.D}, ke[4] = {a.B, a.H, a.Sk, a.D}, ve[4] = {a.B, a.H, a.Sk, a.Dv};
+  const int64_t oe[4] = {a.B, a.H, a.Sq, a.Dv}, me[4] = {a.B, a.H, a.Sq, a.Sk};
+  check_view(n, "q", a.qv, qe, ctx.value(ctx.input(0)).elements());
+  check_view(n, "k", a.kv, ke, ctx.value(ctx.input(1)).elements());
+  check_view(n, "v", a.vv, ve, ctx.value(ctx.input(2)).elements());
+  check_view(n, "out", a.ov, oe, ctx.value(ctx.output(0)).elements());
+  if (a.has_mask) check_view(n, "mask", a.mv, me, ctx.value(ctx.input(3)).elements());
+  a.scale = (float)n.attr_float("scale", 1.0);
+  a.q_in = ctx.input(0), a.k_in = ctx.input(1), a.v_in = ctx.input(2), a.out = ctx.output(0);
+  a.m_in = a.has_mask ? ctx.input(3) : -1;
+  return a;
+}
 
+// The buffers a kernel binds, in binding order.
+struct Buffers {
+  tir::Buffer Q, K, V, M, O;  // M: undefined without a mask
+};
+
+// The CPU kernel's body (the file comment), tiles sized for `target`.
+tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& target, const Buffers& buf) {
+  const int64_t B = a.B, H = a.H, Sq = a.Sq, Sk = a.Sk, D = a.D, Dv = a.Dv;
+  const View &qv = a.qv, &kv = a.kv, &vv = a.vv, &ov = a.ov, &mv = a.mv;
+  const bool has_mask = a.has_mask;
+  const float scale = a.scale;
   // Tiles (see the file comment), sized for the target's vector registers.
-  const VectorInfo& target = ctx.vector();
   const int64_t L = std::max(1, target.lanes), regs = std::max(8, target.registers);
   const int64_t KT = 2 * L;  // keys per score register tile
   const int64_t Tq = std::min<int64_t>(Sq, std::max<int64_t>(1, regs / 4));
@@ -136,12 +160,8 @@ void lower_attention(OpContext& ctx) {
                                           << "graph/pass_fuse_attention.cpp allows?)";
   const bool ragged_keys = Sk % Bk != 0, ragged_rows = Sq % Bq != 0 || Bq % Tq != 0 || Sq % Tq != 0;
 
-  const int q_in = ctx.input(0), k_in = ctx.input(1), v_in = ctx.input(2), out = ctx.output(0);
-  const int m_in = has_mask ? ctx.input(3) : -1;
-  ctx.emit_tir("attention", [&](const OpContext::BindFn& bind) {
-    tir::Buffer Q = bind(q_in, Access::Read), K = bind(k_in, Access::Read), V = bind(v_in, Access::Read);
-    tir::Buffer M = has_mask ? bind(m_in, Access::Read) : tir::Buffer();
-    tir::Buffer O = bind(out, Access::Write);
+  {
+    const tir::Buffer &Q = buf.Q, &K = buf.K, &V = buf.V, &M = buf.M, &O = buf.O;
     tir::Type F = tir::Float(32);
     tir::Buffer kt = tir::make_buffer("att_kt", F, D * Bk, -1);        // the key block, transposed and scaled
     tir::Buffer s = tir::make_buffer("att_s", F, Tq * Bk, -1);         // the tile's scores, then exp
@@ -297,7 +317,95 @@ void lower_attention(OpContext& ctx) {
     }
     tir::Stmt all = allocate({kt, s, acc, mx, sum, st, pt, rmax, rsum, mnew}, block(body));
     return tir::For::make(wg, Expr(0), idx(B * H * nqb), tir::ForKind::WorkgroupX, all);
+  }
+}
+
+// The GPU kernel's body, in the manner of flash decoding: a workgroup per
+// (batch, head, query row), its T invocations splitting the keys (key j to
+// invocation j mod T). Each runs the online softmax over its keys alone,
+// keeping its maximum m, sum l and partial result (Dv floats) private; they
+// meet in shared memory, and after a barrier each invocation rescales all
+// T partials by exp(m_u - max) to write its share of the row's columns.
+// T x (Dv + 2) floats of shared memory stay within 16 KB (Vulkan's least
+// maxComputeSharedMemorySize).
+tir::Stmt gpu_body(const Attention& a, const Buffers& buf) {
+  int64_t T = 64;
+  while (T > 1 && (T > a.Sk * 2 || T * (a.Dv + 2) * 4 > (16 << 10))) T /= 2;
+  const tir::Type F = tir::Float(32);
+  const Expr ninf = f32(-INFINITY);
+  tir::Buffer sm_m = tir::make_buffer("att_sm_m", F, T, -1), sm_l = tir::make_buffer("att_sm_l", F, T, -1);
+  tir::Buffer sm_acc = tir::make_buffer("att_sm_acc", F, T * a.Dv, -1);
+  tir::Buffer acc = tir::make_buffer("att_acc", F, a.Dv, -1);  // this invocation's partial result
+  Local m("att_m", F), l("att_l", F), dot("att_dot", F), red("att_red", F), sum("att_sum", F);
+  Expr wg = index_var("wg"), t = index_var("t");
+  Expr bh = wg / idx(a.Sq), row = wg % idx(a.Sq);
+  Expr b = bh / idx(a.H), h = bh % idx(a.H);
+  auto at = [&](const View& v, const Expr& r, const Expr& c) {
+    return idx(v.offset) + b * idx(v.s[0]) + h * idx(v.s[1]) + r * idx(v.s[2]) + c * idx(v.s[3]);
+  };
+  auto msafe = [&](const Expr& x) { return select(tir::EQ::make(x, ninf), f32(0), x); };
+  auto exp = [](const Expr& x) { return tir::Call::make(tir::Intrinsic::Exp, {x}); };
+  Expr c = index_var("c"), d = index_var("d"), e = index_var("e"), u = index_var("u");
+  Expr j = c * idx(T) + t;
+  // 1. This invocation's keys.
+  Expr score = dot.get() * f32(a.scale);
+  if (a.has_mask) score = score + tir::Load::make(buf.M, at(a.mv, row, j));
+  Expr sv = tir::Var::make(F, "s"), mnew = tir::Var::make(F, "mnew"), corr = tir::Var::make(F, "corr"), p = tir::Var::make(F, "p");
+  tir::Stmt update = block({l.set(l.get() * corr + p),
+                            loop(e, idx(a.Dv), tir::Store::make(acc, e, tir::Load::make(acc, e) * corr +
+                                                                            p * tir::Load::make(buf.V, at(a.vv, j, e)))),
+                            m.set(mnew)});
+  update = tir::LetStmt::make(p, exp(sv - msafe(mnew)), update);
+  update = tir::LetStmt::make(corr, exp(m.get() - msafe(mnew)), update);
+  update = tir::LetStmt::make(mnew, max(m.get(), sv), update);
+  tir::Stmt key = block({dot.set(f32(0)),
+                         loop(d, idx(a.D), dot.set(dot.get() + tir::Load::make(buf.Q, at(a.qv, row, d)) *
+                                                                  tir::Load::make(buf.K, at(a.kv, j, d)))),
+                         tir::LetStmt::make(sv, score, update)});
+  if (a.Sk % T) key = when(j < idx(a.Sk), key);
+  // 2. The row's maximum; each invocation's partials scaled by exp(m - max)
+  //    into shared memory; then the sums, each invocation its columns.
+  Expr mx = tir::Var::make(F, "row_max"), w = tir::Var::make(F, "w");
+  tir::Stmt share = block({tir::Store::make(sm_l, t, l.get() * w),
+                           loop(e, idx(a.Dv), tir::Store::make(sm_acc, t * idx(a.Dv) + e, tir::Load::make(acc, e) * w))});
+  share = tir::LetStmt::make(w, exp(m.get() - msafe(mx)), share);
+  Expr e0 = index_var("e0"), lsum = tir::Var::make(F, "row_sum");
+  Expr col = e0 * idx(T) + t;
+  tir::Stmt write = block({sum.set(f32(0)), loop(u, idx(T), sum.set(sum.get() + tir::Load::make(sm_acc, u * idx(a.Dv) + col))),
+                           tir::Store::make(buf.O, at(a.ov, row, col), sum.get() / lsum)});
+  if (a.Dv % T) write = when(col < idx(a.Dv), write);
+  std::vector<tir::Stmt> seq = {m.set(ninf), l.set(f32(0)), loop(e, idx(a.Dv), tir::Store::make(acc, e, f32(0))),
+                                loop(c, idx(ceil_div(a.Sk, T)), key), tir::Store::make(sm_m, t, m.get()), tir::Barrier::make(),
+                                red.set(ninf), loop(u, idx(T), red.set(max(red.get(), tir::Load::make(sm_m, u)))),
+                                tir::LetStmt::make(mx, red.get(), share), tir::Barrier::make(),
+                                sum.set(f32(0)), loop(u, idx(T), sum.set(sum.get() + tir::Load::make(sm_l, u))),
+                                tir::LetStmt::make(lsum, sum.get(), loop(e0, idx(ceil_div(a.Dv, T)), write))};
+  tir::Stmt local = tir::For::make(t, Expr(0), idx(T), tir::ForKind::LocalX,
+                                   allocate({acc, m.b, l.b, dot.b, red.b, sum.b}, block(seq)));
+  for (const tir::Buffer& sb : {sm_acc, sm_l, sm_m}) local = tir::Allocate::make(sb, local, tir::MemScope::Shared);
+  return tir::For::make(wg, Expr(0), idx(a.B * a.H * a.Sq), tir::ForKind::WorkgroupX, local);
+}
+
+}  // namespace
+
+void lower_attention(OpContext& ctx) {
+  const Attention a = read_attention(ctx);
+  tir::Stmt host;
+  ctx.emit_tir("attention", [&](const OpContext::BindFn& bind) {
+    Buffers buf;
+    buf.Q = bind(a.q_in, Access::Read), buf.K = bind(a.k_in, Access::Read), buf.V = bind(a.v_in, Access::Read);
+    if (a.has_mask) buf.M = bind(a.m_in, Access::Read);
+    buf.O = bind(a.out, Access::Write);
+    if (!ctx.gpu()) return cpu_body(ctx.node(), a, ctx.vector(), buf);
+    // The GPU form shares workgroup memory between invocations: a device
+    // that cannot run it falls back to the CPU form (KernelDef::host_body).
+    VectorInfo host_vector;
+    host_vector.lanes = 8;
+    host_vector.registers = 16;
+    host = cpu_body(ctx.node(), a, host_vector, buf);
+    return gpu_body(a, buf);
   });
+  if (host.defined()) ctx.kernels.back().host_body = host;
 }
 
 }  // namespace kiln::lower

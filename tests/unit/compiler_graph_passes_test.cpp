@@ -363,7 +363,7 @@ TEST_CASE("graph pass fuse-attention: exported attention becomes kiln.Attention 
     b.output(y);
     Graph before = b.g;
     PassContext ctx;
-    CHECK_FALSE(pass_fuse_attention(b.g, ctx));  // not a target with the kernel
+    CHECK_FALSE(pass_fuse_attention(b.g, ctx));  // a target where the plain operators stay
     ctx.env.attention_kernel = true;
     REQUIRE(pass_fuse_attention(b.g, ctx));
     CHECK(ctx.detail == "1 attentions fused");
