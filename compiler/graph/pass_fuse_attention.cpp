@@ -16,7 +16,10 @@
 // The result is written through the Transpose and Reshapes that merge the
 // heads, when they are its only readers.
 //
-// Conditions: float32; static shapes; heads at most 256 wide; 2 to 4 dimensions with equal batch
+// Conditions: float32; constant batch and head counts and head widths (at
+// most 256), the sequence lengths possibly run-time dimensions (then the
+// node's "q_rows" / "k_rows" name the input dimension holding each), every
+// stride a view needs a constant; 2 to 4 dimensions with equal batch
 // dimensions on Q, K and V; c a scalar constant; M float32 and numpy-
 // broadcastable to the scores; S, P and the merge's intermediate values read
 // only inside the pattern and not model outputs; no run-time If guards.
@@ -34,30 +37,55 @@ constexpr int kRank = 4;  // logical dimensions: batch, head, row, column
 // D x 2 vectors at least): wider heads keep the plain operators.
 constexpr int64_t kMaxHeadDim = 256;
 
-// Row-major strides of a shape.
-std::vector<int64_t> contiguous_strides(const Shape& s) {
-  std::vector<int64_t> st(s.size(), 1);
-  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+using tir::Expr;
+
+const int64_t* constant(const Expr& e) { return tir::as_const_int(e); }
+bool is_one(const Expr& e) { return constant(e) && *constant(e) == 1; }
+
+// Row-major strides of dimensions (expressions where dimensions are
+// known only at run time).
+DimExprs contiguous_strides(const Graph& g, const DimExprs& d) {
+  DimExprs st(d.size(), Expr(1));
+  for (size_t i = d.size(); i-- > 1;) st[i - 1] = g.canonical(st[i] * d[i]);
   return st;
 }
 
+// A stride as a constant, or false when it is known only at run time.
+bool constant_stride(const Expr& e, int64_t* out) {
+  if (!constant(e)) return false;
+  *out = *constant(e);
+  return true;
+}
+
 // Where each of the 4 logical dimensions of a tensor lies in a value `base`
-// (contiguous, shape `shape`): logical index i_k adds i_k * mult[k] to the
-// coordinate of base dimension dim[k] (-1: a unit dimension), and offset[e]
-// is added to coordinate e.
+// (contiguous, dimensions `dims`): logical index i_k adds i_k * mult[k] to
+// the coordinate of base dimension dim[k] (-1: a unit dimension), and
+// offset[e] is added to coordinate e.
 struct DimMap {
   int base = -1;                // the value read
-  Shape shape;                  // its shape
+  DimExprs dims;                // its dimensions
   int dim[kRank];               // base dimension of each logical one, or -1
   int64_t mult[kRank];          // its multiplier within that dimension
   std::vector<int64_t> offset;  // per base dimension
 
-  // The flat view: [offset, stride_0, .., stride_3].
-  std::vector<int64_t> view() const {
-    std::vector<int64_t> cs = contiguous_strides(shape), v(kRank + 1, 0);
-    for (size_t e = 0; e < shape.size(); e++) v[0] += offset[e] * cs[e];
-    for (int k = 0; k < kRank; k++) v[k + 1] = dim[k] < 0 ? 0 : mult[k] * cs[dim[k]];
-    return v;
+  // The flat view [offset, stride_0, .., stride_3], with `swap` exchanging
+  // the last two logical dimensions; false if a stride it needs is known
+  // only at run time.
+  bool view(const Graph& g, bool swap, std::vector<int64_t>* v) const {
+    DimExprs cs = contiguous_strides(g, dims);
+    v->assign(kRank + 1, 0);
+    for (size_t e = 0; e < dims.size(); e++) {
+      int64_t st = 0;
+      if (offset[e] && !constant_stride(cs[e], &st)) return false;
+      (*v)[0] += offset[e] * st;
+    }
+    for (int k = 0; k < kRank; k++) {
+      int64_t st = 0;
+      if (dim[k] >= 0 && !constant_stride(cs[dim[k]], &st)) return false;
+      (*v)[k + 1] = dim[k] < 0 ? 0 : mult[k] * st;
+    }
+    if (swap) std::swap((*v)[3], (*v)[4]);
+    return true;
   }
 };
 
@@ -66,15 +94,58 @@ struct DimMap {
 DimMap identity_map(const Graph& g, int v) {
   DimMap m;
   m.base = v;
-  m.shape = g.values[v].shape;
-  m.offset.assign(m.shape.size(), 0);
-  int r = (int)m.shape.size();
+  m.dims = g.values[v].dim_exprs();
+  m.offset.assign(m.dims.size(), 0);
+  int r = (int)m.dims.size();
   for (int k = 0; k < kRank; k++) {
     int e = r - kRank + k;
-    m.dim[k] = e >= 0 && m.shape[e] != 1 ? e : -1;
+    m.dim[k] = e >= 0 && !is_one(m.dims[e]) ? e : -1;
     m.mult[k] = 1;
   }
   return m;
+}
+
+// Groups of the output dimensions `cs` of a Reshape-like node that split one
+// input dimension of `us` each (unit dimensions on either side aside; a run-
+// time dimension only maps to the same one): to[d] is the input dimension
+// of output dimension d and factor[d] its multiplier there. False for a
+// merge of input dimensions (no single stride).
+bool split_groups(const Graph& g, const DimExprs& us, const DimExprs& cs, std::vector<int>* to,
+                  std::vector<int64_t>* factor) {
+  to->assign(cs.size(), -1);
+  factor->assign(cs.size(), 0);
+  size_t j = 0;
+  for (size_t e = 0; e < us.size(); e++) {
+    if (is_one(us[e])) continue;
+    while (j < cs.size() && is_one(cs[j])) j++;
+    if (j == cs.size()) return false;
+    if (!constant(us[e]) || !constant(cs[j])) {  // a run-time dimension: the same one on both sides
+      if (!g.same_dims({us[e]}, {cs[j]})) return false;
+      (*to)[j] = (int)e;
+      (*factor)[j++] = 1;
+      continue;
+    }
+    std::vector<size_t> group;
+    int64_t prod = 1;
+    while (j < cs.size() && prod < *constant(us[e])) {
+      if (!constant(cs[j])) return false;
+      if (*constant(cs[j]) != 1) {
+        group.push_back(j);
+        prod *= *constant(cs[j]);
+      }
+      j++;
+    }
+    if (prod != *constant(us[e])) return false;
+    int64_t f = 1;
+    for (size_t gi = group.size(); gi-- > 0;) {
+      (*to)[group[gi]] = (int)e;
+      (*factor)[group[gi]] = f;
+      f *= *constant(cs[group[gi]]);
+    }
+  }
+  for (; j < cs.size(); j++)
+    if (!is_one(cs[j])) return false;
+  return true;
 }
 
 // Moves `m` from node p's output (value m.base) to its input through a
@@ -83,11 +154,11 @@ DimMap identity_map(const Graph& g, int v) {
 bool step_back(const Graph& g, const Node& p, DimMap& m) {
   if (p.inputs.empty() || p.inputs[0] < 0) return false;
   int u = p.inputs[0];
-  const Shape& us = g.values[u].shape;
-  const Shape& cs = m.shape;
+  const DimExprs us = g.values[u].dim_exprs();
+  const DimExprs& cs = m.dims;
   DimMap n = m;
   n.base = u;
-  n.shape = us;
+  n.dims = us;
   n.offset.assign(us.size(), 0);
   if (p.is(Op::Transpose)) {
     std::vector<int64_t> perm = p.attr_ints("perm", {});
@@ -108,40 +179,18 @@ bool step_back(const Graph& g, const Node& p, DimMap& m) {
         found = true;
         break;
       }
-      if (o < 0) return false;
-      start += g.values[o].shape[axis];
+      if (o < 0 || !constant(g.values[o].dim_exprs()[axis])) return false;
+      start += *constant(g.values[o].dim_exprs()[axis]);
     }
     if (!found) return false;
     n.offset = m.offset;
     n.offset[axis] += start;
   } else if (p.traits().role == OpRole::Reshape) {
-    // Groups of output dimensions that split one input dimension (unit
-    // dimensions on either side aside): coordinate c of output dimension d
-    // adds c * (product of the group's later dimensions) to its input one.
-    std::vector<int> to(cs.size(), -1);
-    std::vector<int64_t> factor(cs.size(), 0);
-    size_t j = 0;
-    for (size_t e = 0; e < us.size(); e++) {
-      if (us[e] == 1) continue;
-      std::vector<size_t> group;
-      int64_t prod = 1;
-      while (j < cs.size() && prod < us[e]) {
-        if (cs[j] != 1) {
-          group.push_back(j);
-          prod *= cs[j];
-        }
-        j++;
-      }
-      if (prod != us[e]) return false;  // a merge of input dimensions: no single stride
-      int64_t f = 1;
-      for (size_t gi = group.size(); gi-- > 0;) {
-        to[group[gi]] = (int)e;
-        factor[group[gi]] = f;
-        f *= cs[group[gi]];
-      }
-    }
+    std::vector<int> to;
+    std::vector<int64_t> factor;
+    if (!split_groups(g, us, cs, &to, &factor)) return false;
     for (size_t d = 0; d < cs.size(); d++) {
-      if (cs[d] == 1 && m.offset[d] != 0) return false;
+      if (to[d] < 0 && m.offset[d] != 0) return false;
       if (to[d] >= 0) n.offset[to[d]] += m.offset[d] * factor[d];
     }
     for (int k = 0; k < kRank; k++) {
@@ -162,19 +211,25 @@ DimMap trace_back(const Graph& g, int v) {
   DimMap m = identity_map(g, v);
   while (m.base >= 0 && g.values[m.base].producer >= 0) {
     const Value& bv = g.values[m.base];
-    if (bv.is_dynamic() || bv.dtype != DType::F32) break;
+    if (bv.dtype != DType::F32) break;
     const Node& p = g.nodes[bv.producer];
     if (!p.guards.empty() || !step_back(g, p, m)) break;
   }
   return m;
 }
 
-bool static_f32(const Graph& g, int v) {
-  return v >= 0 && g.values[v].dtype == DType::F32 && !g.values[v].is_dynamic();
+// The base dimension holding logical dimension k of m, when it holds
+// exactly that extent (multiplier 1): a run-time row count the kernel reads
+// from its input's dimensions. -1 otherwise.
+int extent_dim(const Graph& g, const DimMap& m, int k, const Expr& extent) {
+  if (m.dim[k] < 0 || m.mult[k] != 1 || !g.same_dims({m.dims[m.dim[k]]}, {extent})) return -1;
+  return m.dim[k];
 }
 
+bool f32(const Graph& g, int v) { return v >= 0 && g.values[v].dtype == DType::F32; }
+
 // The batch dimensions of a MatMul operand (all but the last two).
-Shape batch_of(const Shape& s) { return s.size() > 2 ? Shape(s.begin(), s.end() - 2) : Shape(); }
+DimExprs batch_of(const DimExprs& s) { return s.size() > 2 ? DimExprs(s.begin(), s.end() - 2) : DimExprs(); }
 
 void set_ints(Node& n, const char* name, const std::vector<int64_t>& v) {
   n.attrs[name].kind = Attr::Kind::Ints;
@@ -259,9 +314,9 @@ bool pass_fuse_attention(Graph& g, PassContext& ctx) {
     if (r.remove[i] || !pv.is(Op::MatMul) || pv.inputs.size() != 2 || pv.outputs.size() != 1 || !pv.guards.empty()) continue;
     int p = pv.inputs[0], o = pv.outputs[0], vv = pv.inputs[1];
     int softmax = inner_producer(g, uses, p, Op::Softmax, (int)i);
-    if (softmax < 0 || !static_f32(g, p) || !static_f32(g, o) || !static_f32(g, vv)) continue;
+    if (softmax < 0 || !f32(g, p) || !f32(g, o) || !f32(g, vv)) continue;
     const Node& sm = g.nodes[softmax];
-    const Shape& ps = g.values[p].shape;
+    const DimExprs ps = g.values[p].dim_exprs();
     int64_t rank = (int64_t)ps.size(), axis = sm.attr_int("axis", g.opset < 13 ? 1 : -1);
     if (rank < 2 || rank > kRank || (axis != -1 && axis != rank - 1)) continue;
     std::vector<int> absorbed = {softmax};
@@ -270,40 +325,47 @@ bool pass_fuse_attention(Graph& g, PassContext& ctx) {
     int qk = match_scores(g, uses, softmax, absorbed, &mask, &scale);
     if (qk < 0) continue;
     int q = g.nodes[qk].inputs[0], kt = g.nodes[qk].inputs[1];
-    if (!static_f32(g, q) || !static_f32(g, kt) || (mask >= 0 && !static_f32(g, mask))) continue;
-    const Shape &qs = g.values[q].shape, &ks = g.values[kt].shape, &vs = g.values[vv].shape;
+    if (!f32(g, q) || !f32(g, kt) || (mask >= 0 && !f32(g, mask))) continue;
+    const DimExprs qs = g.values[q].dim_exprs(), ks = g.values[kt].dim_exprs(), vs = g.values[vv].dim_exprs();
     if ((int64_t)qs.size() != rank || ks.size() != qs.size() || vs.size() != qs.size()) continue;
-    if (batch_of(qs) != batch_of(ks) || batch_of(qs) != batch_of(vs) || qs.back() != ks[ks.size() - 2] ||
-        ks.back() != vs[vs.size() - 2] || qs.back() > kMaxHeadDim || vs.back() > kMaxHeadDim)
-      continue;
+    // Batch and head counts and the head widths are constants; only the
+    // row and key counts may be known at run time alone.
+    const Expr sq = qs[rank - 2], sk = ks[rank - 1];
+    bool ok = g.same_dims(batch_of(qs), batch_of(ks)) && g.same_dims(batch_of(qs), batch_of(vs)) &&
+              g.same_dims({qs.back()}, {ks[rank - 2]}) && g.same_dims({sk}, {vs[rank - 2]});
+    for (const Expr& e : batch_of(qs)) ok &= constant(e) != nullptr;
+    for (const Expr& e : {qs.back(), vs.back()}) ok &= constant(e) && *constant(e) <= kMaxHeadDim;
+    if (!ok) continue;
     // The mask broadcasts to the scores [.., Sq, Sk].
-    Shape mask_shape = mask >= 0 ? g.values[mask].shape : Shape();
-    bool broadcasts = mask_shape.size() <= ps.size();
-    for (size_t d = 0; broadcasts && d < mask_shape.size(); d++) {
-      int64_t m = mask_shape[mask_shape.size() - 1 - d];
-      broadcasts = m == 1 || m == ps[ps.size() - 1 - d];
-    }
+    const DimExprs md = mask >= 0 ? g.values[mask].dim_exprs() : DimExprs();
+    bool broadcasts = md.size() <= ps.size();
+    for (size_t d = 0; broadcasts && d < md.size(); d++)
+      broadcasts = is_one(md[md.size() - 1 - d]) || g.same_dims({md[md.size() - 1 - d]}, {ps[ps.size() - 1 - d]});
     if (!broadcasts) continue;
     // Q, Kt and V where the projections wrote them; Kt [.., D, Sk] is K
     // [.., Sk, D] with its last two logical dimensions swapped.
     DimMap qm = trace_back(g, q), km = trace_back(g, kt), vm = trace_back(g, vv);
-    std::vector<int64_t> kv = km.view();
-    std::swap(kv[3], kv[4]);
+    std::vector<int64_t> qv, kv, vview;
+    if (!qm.view(g, false, &qv) || !km.view(g, true, &kv) || !vm.view(g, false, &vview)) continue;
+    // Run-time row and key counts: which input dimension holds each.
+    int q_rows = -1, k_rows = -1;
+    if (!constant(sq) && (q_rows = extent_dim(g, qm, 2, sq)) < 0) continue;
+    if (!constant(sk) && (k_rows = extent_dim(g, km, 3, sk)) < 0) continue;
     // The result, written through the merge of the heads: [Transpose] [Reshape ...].
     int out = o, last = (int)i;
-    std::vector<int64_t> ov = contiguous_strides(g.values[o].shape);
-    ov.insert(ov.begin(), (size_t)(kRank - rank) + 1, 0);  // the offset, then missing dimensions
+    DimExprs ostrides = contiguous_strides(g, g.values[o].dim_exprs());
+    ostrides.insert(ostrides.begin(), (size_t)(kRank - rank), Expr(0));  // missing dimensions
     auto follow = [&](bool transpose) {
       int reader = only_reader(g, uses, out);
       if (reader < 0 || !g.nodes[reader].guards.empty() || g.nodes[reader].outputs.size() != 1) return false;
       const Node& n = g.nodes[reader];
       int w = n.outputs[0];
-      if (!static_f32(g, w) || (transpose ? !n.is(Op::Transpose) : n.traits().role != OpRole::Reshape)) return false;
+      if (!f32(g, w) || (transpose ? !n.is(Op::Transpose) : n.traits().role != OpRole::Reshape)) return false;
       if (transpose) {  // output dimension k is O's dimension perm[k]
         std::vector<int64_t> perm = n.attr_ints("perm", {});
         if ((int64_t)perm.size() != rank) return false;
-        std::vector<int64_t> ts = contiguous_strides(g.values[w].shape);
-        for (int64_t k = 0; k < rank; k++) ov[1 + kRank - rank + perm[k]] = ts[k];
+        DimExprs ts = contiguous_strides(g, g.values[w].dim_exprs());
+        for (int64_t k = 0; k < rank; k++) ostrides[kRank - rank + perm[k]] = ts[k];
       }
       absorbed.push_back(last);
       last = reader;
@@ -313,15 +375,21 @@ bool pass_fuse_attention(Graph& g, PassContext& ctx) {
     follow(true);
     while (follow(false)) {
     }
-    // [B, H, Sq, Sk, D, Dv]; a missing batch or head dimension is 1.
-    auto lead = [&](int k) { return k - kRank + rank >= 0 ? qs[k - kRank + rank] : 1; };
-    for (int k = 0; k < kRank; k++)  // a unit dimension's stride is 0, as in the input views
-      if ((k == 0 ? lead(0) : k == 1 ? lead(1) : k == 2 ? qs[rank - 2] : vs[rank - 1]) == 1) ov[1 + k] = 0;
+    // [B, H, Sq, Sk, D, Dv] at their largest; a missing batch or head dimension is 1.
+    const Shape &qb = g.values[q].shape, &kb = g.values[kt].shape, &vb = g.values[vv].shape;
+    auto lead = [&](int k) { return k - kRank + rank >= 0 ? qb[k - kRank + rank] : 1; };
+    std::vector<int64_t> dims = {lead(0), lead(1), qb[rank - 2], kb[rank - 1], qb[rank - 1], vb[rank - 1]};
+    // A unit dimension's stride is 0, as in the input views; the others must be constants.
+    const Expr logical[kRank] = {Expr(dims[0]), Expr(dims[1]), sq, vs.back()};
+    std::vector<int64_t> ov(kRank + 1, 0);
+    bool strided = true;
+    for (int k = 0; k < kRank; k++)
+      if (!is_one(logical[k])) strided &= constant_stride(ostrides[k], &ov[1 + k]);
     std::vector<int64_t> mv(kRank + 1, 0);
-    std::vector<int64_t> ms = contiguous_strides(mask_shape);
-    for (size_t d = 0; d < mask_shape.size(); d++)
-      if (mask_shape[d] != 1) mv[1 + kRank - mask_shape.size() + d] = ms[d];
-    std::vector<int64_t> dims = {lead(0), lead(1), qs[rank - 2], ks[rank - 1], qs[rank - 1], vs[rank - 1]};
+    DimExprs ms = contiguous_strides(g, md);
+    for (size_t d = 0; d < md.size(); d++)
+      if (!is_one(md[d])) strided &= constant_stride(ms[d], &mv[1 + kRank - md.size() + d]);
+    if (!strided) continue;
     Node& at = g.nodes[last];
     std::string name = at.name;
     at = Node();
@@ -331,9 +399,11 @@ bool pass_fuse_attention(Graph& g, PassContext& ctx) {
     if (mask >= 0) at.inputs.push_back(mask);
     at.outputs = {out};
     set_ints(at, "dims", dims);
-    set_ints(at, "q", qm.view());
+    set_ints(at, "q", qv);
     set_ints(at, "k", kv);
-    set_ints(at, "v", vm.view());
+    set_ints(at, "v", vview);
+    if (q_rows >= 0) set_ints(at, "q_rows", {q_rows});
+    if (k_rows >= 0) set_ints(at, "k_rows", {k_rows});
     set_ints(at, "out", ov);
     if (mask >= 0) set_ints(at, "mask", mv);
     at.attrs["scale"].kind = Attr::Kind::Float;

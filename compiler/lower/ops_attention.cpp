@@ -22,8 +22,11 @@
 //
 // Views (attributes "q", "k", "v", "mask", "out"): [offset, stride of batch,
 // head, row, column] in elements of the input's buffer; k's row is the key.
-// "dims" = [B, H, Sq, Sk, D, Dv]; "scale" a float. Keys past Sk in the last
-// block score -inf; query rows past Sq read row Sq - 1 and are not written.
+// "dims" = [B, H, Sq, Sk, D, Dv] (Sq and Sk at their largest where they are
+// known only at run time: then "q_rows" and "k_rows" name the dimension of
+// Q's and K's input holding them, and the workgroup and key-block counts
+// follow the run's); "scale" a float. Keys past Sk in the last block score
+// -inf; query rows past Sq read row Sq - 1 and are not written.
 #include <algorithm>
 #include <cmath>
 
@@ -103,7 +106,8 @@ namespace {
 
 // What both kernels read: the node's attributes, checked.
 struct Attention {
-  int64_t B, H, Sq, Sk, D, Dv;  // batch, heads, query rows, keys, head width of Q/K and of V
+  int64_t B, H, Sq, Sk, D, Dv;  // batch, heads, query rows, keys, head width of Q/K and of V (Sq, Sk: the largest)
+  Expr sq, sk;                   // the query rows and keys of a run (over shape symbols where known only then)
   View qv, kv, vv, ov, mv;      // the views (mv: only with a mask)
   bool has_mask;                // a fourth input, added to the scores
   float scale;                  // multiplies Q Kt
@@ -131,6 +135,16 @@ Attention read_attention(OpContext& ctx) {
   a.scale = (float)n.attr_float("scale", 1.0);
   a.q_in = ctx.input(0), a.k_in = ctx.input(1), a.v_in = ctx.input(2), a.out = ctx.output(0);
   a.m_in = a.has_mask ? ctx.input(3) : -1;
+  // Run-time row and key counts: the input dimension holding each (graph/pass_fuse_attention.cpp).
+  auto extent = [&](const char* attr, size_t input, int64_t largest) {
+    std::vector<int64_t> at = n.attr_ints(attr, {});
+    if (at.empty()) return Expr(largest);
+    te::Dims d = ctx.in_dims(input);
+    internal_assert(at.size() == 1 && at[0] >= 0 && at[0] < (int64_t)d.size()) << n.describe() << ": bad '" << attr << "'";
+    return d[(size_t)at[0]];
+  };
+  a.sq = extent("q_rows", 0, a.Sq);
+  a.sk = extent("k_rows", 1, a.Sk);
   return a;
 }
 
@@ -154,11 +168,14 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
   int64_t EC = std::max<int64_t>(1, std::min(Dv / EV, (regs / 2) / Tq));
   while ((Dv / EV) % EC) EC--;
   const int64_t Bq = std::max(Tq, std::min({round_up(Sq, Tq), 8192 / Dv, (int64_t)128}) / Tq * Tq);
-  const int64_t nqb = ceil_div(Sq, Bq), nkb = ceil_div(Sk, Bk);
+  const int64_t nkb = ceil_div(Sk, Bk);  // at most
+  const bool dynamic = !tir::as_const_int(a.sq) || !tir::as_const_int(a.sk);
+  const Expr nqb = (a.sq + idx(Bq - 1)) / idx(Bq), nkb_run = (a.sk + idx(Bk - 1)) / idx(Bk);
   const int64_t scratch = 4 * (D * Bk + Tq * Bk + Bq * Dv + 2 * Bq + Tq * (KT + EC * EV + 2 * L + 1));
   internal_assert(scratch <= (160 << 10)) << n.describe() << ": " << scratch << " bytes of scratch (heads wider than "
                                           << "graph/pass_fuse_attention.cpp allows?)";
-  const bool ragged_keys = Sk % Bk != 0, ragged_rows = Sq % Bq != 0 || Bq % Tq != 0 || Sq % Tq != 0;
+  const bool ragged_keys = dynamic || Sk % Bk != 0;
+  const bool ragged_rows = dynamic || Sq % Bq != 0 || Bq % Tq != 0 || Sq % Tq != 0;
 
   {
     const tir::Buffer &Q = buf.Q, &K = buf.K, &V = buf.V, &M = buf.M, &O = buf.O;
@@ -175,13 +192,13 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
     tir::Buffer mnew = tir::make_buffer("att_mnew", F, Tq, -1);        // the tile's new row maxima
 
     Expr wg = index_var("wg");
-    Expr bh = wg / idx(nqb), row0 = (wg % idx(nqb)) * idx(Bq);
+    Expr bh = wg / nqb, row0 = (wg % nqb) * idx(Bq);
     Expr b = bh / idx(H), h = bh % idx(H);
     auto base = [&](const View& v) { return idx(v.offset) + b * idx(v.s[0]) + h * idx(v.s[1]); };
     Expr qb = base(qv), kb = base(kv), vb = base(vv), ob = base(ov), mb = has_mask ? base(mv) : Expr();
     auto row = [&](const Expr& local) {  // a query row of the block (clamped: the last block may be ragged)
       Expr r = row0 + local;
-      return ragged_rows ? min(r, idx(Sq - 1)) : r;
+      return ragged_rows ? min(r, a.sq - idx(1)) : r;
     };
     const Expr ninf = f32(-INFINITY);
 
@@ -194,7 +211,7 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
     }
     Expr kblk = index_var("kblk");
     Expr j0 = kblk * idx(Bk);
-    Expr nk = ragged_keys ? min(idx(Bk), idx(Sk) - j0) : idx(Bk);  // keys in this block
+    Expr nk = ragged_keys ? min(idx(Bk), a.sk - j0) : idx(Bk);  // keys in this block
     std::vector<tir::Stmt> per_block;
     {  // 1. kt[d][j] = K[j0 + j][d] * scale
       Expr jc = index_var("jc"), d = index_var("d");
@@ -300,9 +317,9 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
       tile.push_back(loop(ch, idx(Dv / (EC * EV)), block(chb)));
     }
     tir::Stmt tile_s = block(tile);
-    if (ragged_rows) tile_s = when(row0 + r0 < idx(Sq), tile_s);
+    if (ragged_rows) tile_s = when(row0 + r0 < a.sq, tile_s);
     per_block.push_back(loop(qt, idx(Bq / Tq), tile_s));
-    body.push_back(loop(kblk, idx(nkb), block(per_block)));
+    body.push_back(loop(kblk, nkb_run, block(per_block)));
     {  // out = acc / l
       Expr r = index_var("r"), e = index_var("e");
       Expr inv = tir::Var::make(F, "inv");
@@ -312,11 +329,11 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
                                                    tir::Load::make(acc, r * idx(Dv) + col) * inv);
                          }));
       w = tir::LetStmt::make(inv, f32(1) / tir::Load::make(sum, r), w);
-      if (ragged_rows) w = when(row0 + r < idx(Sq), w);
+      if (ragged_rows) w = when(row0 + r < a.sq, w);
       body.push_back(loop(r, idx(Bq), w));
     }
     tir::Stmt all = allocate({kt, s, acc, mx, sum, st, pt, rmax, rsum, mnew}, block(body));
-    return tir::For::make(wg, Expr(0), idx(B * H * nqb), tir::ForKind::WorkgroupX, all);
+    return tir::For::make(wg, Expr(0), idx(B * H) * nqb, tir::ForKind::WorkgroupX, all);
   }
 }
 
@@ -328,7 +345,9 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
 // T partials by exp(m_u - max) to write its share of the row's columns.
 // T x (Dv + 2) floats of shared memory stay within 16 KB (Vulkan's least
 // maxComputeSharedMemorySize).
-tir::Stmt gpu_body(const Attention& a, const Buffers& buf) {
+tir::Stmt gpu_body(const graph::Node& n, const Attention& a, const Buffers& buf) {
+  user_assert(tir::as_const_int(a.sq) && tir::as_const_int(a.sk))
+      << n.describe() << ": attention with row or key counts known only at run time has no GPU kernel yet";
   int64_t T = 64;
   while (T > 1 && (T > a.Sk * 2 || T * (a.Dv + 2) * 4 > (16 << 10))) T /= 2;
   const tir::Type F = tir::Float(32);
@@ -403,7 +422,7 @@ void lower_attention(OpContext& ctx) {
     host_vector.lanes = 8;
     host_vector.registers = 16;
     host = cpu_body(ctx.node(), a, host_vector, buf);
-    return gpu_body(a, buf);
+    return gpu_body(ctx.node(), a, buf);
   });
   if (host.defined()) ctx.kernels.back().host_body = host;
 }

@@ -173,7 +173,12 @@ def main() -> int:
         shapes += ['--input-shape', '%s=%s' % (key, RANGE)]
     ok = kiln_e2e.check_dynamic_against_ort(args, model, os.path.join(work, 'minilm'), shapes, feed_sets, RTOL, ATOL)
     kiln_e2e.log('sentence_encoder (one bundle, L in %s): %s' % (RANGE, 'PASS' if ok else 'FAIL'))
-    return 0 if ok else 1
+    # The 6 attentions run as the fused kernel with the run's length (graph pass fuse-attention).
+    proc = kiln_e2e.run_tool('kilnc --report', [args.kilnc, model, '-o', os.path.join(work, 'report.kiln'), '--report'] + shapes,
+                             timeout=900)
+    fused = proc.returncode == 0 and b'6 attentions fused' in proc.stdout + proc.stderr
+    kiln_e2e.log('sentence_encoder: 6 attentions fused with run-time lengths: %s' % ('PASS' if fused else 'FAIL'))
+    return 0 if ok and fused else 1
 
 
 if __name__ == '__main__':

@@ -388,6 +388,48 @@ TEST_CASE("graph pass fuse-attention: exported attention becomes kiln.Attention 
   }
 }
 
+// With a sequence length S known only at run time (1..40): the kernel reads
+// the run's row and key counts from dimension 1 of Q's and K's inputs.
+TEST_CASE("graph pass fuse-attention: run-time sequence lengths") {
+  for (bool dynamic_batch : {false, true}) {
+    CAPTURE(dynamic_batch);
+    AttentionForm f{dynamic_batch ? 3 : 1, 40, 40, 2, 16, true, false, false};
+    Builder b;
+    int q, kv, mask;
+    int y = build_attention(b, f, &q, &kv, &mask);
+    b.output(y);
+    // Every dimension of 40 (only the sequence has that size here) becomes S, and of 3 the batch N.
+    auto symbol = [&](const char* name, int64_t hi) {
+      Symbol sym;
+      sym.name = name;
+      sym.lo = 1;
+      sym.hi = hi;
+      sym.var = kiln::tir::Var::make_symbol(name, (int)b.g.symbols.size(), 1, hi);
+      b.g.symbols.push_back(sym);
+      return sym.var;
+    };
+    kiln::tir::Expr S = symbol("S", 40), N = symbol("N", 3);
+    for (size_t v = 0; v < b.g.values.size(); v++) {
+      if (b.g.values[v].is_constant()) continue;
+      DimExprs d;
+      for (int64_t x : Shape(b.g.values[v].shape)) d.push_back(x == 40 ? S : x == 3 && dynamic_batch ? N : kiln::tir::Expr(x));
+      b.g.set_dims((int)v, d);
+    }
+    PassContext ctx;
+    ctx.env.attention_kernel = true;
+    // A run-time batch is not fused (the batch count is a constant of the kernel).
+    REQUIRE(pass_fuse_attention(b.g, ctx) == !dynamic_batch);
+    if (dynamic_batch) continue;
+    const Node& at = b.g.nodes.back();
+    REQUIRE(at.op == "kiln.Attention");
+    CHECK(at.attr_ints("dims", {}) == std::vector<int64_t>{1, 2, 40, 40, 16, 16});  // the largest
+    CHECK(at.attr_ints("q_rows", {}) == std::vector<int64_t>{1});
+    CHECK(at.attr_ints("k_rows", {}) == std::vector<int64_t>{1});
+    CHECK(at.attr_ints("k", {}) == std::vector<int64_t>{0, 0, 16, 64, 1});  // constant strides despite S
+    CHECK(at.attr_ints("mask", {}) == std::vector<int64_t>{0, 0, 0, 0, 1});
+  }
+}
+
 TEST_CASE("graph pass fuse-attention: what does not match stays") {
   AttentionForm f{1, 8, 8, 2, 16, false, false, false};
   for (int variant = 0; variant < 3; variant++) {
