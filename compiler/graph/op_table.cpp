@@ -67,6 +67,7 @@ const char* family_name(OpFamily family) {
     case OpFamily::Layout: return "layout";
     case OpFamily::Select: return "select";
     case OpFamily::Attention: return "attention";
+    case OpFamily::Signal: return "signal";
     case OpFamily::None: return "none";
   }
   return "?";

@@ -6,6 +6,8 @@ rtol 1e-4 / atol 1e-5:
                reflection) x align_corners, the grid reaching past [-1, 1]
   det_reverse  Det of a batch of 6x6 matrices (pivoting needed) and of 1x1 ones; ReverseSequence
                along time (batch_axis 1) and along batch (time_axis 1) with run-time lengths
+  windows      HannWindow, HammingWindow and BlackmanWindow, periodic and symmetric, int32 and int64
+               sizes, float32 and float64 outputs; a size given at run time is refused by name
   roi_align    RoiAlign avg and max, half_pixel and output_half_pixel, a fixed and an adaptive
                sampling grid, regions partly and wholly outside the map, over two images
 
@@ -74,6 +76,22 @@ def roi_align() -> onnx.ModelProto:
     return m
 
 
+def windows(size_input: bool) -> onnx.ModelProto:
+    nodes, outputs, inits = [], [], [helper.make_tensor('n32', TensorProto.INT32, [], [12]),
+                                     helper.make_tensor('n64', TensorProto.INT64, [], [7])]
+    for op, periodic, size, dtype in itertools.product(('HannWindow', 'HammingWindow', 'BlackmanWindow'), (0, 1),
+                                                       ('n32', 'n64'), (TensorProto.FLOAT, TensorProto.DOUBLE)):
+        name = '%s_%d_%s_%d' % (op, periodic, size, dtype)
+        nodes.append(helper.make_node(op, ['n' if size_input else size], [name], periodic=periodic, output_datatype=dtype))
+        outputs.append(helper.make_tensor_value_info(name, dtype, [12 if size == 'n32' else 7]))
+    inputs = [helper.make_tensor_value_info('n', TensorProto.INT32, [])] if size_input else []
+    g = helper.make_graph(nodes[:1] if size_input else nodes, 'windows', inputs, outputs[:1] if size_input else outputs,
+                          [] if size_input else inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)])
+    onnx.checker.check_model(m)
+    return m
+
+
 def main() -> int:
     args = kiln_e2e.script_args(__doc__.split('\n')[0])
     work = kiln_e2e.fresh_dir(args.workdir)
@@ -115,9 +133,17 @@ def main() -> int:
     np.save(files['idx'], np.array([0, 1, 1, 0, 1, 0], np.int64))
     ra = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, 'roi_align'), [], [files], 1e-4, 1e-5)
     kiln_e2e.log('roi_align (8 combinations): %s' % ('PASS' if ra else 'FAIL'))
+    path = os.path.join(work, 'windows.onnx')
+    onnx.save(windows(False), path)
+    win = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, 'windows'), [], [{}], 1e-5, 1e-6)
+    path = os.path.join(work, 'window_size_input.onnx')
+    onnx.save(windows(True), path)
+    proc = kiln_e2e.run_tool('kilnc', [args.kilnc, path, '-o', os.path.join(work, 'w.kiln')], timeout=300)
+    win &= proc.returncode == 1 and b'window size must be a compile-time constant' in proc.stderr
+    kiln_e2e.log('windows (24 variants; a run-time size refused): %s' % ('PASS' if win else 'FAIL'))
     ra_bad = roi_align_hostile(args, work, files['x'], os.path.join(work, 'roi_align', 'roi_align.kiln'))
     kiln_e2e.log('roi_align, hostile regions and batch indices: %s' % ('PASS' if ra_bad else 'FAIL'))
-    return 0 if ok and one and ra and ra_bad else 1
+    return 0 if ok and one and ra and ra_bad and win else 1
 
 
 def roi_align_hostile(args, work: str, x: str, bundle: str) -> bool:
