@@ -8,10 +8,15 @@
 // ceil_mode) never contribute to a max. For an average, count_include_pad=1
 // counts positions inside the padded extent, otherwise only real ones.
 //
+// MaxPool's Indices: the flat index of each max (a second, Min reduction of
+// the indices where the input equals it). MaxUnpool scatters values back
+// to such indices.
+//
 // RoiAlign: per region of interest and channel, each output bin averages
 // (or takes the max of) bilinear samples on a grid, as ONNX Runtime does;
 // a hand-written kernel, since the grid's size may depend on the region.
 #include <cmath>
+#include <limits>
 
 #include "lower/op_lowering.h"
 #include "lower/serial_tir.h"
@@ -49,8 +54,7 @@ void lower_pool(OpContext& ctx) {
   graph::DType in_type = ctx.in_dtype(0);
   if (!is_max || (in_type != graph::DType::U8 && in_type != graph::DType::I8)) ctx.require_float();
   const graph::Node& n = ctx.node();
-  user_assert(n.outputs.size() < 2 || n.outputs[1] < 0)
-      << n.describe() << ": the Indices output of MaxPool is not supported yet";
+  const bool with_indices = is_max && n.outputs.size() > 1 && n.outputs[1] >= 0;
   te::Tensor x = ctx.in(0);
   const te::Dims xs = x.dims(), os = ctx.out_dims(0);
   user_assert(xs.size() >= 3 && xs.size() <= 5) << n.describe() << ": input must be 3-D to 5-D";
@@ -61,7 +65,7 @@ void lower_pool(OpContext& ctx) {
   std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>(k, 1));
   std::vector<int64_t> dilations = n.attr_ints("dilations", std::vector<int64_t>(k, 1));
   user_assert(strides.size() == k && dilations.size() == k) << n.describe() << ": strides/dilations rank mismatch";
-  user_assert(n.attr_int("storage_order", 0) == 0) << n.describe() << ": storage_order=1 is not supported";
+  const bool column_major = n.attr_int("storage_order", 0) != 0;  // (only how Indices number the elements)
   std::vector<Expr> pads = spatial_pads(ctx, xs, os, kernel, strides, dilations);
   bool include_pad = n.attr_int("count_include_pad", 0) != 0;
   tir::Type t = x.dtype();
@@ -93,6 +97,32 @@ void lower_pool(OpContext& ctx) {
     ctx.set_output(0, te::reduce("maxpool", os, kernel, te::ReduceKind::Max, t, [=](const Indices& o, const Indices& r) {
       return padded_read(x, at(o, r), lowest);
     }), schedule);
+    if (!with_indices) return;
+    // Indices: the flat index in x of the first (row-major window order)
+    // element equal to the max, numbered over the whole tensor, the spatial
+    // dimensions row-major or, with storage_order = 1, column-major (ONNX
+    // Runtime's numbering). (The layout pass never blocks a node with two outputs.)
+    user_assert(!blocked && ctx.value(ctx.output(1)).dtype == graph::DType::I64)
+        << n.describe() << ": Indices must be int64";
+    te::Tensor y = ctx.tensor_of(ctx.output(0));
+    const tir::Type i64 = tir::Int(64);
+    ctx.set_output(1, te::reduce("maxpool_index", ctx.out_dims(1), kernel, te::ReduceKind::Min, i64,
+                                 [=](const Indices& o, const Indices& r) {
+      Indices p = positions(o, r);
+      Expr inside, spatial = Expr(0), step = Expr(1);
+      for (size_t i = 0; i < k; i++) {
+        Expr in = p[i] >= Expr(0) && p[i] < xs[2 + i];
+        inside = inside.defined() ? (inside && in) : in;
+      }
+      if (column_major) {
+        for (size_t i = 0; i < k; i++) spatial = spatial + p[i] * step, step = step * xs[2 + i];
+      } else {
+        for (size_t i = k; i-- > 0;) spatial = spatial + p[i] * step, step = step * xs[2 + i];
+      }
+      Expr flat = (o[0] * xs[1] + o[1]) * step + spatial;
+      Expr hit = inside && tir::EQ::make(padded_read(x, at(o, r), lowest), y(o));
+      return select(hit, tir::cast(i64, flat), Expr(std::numeric_limits<int64_t>::max()));
+    }));
     return;
   }
   te::Tensor sum = te::reduce("avgpool_sum", os, kernel, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
@@ -255,6 +285,66 @@ void lower_roi_align(OpContext& ctx) {
     tir::Stmt body = tir::IfThenElse::make(b >= Expr(0) && b < Expr(N), bins, zeros);
     body = tir::LetStmt::make(b, tir::Load::make(B, r), body);
     return tir::For::make(wg, Expr(0), Expr(R * C), tir::ForKind::WorkgroupX, allocate({acc.b, first.b}, body));
+  });
+}
+
+// MaxUnpool: y (zeros, of output_shape or the default (in - 1) * stride +
+// kernel - pads) gets x[i] at position indices[i] (MaxPool's Indices
+// numbering, over the default shape); an index outside y is skipped, a
+// repeated one keeps the last. One serial kernel: zero, then scatter.
+void lower_max_unpool(OpContext& ctx) {
+  using namespace serial;  // NOLINT: the builders are this kernel's vocabulary
+  const graph::Node& n = ctx.node();
+  user_assert(ctx.in_dtype(0) == graph::DType::F32 || ctx.in_dtype(0) == graph::DType::F64)
+      << n.describe() << ": kilnc supports MaxUnpool on float32 and float64 X only so far";
+  user_assert(ctx.in_dtype(1) == graph::DType::I64) << n.describe() << ": indices must be int64";
+  const graph::Shape x = ctx.in_shape(0), idx = ctx.in_shape(1), y = ctx.out_shape(0);
+  user_assert(x == idx && x.size() >= 3) << n.describe() << ": X and I must have the same shape, 3-D or more";
+  if (ctx.has_input(2)) {  // the output's shape is that input's value: it must be known here
+    const graph::Value& s = ctx.value(ctx.input(2));
+    user_assert(s.is_constant()) << n.describe() << ": output_shape must be a compile-time constant (an initializer, "
+                                 << "or --freeze-input)";
+    graph::Shape want;
+    for (int64_t i = 0; i < s.elements(); i++) want.push_back(s.const_int_at(i));
+    user_assert(want == y) << n.describe() << ": output_shape " << graph::shape_str(want) << " differs from the output's "
+                           << graph::shape_str(y);
+  }
+  // The indices number the default output, (in - 1) * stride + kernel - pads
+  // per spatial axis; with another output_shape each lands at the same
+  // coordinates there (ONNX Runtime's reading).
+  const size_t k = x.size() - 2;
+  std::vector<int64_t> kernel = n.attr_ints("kernel_shape", {});
+  std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>(k, 1));
+  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * k, 0));
+  user_assert(kernel.size() == k && strides.size() == k && pads.size() == 2 * k && y.size() == x.size() &&
+              y[0] == x[0] && y[1] == x[1])
+      << n.describe() << ": kernel_shape, strides and pads must match the input's rank";
+  std::vector<int64_t> frame(k);
+  int64_t frame_size = 1, plane = 1;
+  for (size_t a = 0; a < k; a++) {
+    frame[a] = (x[2 + a] - 1) * strides[a] + kernel[a] - pads[a] - pads[a + k];
+    user_assert(frame[a] >= 1) << n.describe() << ": empty default output";
+    frame_size *= frame[a];
+    plane *= y[2 + a];
+  }
+  const int64_t nx = graph::num_elements(x), ny = graph::num_elements(y), planes = x[0] * x[1];
+  const tir::Type t = graph::dtype_to_tir(ctx.in_dtype(0));
+  const int in = ctx.input(0), ii = ctx.input(1), out = ctx.output(0);
+  ctx.emit_tir("max_unpool", [&](const OpContext::BindFn& bind) {
+    tir::Buffer X = bind(in, Access::Read), I = bind(ii, Access::Read), Y = bind(out, Access::Write);
+    Expr i = index_var("i"), j = index_var("j"), at = index_var("at");
+    // The coordinates of `at` in the default frame, then its index in y.
+    Expr rest = at % Expr(frame_size), dst = Expr(0), step = Expr(1), inside = at >= Expr(0) && at < Expr(planes * frame_size);
+    for (size_t a = k; a-- > 0;) {
+      Expr c = rest % Expr(frame[a]);
+      rest = rest / Expr(frame[a]);
+      inside = inside && c < Expr(y[2 + a]);
+      dst = dst + c * step;
+      step = step * Expr(y[2 + a]);
+    }
+    dst = dst + (at / Expr(frame_size)) * Expr(plane);
+    tir::Stmt scatter = tir::LetStmt::make(at, tir::Load::make(I, j), when(inside, tir::Store::make(Y, dst, tir::Load::make(X, j))));
+    return block({loop(i, Expr(ny), tir::Store::make(Y, i, tir::make_const(t, 0))), loop(j, Expr(nx), scatter)});
   });
 }
 

@@ -8,6 +8,9 @@ rtol 1e-4 / atol 1e-5:
                along time (batch_axis 1) and along batch (time_axis 1) with run-time lengths
   windows      HannWindow, HammingWindow and BlackmanWindow, periodic and symmetric, int32 and int64
                sizes, float32 and float64 outputs; a size given at run time is refused by name
+  pool_index   MaxPool's Indices (2-D with pads, strides and dilations, row- and column-major; 1-D; 3-D)
+               and MaxUnpool of them back, batch 2 x 3 channels (MaxUnpool with an output_shape: ONNX's
+               test data and ONNX Runtime read the indices differently; the conformance case checks ONNX's)
   roi_align    RoiAlign avg and max, half_pixel and output_half_pixel, a fixed and an adaptive
                sampling grid, regions partly and wholly outside the map, over two images
 
@@ -92,6 +95,28 @@ def windows(size_input: bool) -> onnx.ModelProto:
     return m
 
 
+def pool_index() -> onnx.ModelProto:
+    F, I64 = TensorProto.FLOAT, TensorProto.INT64
+    nodes = [helper.make_node('MaxPool', ['x'], ['y2', 'i2'], kernel_shape=[3, 3], pads=[1, 0, 1, 2], strides=[2, 2]),
+             helper.make_node('MaxPool', ['x'], ['yc', 'ic'], kernel_shape=[2, 3], strides=[2, 1], storage_order=1),
+             helper.make_node('MaxPool', ['x'], ['yd', 'id'], kernel_shape=[2, 2], dilations=[2, 2]),
+             helper.make_node('MaxPool', ['x1'], ['y1', 'i1'], kernel_shape=[3], strides=[2]),
+             helper.make_node('MaxPool', ['x3'], ['y3', 'i3'], kernel_shape=[2, 2, 2], strides=[2, 2, 2]),
+             helper.make_node('MaxPool', ['x8'], ['yu', 'iu'], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node('MaxUnpool', ['yu', 'iu'], ['u'], kernel_shape=[2, 2], strides=[2, 2])]
+    g = helper.make_graph(nodes, 'pool_index',
+                          [helper.make_tensor_value_info('x', F, [2, 3, 9, 8]), helper.make_tensor_value_info('x1', F, [2, 3, 11]),
+                           helper.make_tensor_value_info('x3', F, [2, 3, 4, 6, 4]), helper.make_tensor_value_info('x8', F, [2, 3, 8, 8])],
+                          [helper.make_tensor_value_info(name, t, shape) for name, t, shape in
+                           (('y2', F, [2, 3, 5, 4]), ('i2', I64, [2, 3, 5, 4]), ('yc', F, [2, 3, 4, 6]),
+                            ('ic', I64, [2, 3, 4, 6]), ('yd', F, [2, 3, 7, 6]), ('id', I64, [2, 3, 7, 6]),
+                            ('y1', F, [2, 3, 5]), ('i1', I64, [2, 3, 5]), ('y3', F, [2, 3, 2, 3, 2]),
+                            ('i3', I64, [2, 3, 2, 3, 2]), ('u', F, [2, 3, 8, 8]))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 12)])
+    onnx.checker.check_model(m)
+    return m
+
+
 def main() -> int:
     args = kiln_e2e.script_args(__doc__.split('\n')[0])
     work = kiln_e2e.fresh_dir(args.workdir)
@@ -132,6 +157,7 @@ def main() -> int:
     np.save(files['rois'], rois)
     np.save(files['idx'], np.array([0, 1, 1, 0, 1, 0], np.int64))
     ra = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, 'roi_align'), [], [files], 1e-4, 1e-5)
+    files_ra = files
     kiln_e2e.log('roi_align (8 combinations): %s' % ('PASS' if ra else 'FAIL'))
     path = os.path.join(work, 'windows.onnx')
     onnx.save(windows(False), path)
@@ -141,9 +167,18 @@ def main() -> int:
     proc = kiln_e2e.run_tool('kilnc', [args.kilnc, path, '-o', os.path.join(work, 'w.kiln')], timeout=300)
     win &= proc.returncode == 1 and b'window size must be a compile-time constant' in proc.stderr
     kiln_e2e.log('windows (24 variants; a run-time size refused): %s' % ('PASS' if win else 'FAIL'))
-    ra_bad = roi_align_hostile(args, work, files['x'], os.path.join(work, 'roi_align', 'roi_align.kiln'))
+    path = os.path.join(work, 'pool_index.onnx')
+    onnx.save(pool_index(), path)
+    files = {}
+    for name, shape in (('x', (2, 3, 9, 8)), ('x1', (2, 3, 11)), ('x3', (2, 3, 4, 6, 4)), ('x8', (2, 3, 8, 8))):
+        files[name] = os.path.join(work, 'pi_%s.npy' % name)
+        # Distinct values (no ties: ONNX leaves which tied index is reported to the runtime).
+        np.save(files[name], rng.permutation(int(np.prod(shape))).reshape(shape).astype(np.float32))
+    pi = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, 'pool_index'), [], [files], 1e-5, 1e-6)
+    kiln_e2e.log('pool_index (6 MaxPools with Indices, a MaxUnpool): %s' % ('PASS' if pi else 'FAIL'))
+    ra_bad = roi_align_hostile(args, work, files_ra['x'], os.path.join(work, 'roi_align', 'roi_align.kiln'))
     kiln_e2e.log('roi_align, hostile regions and batch indices: %s' % ('PASS' if ra_bad else 'FAIL'))
-    return 0 if ok and one and ra and ra_bad and win else 1
+    return 0 if ok and one and ra and ra_bad and win and pi else 1
 
 
 def roi_align_hostile(args, work: str, x: str, bundle: str) -> bool:
