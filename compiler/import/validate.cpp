@@ -121,6 +121,30 @@ void guarded_slice_propagation(const onnx::DataPropagationFunction& original, on
   original(ctx);
 }
 
+// STFT's inference (onnx 1.12) ignores `onesided` (default 1): it gives
+// frame_length bins where a onesided transform has frame_length / 2 + 1, and
+// the model's own (right) output shape then fails the merge. After it runs,
+// the bins are set from the frame length (the window's length, or the
+// frame_length input when it is a constant) whenever both are known.
+void stft_bins(const onnx::InferenceFunction& original, onnx::InferenceContext& ctx) {
+  original(ctx);
+  const onnx::AttributeProto* one = ctx.getAttribute("onesided");
+  if ((one ? one->i() : 1) == 0) return;
+  int64_t length = -1;
+  if (ctx.getNumInputs() > 2 && ctx.getInputType(2) && ctx.getInputType(2)->tensor_type().has_shape() &&
+      ctx.getInputType(2)->tensor_type().shape().dim_size() == 1 &&
+      ctx.getInputType(2)->tensor_type().shape().dim(0).has_dim_value())
+    length = ctx.getInputType(2)->tensor_type().shape().dim(0).dim_value();
+  const onnx::TensorProto* fl = ctx.getNumInputs() > 3 ? ctx.getInputData(3) : nullptr;
+  if (length < 0 && fl && fl->dims_size() == 0 && fl->data_type() == onnx::TensorProto::INT64) {
+    if (fl->int64_data_size() == 1) length = fl->int64_data(0);
+    else if (fl->raw_data().size() == 8) memcpy(&length, fl->raw_data().data(), 8);
+  }
+  onnx::TypeProto* out = ctx.getOutputType(0);
+  if (length < 1 || !out || !out->tensor_type().has_shape() || out->tensor_type().shape().dim_size() != 4) return;
+  out->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_value(length / 2 + 1);
+}
+
 // OpSchemaRegistry, with the inference functions of kRankGuards' operators
 // and Slice's data propagation wrapped: the guard runs first. Wrapped schemas
 // are copies made once per schema and kept for the process's life.
@@ -135,13 +159,16 @@ class GuardedRegistry final : public onnx::ISchemaRegistry {
     for (const RankGuard& g : kRankGuards) {
       if (key == g.op) guard = &g;
     }
-    bool slice = key == "Slice";
-    if ((!guard || !schema->has_type_and_shape_inference_function()) && !slice) return schema;
+    bool slice = key == "Slice", stft = key == "STFT" && schema->has_type_and_shape_inference_function();
+    if ((!guard || !schema->has_type_and_shape_inference_function()) && !slice && !stft) return schema;
     std::lock_guard<std::mutex> lock(mutex_);
     std::unique_ptr<onnx::OpSchema>& wrapped = wrapped_[schema];
     if (!wrapped) {
       wrapped = std::make_unique<onnx::OpSchema>(*schema);
-      if (guard) {
+      if (stft) {
+        onnx::InferenceFunction original = schema->GetTypeAndShapeInferenceFunction();
+        wrapped->TypeAndShapeInferenceFunction([original](onnx::InferenceContext& ctx) { stft_bins(original, ctx); });
+      } else if (guard) {
         onnx::InferenceFunction original = schema->GetTypeAndShapeInferenceFunction();
         wrapped->TypeAndShapeInferenceFunction([guard, original](onnx::InferenceContext& ctx) {
           check_ranks(*guard, ctx);

@@ -1,5 +1,5 @@
-// Signal processing: the window functions HannWindow, HammingWindow and
-// BlackmanWindow (opset 17).
+// Signal processing (opset 17): the window functions HannWindow,
+// HammingWindow and BlackmanWindow; DFT and STFT.
 //
 // A window of `size` samples is a sum of cosines of 2 pi n / N, with N =
 // size (periodic = 1, the default: one period of a longer window, for
@@ -10,6 +10,7 @@
 // computed in float32 and cast to output_datatype. The size must be a
 // compile-time constant.
 #include <cmath>
+#include <cstring>
 
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
@@ -48,6 +49,124 @@ void lower_window(OpContext& ctx) {
       w = w + tir::make_const(f32, a[k]) * tir::Call::make(tir::Intrinsic::Cos, {x * tir::make_const(f32, (double)k)});
     return tir::cast(out, w);
   }));
+}
+
+namespace {
+
+// Integer input `i` as a compile-time constant (a shape decided by its value).
+int64_t const_scalar(OpContext& ctx, size_t i, const char* what) {
+  const graph::Value& v = ctx.value(ctx.input(i));
+  user_assert(v.is_constant() && v.elements() == 1)
+      << ctx.node().describe() << ": " << what << " must be a compile-time constant (an initializer, or --freeze-input)";
+  return v.const_int_at(0);
+}
+
+// Sum over n in [0, count) of the complex x(n) times e^(sign 2 pi i k n / N),
+// component c (0 real, 1 imaginary) of the result, times `scale`. The
+// twiddles cos and sin of 2 pi m / N are a float64 constant [N, 2], indexed
+// by m = k n mod N (exact integers), and the sum is float64: a bin that
+// cancels to 0 stays within float32 rounding of 0 (in float32 the error
+// grows with the signal's magnitude: 3e-5 on a 10-point transform of 0..99).
+te::Tensor dft_sum(OpContext& ctx, const std::string& name, const te::Dims& out, int64_t count, int64_t N, double sign,
+                   double scale, const std::function<Expr(const Indices& o)>& bin,
+                   const std::function<Expr(const Indices& o)>& component,
+                   const std::function<std::pair<Expr, Expr>(const Indices& o, const Expr& n)>& x) {
+  std::vector<uint8_t> bytes((size_t)N * 16);
+  for (int64_t m = 0; m < N; m++) {
+    double cs[2] = {std::cos(2.0 * M_PI * (double)m / (double)N), std::sin(2.0 * M_PI * (double)m / (double)N)};
+    memcpy(bytes.data() + m * 16, cs, 16);
+  }
+  te::Tensor tw = ctx.tensor_of(ctx.graph.add_constant(ctx.graph.unique_name(ctx.node().name + ".twiddles"),
+                                                       graph::DType::F64, {N, 2}, std::move(bytes)));
+  const tir::Type f64 = tir::Float(64), f32 = tir::Float(32);
+  te::Tensor sum = te::reduce(name + "_sum", out, {count}, te::ReduceKind::Sum, f64, [=](const Indices& o, const Indices& r) {
+    Expr m = (bin(o) * r[0]) % Expr(N);
+    Expr c = tw({m, Expr(0)}), s = tw({m, Expr(1)});
+    auto [re32, im32] = x(o, r[0]);
+    Expr re = tir::cast(f64, re32), im = tir::cast(f64, im32), sg = tir::make_const(f64, sign);
+    // (re + i im)(c + i sign s) = (re c - sign im s) + i (im c + sign re s)
+    return select(tir::EQ::make(component(o), Expr(0)), re * c - sg * im * s, im * c + sg * re * s);
+  });
+  return te::compute(name, out, [=](const Indices& o) { return tir::cast(f32, sum(o) * tir::make_const(f64, scale)); });
+}
+
+}  // namespace
+
+// DFT (opset 17): along `axis` of x [..., N, ..., 1 or 2] (real, or complex
+// as its last axis), to [..., L or L/2 + 1 (onesided), ..., 2], L =
+// dft_length (default N; shorter truncates, longer pads with zeros); the
+// inverse divides by L. A direct sum (O(L N) per line) in float64.
+void lower_dft(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  user_assert(ctx.in_dtype(0) == graph::DType::F32 && ctx.value(ctx.output(0)).dtype == graph::DType::F32)
+      << n.describe() << ": kilnc supports DFT on float32 only so far";
+  user_assert(!ctx.has_input(2)) << n.describe() << ": the axis input (opset 20) is not supported; use the attribute";
+  const graph::Shape xs = ctx.in_shape(0), ys = ctx.out_shape(0);
+  const int64_t rank = (int64_t)xs.size();
+  int64_t axis = n.attr_int("axis", 1);
+  if (axis < 0) axis += rank;
+  user_assert(rank >= 2 && axis >= 0 && axis < rank - 1 && (xs.back() == 1 || xs.back() == 2))
+      << n.describe() << ": expects a signal [..., N, ..., 1 or 2] and an axis before the last";
+  const bool inverse = n.attr_int("inverse", 0) != 0, onesided = n.attr_int("onesided", 0) != 0;
+  user_assert(!(inverse && onesided)) << n.describe() << ": an inverse DFT cannot be onesided";
+  const int64_t N = xs[axis];
+  const int64_t L = ctx.has_input(1) ? const_scalar(ctx, 1, "dft_length") : N;
+  user_assert(L >= 1) << n.describe() << ": dft_length must be positive";
+  graph::Shape want = xs;
+  want[axis] = onesided ? L / 2 + 1 : L;
+  want.back() = 2;
+  user_assert(ys == want) << n.describe() << ": unexpected output shape";
+  te::Tensor x = ctx.in(0);
+  const bool complex = xs.back() == 2;
+  ctx.set_output(0, dft_sum(ctx, "dft", ys, std::min(N, L), L, inverse ? 1.0 : -1.0, inverse ? 1.0 / (double)L : 1.0,
+                            [=](const Indices& o) { return o[axis]; }, [=](const Indices& o) { return o.back(); },
+                            [=](const Indices& o, const Expr& t) {
+                              Indices i(o.begin(), o.end());
+                              i[axis] = t;
+                              i.back() = Expr(0);
+                              Expr re = x(i);
+                              i.back() = Expr(1);
+                              return std::make_pair(re, complex ? x(i) : tir::make_const(tir::Float(32), 0));
+                            }));
+}
+
+// STFT (opset 17): signal [B, T, 1 or 2], frame_step, optional window [W],
+// optional frame_length (else W) -> [B, frames, bins, 2] with frames =
+// (T - frame_length) / frame_step + 1 and bins = frame_length / 2 + 1
+// (onesided, the default for real signals) or frame_length: the DFT of each
+// frame times the window. frame_step and frame_length must be compile-time
+// constants (they decide the shape).
+void lower_stft(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  const graph::Shape xs = ctx.in_shape(0), ys = ctx.out_shape(0);
+  user_assert(ctx.in_dtype(0) == graph::DType::F32 && (!ctx.has_input(2) || ctx.in_dtype(2) == graph::DType::F32))
+      << n.describe() << ": kilnc supports STFT on float32 signals and windows only so far";
+  user_assert(xs.size() == 3 && (xs[2] == 1 || xs[2] == 2)) << n.describe() << ": expects a signal [batch, length, 1 or 2]";
+  const int64_t step = const_scalar(ctx, 1, "frame_step");
+  const bool has_window = ctx.has_input(2);
+  int64_t length = ctx.has_input(3) ? const_scalar(ctx, 3, "frame_length") : -1;
+  if (has_window) {
+    const graph::Shape ws = ctx.in_shape(2);
+    user_assert(ws.size() == 1 && (length < 0 || ws[0] == length))
+        << n.describe() << ": the window must be 1-D, as long as frame_length";
+    length = ws[0];
+  }
+  user_assert(length >= 1 && step >= 1 && length <= xs[1]) << n.describe() << ": needs frame_length (or a window) of 1 to "
+                                                            << xs[1] << " samples and a positive frame_step";
+  const bool onesided = n.attr_int("onesided", 1) != 0;
+  const int64_t frames = (xs[1] - length) / step + 1, bins = onesided ? length / 2 + 1 : length;
+  user_assert(ys == graph::Shape({xs[0], frames, bins, 2})) << n.describe() << ": unexpected output shape";
+  te::Tensor x = ctx.in(0), w = has_window ? ctx.in(2) : te::Tensor();
+  const bool complex = xs[2] == 2;
+  ctx.set_output(0, dft_sum(ctx, "stft", ys, length, length, -1.0, 1.0, [](const Indices& o) { return o[2]; },
+                            [](const Indices& o) { return o[3]; },
+                            [=](const Indices& o, const Expr& t) {
+                              Expr at = o[1] * Expr(step) + t;
+                              Expr re = x({o[0], at, Expr(0)});
+                              Expr im = complex ? x({o[0], at, Expr(1)}) : tir::make_const(tir::Float(32), 0);
+                              if (has_window) re = re * w({t}), im = im * w({t});
+                              return std::make_pair(re, im);
+                            }));
 }
 
 }  // namespace kiln::lower

@@ -8,6 +8,8 @@ rtol 1e-4 / atol 1e-5:
                along time (batch_axis 1) and along batch (time_axis 1) with run-time lengths
   windows      HannWindow, HammingWindow and BlackmanWindow, periodic and symmetric, int32 and int64
                sizes, float32 and float64 outputs; a size given at run time is refused by name
+  signal       DFT (real and complex, two axes, inverse, onesided, dft_length shorter and longer) and
+               STFT (with a window, with frame_length, onesided and not)
   pool_index   MaxPool's Indices (2-D with pads, strides and dilations, row- and column-major; 1-D; 3-D)
                and MaxUnpool of them back, batch 2 x 3 channels (MaxUnpool with an output_shape: ONNX's
                test data and ONNX Runtime read the indices differently; the conformance case checks ONNX's)
@@ -117,6 +119,53 @@ def pool_index() -> onnx.ModelProto:
     return m
 
 
+def signal() -> onnx.ModelProto:
+    F, I64 = TensorProto.FLOAT, TensorProto.INT64
+    nodes = [helper.make_node('DFT', ['xr'], ['d_real']),
+             helper.make_node('DFT', ['xc'], ['d_axis2'], axis=2),
+             helper.make_node('DFT', ['xc'], ['d_inv'], inverse=1),
+             helper.make_node('DFT', ['xr'], ['d_one'], onesided=1),
+             helper.make_node('DFT', ['xr', 'len6'], ['d_short']),
+             helper.make_node('DFT', ['xc', 'len16'], ['d_long']),
+             helper.make_node('STFT', ['sig', 'step', 'win'], ['s_win']),
+             helper.make_node('STFT', ['sig', 'step', '', 'flen'], ['s_len'], onesided=0)]
+    inits = [helper.make_tensor('len6', I64, [], [6]), helper.make_tensor('len16', I64, [], [16]),
+             helper.make_tensor('step', I64, [], [5]), helper.make_tensor('flen', I64, [], [12]),
+             helper.make_tensor('win', F, [16], list(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(16) / 16)))]
+    outs = [('d_real', [2, 10, 3, 2]), ('d_axis2', [2, 10, 3, 2]), ('d_inv', [2, 10, 3, 2]), ('d_one', [2, 6, 3, 2]),
+            ('d_short', [2, 6, 3, 2]), ('d_long', [2, 16, 3, 2]), ('s_win', [2, 17, 9, 2]), ('s_len', [2, 17, 12, 2])]
+    g = helper.make_graph(nodes, 'signal',
+                          [helper.make_tensor_value_info('xr', F, [2, 10, 3, 1]), helper.make_tensor_value_info('xc', F, [2, 10, 3, 2]),
+                           helper.make_tensor_value_info('sig', F, [2, 96, 1])],
+                          [helper.make_tensor_value_info(name, F, shape) for name, shape in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)])
+    onnx.checker.check_model(m)
+    return m
+
+
+def signal_against_numpy(out_dir: str, x) -> bool:
+    """kiln's DFT/STFT outputs against numpy's FFT (float64) at rtol 1e-5 / atol 1e-5."""
+    xc = x['xc'][..., 0] + 1j * x['xc'][..., 1]
+    sig = x['sig'][..., 0].astype(np.float64)
+    win = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(16) / 16)
+    frames = lambda n, w: np.stack([sig[:, f * 5:f * 5 + n] * w for f in range((96 - n) // 5 + 1)], axis=1)
+    want = {'d_real': np.fft.fft(x['xr'][..., 0].astype(np.float64), axis=1),
+            'd_axis2': np.fft.fft(xc, axis=2), 'd_inv': np.fft.ifft(xc, axis=1),
+            'd_one': np.fft.rfft(x['xr'][..., 0].astype(np.float64), axis=1),
+            'd_short': np.fft.fft(x['xr'][:, :6, :, 0].astype(np.float64), axis=1),
+            'd_long': np.fft.fft(xc, n=16, axis=1),
+            's_win': np.fft.rfft(frames(16, win), axis=2), 's_len': np.fft.fft(frames(12, 1.0), axis=2)}
+    ok = True
+    for name, ref in want.items():
+        got = np.load(os.path.join(out_dir, name + '.npy'))
+        ref = np.stack([ref.real, ref.imag], axis=-1)
+        err = np.abs(got - ref).max()
+        good = got.shape == ref.shape and bool(np.allclose(got, ref, rtol=1e-5, atol=1e-5))
+        kiln_e2e.log('  %s against numpy: max abs err %.2g %s' % (name, err, 'PASS' if good else 'FAIL'))
+        ok &= good
+    return ok
+
+
 def main() -> int:
     args = kiln_e2e.script_args(__doc__.split('\n')[0])
     work = kiln_e2e.fresh_dir(args.workdir)
@@ -167,6 +216,17 @@ def main() -> int:
     proc = kiln_e2e.run_tool('kilnc', [args.kilnc, path, '-o', os.path.join(work, 'w.kiln')], timeout=300)
     win &= proc.returncode == 1 and b'window size must be a compile-time constant' in proc.stderr
     kiln_e2e.log('windows (24 variants; a run-time size refused): %s' % ('PASS' if win else 'FAIL'))
+    path = os.path.join(work, 'signal.onnx')
+    onnx.save(signal(), path)
+    files = {}
+    for name, shape in (('xr', (2, 10, 3, 1)), ('xc', (2, 10, 3, 2)), ('sig', (2, 96, 1))):
+        files[name] = os.path.join(work, 'sg_%s.npy' % name)
+        np.save(files[name], rng.standard_normal(shape).astype(np.float32))
+    # ONNX Runtime transforms in float32 (a bin that should cancel is off by up to 3e-5 here); kiln
+    # sums in float64, so numpy's FFT is the tight reference.
+    sg = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, 'signal'), [], [files], 1e-4, 1e-4)
+    sg &= signal_against_numpy(os.path.join(work, 'signal', '0', 'kiln_out'), {k: np.load(v) for k, v in files.items()})
+    kiln_e2e.log('signal (6 DFTs, 2 STFTs): %s' % ('PASS' if sg else 'FAIL'))
     path = os.path.join(work, 'pool_index.onnx')
     onnx.save(pool_index(), path)
     files = {}
@@ -178,7 +238,7 @@ def main() -> int:
     kiln_e2e.log('pool_index (6 MaxPools with Indices, a MaxUnpool): %s' % ('PASS' if pi else 'FAIL'))
     ra_bad = roi_align_hostile(args, work, files_ra['x'], os.path.join(work, 'roi_align', 'roi_align.kiln'))
     kiln_e2e.log('roi_align, hostile regions and batch indices: %s' % ('PASS' if ra_bad else 'FAIL'))
-    return 0 if ok and one and ra and ra_bad and win and pi else 1
+    return 0 if ok and one and ra and ra_bad and win and pi and sg else 1
 
 
 def roi_align_hostile(args, work: str, x: str, bundle: str) -> bool:
