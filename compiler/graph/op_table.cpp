@@ -68,6 +68,7 @@ const char* family_name(OpFamily family) {
     case OpFamily::Select: return "select";
     case OpFamily::Attention: return "attention";
     case OpFamily::Signal: return "signal";
+    case OpFamily::Text: return "text";
     case OpFamily::None: return "none";
   }
   return "?";

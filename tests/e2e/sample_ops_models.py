@@ -10,6 +10,8 @@ rtol 1e-4 / atol 1e-5:
                sizes, float32 and float64 outputs; a size given at run time is refused by name
   signal       DFT (real and complex, two axes, inverse, onesided, dft_length shorter and longer) and
                STFT (with a window, with frame_length, onesided and not)
+  tfidf        TfIdfVectorizer TF, IDF and TFIDF with weights, 1- to 3-grams with skips, int32 and int64
+               ids, one row and a batch
   pool_index   MaxPool's Indices (2-D with pads, strides and dilations, row- and column-major; 1-D; 3-D)
                and MaxUnpool of them back, batch 2 x 3 channels (MaxUnpool with an output_shape: ONNX's
                test data and ONNX Runtime read the indices differently; the conformance case checks ONNX's)
@@ -166,6 +168,25 @@ def signal_against_numpy(out_dir: str, x) -> bool:
     return ok
 
 
+def tfidf() -> onnx.ModelProto:
+    pool = [2, 3, 5, 4, 5, 6, 7, 8, 6, 7, 1, 3, 3, 3, 3, 7]  # 4 unigrams, 3 bigrams, 2 trigrams
+    common = dict(ngram_counts=[0, 4, 10], ngram_indexes=[0, 1, 2, 3, 4, 5, 6, 7, 8], pool_int64s=pool)
+    nodes = [helper.make_node('TfIdfVectorizer', ['x32'], ['tf'], mode='TF', min_gram_length=1, max_gram_length=3,
+                              max_skip_count=2, **common),
+             helper.make_node('TfIdfVectorizer', ['x64'], ['idf'], mode='IDF', min_gram_length=2, max_gram_length=3,
+                              max_skip_count=0, weights=[0.1 * k + 0.5 for k in range(9)], **common),
+             helper.make_node('TfIdfVectorizer', ['x64'], ['tfidf'], mode='TFIDF', min_gram_length=1, max_gram_length=2,
+                              max_skip_count=4, weights=[1.5 - 0.1 * k for k in range(9)], **common)]
+    g = helper.make_graph(nodes, 'tfidf', [helper.make_tensor_value_info('x32', TensorProto.INT32, [3, 12]),
+                                           helper.make_tensor_value_info('x64', TensorProto.INT64, [20])],
+                          [helper.make_tensor_value_info('tf', TensorProto.FLOAT, [3, 9]),
+                           helper.make_tensor_value_info('idf', TensorProto.FLOAT, [9]),
+                           helper.make_tensor_value_info('tfidf', TensorProto.FLOAT, [9])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 9)])
+    onnx.checker.check_model(m)
+    return m
+
+
 def main() -> int:
     args = kiln_e2e.script_args(__doc__.split('\n')[0])
     work = kiln_e2e.fresh_dir(args.workdir)
@@ -227,6 +248,13 @@ def main() -> int:
     sg = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, 'signal'), [], [files], 1e-4, 1e-4)
     sg &= signal_against_numpy(os.path.join(work, 'signal', '0', 'kiln_out'), {k: np.load(v) for k, v in files.items()})
     kiln_e2e.log('signal (6 DFTs, 2 STFTs): %s' % ('PASS' if sg else 'FAIL'))
+    path = os.path.join(work, 'tfidf.onnx')
+    onnx.save(tfidf(), path)
+    files = {'x32': os.path.join(work, 'tf_x32.npy'), 'x64': os.path.join(work, 'tf_x64.npy')}
+    np.save(files['x32'], rng.integers(1, 9, (3, 12)).astype(np.int32))
+    np.save(files['x64'], rng.integers(1, 9, 20).astype(np.int64))
+    tf = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, 'tfidf'), [], [files], 1e-6, 1e-6)
+    kiln_e2e.log('tfidf (TF, IDF, TFIDF): %s' % ('PASS' if tf else 'FAIL'))
     path = os.path.join(work, 'pool_index.onnx')
     onnx.save(pool_index(), path)
     files = {}
@@ -238,7 +266,7 @@ def main() -> int:
     kiln_e2e.log('pool_index (6 MaxPools with Indices, a MaxUnpool): %s' % ('PASS' if pi else 'FAIL'))
     ra_bad = roi_align_hostile(args, work, files_ra['x'], os.path.join(work, 'roi_align', 'roi_align.kiln'))
     kiln_e2e.log('roi_align, hostile regions and batch indices: %s' % ('PASS' if ra_bad else 'FAIL'))
-    return 0 if ok and one and ra and ra_bad and win and pi and sg else 1
+    return 0 if ok and one and ra and ra_bad and win and pi and sg and tf else 1
 
 
 def roi_align_hostile(args, work: str, x: str, bundle: str) -> bool:
