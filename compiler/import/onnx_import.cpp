@@ -244,6 +244,9 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     // Opset 7 brought numpy broadcasting; older models are converted to it
     // (the smallest step, so the fewest of the converter's adapters run).
     try {
+      // The converter's broadcasting adapters need every operand's shape,
+      // Constants' outputs and intermediates included: infer them first.
+      onnx::shape_inference::InferShapes(model, guarded_schema_registry());
       model = onnx::version_conversion::ConvertVersion(model, 7);
       opset = 7;
     } catch (const std::exception& e) {
