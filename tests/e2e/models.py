@@ -600,6 +600,20 @@ MODELS['decoder_step'] = ModelSpec(lambda: build_decoder_step(d=64, heads=4, lay
                                    description='one step of a 2-layer decoder (d=64, 4 heads): a query of length 1 against a '
                                                'constant key/value cache of 48 positions')
 
+# The bench's transformer shapes (bench/bench_config.py TRANSFORMERS; issue 16: every one matches
+# ONNX Runtime at rtol 1e-4 / atol 1e-5), each through the fused attention kernel.
+for _name, _cfg, _check in (('bench_transformer_s32', dict(d=256, heads=4, ff=1024, layers=4, seq=32), (8, 4)),
+                            ('bench_transformer_s512', dict(d=256, heads=4, ff=1024, layers=4, seq=512), (8, 4)),
+                            ('bench_minilm_encoder', dict(d=384, heads=12, ff=1536, layers=6, seq=128), (12, 6))):
+    MODELS[_name] = ModelSpec((lambda c: lambda: build_transformer_encoder(d=c['d'], heads=c['heads'], layers=c['layers'],
+                                                                         ff=c['ff']))(_cfg),
+                              (1, _cfg['seq'], _cfg['d']), frozenset({'MatMul', 'Softmax', 'Erf'}),
+                              check_bundle=_check_fused(*_check),
+                              description='the bench encoder: %(layers)d layers, d=%(d)d, %(heads)d heads, S=%(seq)d' % _cfg)
+MODELS['bench_decoder_step'] = ModelSpec(lambda: build_decoder_step(d=256, heads=4, layers=4, ff=1024, cache=256), (1, 1, 256),
+                                         frozenset({'MatMul', 'Softmax', 'Concat', 'Erf'}), check_bundle=_check_fused(8, 4),
+                                         description='the bench decoder step: 4 layers, d=256, a 256-position cache')
+
 MODELS['const_weights'] = ModelSpec(lambda: None, (1, 3, 12, 10),
                                     frozenset({'ConstantOfShape', 'Sin', 'Cos', 'Expand', 'Tile', 'Range',
                                                'Conv', 'BatchNormalization', 'Gemm'}),
