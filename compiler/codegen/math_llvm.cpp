@@ -58,7 +58,8 @@ class InlineMath {
     auto* f = fty();
     auto c = [&](double v) { return llvm::ConstantFP::get(f, v); };
     x = b_.CreateSelect(b_.CreateFCmpOGT(x, c(88.3762626647949)), c(88.3762626647949), x);
-    x = b_.CreateSelect(b_.CreateFCmpOLT(x, c(-87.3365447504)), c(-87.3365447504), x);
+    llvm::Value* underflow = b_.CreateFCmpOLT(x, c(-87.3365447504));  // below the smallest normal: 0 (exp(-inf) = 0)
+    x = b_.CreateSelect(underflow, c(-87.3365447504), x);
     // n = x / ln 2 rounded to nearest: adding 1.5 * 2^23 leaves a unit in the
     // last place of 1, so the addition itself rounds (|x / ln 2| < 128 after
     // the clamps); two instructions instead of a floor.
@@ -72,7 +73,7 @@ class InlineMath {
     y = b_.CreateFAdd(b_.CreateFAdd(b_.CreateFMul(y, z), x), c(1.0));
     llvm::Value* n = b_.CreateFPToSI(fx, i32ty());
     llvm::Value* bits = b_.CreateShl(b_.CreateAdd(n, i32(127)), 23);
-    return b_.CreateFMul(y, b_.CreateBitCast(bits, f));
+    return b_.CreateSelect(underflow, c(0.0), b_.CreateFMul(y, b_.CreateBitCast(bits, f)));
   }
 
   llvm::Value* poly(llvm::Value* x, std::initializer_list<double> coeffs) {  // Horner, highest degree first

@@ -333,8 +333,15 @@ bool pass_fuse_attention(Graph& g, PassContext& ctx) {
     const Expr sq = qs[rank - 2], sk = ks[rank - 1];
     bool ok = g.same_dims(batch_of(qs), batch_of(ks)) && g.same_dims(batch_of(qs), batch_of(vs)) &&
               g.same_dims({qs.back()}, {ks[rank - 2]}) && g.same_dims({sk}, {vs[rank - 2]});
-    for (const Expr& e : batch_of(qs)) ok &= constant(e) != nullptr;
-    for (const Expr& e : {qs.back(), vs.back()}) ok &= constant(e) && *constant(e) <= kMaxHeadDim;
+    for (const Expr& e : batch_of(qs)) ok &= constant(e) && *constant(e) >= 1;
+    for (const Expr& e : {qs.back(), vs.back()}) ok &= constant(e) && *constant(e) >= 1 && *constant(e) <= kMaxHeadDim;
+    for (const Expr& e : {sq, sk}) ok &= !constant(e) || *constant(e) >= 1;
+    // The scores and the result are exactly [batch.., Sq, Sk] and [batch.., Sq, Dv]:
+    // a mask that broadcast them wider than Q, K and V is not this pattern.
+    DimExprs want_p = batch_of(qs), want_o = batch_of(qs);
+    want_p.insert(want_p.end(), {sq, sk});
+    want_o.insert(want_o.end(), {sq, vs.back()});
+    ok &= g.same_dims(ps, want_p) && g.same_dims(g.values[o].dim_exprs(), want_o);
     if (!ok) continue;
     // The mask broadcasts to the scores [.., Sq, Sk].
     const DimExprs md = mask >= 0 ? g.values[mask].dim_exprs() : DimExprs();

@@ -139,6 +139,11 @@ void stft_bins(const onnx::InferenceFunction& original, onnx::InferenceContext& 
   if (length < 0 && fl && fl->dims_size() == 0 && fl->data_type() == onnx::TensorProto::INT64) {
     if (fl->int64_data_size() == 1) length = fl->int64_data(0);
     else if (fl->raw_data().size() == 8) memcpy(&length, fl->raw_data().data(), 8);
+  } else if (length < 0 && fl && fl->dims_size() == 0 && fl->data_type() == onnx::TensorProto::INT32) {
+    int32_t v = -1;
+    if (fl->int32_data_size() == 1) v = fl->int32_data(0);
+    else if (fl->raw_data().size() == 4) memcpy(&v, fl->raw_data().data(), 4);
+    length = v;
   }
   onnx::TypeProto* out = ctx.getOutputType(0);
   if (length < 1 || !out || !out->tensor_type().has_shape() || out->tensor_type().shape().dim_size() != 4) return;

@@ -163,7 +163,8 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
   const int64_t L = std::max(1, target.lanes), regs = std::max(8, target.registers);
   const int64_t KT = 2 * L;  // keys per score register tile
   const int64_t Tq = std::min<int64_t>(Sq, std::max<int64_t>(1, regs / 4));
-  const int64_t Bk = std::max(KT, std::min(round_up(Sk, KT), (8192 / D) / KT * KT));
+  // The key block: the packed keys (D x Bk) and the tile's scores (Tq x Bk) within 40 KB.
+  const int64_t Bk = std::max(KT, std::min(round_up(Sk, KT), (10240 / (D + Tq)) / KT * KT));
   const int64_t EV = pow2_divisor(Dv, L);  // lanes of a vector of V's columns
   int64_t EC = std::max<int64_t>(1, std::min(Dv / EV, (regs / 2) / Tq));
   while ((Dv / EV) % EC) EC--;

@@ -106,22 +106,34 @@ void lower_pool(OpContext& ctx) {
         << n.describe() << ": Indices must be int64";
     te::Tensor y = ctx.tensor_of(ctx.output(0));
     const tir::Type i64 = tir::Int(64);
-    ctx.set_output(1, te::reduce("maxpool_index", ctx.out_dims(1), kernel, te::ReduceKind::Min, i64,
-                                 [=](const Indices& o, const Indices& r) {
+    // The first maximum in window order is the least row-major index; a
+    // column-major Indices renumbers that element afterwards (the least
+    // column-major index may be another, tied, element).
+    Expr spatial_size = Expr(1);
+    for (size_t i = 0; i < k; i++) spatial_size = spatial_size * xs[2 + i];
+    te::Tensor first = te::reduce("maxpool_index", ctx.out_dims(1), kernel, te::ReduceKind::Min, i64,
+                                  [=](const Indices& o, const Indices& r) {
       Indices p = positions(o, r);
       Expr inside, spatial = Expr(0), step = Expr(1);
       for (size_t i = 0; i < k; i++) {
         Expr in = p[i] >= Expr(0) && p[i] < xs[2 + i];
         inside = inside.defined() ? (inside && in) : in;
       }
-      if (column_major) {
-        for (size_t i = 0; i < k; i++) spatial = spatial + p[i] * step, step = step * xs[2 + i];
-      } else {
-        for (size_t i = k; i-- > 0;) spatial = spatial + p[i] * step, step = step * xs[2 + i];
-      }
-      Expr flat = (o[0] * xs[1] + o[1]) * step + spatial;
+      for (size_t i = k; i-- > 0;) spatial = spatial + p[i] * step, step = step * xs[2 + i];
+      Expr flat = (o[0] * xs[1] + o[1]) * spatial_size + spatial;
       Expr hit = inside && tir::EQ::make(padded_read(x, at(o, r), lowest), y(o));
       return select(hit, tir::cast(i64, flat), Expr(std::numeric_limits<int64_t>::max()));
+    });
+    if (!column_major) {
+      ctx.set_output(1, first);
+      return;
+    }
+    ctx.set_output(1, te::compute("maxpool_index_cm", ctx.out_dims(1), [=](const Indices& o) {
+      Expr f = first(o), plane = f / spatial_size, rest = f % spatial_size, cm = Expr(0), step = Expr(1);
+      std::vector<Expr> c(k);
+      for (size_t i = k; i-- > 0;) c[i] = rest % xs[2 + i], rest = rest / xs[2 + i];
+      for (size_t i = 0; i < k; i++) cm = cm + c[i] * step, step = step * xs[2 + i];
+      return plane * spatial_size + cm;
     }));
     return;
   }
@@ -197,7 +209,7 @@ void lower_global_pool(OpContext& ctx) {
 // outside [-1, H] x [-1, W] (or NaN) contributes 0; one inside is clamped
 // to the map and interpolated bilinearly. avg: the sum over the count of
 // samples; max: the largest weighted corner of any sample (ONNX Runtime's
-// definition). A batch index outside [0, N) gives zeros.
+// definition). A batch index outside [0, N), or an empty map, gives zeros.
 void lower_roi_align(OpContext& ctx) {
   using namespace serial;  // NOLINT: the builders are this kernel's vocabulary
   constexpr int64_t kMaxGrid = 1024;
@@ -217,7 +229,8 @@ void lower_roi_align(OpContext& ctx) {
   user_assert(mode == "avg" || mode == "max") << n.describe() << ": mode must be avg or max, not '" << mode << "'";
   user_assert(ctm == "half_pixel" || ctm == "output_half_pixel")
       << n.describe() << ": coordinate_transformation_mode must be half_pixel or output_half_pixel, not '" << ctm << "'";
-  user_assert(OH >= 1 && OW >= 1 && ratio >= 0) << n.describe() << ": output sizes must be positive and sampling_ratio >= 0";
+  user_assert(OH >= 1 && OW >= 1 && ratio >= 0 && ratio <= kMaxGrid)
+      << n.describe() << ": output sizes must be positive and sampling_ratio within [0, " << kMaxGrid << "]";
   user_assert(y == graph::Shape({R, C, OH, OW})) << n.describe() << ": unexpected output shape";
   const bool half_pixel = ctm == "half_pixel", avg = mode == "avg";
   const int in = ctx.input(0), rin = ctx.input(1), bin = ctx.input(2), out = ctx.output(0);
@@ -282,7 +295,8 @@ void lower_roi_align(OpContext& ctx) {
     bins = tir::LetStmt::make(gh, grid(rh, OH), tir::LetStmt::make(gw, grid(rw, OW), bins));
     bins = tir::LetStmt::make(bh, rh / f((double)OH), tir::LetStmt::make(bw, rw / f((double)OW), bins));
     bins = tir::LetStmt::make(y0, coord(1), tir::LetStmt::make(x0, coord(0), bins));
-    tir::Stmt body = tir::IfThenElse::make(b >= Expr(0) && b < Expr(N), bins, zeros);
+    // (An empty map has nothing to sample: zeros.)
+    tir::Stmt body = H && W ? tir::IfThenElse::make(b >= Expr(0) && b < Expr(N), bins, zeros) : zeros;
     body = tir::LetStmt::make(b, tir::Load::make(B, r), body);
     return tir::For::make(wg, Expr(0), Expr(R * C), tir::ForKind::WorkgroupX, allocate({acc.b, first.b}, body));
   });
@@ -321,13 +335,18 @@ void lower_max_unpool(OpContext& ctx) {
       << n.describe() << ": kernel_shape, strides and pads must match the input's rank";
   std::vector<int64_t> frame(k);
   int64_t frame_size = 1, plane = 1;
+  const int64_t planes = x[0] * x[1];  // (a tensor's dimensions: their product is planned memory, no overflow)
   for (size_t a = 0; a < k; a++) {
-    frame[a] = (x[2 + a] - 1) * strides[a] + kernel[a] - pads[a] - pads[a + k];
-    user_assert(frame[a] >= 1) << n.describe() << ": empty default output";
+    // In 128-bit arithmetic: hostile strides or kernels must not wrap.
+    __int128 f = (__int128)(x[2 + a] - 1) * strides[a] + kernel[a] - pads[a] - pads[a + k];
+    __int128 total = (__int128)frame_size * f * std::max<int64_t>(planes, 1);
+    user_assert(kernel[a] >= 1 && strides[a] >= 1 && f >= 1 && total <= ((__int128)1 << 62))
+        << n.describe() << ": kernel_shape, strides and pads give an empty or oversized default output";
+    frame[a] = (int64_t)f;
     frame_size *= frame[a];
     plane *= y[2 + a];
   }
-  const int64_t nx = graph::num_elements(x), ny = graph::num_elements(y), planes = x[0] * x[1];
+  const int64_t nx = graph::num_elements(x), ny = graph::num_elements(y);
   const tir::Type t = graph::dtype_to_tir(ctx.in_dtype(0));
   const int in = ctx.input(0), ii = ctx.input(1), out = ctx.output(0);
   ctx.emit_tir("max_unpool", [&](const OpContext::BindFn& bind) {

@@ -54,6 +54,12 @@ void lower_tfidf_vectorizer(OpContext& ctx) {
   user_assert((int64_t)indexes.size() == ngrams && (weights.empty() || (int64_t)weights.size() == ngrams))
       << n.describe() << ": ngram_indexes (and weights) need one entry per pool n-gram";
   for (int64_t c : indexes) user_assert(c >= 0 && c < cols) << n.describe() << ": an ngram_indexes entry is past the output";
+  if (mode != "TF") {  // weighting counts in place needs one pool n-gram per column
+    std::vector<int64_t> sorted = indexes;
+    std::sort(sorted.begin(), sorted.end());
+    user_assert(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end())
+        << n.describe() << ": ngram_indexes must be distinct in " << mode << " mode";
+  }
   user_assert(ys.size() == xs.size() && (xs.size() == 1 || ys[0] == rows)) << n.describe() << ": unexpected output shape";
   if (weights.empty()) weights.assign((size_t)ngrams, 1.0);
   // The pool, the columns and the weights as constant buffers.
@@ -80,9 +86,11 @@ void lower_tfidf_vectorizer(OpContext& ctx) {
     for (int64_t len = min_n; len <= max_n; len++) {
       const Section& s = sections[(size_t)len - 1];
       if (!s.count) continue;
-      for (int64_t gap = 1; gap <= (len == 1 ? 1 : max_skip + 1); gap++) {
+      // Gaps past the row fit no n-gram: at most C of them (a huge max_skip_count costs nothing).
+      const int64_t gaps = len == 1 ? 1 : std::min(max_skip, C) + 1;
+      for (int64_t gap = 1; gap <= gaps; gap++) {
         const int64_t starts = C - (len - 1) * gap;
-        if (starts <= 0) continue;
+        if (starts <= 0) break;
         Expr start = index_var("start"), g = index_var("g");
         // Pool n-gram g matches the tokens at start, start + gap, ...
         Expr match;

@@ -107,15 +107,19 @@ def pool_index() -> onnx.ModelProto:
              helper.make_node('MaxPool', ['x1'], ['y1', 'i1'], kernel_shape=[3], strides=[2]),
              helper.make_node('MaxPool', ['x3'], ['y3', 'i3'], kernel_shape=[2, 2, 2], strides=[2, 2, 2]),
              helper.make_node('MaxPool', ['x8'], ['yu', 'iu'], kernel_shape=[2, 2], strides=[2, 2]),
+             # Ties: the first maximum in window order, numbered column-major afterwards (ORT's pick).
+             helper.make_node('MaxPool', ['xt'], ['yt', 'it'], kernel_shape=[2, 2], storage_order=1),
              helper.make_node('MaxUnpool', ['yu', 'iu'], ['u'], kernel_shape=[2, 2], strides=[2, 2])]
     g = helper.make_graph(nodes, 'pool_index',
                           [helper.make_tensor_value_info('x', F, [2, 3, 9, 8]), helper.make_tensor_value_info('x1', F, [2, 3, 11]),
-                           helper.make_tensor_value_info('x3', F, [2, 3, 4, 6, 4]), helper.make_tensor_value_info('x8', F, [2, 3, 8, 8])],
+                           helper.make_tensor_value_info('x3', F, [2, 3, 4, 6, 4]), helper.make_tensor_value_info('x8', F, [2, 3, 8, 8]),
+                           helper.make_tensor_value_info('xt', F, [1, 2, 2, 2])],
                           [helper.make_tensor_value_info(name, t, shape) for name, t, shape in
                            (('y2', F, [2, 3, 5, 4]), ('i2', I64, [2, 3, 5, 4]), ('yc', F, [2, 3, 4, 6]),
                             ('ic', I64, [2, 3, 4, 6]), ('yd', F, [2, 3, 7, 6]), ('id', I64, [2, 3, 7, 6]),
                             ('y1', F, [2, 3, 5]), ('i1', I64, [2, 3, 5]), ('y3', F, [2, 3, 2, 3, 2]),
-                            ('i3', I64, [2, 3, 2, 3, 2]), ('u', F, [2, 3, 8, 8]))])
+                            ('i3', I64, [2, 3, 2, 3, 2]), ('u', F, [2, 3, 8, 8]), ('yt', F, [1, 2, 1, 1]),
+                            ('it', I64, [1, 2, 1, 1]))])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 12)])
     onnx.checker.check_model(m)
     return m
@@ -254,7 +258,16 @@ def main() -> int:
     np.save(files['x32'], rng.integers(1, 9, (3, 12)).astype(np.int32))
     np.save(files['x64'], rng.integers(1, 9, 20).astype(np.int64))
     tf = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, 'tfidf'), [], [files], 1e-6, 1e-6)
-    kiln_e2e.log('tfidf (TF, IDF, TFIDF): %s' % ('PASS' if tf else 'FAIL'))
+    # A hostile max_skip_count compiles at once (gaps past the row are not enumerated).
+    m = tfidf()
+    for a in m.graph.node[0].attribute:
+        if a.name == 'max_skip_count':
+            a.i = 10 ** 12
+    path = os.path.join(work, 'tfidf_skip.onnx')
+    onnx.save(m, path)
+    proc = kiln_e2e.run_tool('kilnc', [args.kilnc, path, '-o', os.path.join(work, 'tfidf_skip.kiln')], timeout=60)
+    tf &= proc.returncode == 0
+    kiln_e2e.log('tfidf (TF, IDF, TFIDF; max_skip_count 1e12): %s' % ('PASS' if tf else 'FAIL'))
     path = os.path.join(work, 'pool_index.onnx')
     onnx.save(pool_index(), path)
     files = {}
@@ -262,6 +275,8 @@ def main() -> int:
         files[name] = os.path.join(work, 'pi_%s.npy' % name)
         # Distinct values (no ties: ONNX leaves which tied index is reported to the runtime).
         np.save(files[name], rng.permutation(int(np.prod(shape))).reshape(shape).astype(np.float32))
+    files['xt'] = os.path.join(work, 'pi_xt.npy')
+    np.save(files['xt'], np.array([[[[0, 5], [5, 0]], [[7, 7], [7, 7]]]], np.float32))
     pi = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(work, 'pool_index'), [], [files], 1e-5, 1e-6)
     kiln_e2e.log('pool_index (6 MaxPools with Indices, a MaxUnpool): %s' % ('PASS' if pi else 'FAIL'))
     ra_bad = roi_align_hostile(args, work, files_ra['x'], os.path.join(work, 'roi_align', 'roi_align.kiln'))

@@ -352,9 +352,11 @@ int build_attention(Builder& b, const AttentionForm& f, int* out_q, int* out_kv,
 
 TEST_CASE("graph pass fuse-attention: exported attention becomes kiln.Attention over the projections") {
   // Ragged row tiles and key blocks, several key blocks (online rescaling), one query row (a decoder step).
+  // A one-wide head over 2000 keys: the key block is sized by the scratch budget, not the head alone.
   for (const AttentionForm& f : {AttentionForm{2, 37, 37, 3, 24, true, false, false},
                                  AttentionForm{1, 1, 300, 2, 64, false, true, true},
-                                 AttentionForm{1, 70, 150, 1, 16, true, true, false}}) {
+                                 AttentionForm{1, 70, 150, 1, 16, true, true, false},
+                                 AttentionForm{1, 4, 2000, 1, 1, false, false, false}}) {
     CAPTURE(f.Sq);
     CAPTURE(f.Sk);
     Builder b;
@@ -375,10 +377,10 @@ TEST_CASE("graph pass fuse-attention: exported attention becomes kiln.Attention 
     CHECK(at.outputs == std::vector<int>{y});
     CHECK(at.attr_ints("dims", {}) == std::vector<int64_t>{f.B, f.H, f.Sq, f.Sk, f.D, f.D});
     // [offset, batch, head, row, column] strides; a unit dimension's is 0.
-    const int64_t hd = f.H * f.D, bs = f.B > 1 ? 1 : 0, hs = f.H > 1 ? f.D : 0;
-    CHECK(at.attr_ints("k", {}) == std::vector<int64_t>{0, bs * f.Sk * 2 * hd, hs, 2 * hd, 1});
-    CHECK(at.attr_ints("v", {}) == std::vector<int64_t>{hd, bs * f.Sk * 2 * hd, hs, 2 * hd, 1});
-    CHECK(at.attr_ints("out", {}) == std::vector<int64_t>{0, bs * f.Sq * hd, hs, f.Sq > 1 ? hd : 0, 1});
+    const int64_t hd = f.H * f.D, bs = f.B > 1 ? 1 : 0, hs = f.H > 1 ? f.D : 0, cs = f.D > 1 ? 1 : 0;
+    CHECK(at.attr_ints("k", {}) == std::vector<int64_t>{0, bs * f.Sk * 2 * hd, hs, 2 * hd, cs});
+    CHECK(at.attr_ints("v", {}) == std::vector<int64_t>{hd, bs * f.Sk * 2 * hd, hs, 2 * hd, cs});
+    CHECK(at.attr_ints("out", {}) == std::vector<int64_t>{0, bs * f.Sq * hd, hs, f.Sq > 1 ? hd : 0, cs});
     CHECK(std::fabs(at.attr_float("scale", 0) - 0.125) < 1e-12);
     PassContext dce;
     pass_dead_code(b.g, dce);
@@ -431,8 +433,8 @@ TEST_CASE("graph pass fuse-attention: run-time sequence lengths") {
 }
 
 TEST_CASE("graph pass fuse-attention: what does not match stays") {
-  AttentionForm f{1, 8, 8, 2, 16, false, false, false};
-  for (int variant = 0; variant < 3; variant++) {
+  AttentionForm f{1, 8, 8, 2, 16, true, false, false};
+  for (int variant = 0; variant < 4; variant++) {
     CAPTURE(variant);
     Builder b;
     int q, kv, mask;
@@ -445,9 +447,15 @@ TEST_CASE("graph pass fuse-attention: what does not match stays") {
     if (variant == 1)  // the scores are a model output too
       for (auto& n : b.g.nodes)
         if (n.op == "Div") b.output(n.outputs[0]);
+    if (variant == 3) {  // a mask of batch 3 broadcasts the scores (and the result) past Q, K and V's batch of 1
+      b.g.values[mask].shape = {3, 1, 1, 8};
+      for (auto& n : b.g.nodes)
+        if (n.op == "Add" || n.op == "Softmax") b.g.values[n.outputs[0]].shape = {3, 2, 8, 8};
+    }
     PassContext ctx;
     ctx.env.attention_kernel = true;
     CHECK(pass_fuse_attention(b.g, ctx) == (variant == 2));
+    (void)mask;
   }
 }
 
