@@ -178,11 +178,16 @@ void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target) {
   auto i = s.axes[r - 2], j = s.axes[r - 1], k = s.reduce_axes[0];
   std::vector<te::IterVar> order(s.axes.begin(), s.axes.end() - 2);
   int64_t lanes = matmul_lanes(j->extent, target);
+  // A wide row no vector width divides (a 6625-class CTC head): full vectors
+  // all the same, the last tile's lanes past the row masked (the guard of an
+  // uneven split, split off by loop partitioning). B stays unpacked.
+  const bool ragged = !lanes && target.lanes >= 4 && j->extent >= 4 * target.lanes;
+  if (ragged) lanes = std::min(target.lanes, 16);
   if (lanes) {
     // Vector tile: `tv` vectors of `lanes` columns by `ti` rows, 16
     // accumulators at most; B's rows are vector loads, A's elements
     // broadcasts. The columns are the packed panel width when B is packed.
-    int64_t tv = matmul_panel_width(i->extent, j->extent, target) / lanes;
+    int64_t tv = ragged ? 2 : matmul_panel_width(i->extent, j->extent, target) / lanes;
     int64_t ti = largest_divisor(i->extent, std::max<int64_t>(matmul_accumulators(target) / tv, 1));
     auto [io, ii] = s.split(i, ti);
     auto [jo, jv] = s.split(j, tv * lanes);

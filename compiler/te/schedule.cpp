@@ -171,11 +171,16 @@ bool vectorize_elementwise(Stage& s) {
     return true;
   }
   int64_t lanes = lanes_for(last->extent);
-  if (!lanes) {
-    if (any_dynamic || !lanes_for(n) || !flat_is_contiguous(s)) return false;
+  if (!lanes && lanes_for(n) && flat_is_contiguous(s)) {
     for (size_t i = outer.size(); i-- > 0;) last = s.fuse(outer[i], last);
     outer.clear();
     lanes = lanes_for(n);
+  } else if (!lanes) {
+    // Long rows no vector width divides (a 6625-class softmax): vectors of
+    // 16 along each row, the last one's lanes past the row masked (the
+    // uneven split's guard, split off by loop partitioning).
+    if (last->extent < 64) return false;
+    lanes = 16;
   }
   std::pair<IterVar, IterVar> split = s.split(last, lanes);
   IterVar f = split.first;
