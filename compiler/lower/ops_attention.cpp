@@ -194,6 +194,9 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
 
     Expr wg = index_var("wg");
     Expr bh = wg / nqb, row0 = (wg % nqb) * idx(Bq);
+    // The block's query rows: Bq, or fewer in the last block of a ragged
+    // (or short, run-time) count; the loops over rows and row tiles stop there.
+    Expr rows_here = ragged_rows ? min(idx(Bq), a.sq - row0) : idx(Bq);
     Expr b = bh / idx(H), h = bh % idx(H);
     auto base = [&](const View& v) { return idx(v.offset) + b * idx(v.s[0]) + h * idx(v.s[1]); };
     Expr qb = base(qv), kb = base(kv), vb = base(vv), ob = base(ov), mb = has_mask ? base(mv) : Expr();
@@ -206,13 +209,17 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
     std::vector<tir::Stmt> body;
     {  // m = -inf, l = 0, acc = 0
       Expr r = index_var("r");
-      body.push_back(loop(r, idx(Bq), block({tir::Store::make(mx, r, ninf), tir::Store::make(sum, r, f32(0))})));
+      body.push_back(loop(r, rows_here, block({tir::Store::make(mx, r, ninf), tir::Store::make(sum, r, f32(0))})));
       Expr c = index_var("c");
-      body.push_back(loop(c, idx(Bq * Dv / EV), vec(EV, [&](const Expr& l) { return tir::Store::make(acc, c * idx(EV) + l, f32(0)); })));
+      body.push_back(loop(c, rows_here * idx(Dv / EV), vec(EV, [&](const Expr& l) { return tir::Store::make(acc, c * idx(EV) + l, f32(0)); })));
     }
     Expr kblk = index_var("kblk");
     Expr j0 = kblk * idx(Bk);
     Expr nk = ragged_keys ? min(idx(Bk), a.sk - j0) : idx(Bk);  // keys in this block
+    // Loops over the block's keys stop at the vector or tile holding its
+    // last key: a short run (or block) pays for its keys, not for the block's
+    // size (the lanes past the last key are masked or score -inf).
+    auto chunks = [&](int64_t width) { return ragged_keys ? (nk + idx(width - 1)) / idx(width) : idx(Bk / width); };
     std::vector<tir::Stmt> per_block;
     {  // 1. kt[d][j] = K[j0 + j][d] * scale
       Expr jc = index_var("jc"), d = index_var("d");
@@ -222,7 +229,7 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
                                          tir::Load::make(K, kb + (j0 + j) * idx(kv.s[2]) + d * idx(kv.s[3])) * f32(scale));
         return ragged_keys ? when(j < nk, st1) : st1;
       });
-      per_block.push_back(loop(jc, idx(Bk / L), loop(d, idx(D), pack)));
+      per_block.push_back(loop(jc, chunks(L), loop(d, idx(D), pack)));
     }
     Expr qt = index_var("qt");
     Expr r0 = qt * idx(Tq);
@@ -256,7 +263,7 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
       std::vector<tir::Stmt> jt_body = zero;
       jt_body.push_back(loop(d, idx(D), block(fma)));
       for (auto& x : store) jt_body.push_back(x);
-      tile.push_back(loop(jt, idx(Bk / KT), block(jt_body)));
+      tile.push_back(loop(jt, chunks(KT), block(jt_body)));
     }
     {  // 2b. online softmax, each step for all the tile's rows (independent chains side by side)
       // A row whose scores are all -inf so far subtracts 0, not -inf (no NaN).
@@ -271,7 +278,7 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
       for (int64_t t = 0; t < Tq; t++) {  // p = exp(s - m), summed in lanes
         Expr srow = idx(t * Bk), c = index_var("c");
         tile.push_back(vec(L, [&](const Expr& l) { return tir::Store::make(rsum, idx(t * L) + l, f32(0)); }));
-        tile.push_back(loop(c, idx(Bk / L), vec(L, [&](const Expr& l) {
+        tile.push_back(loop(c, chunks(L), vec(L, [&](const Expr& l) {
                               Expr at = srow + c * idx(L) + l, lane = idx(t * L) + l;
                               Expr p = tir::Call::make(tir::Intrinsic::Exp, {tir::Load::make(s, at) - msafe(t)});
                               return block({tir::Store::make(s, at, p),
@@ -318,8 +325,7 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
       tile.push_back(loop(ch, idx(Dv / (EC * EV)), block(chb)));
     }
     tir::Stmt tile_s = block(tile);
-    if (ragged_rows) tile_s = when(row0 + r0 < a.sq, tile_s);
-    per_block.push_back(loop(qt, idx(Bq / Tq), tile_s));
+    per_block.push_back(loop(qt, ragged_rows ? (rows_here + idx(Tq - 1)) / idx(Tq) : idx(Bq / Tq), tile_s));
     body.push_back(loop(kblk, nkb_run, block(per_block)));
     {  // out = acc / l
       Expr r = index_var("r"), e = index_var("e");
@@ -330,8 +336,7 @@ tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& t
                                                    tir::Load::make(acc, r * idx(Dv) + col) * inv);
                          }));
       w = tir::LetStmt::make(inv, f32(1) / tir::Load::make(sum, r), w);
-      if (ragged_rows) w = when(row0 + r < a.sq, w);
-      body.push_back(loop(r, idx(Bq), w));
+      body.push_back(loop(r, rows_here, w));
     }
     tir::Stmt all = allocate({kt, s, acc, mx, sum, st, pt, rmax, rsum, mnew}, block(body));
     return tir::For::make(wg, Expr(0), idx(B * H) * nqb, tir::ForKind::WorkgroupX, all);
