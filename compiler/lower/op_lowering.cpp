@@ -341,6 +341,15 @@ Expr wrap_index(Expr i, Expr extent) {
   return tir::clamp(i, Expr(0), extent - Expr(1));
 }
 
+std::vector<int64_t> const_ints(OpContext& ctx, size_t input, const char* what) {
+  const graph::Value& v = ctx.value(ctx.input(input));
+  user_assert(v.is_constant()) << ctx.node().describe() << ": " << what
+                               << " must be a compile-time constant (an initializer, or --freeze-input)";
+  std::vector<int64_t> r;
+  for (int64_t i = 0; i < v.elements(); i++) r.push_back(v.const_int_at(i));
+  return r;
+}
+
 Expr padded_read(const te::Tensor& t, const Indices& idx, Expr pad) {
   Indices clamped;
   te::Dims lo(std::vector<int64_t>(t.ndim(), 0));

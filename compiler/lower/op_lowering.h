@@ -169,6 +169,10 @@ Expr in_range(const Indices& idx, const te::Dims& lo, const te::Dims& hi);
 Expr wrap_index(Expr i, Expr extent);
 // t at idx, or `pad` where idx is outside t (indices clamped, so always safe to evaluate).
 Expr padded_read(const te::Tensor& t, const Indices& idx, Expr pad);
+// The integer elements of input `input`, which decide a shape and so must be
+// a compile-time constant: otherwise a user error naming `what` and saying
+// how to make it one.
+std::vector<int64_t> const_ints(OpContext& ctx, size_t input, const char* what);
 graph::DType dtype_from_tir(tir::Type t);
 // Whether two extents certainly differ: both constants and unequal, or
 // expressions the simplifier tells apart (run-time extents the shape

@@ -38,14 +38,6 @@ std::vector<Expr> int_exprs(OpContext& ctx, size_t input, const char* what) {
   return r;
 }
 
-std::vector<int64_t> const_ints(OpContext& ctx, size_t input, const char* what) {
-  const graph::Value& v = ctx.value(ctx.input(input));
-  user_assert(v.is_constant()) << ctx.node().describe() << ": " << what
-                               << " must be a compile-time constant (kilnc compiles static shapes)";
-  std::vector<int64_t> r;
-  for (int64_t i = 0; i < v.elements(); i++) r.push_back(v.const_int_at(i));
-  return r;
-}
 
 }  // namespace
 

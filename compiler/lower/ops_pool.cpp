@@ -315,11 +315,7 @@ void lower_max_unpool(OpContext& ctx) {
   const graph::Shape x = ctx.in_shape(0), idx = ctx.in_shape(1), y = ctx.out_shape(0);
   user_assert(x == idx && x.size() >= 3) << n.describe() << ": X and I must have the same shape, 3-D or more";
   if (ctx.has_input(2)) {  // the output's shape is that input's value: it must be known here
-    const graph::Value& s = ctx.value(ctx.input(2));
-    user_assert(s.is_constant()) << n.describe() << ": output_shape must be a compile-time constant (an initializer, "
-                                 << "or --freeze-input)";
-    graph::Shape want;
-    for (int64_t i = 0; i < s.elements(); i++) want.push_back(s.const_int_at(i));
+    const graph::Shape want = const_ints(ctx, 2, "output_shape");
     user_assert(want == y) << n.describe() << ": output_shape " << graph::shape_str(want) << " differs from the output's "
                            << graph::shape_str(y);
   }

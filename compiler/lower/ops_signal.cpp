@@ -24,11 +24,8 @@ void lower_window(OpContext& ctx) {
   const int64_t size = y[0];
   // The output's length is the size input's value: it must be known here
   // (a declared output shape alone would let another size run unnoticed).
-  const graph::Value& sv = ctx.value(ctx.input(0));
-  user_assert(sv.is_constant() && sv.elements() == 1)
-      << n.describe() << ": the window size must be a compile-time constant (an initializer, or --freeze-input)";
-  user_assert(sv.const_int_at(0) == size) << n.describe() << ": the window size " << sv.const_int_at(0)
-                                          << " differs from the output's length " << size;
+  const std::vector<int64_t> sv = const_ints(ctx, 0, "the window size");
+  user_assert(sv.size() == 1 && sv[0] == size) << n.describe() << ": the window size differs from the output's length " << size;
   const bool periodic = n.attr_int("periodic", 1) != 0;
   const double period = (double)(periodic ? size : size - 1);
   const tir::Type f32 = tir::Float(32), out = graph::dtype_to_tir(ctx.value(ctx.output(0)).dtype);
@@ -55,10 +52,9 @@ namespace {
 
 // Integer input `i` as a compile-time constant (a shape decided by its value).
 int64_t const_scalar(OpContext& ctx, size_t i, const char* what) {
-  const graph::Value& v = ctx.value(ctx.input(i));
-  user_assert(v.is_constant() && v.elements() == 1)
-      << ctx.node().describe() << ": " << what << " must be a compile-time constant (an initializer, or --freeze-input)";
-  return v.const_int_at(0);
+  const std::vector<int64_t> v = const_ints(ctx, i, what);
+  user_assert(v.size() == 1) << ctx.node().describe() << ": " << what << " must be a scalar";
+  return v[0];
 }
 
 // Sum over n in [0, count) of the complex x(n) times e^(sign 2 pi i k n / N),
