@@ -18,11 +18,20 @@ using namespace tir;
 
 // Helpers every shader may call (unused ones are removed by the optimizer).
 // min/max keep the IR's select semantics (a NaN operand picks the other);
-// integer division and remainder round toward negative infinity.
+// integer division and remainder round toward negative infinity; float
+// division is correctly rounded (Vulkan lets a GPU's OpFDiv be 2.5 ulp off:
+// NVIDIA's is, and quantization's round(x / scale) then picks the wrong
+// integer at ties), from the hardware quotient and one fma correction step.
 const char* kPrelude = R"(float kiln_min(float a, float b) { return a < b ? a : b; }
 float kiln_max(float a, float b) { return a > b ? a : b; }
 int kiln_div(int a, int b) { int q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 int kiln_mod(int a, int b) { int r = a - (a / b) * b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+float kiln_fdiv(float a, float b) {
+  precise float q = a / b;
+  if (isnan(q) || isinf(q) || q == 0.0 || abs(b) > 8.5e37 || abs(b) < 1.2e-37) return q;
+  precise float r = fma(-q, b, a);
+  return fma(r, 1.0 / b, q);
+}
 float kiln_f16(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }
 float kiln_erf(float x) {
   float t = 1.0 / (1.0 + 0.3275911 * abs(x));
@@ -207,6 +216,8 @@ class GlslEmitter {
   std::map<const ExprNode*, std::string> vars_;
   std::map<const BufferNode*, BufferInfo> buffers_;
   std::set<const ExprNode*> hoisted_;  // Let vars declared in the current statement's scope
+  std::set<const ExprNode*> wide_vars_;  // 64-bit Let vars declared int64_t (see wide())
+  std::map<const ExprNode*, bool> wide_memo_;  // wide() per expression node
 
   // ----------------------------------------------------------------- types
 
@@ -220,6 +231,56 @@ class GlslEmitter {
     internal_error << "no GLSL type for " << t.str();
   }
   std::string index_type() const { return index64_ ? "int64_t" : "int"; }
+
+  // Index arithmetic is 32-bit even where int64 data is bound: a 64-bit
+  // expression is *wide* (GLSL int64_t) only when it derives from int64
+  // data (a load, a cast from another type, a wide Let); one built from loop
+  // variables and constants alone is emitted as int. Buffers are smaller
+  // than 2^31 elements, so such values fit; and NVIDIA's driver computed
+  // chains of int64 divisions wrongly (tools/gpu_check, docs/vulkan.md).
+  bool wide(const Expr& e) {
+    Type t = e.type();
+    if (!index64_ || t.code != TypeCode::Int || t.bits != 64) return false;
+    auto memo = wide_memo_.find(e.get());
+    if (memo != wide_memo_.end()) return memo->second;
+    bool w = true;
+    switch (e->node_type) {
+      case NodeType::IntImm: {
+        int64_t v = e.as<IntImm>()->value;
+        w = v < INT32_MIN || v > INT32_MAX;
+        break;
+      }
+      case NodeType::Var: w = wide_vars_.count(e.get()) > 0; break;
+      case NodeType::Cast: {
+        const Cast* c = e.as<Cast>();
+        w = c->value.type() != t || wide(c->value);
+        break;
+      }
+      case NodeType::Add: w = wide(e.as<Add>()->a) || wide(e.as<Add>()->b); break;
+      case NodeType::Sub: w = wide(e.as<Sub>()->a) || wide(e.as<Sub>()->b); break;
+      case NodeType::Mul: w = wide(e.as<Mul>()->a) || wide(e.as<Mul>()->b); break;
+      case NodeType::Div: w = wide(e.as<Div>()->a) || wide(e.as<Div>()->b); break;
+      case NodeType::Mod: w = wide(e.as<Mod>()->a) || wide(e.as<Mod>()->b); break;
+      case NodeType::Min: w = wide(e.as<Min>()->a) || wide(e.as<Min>()->b); break;
+      case NodeType::Max: w = wide(e.as<Max>()->a) || wide(e.as<Max>()->b); break;
+      case NodeType::Select: w = wide(e.as<Select>()->true_value) || wide(e.as<Select>()->false_value); break;
+      case NodeType::Let: w = wide(e.as<Let>()->body); break;
+      default: w = true; break;  // loads of int64 data, calls
+    }
+    wide_memo_[e.get()] = w;
+    return w;
+  }
+  // `e` as GLSL int64_t when `as_wide`, else as its own width.
+  std::string emit_width(const Expr& e, bool as_wide) {
+    std::string x = emit_expr(e);
+    bool is64 = index64_ && e.type().code == TypeCode::Int && e.type().bits == 64;
+    return as_wide && is64 && !wide(e) ? "int64_t(" + x + ")" : x;
+  }
+  // The GLSL type of a 64-bit Let or loop variable bound to `value`.
+  std::string var_type(Type t, const Expr& value) {
+    bool is64 = t.code == TypeCode::Int && t.bits == 64;
+    return is64 ? (wide(value) ? "int64_t" : "int") : type_name(t);
+  }
 
   // ------------------------------------------------------------ buffers
 
@@ -294,7 +355,7 @@ class GlslEmitter {
       else snprintf(buf, sizeof buf, "%" PRIu64 "u", (uint64_t)(v & 0xffffffffll));
       return buf;
     }
-    if (t.bits == 64 && index64_) {
+    if (t.bits == 64 && index64_ && (v < INT32_MIN || v > INT32_MAX)) {
       if (v == INT64_MIN) return "(-9223372036854775807l - 1l)";
       snprintf(buf, sizeof buf, v < 0 ? "(%" PRId64 "l)" : "%" PRId64 "l", v);
       return buf;
@@ -333,9 +394,9 @@ class GlslEmitter {
         return it->second;
       }
       case NodeType::Cast: return emit_cast(e.as<Cast>());
-      case NodeType::Add: return bin(emit_expr(e.as<Add>()->a), "+", emit_expr(e.as<Add>()->b));
-      case NodeType::Sub: return bin(emit_expr(e.as<Sub>()->a), "-", emit_expr(e.as<Sub>()->b));
-      case NodeType::Mul: return bin(emit_expr(e.as<Mul>()->a), "*", emit_expr(e.as<Mul>()->b));
+      case NodeType::Add: return arith(e, e.as<Add>()->a, "+", e.as<Add>()->b);
+      case NodeType::Sub: return arith(e, e.as<Sub>()->a, "-", e.as<Sub>()->b);
+      case NodeType::Mul: return arith(e, e.as<Mul>()->a, "*", e.as<Mul>()->b);
       case NodeType::Div: return div_mod(e.as<Div>()->a, e.as<Div>()->b, true);
       case NodeType::Mod: return div_mod(e.as<Mod>()->a, e.as<Mod>()->b, false);
       case NodeType::Min: return min_max(e.as<Min>()->a, e.as<Min>()->b, true);
@@ -349,7 +410,9 @@ class GlslEmitter {
       case NodeType::Not: return "(!" + emit_expr(e.as<Not>()->a) + ")";
       case NodeType::Select: {
         auto* s = e.as<Select>();
-        return "(" + emit_expr(s->cond) + " ? " + emit_expr(s->true_value) + " : " + emit_expr(s->false_value) + ")";
+        bool w = wide(e);
+        return "(" + emit_expr(s->cond) + " ? " + emit_width(s->true_value, w) + " : " + emit_width(s->false_value, w) +
+               ")";
       }
       case NodeType::Load: return emit_load(e.as<Load>());
       case NodeType::Call: return emit_call(e.as<Call>());
@@ -362,12 +425,18 @@ class GlslEmitter {
     }
   }
 
+  std::string arith(const Expr& e, const Expr& a, const char* op, const Expr& b) {
+    bool w = wide(e);
+    return bin(emit_width(a, w), op, emit_width(b, w));
+  }
+
   std::string div_mod(const Expr& a, const Expr& b, bool is_div) {
     Type t = a.type();
-    std::string x = emit_expr(a), y = emit_expr(b);
+    bool w = wide(a) || wide(b);
+    std::string x = emit_width(a, w), y = emit_width(b, w);
     if (t.is_float()) {
       internal_assert(is_div) << "float Mod is not supported";
-      return bin(x, "/", y);
+      return t.bits == 64 ? bin(x, "/", y) : "kiln_fdiv(" + x + ", " + y + ")";
     }
     if (t.is_uint() || t.is_bool()) return bin(x, is_div ? "/" : "%", y);
     return std::string(is_div ? "kiln_div(" : "kiln_mod(") + x + ", " + y + ")";
@@ -375,14 +444,16 @@ class GlslEmitter {
 
   std::string min_max(const Expr& a, const Expr& b, bool is_min) {
     Type t = a.type();
-    std::string x = emit_expr(a), y = emit_expr(b);
+    bool w = wide(a) || wide(b);
+    std::string x = emit_width(a, w), y = emit_width(b, w);
     if (t.is_bool()) return bin(x, is_min ? "&&" : "||", y);
     if (t.is_float()) return std::string(is_min ? "kiln_min(" : "kiln_max(") + x + ", " + y + ")";
     return std::string(is_min ? "min(" : "max(") + x + ", " + y + ")";
   }
 
   std::string compare(const Expr& a, const Expr& b, const char* op) {
-    std::string x = emit_expr(a), y = emit_expr(b);
+    bool w = wide(a) || wide(b);
+    std::string x = emit_width(a, w), y = emit_width(b, w);
     if (a.type().is_bool() && op[0] == '<') x = "int(" + x + ")", y = "int(" + y + ")";
     return bin(x, op, y);
   }
@@ -422,7 +493,8 @@ class GlslEmitter {
 
   std::string emit_call(const Call* c) {
     std::vector<std::string> args;
-    for (auto& a : c->args) args.push_back(emit_expr(a));
+    bool w = c->type.code == TypeCode::Int && c->type.bits == 64;  // wide() holds every such call wide
+    for (auto& a : c->args) args.push_back(emit_width(a, w));
     bool dbl = c->type.is_float() && c->type.bits == 64;
     std::string name;
     switch (c->op) {
@@ -474,7 +546,8 @@ class GlslEmitter {
         visit_expr(op->value);
         if (!self->hoisted_.count(op->var.get())) {
           std::string name = self->fresh(op->var.as<Var>()->name);
-          self->line(self->type_name(op->var.type()) + " " + name + " = " + self->emit_expr(op->value) + ";");
+          if (self->wide(op->value)) self->wide_vars_.insert(op->var.get());
+          self->line(self->var_type(op->var.type(), op->value) + " " + name + " = " + self->emit_expr(op->value) + ";");
           self->vars_[op->var.get()] = name;
           self->hoisted_.insert(op->var.get());
         }
@@ -532,7 +605,9 @@ class GlslEmitter {
         internal_assert(b.storage == Storage::Local || !has_local_ || local_depth_ > 0)
             << "kernel " << k_.name << ": store to " << st->buffer->name << " outside the local loops";
         with_lets({st->index, st->value}, [&] {
-          std::string index = emit_expr(st->index), value = emit_expr(st->value);
+          Type vt = st->buffer->dtype;
+          std::string index = emit_expr(st->index);
+          std::string value = emit_width(st->value, vt.code == TypeCode::Int && vt.bits == 64);
           switch (b.storage) {
             case Storage::Native: line(b.name + ".d" + subscript(index) + " = " + value + ";"); break;
             case Storage::Local: line(b.name + subscript(index) + " = " + value + ";"); break;
@@ -554,7 +629,8 @@ class GlslEmitter {
         with_lets({l->value}, [&] {
           std::string name = fresh(l->var.as<Var>()->name);
           open("");
-          line(type_name(l->var.type()) + " " + name + " = " + emit_expr(l->value) + ";");
+          if (wide(l->value)) wide_vars_.insert(l->var.get());
+          line(var_type(l->var.type(), l->value) + " " + name + " = " + emit_expr(l->value) + ";");
           vars_[l->var.get()] = name;
           emit_stmt(l->body);
           vars_.erase(l->var.get());
@@ -610,7 +686,7 @@ class GlslEmitter {
   // variable `mn + index`: all of them up to kFullUnroll iterations, else
   // kPartialUnroll per iteration of an outer loop, then the rest.
   void emit_unrolled(const For* f, const std::string& name, const std::string& mn, int64_t extent) {
-    std::string it = index_type();
+    std::string it = "int";
     auto copy = [&](const std::string& index) {
       open("");
       line(it + " " + name + " = " + mn + " + " + index + ";");
@@ -630,7 +706,7 @@ class GlslEmitter {
   }
 
   void emit_for(const For* f) {
-    std::string name = fresh(f->var.as<Var>()->name), it = index_type();
+    std::string name = fresh(f->var.as<Var>()->name), it = "int";  // loop variables are narrow (see wide())
     const char* builtin = nullptr;
     bool local = false;
     switch (f->kind) {
@@ -644,6 +720,8 @@ class GlslEmitter {
     }
     with_lets({f->min, f->extent}, [&] {
       std::string mn = emit_expr(f->min), ext = emit_expr(f->extent);
+      if (wide(f->min)) mn = "int(" + mn + ")";
+      if (wide(f->extent)) ext = "int(" + ext + ")";
       if (builtin) {
         internal_assert(!local || local_depth_ == 0) << "kernel " << k_.name << ": nested local loops";
         open("");

@@ -13,10 +13,11 @@
 // 16-bit tensors (bool, int8, uint8, int16, float16) are packed into
 // `uint[]` words, read by shifting and written with atomicAnd/atomicOr so
 // that neighbouring elements written by other invocations are kept. Index
-// arithmetic is 32-bit `int` unless the kernel binds an int64 tensor (the
-// IR does not tell index values from int64 data apart); the compiler
-// rejects tensors of 2^31 bytes or more for this target. Integer `/` and `%`
-// keep the IR's floor semantics (helper functions). Innermost loops are
+// arithmetic is 32-bit `int`: loop variables and what is computed from them
+// and constants alone; only values that derive from int64 data are
+// `int64_t` (the compiler rejects tensors of 2^31 bytes or more for this
+// target). Integer `/` and `%` keep the IR's floor semantics, and float `/`
+// is correctly rounded (helper functions). Innermost loops are
 // unrolled in the text when an invocation would otherwise run more loop
 // iterations than Mesa's lavapipe allows (see codegen_glsl.cpp).
 #pragma once

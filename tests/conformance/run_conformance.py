@@ -7,7 +7,8 @@ Run with Debian's /usr/bin/python3 (python3-onnx, python3-numpy). See docs/confo
                      [--expected tests/conformance/expected_pass.txt]
                      [--suites node,pytorch-converted,pytorch-operator,simple]
                      [--jobs 2] [--timeout 60] [--filter REGEX] [--update-expected]
-                     [--target cpu|vulkan]
+                     [--target cpu|vulkan|vulkan-shared]
+                     [--save-bundles DIR | --load-bundles DIR]
 
 For every case folder DATA/<suite>/<case>/ (model.onnx, test_data_set_N/input_K.pb,
 output_K.pb) it converts the inputs to .npy, compiles the model with kilnc, runs the
@@ -44,6 +45,7 @@ import argparse
 import collections
 import concurrent.futures
 import glob
+import json
 import os
 import re
 import shutil
@@ -113,6 +115,37 @@ def run_proc(cmd: Sequence[str], timeout: float) -> Tuple[Optional[int], str, st
             time.monotonic() - start)
 
 
+def run_kilnc(cmd: Sequence[str], bundle: str, timeout: float, store: Optional[Tuple[str, str]],
+              step: int) -> Tuple[Optional[int], str]:
+    """Runs kilnc (cmd writes `bundle`); returns (returncode or None on timeout, stderr).
+
+    store = ('save', DIR): also keeps the result and the bundle in DIR (kilnc_STEP.json,
+    model_STEP.kiln); ('load', DIR): replays them instead of running kilnc, so that
+    bundles compiled on one machine run on another that has only `kiln` (a board, a
+    GPU machine; see --save-bundles)."""
+    if store is None:
+        rc, _out, err, _secs = run_proc(cmd, timeout)
+        return rc, err
+    mode, folder = store
+    meta = os.path.join(folder, 'kilnc_%d.json' % step)
+    saved = os.path.join(folder, 'model_%d.kiln' % step)
+    if mode == 'load':
+        if not os.path.isfile(meta):
+            raise ToolError('no saved kilnc result %s (compile with --save-bundles)' % meta)
+        with open(meta) as f:
+            record = json.load(f)
+        if os.path.isfile(saved):
+            shutil.copyfile(saved, bundle)
+        return record['rc'], record['stderr']
+    rc, _out, err, _secs = run_proc(cmd, timeout)
+    os.makedirs(folder, exist_ok=True)
+    with open(meta, 'w') as f:
+        json.dump({'rc': rc, 'stderr': err}, f)
+    if rc == 0 and os.path.isfile(bundle):
+        shutil.copyfile(bundle, saved)
+    return rc, err
+
+
 def first_line(text: str, prefix: str = '') -> str:
     for line in text.splitlines():
         line = line.strip()
@@ -155,7 +188,15 @@ def _value_kind(value_info) -> Tuple[str, int]:
 def _check_dtype(onnx_mod, elem_type: int, what: str) -> None:
     import numpy as np
     name = onnx_mod.TensorProto.DataType.Name(elem_type) if elem_type else 'UNDEFINED'
-    np_type = onnx_mod.mapping.TENSOR_TYPE_TO_NP_TYPE.get(elem_type) if elem_type else None
+    np_type = None
+    if elem_type:
+        if hasattr(onnx_mod, 'mapping'):  # onnx < 1.13 (Debian 12's 1.12)
+            np_type = onnx_mod.mapping.TENSOR_TYPE_TO_NP_TYPE.get(elem_type)
+        else:  # onnx >= 1.13 (a GPU machine's; see tools/gpu_check)
+            try:
+                np_type = onnx_mod.helper.tensor_dtype_to_np_dtype(elem_type)
+            except (KeyError, ValueError):
+                np_type = None
     if np_type is None or elem_type == onnx_mod.TensorProto.BFLOAT16 \
             or str(np.dtype(np_type)) not in KILN_NPY_DTYPES:
         raise Unsupported('%s has element type %s, which kiln run cannot read or write as .npy'
@@ -222,12 +263,13 @@ TARGET_ARGS = {
 }
 
 
-def run_case(args: Tuple[str, str, str, str, str, str, float, str]) -> Tuple[str, str, str, str, float]:
+def run_case(args: Tuple[str, str, str, str, str, str, float, str, Optional[Tuple[str, str]]]
+             ) -> Tuple[str, str, str, str, float]:
     """Returns (suite, case, status, reason, seconds)."""
-    suite, case, case_dir, work, kilnc, kiln, timeout, target = args
+    suite, case, case_dir, work, kilnc, kiln, timeout, target, store = args
     start = time.monotonic()
     try:
-        status, reason = _run_case(case_dir, work, kilnc, kiln, timeout, target)
+        status, reason = _run_case(case_dir, work, kilnc, kiln, timeout, target, store)
     except Unsupported as e:
         status, reason = 'unsupported', str(e)
     except ToolError as e:
@@ -238,7 +280,8 @@ def run_case(args: Tuple[str, str, str, str, str, str, float, str]) -> Tuple[str
 
 
 def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
-              timeout: float, target: str = 'cpu') -> Tuple[str, str]:
+              timeout: float, target: str = 'cpu',
+              store: Optional[Tuple[str, str]] = None) -> Tuple[str, str]:
     import numpy as np
     import onnx
     from onnx import numpy_helper
@@ -297,7 +340,7 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
 
     bundle = os.path.join(work, 'model.kiln')
     kilnc_args, run_args = TARGET_ARGS[target]
-    rc, _out, err, secs = run_proc([kilnc, model_path, '-o', bundle] + kilnc_args, timeout)
+    rc, err = run_kilnc([kilnc, model_path, '-o', bundle] + kilnc_args, bundle, timeout, store, 0)
     note = ''
     # kilnc compiles static shapes: inputs that decide a shape or a position
     # (Reshape's shape, Slice's starts, TopK's k...) must be constants. When
@@ -311,7 +354,7 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
             cmd = [kilnc, model_path, '-o', bundle] + kilnc_args
             for i, name in frozen:
                 cmd += ['--freeze-input', '%s=%s' % (name, os.path.join(data_sets[0], 'input_%d.pb' % i))]
-            rc, _out, err, secs = run_proc(cmd, timeout)
+            rc, err = run_kilnc(cmd, bundle, timeout, store, 1)
             names = {name for _, name in frozen}
             ds_name, feeds, refs = converted[0]
             converted = [(ds_name, [f for f in feeds if f.split('=', 1)[0] not in names], refs)]
@@ -452,7 +495,7 @@ def write_report(path: str, results, suites: Sequence[str], header: Dict[str, st
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--kilnc', required=True)
+    ap.add_argument('--kilnc', help='the compiler (not needed with --load-bundles)')
     ap.add_argument('--kiln', required=True)
     ap.add_argument('--data', help='conformance data folder (overridden by $%s)' % ENV_DATA)
     ap.add_argument('--workdir', required=True,
@@ -467,6 +510,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument('--target', choices=sorted(TARGET_ARGS), default='cpu',
                     help='vulkan: kilnc --target=vulkan, kiln run --device vulkan --validation '
                          '(any validation message fails the case); default %(default)s')
+    ap.add_argument('--save-bundles', metavar='DIR',
+                    help='also keep every kilnc result and bundle in DIR/<suite>/<case>/')
+    ap.add_argument('--load-bundles', metavar='DIR',
+                    help='run the bundles that --save-bundles kept in DIR instead of running kilnc '
+                         '(compile on one machine, run on another with only `kiln`)')
     ap.add_argument('--update-expected', action='store_true',
                     help='rewrite --expected with the passing cases (cases outside the '
                          'selected suites/--filter keep their entries)')
@@ -491,7 +539,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print('run_conformance: error: suite folder %s missing' % os.path.join(data, s),
                   file=sys.stderr)
             return 2
-    for tool in (args.kilnc, args.kiln):
+    if args.save_bundles and args.load_bundles:
+        print('run_conformance: error: --save-bundles and --load-bundles exclude each other',
+              file=sys.stderr)
+        return 2
+    if not args.kilnc and not args.load_bundles:
+        print('run_conformance: error: --kilnc is needed (unless --load-bundles)', file=sys.stderr)
+        return 2
+    if args.load_bundles and not os.path.isdir(args.load_bundles):
+        print('run_conformance: error: --load-bundles folder %s not found' % args.load_bundles,
+              file=sys.stderr)
+        return 2
+    for tool in ([args.kilnc] if args.kilnc else []) + [args.kiln]:
         if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
             print('run_conformance: error: %s is not an executable (build first)' % tool,
                   file=sys.stderr)
@@ -544,8 +603,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                                               ','.join(suites), args.jobs),
           flush=True)
     t0 = time.monotonic()
-    tasks = [(s, c, d, os.path.join(workdir, s, c), os.path.abspath(args.kilnc),
-              os.path.abspath(args.kiln), args.timeout, args.target) for s, c, d in cases]
+    def store(s: str, c: str) -> Optional[Tuple[str, str]]:
+        if args.save_bundles:
+            return ('save', os.path.join(os.path.abspath(args.save_bundles), s, c))
+        if args.load_bundles:
+            return ('load', os.path.join(os.path.abspath(args.load_bundles), s, c))
+        return None
+    kilnc_path = os.path.abspath(args.kilnc) if args.kilnc else '(--load-bundles)'
+    tasks = [(s, c, d, os.path.join(workdir, s, c), kilnc_path,
+              os.path.abspath(args.kiln), args.timeout, args.target, store(s, c)) for s, c, d in cases]
     results = []
     progress = collections.Counter()
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -584,7 +650,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     new_passes = [n for n in passing if n not in expected_set] if args.expected else []
 
     header = collections.OrderedDict([
-        ('data', data), ('kilnc', os.path.abspath(args.kilnc)),
+        ('data', data), ('kilnc', kilnc_path),
         ('kiln', os.path.abspath(args.kiln)), ('suites', ', '.join(suites)),
         ('filter', args.filter or '(none)'), ('cases', str(len(results))),
         ('jobs', str(args.jobs)), ('wall time', '%.1f s' % elapsed),
