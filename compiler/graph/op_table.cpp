@@ -69,6 +69,7 @@ const char* family_name(OpFamily family) {
     case OpFamily::Attention: return "attention";
     case OpFamily::Signal: return "signal";
     case OpFamily::Text: return "text";
+    case OpFamily::Random: return "random";
     case OpFamily::None: return "none";
   }
   return "?";

@@ -33,7 +33,7 @@ enum class Op : uint16_t {
 // The operator library file that lowers an operator (lower/ops_<family>.cpp).
 enum class OpFamily : uint8_t {
   Import, Conv, Pool, Elementwise, Math, Matmul, Shape, Softmax, Reduce, Index, Norm, Scan, Rnn, Loss, Resize,
-  Quant, Layout, Select, Attention, Signal, Text, None,
+  Quant, Layout, Select, Attention, Signal, Text, Random, None,
 };
 
 // Fusion and evaluation role (see op_table.def).

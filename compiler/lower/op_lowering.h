@@ -189,4 +189,8 @@ Expr round_half_even(const Expr& v);
 // float32; a NaN v saturates to the range's low end): ONNX's QuantizeLinear.
 Expr quantize(const Expr& v, const Expr& zp, tir::Type t, std::pair<double, double> range);
 
+// Dropout whose training_mode is true or known only at run time (ops_random.cpp;
+// lower_alias hands it over).
+void lower_dropout_training(OpContext& ctx);
+
 }  // namespace kiln::lower

@@ -25,10 +25,10 @@ void lower_alias(OpContext& ctx) {
     bool zero_ratio = ctx.has_input(1) && ctx.value(ctx.input(1)).is_constant() && ctx.value(ctx.input(1)).const_at(0) == 0;
     if (ctx.has_input(2) && !zero_ratio) {  // with ratio 0, training mode is the identity too
       const graph::Value& t = ctx.value(ctx.input(2));
-      user_assert(t.is_constant()) << n.describe() << ": training_mode must be a constant";
-      training = t.const_at(0) != 0;
+      training = t.is_constant() && t.const_at(0) != 0;
     }
-    user_assert(!training) << n.describe() << ": Dropout in training mode is random; kilnc compiles inference only";
+    if (ctx.has_input(2) && !zero_ratio && (!ctx.value(ctx.input(2)).is_constant() || training))
+      return lower_dropout_training(ctx);  // ops_random.cpp
     if (n.outputs.size() > 1 && n.outputs[1] >= 0) {  // the mask: all true in inference
       ctx.set_output(1, te::compute("mask", ctx.out_dims(1), [](const Indices&) { return tir::IntImm::make(tir::Bool(), 1); }));
     }

@@ -392,8 +392,8 @@ def build_transformer():
 # torch.onnx would fold it on export.
 
 def build_unsupported():
-    """A tiny model with an operator kilnc does not support (RandomUniformLike, which torch's
-    bernoulli exports), between supported ones."""
+    """A tiny model with an operator kilnc does not support (Multinomial, which torch's
+    multinomial exports), between supported ones."""
     torch = _torch()
     nn = torch.nn
 
@@ -404,8 +404,8 @@ def build_unsupported():
 
         def forward(self, x):
             y = torch.relu(self.conv(x))
-            y = torch.bernoulli(torch.sigmoid(y))  # RandomUniformLike, Less, Cast
-            return y + 1.0
+            p = torch.sigmoid(y).flatten(1)
+            return torch.multinomial(p, 1).float() + 1.0  # Multinomial (Log), Cast
 
     return Unsupported()
 
@@ -633,8 +633,8 @@ MODELS['hetero_float64'] = ModelSpec(lambda: None, (2, 4, 8),
                                      description='float64 kernels between float32 ones (Vulkan + host CPU)')
 
 UNSUPPORTED_MODEL = ModelSpec(build_unsupported, (1, 3, 8, 8),
-                              frozenset({'Conv', 'Relu', 'Sigmoid', 'RandomUniformLike', 'Add'}))
-UNSUPPORTED_OP = 'RandomUniformLike'
+                              frozenset({'Conv', 'Relu', 'Sigmoid', 'Multinomial', 'Add'}))
+UNSUPPORTED_OP = 'Multinomial'
 
 
 # ---------------------------------------------------------------------------
