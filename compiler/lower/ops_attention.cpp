@@ -77,9 +77,6 @@ tir::Stmt vec(int64_t lanes, const std::function<tir::Stmt(const Expr&)>& body) 
   return tir::For::make(lane, Expr(0), Expr(lanes), tir::ForKind::Vectorized, body(lane));
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
-
 // lanes[at] = op over lanes[at .. at + n) (n a power of two), folding
 // halves: log2(n) vector steps instead of a chain of n - 1 scalar ones.
 tir::Stmt tree_reduce(const tir::Buffer& lanes, int64_t at, int64_t n,

@@ -45,7 +45,7 @@ void default_gpu_schedule(te::Stage& s) {
   bind_invocations(s, s.axes);
 }
 
-void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, int64_t tb) {
+void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, int64_t tb, int64_t min_invocations) {
   if (s.reduce_axes.empty() || a >= s.axes.size() || b >= s.axes.size() || a == b) return default_gpu_schedule(s);
   // The largest divisor of each axis up to the tile size; where that is
   // under half of it (7 pixels: 1), the tile size itself, the last tile
@@ -56,6 +56,17 @@ void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, in
   };
   ta = size(s.axes[a]->extent, ta);
   tb = size(s.axes[b]->extent, tb);
+  // Smaller tiles where the big ones would leave a large GPU idle.
+  auto invocations = [&] {
+    int64_t n = 1;
+    for (size_t i = 0; i < s.axes.size(); i++)
+      n *= i == a ? ceil_div(s.axes[i]->extent, ta) : i == b ? ceil_div(s.axes[i]->extent, tb) : s.axes[i]->extent;
+    return n;
+  };
+  while (invocations() < min_invocations && (ta > 1 || tb > 1)) {
+    if (ta >= tb) ta = size(s.axes[a]->extent, ta / 2);
+    else tb = size(s.axes[b]->extent, tb / 2);
+  }
   std::vector<te::IterVar> outer, inner;
   for (size_t i = 0; i < s.axes.size(); i++) {
     if (i != a && i != b) {
@@ -101,8 +112,13 @@ void schedule_conv2d_gpu(te::Stage& s, const te::Tensor& xpad, const te::Tensor&
   if (s.axes.size() != 4 || s.reduce_axes.size() != 3) return default_gpu_schedule(s);
   auto n = s.axes[0], m = s.axes[1], oh = s.axes[2], ow = s.axes[3];
   // (Channel counts that tile evenly: a slice of 8 for C = 3 would be 5/8 waste.)
-  if (!shared || depthwise || m->extent % 16 || s.reduce_axes[0]->extent % 8 || oh->extent < 8 || ow->extent < 8)
-    return schedule_register_tile_gpu(s, 1, depthwise ? 1 : 4, 3, 4);
+  // Desktop-class GPUs (`shared`) need many workgroups: a small map (SqueezeNet's
+  // 13x13 at 256 channels: 64 blocks) runs as register tiles, made small enough
+  // to fill the GPU (docs/vulkan.md, "On a real GPU").
+  int64_t blocks = n->extent * ceil_div(m->extent, 16) * ceil_div(oh->extent, 8) * ceil_div(ow->extent, 8);
+  if (!shared || depthwise || m->extent % 16 || s.reduce_axes[0]->extent % 8 || oh->extent < 8 || ow->extent < 8 ||
+      blocks < kGpuMinWorkgroups)
+    return schedule_register_tile_gpu(s, 1, depthwise ? 1 : 4, 3, 4, shared ? kGpuMinInvocations : 0);
   auto [mo, mr] = s.split(m, 16);
   auto [mg, mt] = s.split(mr, 4);
   auto [oho, ohi] = s.split(oh, 8);

@@ -17,6 +17,11 @@ namespace kiln::lower {
 constexpr int64_t kGpuWorkgroupSize = 64;
 // Workgroups per dimension every Vulkan device supports.
 constexpr int64_t kGpuMaxWorkgroupCount = 65535;
+// What a desktop-class GPU (kilnc --vulkan-shared-memory=on) needs in flight
+// to be busy: an H200 runs 132 x 2048 invocations at once; below these
+// counts its convolutions were latency-bound (docs/vulkan.md).
+constexpr int64_t kGpuMinInvocations = 32768;
+constexpr int64_t kGpuMinWorkgroups = 256;
 
 void default_gpu_schedule(te::Stage& s);
 
@@ -26,15 +31,18 @@ void default_gpu_schedule(te::Stage& s);
 // registers: per reduction step it loads ta + tb operands for ta * tb
 // multiply-adds instead of two loads for each. The remaining spatial loops
 // spread over invocations as in the default schedule.
-void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, int64_t tb);
+// With min_invocations, the tiles shrink (the larger first) until the
+// invocations number at least that many, or are 1 x 1.
+void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, int64_t tb, int64_t min_invocations = 0);
 
 // 2-D convolutions [N, M, OH, OW] over [C/group, KH, KW] reading the padded
 // input xpad and weights w. With `shared` memory (group 1, channels in
 // multiples of 16 out and 8 in, maps of 8x8 or more): a workgroup computes 16 channels x 8x8 pixels,
 // 64 invocations of 4 channels x 4 pixels of a row each, and copies the
 // input and weight slices of every 8 input channels into shared memory
-// first. Otherwise register tiles of 4 channels x 4 pixels (a depthwise
-// conv shares nothing across channels: 4 pixels only).
+// first, where that makes kGpuMinWorkgroups workgroups. Otherwise register
+// tiles of 4 channels x 4 pixels (a depthwise conv shares nothing across
+// channels: 4 pixels only), with `shared` shrunk to kGpuMinInvocations.
 void schedule_conv2d_gpu(te::Stage& s, const te::Tensor& xpad, const te::Tensor& w, bool shared, bool depthwise);
 
 // Reductions with few outputs (at most 16384) over 128 elements or more:

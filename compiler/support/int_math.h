@@ -14,4 +14,8 @@ inline int64_t largest_divisor(int64_t n, int64_t limit) {
   return 1;
 }
 
+// a / b rounded up, and a rounded up to a multiple of b (a >= 0, b > 0).
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
 }  // namespace kiln

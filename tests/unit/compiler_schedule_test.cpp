@@ -8,6 +8,7 @@
 
 #include "compiler_test_util.h"
 #include "support/diagnostics.h"
+#include "lower/schedules_gpu.h"
 #include "te/schedule.h"
 #include "te/tensor.h"
 #include "tir/ir_printer.h"
@@ -308,5 +309,45 @@ TEST_CASE("cache_shared: tiles of a GPU matmul's inputs, none where a block need
     CHECK(ir.find("allocate shared B_shared[f32 * 128]") != std::string::npos);  // 8 k x 16 columns
     CHECK((ir.find("allocate shared A_shared[f32 * 64]") != std::string::npos) == !uneven);  // 8 rows x 8 k
     CHECK(ir.find("barrier") != std::string::npos);
+  }
+}
+
+// Invocations a stage's loops run: the extents bound to workgroups and
+// local invocations, multiplied.
+static int64_t gpu_invocations(const te::Stage& s) {
+  int64_t n = 1;
+  for (auto& l : s.leaves)
+    if (l->kind == tir::ForKind::WorkgroupX || l->kind == tir::ForKind::WorkgroupY || l->kind == tir::ForKind::LocalX)
+      n *= l->extent;
+  return n;
+}
+
+TEST_CASE("desktop-class GPU convolutions on small maps shrink their tiles to fill the GPU") {
+  // SqueezeNet's expand3x3 on a 13x13 map: [1, 256, 13, 13] over [64, 3, 3]. On an
+  // H200 its 16-channel x 8x8 shared blocks (64 workgroups) ran at 65 GFLOP/s.
+  auto conv = [](int64_t m, int64_t hw) {
+    te::Tensor x = te::placeholder("xpad", {1, 64, hw + 2, hw + 2}, tir::Float(32));
+    te::Tensor w = te::placeholder("w", {m, 64, 3, 3}, tir::Float(32));
+    te::Tensor y = te::reduce("y", {1, m, hw, hw}, {64, 3, 3}, te::ReduceKind::Sum, tir::Float(32),
+                              [=](const te::Indices& o, const te::Indices& r) {
+                                return x({o[0], r[0], o[2] + r[1], o[3] + r[2]}) * w({o[1], r[0], r[1], r[2]});
+                              });
+    return std::make_tuple(x, w, y);
+  };
+  {
+    auto [x, w, y] = conv(256, 13);
+    te::Stage desk(y), mobile(y);
+    lower::schedule_conv2d_gpu(desk, x, w, true, false);
+    lower::schedule_conv2d_gpu(mobile, x, w, false, false);
+    CHECK(desk.shared_caches.empty());
+    CHECK(gpu_invocations(desk) >= lower::kGpuMinInvocations);
+    CHECK(gpu_invocations(mobile) < lower::kGpuMinInvocations);  // 4 x 4 tiles, as before
+  }
+  {
+    // A large map keeps the shared-memory blocks.
+    auto [x, w, y] = conv(256, 56);
+    te::Stage desk(y);
+    lower::schedule_conv2d_gpu(desk, x, w, true, false);
+    CHECK(desk.shared_caches.size() == 2);
   }
 }
