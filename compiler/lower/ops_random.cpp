@@ -1,5 +1,5 @@
-// Random: RandomUniform(Like), RandomNormal(Like), Bernoulli and Dropout in
-// training mode (decision 46).
+// Random: RandomUniform(Like), RandomNormal(Like), Bernoulli, Multinomial and
+// Dropout in training mode (decision 46).
 //
 // Every random number is a pure function of (seed, element index): a
 // counter-based generator, so kernels stay parallel and schedulable and the
@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "lower/op_lowering.h"
+#include "lower/serial_tir.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
@@ -130,6 +131,43 @@ void lower_random(OpContext& ctx) {
     }
     default: internal_error << n.describe() << ": not a random operator";
   }
+}
+
+// Multinomial: sample_size class indices per row of unnormalized
+// log-probabilities [B, C]. A hand-written kernel, a workgroup per row: the
+// row's maximum, the sum of exp(x - max), then per sample the first class
+// whose running sum passes u * sum (u a uniform draw for (row, sample)). A row
+// with NaNs or only -inf picks the last class.
+void lower_multinomial(OpContext& ctx) {
+  using namespace serial;  // NOLINT: the builders are this kernel's vocabulary
+  const graph::Node& n = ctx.node();
+  const graph::Shape xs = ctx.in_shape(0), ys = ctx.out_shape(0);
+  user_assert(xs.size() == 2 && xs[1] >= 1) << n.describe() << ": input must be [batch, classes] with a class or more";
+  const int64_t rows = xs[0], C = xs[1], S = n.attr_int("sample_size", 1);
+  user_assert(ys.size() == 2 && ys[0] == rows && ys[1] == S && S >= 1)
+      << n.describe() << ": output must be [batch, sample_size] with sample_size >= 1";
+  tir::Type t = out_type(ctx);
+  user_assert(t.is_int()) << n.describe() << ": dtype must be int32 or int64";
+  const uint32_t seed = node_seed(n, 0);
+  const int in = ctx.input(0), out = ctx.output(0);
+  const tir::Type f32 = tir::Float(32);
+  ctx.emit_tir("multinomial", [&](const OpContext::BindFn& bind) {
+    tir::Buffer X = bind(in, Access::Read), Y = bind(out, Access::Write);
+    Expr row = index_var("row"), c = index_var("c"), s = index_var("s");
+    Local mx("mx", f32), total("total", f32), acc("acc", f32), pick("pick", tir::Index());
+    auto x = [&](const Expr& col) { return tir::cast(f32, tir::Load::make(X, row * Expr(C) + col)); };
+    auto e = [&](const Expr& col) { return tir::Call::make(tir::Intrinsic::Exp, {x(col) - mx.get()}); };
+    Expr threshold = uniform01(row * Expr(S) + s, seed) * total.get();
+    Stmt sample = block({acc.set(Expr(0.0f)), pick.set(Expr(C)),
+                         loop(c, Expr(C), block({acc.set(acc.get() + e(c)),
+                                                 when(tir::EQ::make(pick.get(), Expr(C)) && threshold < acc.get(),
+                                                      pick.set(c))})),
+                         tir::Store::make(Y, row * Expr(S) + s, tir::cast(t, tir::min(pick.get(), Expr(C - 1))))});
+    Stmt body = block({mx.set(Expr(-INFINITY)), loop(c, Expr(C), mx.set(tir::max(mx.get(), x(c)))),
+                       total.set(Expr(0.0f)), loop(c, Expr(C), total.set(total.get() + e(c))), loop(s, Expr(S), sample)});
+    return tir::For::make(row, Expr(0), Expr(rows), tir::ForKind::WorkgroupX,
+                          allocate({mx.b, total.b, acc.b, pick.b}, body));
+  });
 }
 
 // Dropout whose training_mode may be true: y = x / (1 - ratio) where a

@@ -9,6 +9,8 @@ Dropout in training mode with its ratio and training_mode given at run time.
   normal     262144 draws of N(1.5, 2^2): mean, standard deviation, and the share within one
              and two sigma; RandomNormal of a static shape likewise
   bernoulli  65536 draws at 16 probability levels (0 and 1 included, which must be exact)
+  multinomial 20000 samples from each of 3 rows of logits (uniform, powers of two with a -inf
+             class, peaked): every class's share within 5 sigma, never a class of probability 0
   dropout    ratio 0.3 and 0.8 at run time: every kept value is x / (1 - ratio), the mask agrees,
              the dropped share within 5 sigma; training_mode false gives y = x and a true mask
   seeds      two seeds give different draws; the same bundle gives the same draws with 1 and 2
@@ -42,17 +44,19 @@ def model() -> onnx.ModelProto:
         helper.make_node('RandomUniform', [], ['uniform_static'], shape=[4, 8], dtype=TensorProto.DOUBLE),
         helper.make_node('Bernoulli', ['p'], ['bern'], seed=5.0),
         helper.make_node('Dropout', ['x', 'ratio', 'training'], ['dropped', 'mask'], seed=1),
+        helper.make_node('Multinomial', ['logits'], ['classes'], sample_size=20000, dtype=TensorProto.INT64, seed=2.0),
     ]
     g = helper.make_graph(
         nodes, 'random_ops',
         [helper.make_tensor_value_info('x', F, SHAPE), helper.make_tensor_value_info('p', F, [16, 4096]),
-         helper.make_tensor_value_info('ratio', F, []), helper.make_tensor_value_info('training', TensorProto.BOOL, [])],
+         helper.make_tensor_value_info('logits', F, [3, 5]), helper.make_tensor_value_info('ratio', F, []), helper.make_tensor_value_info('training', TensorProto.BOOL, [])],
         [helper.make_tensor_value_info('uniform', F, SHAPE), helper.make_tensor_value_info('uniform_seed8', F, SHAPE),
          helper.make_tensor_value_info('normal', F, SHAPE),
          helper.make_tensor_value_info('normal_static', F, [256, 256]),
          helper.make_tensor_value_info('uniform_static', TensorProto.DOUBLE, [4, 8]),
          helper.make_tensor_value_info('bern', F, [16, 4096]),
-         helper.make_tensor_value_info('dropped', F, SHAPE), helper.make_tensor_value_info('mask', TensorProto.BOOL, SHAPE)])
+         helper.make_tensor_value_info('dropped', F, SHAPE), helper.make_tensor_value_info('mask', TensorProto.BOOL, SHAPE),
+         helper.make_tensor_value_info('classes', TensorProto.INT64, [3, 20000])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 15)])
     onnx.checker.check_model(m)
     return m
@@ -118,7 +122,9 @@ def main() -> int:
     levels = np.linspace(0.0, 1.0, 16).astype(np.float32)
     p = np.repeat(levels[:, None], 4096, axis=1)
     feeds = {}
-    for name, arr in (('x', x), ('p', p)):
+    logits = np.array([[0, 0, 0, 0, 0], [np.log(0.5), np.log(0.25), np.log(0.125), np.log(0.125), -np.inf],
+                       [10, 9, 8, -5, 3]], np.float32)
+    for name, arr in (('x', x), ('p', p), ('logits', logits)):
         feeds[name] = os.path.join(work, name + '.npy')
         np.save(feeds[name], arr)
     ok = True
@@ -165,6 +171,19 @@ def main() -> int:
     for i in range(1, 15):
         lv = float(levels[i])
         ok &= within('bernoulli mean at p = %.3f' % lv, float(b[i].mean()), lv, np.sqrt(lv * (1 - lv) / 4096))
+    kiln_e2e.log('multinomial:')
+    cls = r['classes']
+    probs = np.exp(logits.astype(np.float64) - logits.max(axis=1, keepdims=True))
+    probs /= probs.sum(axis=1, keepdims=True)
+    inrange = bool(((cls >= 0) & (cls < 5)).all()) and not (cls[1] == 4).any()
+    kiln_e2e.log('  classes in [0, 5), none of probability 0: %s' % ('ok' if inrange else 'FAIL'))
+    ok &= inrange
+    for row in range(3):
+        for c in range(5):
+            pc = probs[row, c]
+            if pc > 1e-4:
+                ok &= within('multinomial row %d class %d share' % (row, c), float(np.mean(cls[row] == c)), pc,
+                             np.sqrt(pc * (1 - pc) / cls.shape[1]))
     # Determinism: another run with 2 threads gives the same values.
     feeds['ratio'], feeds['training'] = os.path.join(work, 'r3.npy'), os.path.join(work, 't1.npy')
     np.save(feeds['ratio'], np.array(0.3, np.float32))
