@@ -21,16 +21,24 @@ using namespace tir;
 // integer division and remainder round toward negative infinity; float
 // division is correctly rounded (Vulkan lets a GPU's OpFDiv be 2.5 ulp off:
 // NVIDIA's is, and quantization's round(x / scale) then picks the wrong
-// integer at ties), from the hardware quotient and one fma correction step.
+// integer at ties): the hardware quotient q, corrected by (a - q b) / b with
+// q b computed exactly by Dekker's splitting (not fma: Vulkan does not
+// require fma to be fused, and lavapipe's is not); outside [1e-25, 1e30],
+// where the splitting could overflow or lose bits, the plain quotient.
 const char* kPrelude = R"(float kiln_min(float a, float b) { return a < b ? a : b; }
 float kiln_max(float a, float b) { return a > b ? a : b; }
 int kiln_div(int a, int b) { int q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 int kiln_mod(int a, int b) { int r = a - (a / b) * b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+vec2 kiln_split(float x) { precise float c = 4097.0 * x; precise float h = c - (c - x); return vec2(h, x - h); }
 float kiln_fdiv(float a, float b) {
   precise float q = a / b;
-  if (isnan(q) || isinf(q) || q == 0.0 || abs(b) > 8.5e37 || abs(b) < 1.2e-37) return q;
-  precise float r = fma(-q, b, a);
-  return fma(r, 1.0 / b, q);
+  if (isnan(q) || isinf(q) || q == 0.0 || abs(a) < 1e-25 || abs(a) > 1e30 || abs(b) < 1e-30 || abs(b) > 1e30 ||
+      abs(q) < 1e-30 || abs(q) > 1e30) return q;
+  vec2 qs = kiln_split(q), bs = kiln_split(b);
+  precise float p = q * b;
+  precise float e = ((qs.x * bs.x - p) + qs.x * bs.y + qs.y * bs.x) + qs.y * bs.y;
+  precise float r = (a - p) - e;
+  return q + r / b;
 }
 float kiln_f16(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }
 float kiln_erf(float x) {

@@ -28,6 +28,18 @@ namespace {
 using te::Indices;
 using tir::Expr;
 
+// murmur3's 32-bit finalizer (here, at compile time, with xor).
+uint32_t fmix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35u;
+  return x ^ (x >> 16);
+}
+
+// The seed of `stream` (0, 1, ...) of node n. Streams must be unrelated:
+// seeds that differ by a multiple of the index multiplier would give the same
+// draws shifted by some elements (RandomNormal's two uniforms once did).
 uint32_t node_seed(const graph::Node& n, uint32_t stream) {
   uint32_t h = 2166136261u;  // FNV-1a
   if (n.has_attr("seed")) {
@@ -37,7 +49,7 @@ uint32_t node_seed(const graph::Node& n, uint32_t stream) {
   } else {
     for (char c : n.name) h = (h ^ (uint8_t)c) * 16777619u;
   }
-  return h + stream * 0x9E3779B9u;
+  return fmix32(h ^ fmix32(stream + 1));
 }
 
 Expr u32(uint32_t v) { return tir::make_const(tir::UInt(32), (int64_t)v); }
@@ -165,8 +177,16 @@ void lower_multinomial(OpContext& ctx) {
                          tir::Store::make(Y, row * Expr(S) + s, tir::cast(t, tir::min(pick.get(), Expr(C - 1))))});
     Stmt body = block({mx.set(Expr(-INFINITY)), loop(c, Expr(C), mx.set(tir::max(mx.get(), x(c)))),
                        total.set(Expr(0.0f)), loop(c, Expr(C), total.set(total.get() + e(c))), loop(s, Expr(S), sample)});
-    return tir::For::make(row, Expr(0), Expr(rows), tir::ForKind::WorkgroupX,
-                          allocate({mx.b, total.b, acc.b, pick.b}, body));
+    Stmt per_row = allocate({mx.b, total.b, acc.b, pick.b}, body);
+    // A workgroup per row: along x, and y beyond the 65535 x-groups every Vulkan device has.
+    constexpr int64_t kMaxGroups = 65535;
+    if (rows <= kMaxGroups) return tir::For::make(row, Expr(0), Expr(rows), tir::ForKind::WorkgroupX, per_row);
+    Expr gy = index_var("gy"), gx = index_var("gx");
+    user_assert(rows <= kMaxGroups * kMaxGroups) << n.describe() << ": too many rows";
+    return tir::For::make(gy, Expr(0), Expr((rows + kMaxGroups - 1) / kMaxGroups), tir::ForKind::WorkgroupY,
+                          tir::For::make(gx, Expr(0), Expr(kMaxGroups), tir::ForKind::WorkgroupX,
+                                         tir::LetStmt::make(row, gy * Expr(kMaxGroups) + gx,
+                                                            when(row < Expr(rows), per_row))));
   });
 }
 

@@ -159,6 +159,12 @@ def main() -> int:
     kiln_e2e.log('normal:')
     ok &= check_normal(r['normal'].astype(np.float64), 1.5, 2.0, 'normal')
     ok &= check_normal(r['normal_static'].astype(np.float64), 0.0, 1.0, 'normal (static)')
+    # Neighbours independent beyond linear correlation (RandomNormal's two uniform streams
+    # were once the same stream one element apart: corr(z_i, z_{i+1}^2) was 0.2).
+    z = (r['normal'].astype(np.float64).ravel() - 1.5) / 2.0
+    dep = float(np.corrcoef(z[:-1], z[1:] ** 2)[0, 1])
+    kiln_e2e.log('  normal corr(z_i, z_(i+1)^2) %.4f: %s' % (dep, 'ok' if abs(dep) < 0.01 else 'FAIL'))
+    ok &= abs(dep) < 0.01
     us = r['uniform_static']
     dbl = us.dtype == np.float64 and bool(((us >= 0) & (us < 1)).all())
     kiln_e2e.log('RandomUniform float64 [4, 8] in [0, 1): %s' % ('ok' if dbl else 'FAIL'))
