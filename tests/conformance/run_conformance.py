@@ -134,8 +134,12 @@ def run_kilnc(cmd: Sequence[str], bundle: str, timeout: float, store: Optional[T
             raise ToolError('no saved kilnc result %s (compile with --save-bundles)' % meta)
         with open(meta) as f:
             record = json.load(f)
+        if os.path.isfile(bundle):
+            os.remove(bundle)  # never a stale bundle from an earlier step
         if os.path.isfile(saved):
             shutil.copyfile(saved, bundle)
+        elif record['rc'] == 0:
+            raise ToolError('saved kilnc result %s has no bundle %s' % (meta, saved))
         return record['rc'], record['stderr']
     rc, _out, err, _secs = run_proc(cmd, timeout)
     os.makedirs(folder, exist_ok=True)
