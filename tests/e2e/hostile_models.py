@@ -232,7 +232,12 @@ def cases(workdir: str) -> dict:
         'dropout_training': (b(model([helper.make_node('Dropout', ['x', 'ratio', 'train'], ['y'], name='drop0')],
                                      [vi('x', [4])], [vi('y', [4])],
                                      [tensor('ratio', [], [0.5]), helper.make_tensor('train', TensorProto.BOOL, [], [True])])),
-                             'error', ['drop0']),
+                             'ok', []),  # training mode compiles (ops_random.cpp, decision 46)
+        'dropout_ratio_not_scalar': (b(model([helper.make_node('Dropout', ['x', 'ratio', 'train'], ['y'], name='drop1')],
+                                             [vi('x', [4])], [vi('y', [4])],
+                                             [tensor('ratio', [2], [0.5, 0.25]),
+                                              helper.make_tensor('train', TensorProto.BOOL, [], [True])])),
+                                     'error', ['drop1']),
         'slice_runtime_starts': (b(model([helper.make_node('Slice', ['x', 'st', 'en'], ['y'], name='slice0')],
                                          [vi('x', [8]), vi('st', [1], TensorProto.INT64)], [vi('y', [4])],
                                          [helper.make_tensor('en', TensorProto.INT64, [1], [8])])), 'ok', []),
