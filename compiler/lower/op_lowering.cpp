@@ -350,6 +350,16 @@ std::vector<int64_t> const_ints(OpContext& ctx, size_t input, const char* what) 
   return r;
 }
 
+tir::Type compute_type(graph::DType dt) { return dt == graph::DType::Bool ? tir::Bool() : graph::dtype_to_tir(dt); }
+
+Expr scalar_input(OpContext& ctx, size_t i, tir::Type as) {
+  const graph::Value& v = ctx.value(ctx.input(i));
+  user_assert(v.elements() == 1) << ctx.node().describe() << ": input " << i << " must hold one element";
+  if (v.is_constant()) return tir::make_const(as, v.const_at(0));
+  te::Tensor s = ctx.in(i);
+  return tir::cast(as, s(Indices(s.ndim(), Expr(0))));
+}
+
 Expr padded_read(const te::Tensor& t, const Indices& idx, Expr pad) {
   Indices clamped;
   te::Dims lo(std::vector<int64_t>(t.ndim(), 0));

@@ -183,6 +183,13 @@ bool dims_differ(const Expr& a, const Expr& b);
 int64_t static_extent(const Expr& e, const std::string& what);
 // Integer division rounding toward zero (ONNX's integer Div).
 Expr trunc_divide(const Expr& a, const Expr& b);
+// The TIR type an operator computes a value of `dt` in (bool as Bool; its
+// storage type, graph::dtype_to_tir, is one byte).
+tir::Type compute_type(graph::DType dt);
+// Input `i`, a one-element tensor, as an expression of type `as`: its
+// constant value, or a load of it at run time.
+Expr scalar_input(OpContext& ctx, size_t i, tir::Type as);
+
 // Round half to even (ONNX's Round) of a float expression.
 Expr round_half_even(const Expr& v);
 // saturate(round_half_even(v) + zp) in `range`, converted to `t` (v and zp

@@ -329,7 +329,7 @@ void lower_reverse_sequence(OpContext& ctx) {
 void lower_eye_like(OpContext& ctx) {
   int64_t kdiag = ctx.node().attr_int("k", 0);
   graph::DType dt = ctx.value(ctx.output(0)).dtype;
-  tir::Type t = dt == graph::DType::Bool ? tir::Bool() : graph::dtype_to_tir(dt);
+  tir::Type t = compute_type(dt);
   ctx.set_output(0, te::compute("eyelike", ctx.out_dims(0), [=](const Indices& o) {
     return tir::select(tir::EQ::make(o[1] - o[0], Expr(kdiag)), tir::make_const(t, 1), tir::make_const(t, 0));
   }));
@@ -344,20 +344,14 @@ void lower_constant_of_shape(OpContext& ctx) {
     user_assert(c.elements() == 1) << n.describe() << ": value must hold one element";
     v = c.const_at(0);
   }
-  tir::Type t = dt == graph::DType::Bool ? tir::Bool() : graph::dtype_to_tir(dt);
+  tir::Type t = compute_type(dt);
   ctx.set_output(0, te::compute("constant_of_shape", ctx.out_dims(0), [=](const Indices&) { return tir::make_const(t, v); }));
 }
 
 void lower_range(OpContext& ctx) {
   graph::DType dt = ctx.value(ctx.output(0)).dtype;
   tir::Type t = graph::dtype_to_tir(dt);
-  auto scalar = [&](size_t i) {
-    const graph::Value& v = ctx.value(ctx.input(i));
-    if (v.is_constant()) return tir::make_const(t, v.const_at(0));
-    te::Tensor s = ctx.in(i);
-    return s(Indices(s.ndim(), Expr(0)));
-  };
-  Expr start = scalar(0), delta = scalar(2);
+  Expr start = scalar_input(ctx, 0, t), delta = scalar_input(ctx, 2, t);
   ctx.set_output(0, te::compute("range", ctx.out_dims(0), [=](const Indices& o) {
     return start + tir::cast(t, o[0]) * delta;
   }));

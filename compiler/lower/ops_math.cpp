@@ -306,7 +306,7 @@ void lower_variadic(OpContext& ctx) {
 
 void lower_cast_like(OpContext& ctx) {
   graph::DType to = ctx.value(ctx.output(0)).dtype;
-  tir::Type t = to == graph::DType::Bool ? tir::Bool() : graph::dtype_to_tir(to);
+  tir::Type t = compute_type(to);
   te::Tensor x = ctx.in(0);
   bool from_bool = ctx.in_dtype(0) == graph::DType::Bool;
   ctx.set_output(0, te::compute("castlike", x.dims(), [=](const Indices& i) {

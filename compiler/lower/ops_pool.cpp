@@ -298,7 +298,7 @@ void lower_roi_align(OpContext& ctx) {
     // (An empty map has nothing to sample: zeros.)
     tir::Stmt body = H && W ? tir::IfThenElse::make(b >= Expr(0) && b < Expr(N), bins, zeros) : zeros;
     body = tir::LetStmt::make(b, tir::Load::make(B, r), body);
-    return tir::For::make(wg, Expr(0), Expr(R * C), tir::ForKind::WorkgroupX, allocate({acc.b, first.b}, body));
+    return workgroups(wg, R * C, allocate({acc.b, first.b}, body));
   });
 }
 

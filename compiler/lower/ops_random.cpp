@@ -99,10 +99,7 @@ Expr normal01(const Expr& flat, const graph::Node& n) {
   return r * tir::Call::make(tir::Intrinsic::Cos, {Expr(6.283185307179586f) * u2});
 }
 
-tir::Type out_type(OpContext& ctx) {
-  graph::DType dt = ctx.value(ctx.output(0)).dtype;
-  return dt == graph::DType::Bool ? tir::Bool() : graph::dtype_to_tir(dt);
-}
+tir::Type out_type(OpContext& ctx) { return compute_type(ctx.value(ctx.output(0)).dtype); }
 
 }  // namespace
 
@@ -177,16 +174,7 @@ void lower_multinomial(OpContext& ctx) {
                          tir::Store::make(Y, row * Expr(S) + s, tir::cast(t, tir::min(pick.get(), Expr(C - 1))))});
     Stmt body = block({mx.set(Expr(-INFINITY)), loop(c, Expr(C), mx.set(tir::max(mx.get(), x(c)))),
                        total.set(Expr(0.0f)), loop(c, Expr(C), total.set(total.get() + e(c))), loop(s, Expr(S), sample)});
-    Stmt per_row = allocate({mx.b, total.b, acc.b, pick.b}, body);
-    // A workgroup per row: along x, and y beyond the 65535 x-groups every Vulkan device has.
-    constexpr int64_t kMaxGroups = 65535;
-    if (rows <= kMaxGroups) return tir::For::make(row, Expr(0), Expr(rows), tir::ForKind::WorkgroupX, per_row);
-    Expr gy = index_var("gy"), gx = index_var("gx");
-    user_assert(rows <= kMaxGroups * kMaxGroups) << n.describe() << ": too many rows";
-    return tir::For::make(gy, Expr(0), Expr((rows + kMaxGroups - 1) / kMaxGroups), tir::ForKind::WorkgroupY,
-                          tir::For::make(gx, Expr(0), Expr(kMaxGroups), tir::ForKind::WorkgroupX,
-                                         tir::LetStmt::make(row, gy * Expr(kMaxGroups) + gx,
-                                                            when(row < Expr(rows), per_row))));
+    return workgroups(row, rows, allocate({mx.b, total.b, acc.b, pick.b}, body));
   });
 }
 
@@ -200,16 +188,8 @@ void lower_dropout_training(OpContext& ctx) {
   te::Tensor x = ctx.in(0);
   tir::Type t = graph::dtype_to_tir(ctx.in_dtype(0));
   user_assert(t.is_float()) << n.describe() << ": Dropout's data must be floating point";
-  auto scalar = [&](size_t i, tir::Type as, double dflt) -> Expr {
-    if (!ctx.has_input(i)) return tir::make_const(as, dflt);
-    const graph::Value& v = ctx.value(ctx.input(i));
-    user_assert(v.elements() == 1) << n.describe() << ": input " << i << " must hold one element";
-    if (v.is_constant()) return tir::make_const(as, v.const_at(0));
-    te::Tensor s = ctx.in(i);
-    return tir::cast(as, s(Indices(s.ndim(), Expr(0))));
-  };
-  Expr ratio = scalar(1, tir::Float(32), 0.5);
-  Expr training = scalar(2, tir::Bool(), 0.0);
+  Expr ratio = ctx.has_input(1) ? scalar_input(ctx, 1, tir::Float(32)) : Expr(0.5f);
+  Expr training = ctx.has_input(2) ? scalar_input(ctx, 2, tir::Bool()) : tir::make_const(tir::Bool(), 0);
   uint32_t seed = node_seed(n, 0);
   auto keep = [=](const Indices& o) {
     return tir::Or::make(tir::Not::make(training),

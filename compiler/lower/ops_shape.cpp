@@ -21,14 +21,10 @@ void lower_alias(OpContext& ctx) {
       << n.describe() << ": output " << graph::dims_str(out.dim_exprs()) << " does not hold the same elements as input "
       << graph::dims_str(in.dim_exprs());
   if (ctx.op() == graph::Op::Dropout) {
-    bool training = false;
+    // Training mode (true, or known only at run time) is random, unless the ratio is 0.
     bool zero_ratio = ctx.has_input(1) && ctx.value(ctx.input(1)).is_constant() && ctx.value(ctx.input(1)).const_at(0) == 0;
-    if (ctx.has_input(2) && !zero_ratio) {  // with ratio 0, training mode is the identity too
-      const graph::Value& t = ctx.value(ctx.input(2));
-      training = t.is_constant() && t.const_at(0) != 0;
-    }
-    if (ctx.has_input(2) && !zero_ratio && (!ctx.value(ctx.input(2)).is_constant() || training))
-      return lower_dropout_training(ctx);  // ops_random.cpp
+    const graph::Value* t = ctx.has_input(2) ? &ctx.value(ctx.input(2)) : nullptr;
+    if (t && !zero_ratio && (!t->is_constant() || t->const_at(0) != 0)) return lower_dropout_training(ctx);  // ops_random.cpp
     if (n.outputs.size() > 1 && n.outputs[1] >= 0) {  // the mask: all true in inference
       ctx.set_output(1, te::compute("mask", ctx.out_dims(1), [](const Indices&) { return tir::IntImm::make(tir::Bool(), 1); }));
     }

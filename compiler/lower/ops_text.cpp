@@ -109,7 +109,7 @@ void lower_tfidf_vectorizer(OpContext& ctx) {
       Expr v = mode == "IDF" ? select(count > tir::make_const(f32, 0), w, tir::make_const(f32, 0)) : count * w;
       body.push_back(loop(i, Expr(ngrams), tir::Store::make(Y, y(col), v)));
     }
-    return tir::For::make(row, Expr(0), Expr(rows), tir::ForKind::WorkgroupX, block(body));
+    return workgroups(row, rows, block(body));
   });
 }
 

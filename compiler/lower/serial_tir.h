@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "lower/schedules_gpu.h"
 #include "tir/ir.h"
 
 namespace kiln::lower::serial {
@@ -23,6 +24,20 @@ inline Stmt loop(const Expr& v, const Expr& extent, Stmt body) { return loop(v, 
 inline Stmt block(std::vector<Stmt> s) { return tir::Block::make(std::move(s)); }
 inline Stmt when(const Expr& c, Stmt then) { return tir::IfThenElse::make(c, std::move(then)); }
 inline Expr as_index(const Expr& v) { return tir::Cast::make(tir::Index(), v); }
+
+// for v in [0, extent), a workgroup each: along x, and over y and x beyond
+// the kGpuMaxWorkgroupCount groups per dimension every Vulkan device has
+// (the last row of x groups guarded).
+inline Stmt workgroups(const Expr& v, int64_t extent, Stmt body) {
+  if (extent <= kGpuMaxWorkgroupCount) return tir::For::make(v, Expr(0), Expr(extent), tir::ForKind::WorkgroupX, body);
+  const int64_t rows = (extent + kGpuMaxWorkgroupCount - 1) / kGpuMaxWorkgroupCount;
+  Expr gy = index_var("gy"), gx = index_var("gx");
+  return tir::For::make(
+      gy, Expr(0), Expr(rows), tir::ForKind::WorkgroupY,
+      tir::For::make(gx, Expr(0), Expr(kGpuMaxWorkgroupCount), tir::ForKind::WorkgroupX,
+                     tir::LetStmt::make(v, gy * Expr(kGpuMaxWorkgroupCount) + gx,
+                                        tir::IfThenElse::make(v < Expr(extent), std::move(body)))));
+}
 
 // A local scalar: a one-element buffer (allocated by allocate()).
 struct Local {

@@ -17,6 +17,7 @@
 #include "te/schedule.h"
 #include "tir/ir_printer.h"
 #include "lower/kernel.h"
+#include "lower/serial_tir.h"
 #include "tir/simplify.h"
 
 using namespace kiln;
@@ -304,4 +305,23 @@ TEST_CASE("integer division by zero gives 0 and MIN / -1 wraps, instead of a tra
       }
     }
   }
+}
+
+// serial::workgroups (hand-written kernels: Multinomial, TfIdfVectorizer,
+// RoiAlign): beyond 65535 workgroups, the count every Vulkan device allows per
+// dimension, the loop spreads over y and x, and every index runs once.
+TEST_CASE("hand-written kernels spread more than 65535 workgroups over y and x") {
+  const int64_t n = 70000;
+  KernelDef k;
+  k.name = "k_many_groups";
+  auto out = tir::make_buffer("out", tir::Int(32), n, 0);
+  k.params = {out};
+  Expr v = lower::serial::index_var("v");
+  k.body = lower::serial::workgroups(v, n, tir::Store::make(out, v, tir::cast(tir::Int(32), v * Expr(3))));
+  Library lib({k});
+  std::vector<int32_t> r(n, -1);
+  lib.run(0, {r.data()}, 2 * 65535);  // 2 x 65535 groups, the last 61070 guarded
+  bool all = true;
+  for (int64_t i = 0; i < n; i++) all &= r[i] == (int32_t)(3 * i);
+  CHECK(all);
 }
