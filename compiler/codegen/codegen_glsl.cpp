@@ -41,6 +41,11 @@ float kiln_fdiv(float a, float b) {
   return q + r / b;
 }
 float kiln_f16(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }
+float kiln_bf16_to_f32(uint b) { return uintBitsToFloat(b << 16); }
+uint kiln_f32_to_bf16(float x) {
+  uint b = floatBitsToUint(x);
+  return isnan(x) ? ((b >> 16) | 64u) : ((b + 32767u + ((b >> 16) & 1u)) >> 16);
+}
 float kiln_erf(float x) {
   float t = 1.0 / (1.0 + 0.3275911 * abs(x));
   float p = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t;
@@ -522,6 +527,8 @@ class GlslEmitter {
       case Intrinsic::Asin: name = "asin"; break;
       case Intrinsic::Acos: name = "acos"; break;
       case Intrinsic::Atan: name = "atan"; break;
+      case Intrinsic::Bf16ToF32: return "kiln_bf16_to_f32(uint(" + args[0] + "))";
+      case Intrinsic::F32ToBf16: return "kiln_f32_to_bf16(" + args[0] + ")";
       case Intrinsic::DotU8S8:
       case Intrinsic::DotS8S8: {
         // Four byte products: a's bytes zero- (U8S8) or sign-extended, b's sign-extended.

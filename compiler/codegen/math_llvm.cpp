@@ -220,9 +220,31 @@ class InlineMath {
   llvm::Type* shape_;
 };
 
+// `like` with its elements of type `elem` (scalar or vector).
+llvm::Type* with_element(llvm::Type* like, llvm::Type* elem) {
+  if (auto* v = llvm::dyn_cast<llvm::VectorType>(like)) return llvm::VectorType::get(elem, v->getElementCount());
+  return elem;
+}
+
+// bfloat16 <-> float32 on bits (scalars or vectors): widening shifts the
+// bits into the upper half; narrowing rounds to nearest even by adding
+// 0x7fff plus the lowest kept bit, and keeps a NaN a quiet NaN.
+llvm::Value* emit_bf16_conversion(llvm::IRBuilder<>& b, Intrinsic op, llvm::Value* x) {
+  llvm::Type* i32 = with_element(x->getType(), b.getInt32Ty());
+  auto c = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+  if (op == Intrinsic::Bf16ToF32)
+    return b.CreateBitCast(b.CreateShl(b.CreateZExt(x, i32), c(16)), with_element(x->getType(), b.getFloatTy()));
+  llvm::Value* bits = b.CreateBitCast(x, i32);
+  llvm::Value* high = b.CreateLShr(bits, c(16));
+  llvm::Value* rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(c(0x7fff), b.CreateAnd(high, c(1)))), c(16));
+  llvm::Value* r = b.CreateSelect(b.CreateFCmpUNO(x, x), b.CreateOr(high, c(0x40)), rounded);
+  return b.CreateTrunc(r, with_element(x->getType(), b.getInt16Ty()));
+}
+
 }  // namespace
 
 llvm::Value* emit_math_intrinsic(llvm::IRBuilder<>& b, Intrinsic op, std::vector<llvm::Value*> args) {
+  if (tir::is_bf16_conversion(op)) return emit_bf16_conversion(b, op, args[0]);
   llvm::Value* x = args[0];
   InlineMath m(b, x);
   switch (op) {

@@ -354,6 +354,7 @@ CompileOutput compile_onnx_bytes(const std::string& bytes, const std::string& mo
     bool known = false;
     for (auto& n : graph_pass_names()) known |= n == p;
     user_assert(known) << "--disable-graph-pass: unknown graph pass '" << p << "'";
+    user_assert(p != "bfloat16") << "--disable-graph-pass: 'bfloat16' cannot be disabled (operators compute bfloat16 through it)";
   }
   // The key is read first: a bad one fails before minutes of compiling.
   std::unique_ptr<SigningKey> key;

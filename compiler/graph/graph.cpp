@@ -26,6 +26,7 @@ size_t dtype_size(DType t) {
     case DType::U16: return 2;
     case DType::U32: return 4;
     case DType::U64: return 8;
+    case DType::BF16: return 2;
   }
   return 0;
 }
@@ -44,6 +45,7 @@ const char* dtype_name(DType t) {
     case DType::U16: return "uint16";
     case DType::U32: return "uint32";
     case DType::U64: return "uint64";
+    case DType::BF16: return "bfloat16";
   }
   return "?";
 }
@@ -62,6 +64,7 @@ tir::Type dtype_to_tir(DType t) {
     case DType::U16: return tir::UInt(16);
     case DType::U32: return tir::UInt(32);
     case DType::U64: return tir::UInt(64);
+    case DType::BF16: return tir::UInt(16);  // the bits; Cast converts (tir::Intrinsic::Bf16ToF32)
   }
   return tir::Float(32);
 }
@@ -136,6 +139,7 @@ double Value::const_at(int64_t i) const {
     case DType::U16: { uint16_t v; memcpy(&v, p, 2); return v; }
     case DType::U32: { uint32_t v; memcpy(&v, p, 4); return v; }
     case DType::U64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
+    case DType::BF16: { uint16_t b; memcpy(&b, p, 2); uint32_t w = (uint32_t)b << 16; float v; memcpy(&v, &w, 4); return v; }
     case DType::F16: internal_error << "const_at on float16 " << name;
   }
   return 0;

@@ -20,7 +20,8 @@ namespace kiln::graph {
 
 // Element types; the numbering is the bundle's (kiln.fb.DType).
 enum class DType : uint8_t {
-  F32 = 0, F16 = 1, F64 = 2, I8 = 3, I16 = 4, I32 = 5, I64 = 6, U8 = 7, Bool = 8, U16 = 9, U32 = 10, U64 = 11
+  F32 = 0, F16 = 1, F64 = 2, I8 = 3, I16 = 4, I32 = 5, I64 = 6, U8 = 7, Bool = 8, U16 = 9, U32 = 10, U64 = 11,
+  BF16 = 12  // bfloat16: stored as the upper half of a float32 (tir::UInt(16) bits), computed in float32
 };
 
 size_t dtype_size(DType t);

@@ -9,7 +9,8 @@
 namespace kiln::graph {
 
 const std::vector<GraphPass>& graph_passes() {
-  // Order matters: Identity/Dropout go first so that later patterns see
+  // Order matters: bfloat16 goes first (a correctness rewrite, not an
+  // optimization: operators compute bfloat16 in float32); Identity/Dropout go next so that later patterns see
   // producer -> consumer directly; constant folding then turns every
   // compile-time computation (run-time-built weights included) into
   // constants, which the BatchNormalization and affine folds and the
@@ -23,6 +24,7 @@ const std::vector<GraphPass>& graph_passes() {
   // run, blocked or not) into tables; CSE and
   // dead-code elimination clean up what the rewrites left behind.
   static const std::vector<GraphPass> passes = {
+      {"bfloat16", pass_bfloat16},
       {"identity", pass_identity},
       {"quantize", pass_quantize},
       {"constant-fold", pass_constant_fold},

@@ -57,6 +57,7 @@ struct GraphPass {
 const std::vector<GraphPass>& graph_passes();
 
 // The passes (one per file).
+bool pass_bfloat16(Graph& g, PassContext& ctx);        // pass_bfloat16.cpp
 bool pass_identity(Graph& g, PassContext& ctx);        // pass_identity.cpp
 bool pass_quantize(Graph& g, PassContext& ctx);        // pass_quantize.cpp
 bool pass_constant_fold(Graph& g, PassContext& ctx);   // pass_constant_fold.cpp

@@ -127,6 +127,7 @@ class DimInference {
   std::optional<std::vector<int64_t>> axes(int64_t input_opset, size_t input) {
     if (g_.opset >= input_opset) {
       if (!has(input)) return std::nullopt;
+      if (!val(in(input)).is_dynamic() && val(in(input)).elements() == 0) return std::vector<int64_t>{};  // none, even at run time
       return need_consts(input, "the axes");
     }
     if (!node_->has_attr("axes")) return std::nullopt;

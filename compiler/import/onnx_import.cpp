@@ -39,6 +39,7 @@ DType dtype_from_onnx(int t, const std::string& what) {
     case onnx::TensorProto::UINT32: return DType::U32;
     case onnx::TensorProto::UINT64: return DType::U64;
     case onnx::TensorProto::BOOL: return DType::Bool;
+    case onnx::TensorProto::BFLOAT16: return DType::BF16;
     default:
       user_error << what << " has ONNX element type " << onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)t)
                  << ", which kilnc does not support yet";
@@ -90,6 +91,7 @@ graph::Value value_from_tensor(const onnx::TensorProto& t) {
       case DType::I32: append_as<decltype(t.int32_data()), int32_t>(bytes, t.int32_data()); break;
       case DType::I16: append_as<decltype(t.int32_data()), int16_t>(bytes, t.int32_data()); break;
       case DType::F16: append_as<decltype(t.int32_data()), uint16_t>(bytes, t.int32_data()); break;
+      case DType::BF16: append_as<decltype(t.int32_data()), uint16_t>(bytes, t.int32_data()); break;
       case DType::I8: append_as<decltype(t.int32_data()), int8_t>(bytes, t.int32_data()); break;
       case DType::U8: append_as<decltype(t.int32_data()), uint8_t>(bytes, t.int32_data()); break;
       case DType::Bool: append_as<decltype(t.int32_data()), uint8_t>(bytes, t.int32_data()); break;

@@ -74,6 +74,12 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
       user_error << n.describe() << ": operator '" << n.op << "' (opset " << g.opset
                  << ") is not supported by kilnc yet";
     }
+    if (!n.is(graph::Op::Cast) && !n.is(graph::Op::CastLike) && !n.traits().shape_only()) {
+      for (int v : n.inputs) {
+        internal_assert(v < 0 || g.values[v].dtype != graph::DType::BF16)
+            << n.describe() << ": a bfloat16 operand reached lowering (graph pass 'bfloat16' widens them)";
+      }
+    }
     lower::OpContext ctx(g, (int)ni, (int)p.kernels.size(), &state);
     try {
       lowering(ctx);

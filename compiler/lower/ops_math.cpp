@@ -281,15 +281,22 @@ void lower_where(OpContext& ctx) {
   lower_nary(ctx, [](const std::vector<Expr>& v) { return tir::select(v[0], v[1], v[2]); });
 }
 
+// One element of type `from` (as loaded: bool as Bool, bfloat16 as its
+// bits) converted to `to` (as stored). bfloat16 goes through float32 both
+// ways (a float64 is rounded twice).
+Expr convert_element(Expr x, graph::DType from, graph::DType to) {
+  using graph::DType;
+  if (from == to) return x;
+  if (from == DType::BF16) x = tir::Call::make(tir::Intrinsic::Bf16ToF32, {x});
+  else if (is_bool(from)) x = tir::cast(tir::UInt(8), tir::cast(tir::Bool(), x));
+  if (to == DType::BF16) return tir::Call::make(tir::Intrinsic::F32ToBf16, {tir::cast(tir::Float(32), x)});
+  return tir::cast(compute_type(to), x);
+}
+
 void lower_cast(OpContext& ctx) {
   graph::DType to = ctx.value(ctx.output(0)).dtype;
   graph::DType from = ctx.in_dtype(0);
-  tir::Type t = is_bool(to) ? tir::Bool() : graph::dtype_to_tir(to);
-  lower_nary(ctx, [t, from](const std::vector<Expr>& v) {
-    Expr x = v[0];
-    if (is_bool(from) && !t.is_bool()) x = tir::cast(tir::UInt(8), x);
-    return tir::cast(t, x);
-  });
+  lower_nary(ctx, [to, from](const std::vector<Expr>& v) { return convert_element(v[0], from, to); });
 }
 
 // The variadic Max, Min, Sum and Mean (numpy broadcasting over all inputs),
@@ -305,15 +312,9 @@ void lower_variadic(OpContext& ctx) {
 }
 
 void lower_cast_like(OpContext& ctx) {
-  graph::DType to = ctx.value(ctx.output(0)).dtype;
-  tir::Type t = compute_type(to);
+  graph::DType to = ctx.value(ctx.output(0)).dtype, from = ctx.in_dtype(0);
   te::Tensor x = ctx.in(0);
-  bool from_bool = ctx.in_dtype(0) == graph::DType::Bool;
-  ctx.set_output(0, te::compute("castlike", x.dims(), [=](const Indices& i) {
-    Expr v = x(i);
-    if (from_bool && !t.is_bool()) return tir::cast(t, tir::cast(tir::Bool(), v));
-    return tir::cast(t, v);
-  }));
+  ctx.set_output(0, te::compute("castlike", x.dims(), [=](const Indices& i) { return convert_element(x(i), from, to); }));
 }
 
 Expr trunc_divide(const Expr& a, const Expr& b) { return trunc_div(a, b); }

@@ -34,8 +34,9 @@ ReduceAxes reduce_axes(OpContext& ctx, bool axes_from_input) {
   bool have_axes = false;
   if (axes_from_input && ctx.has_input(1)) {
     const graph::Value& a = ctx.value(ctx.input(1));
-    user_assert(a.is_constant()) << n.describe() << ": the axes input must be a constant";
-    for (int64_t i = 0; i < a.elements(); i++) axes.push_back(a.const_int_at(i));
+    // An empty axes tensor needs no values (fed at run time or not).
+    user_assert(a.is_constant() || a.elements() == 0) << n.describe() << ": the axes input must be a constant";
+    for (int64_t i = 0; a.is_constant() && i < a.elements(); i++) axes.push_back(a.const_int_at(i));
     have_axes = true;
   } else if (n.has_attr("axes")) {
     axes = n.attr_ints("axes", {});

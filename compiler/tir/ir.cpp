@@ -45,6 +45,8 @@ const char* intrinsic_name(Intrinsic i) {
     case Intrinsic::Atan: return "atan";
     case Intrinsic::DotU8S8: return "dot_u8s8";
     case Intrinsic::DotS8S8: return "dot_s8s8";
+    case Intrinsic::Bf16ToF32: return "bf16_to_f32";
+    case Intrinsic::F32ToBf16: return "f32_to_bf16";
   }
   return "?";
 }
@@ -174,6 +176,12 @@ Expr Call::make(Intrinsic op, std::vector<Expr> args) {
     internal_assert(args.size() == 2 && args[0].type() == Int(32) && args[1].type() == Int(32))
         << "intrinsic " << intrinsic_name(op) << " takes two int32 words";
     return Expr(std::make_shared<Call>(Int(32), op, std::move(args)));
+  }
+  if (is_bf16_conversion(op)) {
+    bool widen = op == Intrinsic::Bf16ToF32;
+    internal_assert(args.size() == 1 && args[0].type() == (widen ? UInt(16) : Float(32)))
+        << "intrinsic " << intrinsic_name(op) << " takes one " << (widen ? "uint16" : "float32");
+    return Expr(std::make_shared<Call>(widen ? Float(32) : UInt(16), op, std::move(args)));
   }
   internal_assert(!args.empty() && args[0].type().is_float()) << "intrinsic " << intrinsic_name(op) << " needs float args";
   Type t = args[0].type();

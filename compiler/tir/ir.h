@@ -251,9 +251,15 @@ struct Load : ExprNode {
 // (S8S8), b's signed: the lane operation of vpdpbusd, usdot and sdot
 // (docs/int8.md). Code generation fuses `acc + Dot(a, b)` into one
 // instruction where the target has it.
+// The bfloat16 conversions: Bf16ToF32(bits) takes a UInt(16) (bfloat16's
+// bits, the upper half of a float32) and returns that Float(32) exactly;
+// F32ToBf16(x) rounds a Float(32) to the nearest bfloat16, ties to even
+// (overflow to infinity), and returns its bits as UInt(16); a NaN stays a
+// quiet NaN of the same sign.
 enum class Intrinsic : uint8_t { Exp, Log, Sqrt, Abs, Floor, Ceil, RoundEven, Tanh, Erf, Pow, Sin, Cos, Tan, Asin,
-                                 Acos, Atan, DotU8S8, DotS8S8 };
+                                 Acos, Atan, DotU8S8, DotS8S8, Bf16ToF32, F32ToBf16 };
 inline bool is_int8_dot(Intrinsic i) { return i == Intrinsic::DotU8S8 || i == Intrinsic::DotS8S8; }
+inline bool is_bf16_conversion(Intrinsic i) { return i == Intrinsic::Bf16ToF32 || i == Intrinsic::F32ToBf16; }
 const char* intrinsic_name(Intrinsic i);
 
 struct Call : ExprNode {

@@ -67,7 +67,7 @@ PyObject* raise_status(kiln_status_t status);
 struct DtypeInfo {
   char kind;           // 'f' float, 'i' signed, 'u' unsigned, 'b' bool (numpy's kinds)
   size_t size;         // bytes per element
-  const char* numpy;   // numpy's name ("float32")
+  const char* numpy;   // numpy's name ("float32"; "uint16" for bfloat16's bits)
   const char* format;  // the buffer protocol's format character ("f")
 };
 // nullptr for a dtype this binding does not know.

@@ -40,7 +40,8 @@ bool format_matches(const char* format, Py_ssize_t itemsize, const DtypeInfo& wa
   return kind == want.kind && (size_t)itemsize == want.size;
 }
 
-bool dlpack_dtype_matches(const DLDataType& dtype, const DtypeInfo& want) {
+bool dlpack_dtype_matches(const DLDataType& dtype, kiln_dtype_t kiln_dtype, const DtypeInfo& want) {
+  if (kiln_dtype == KILN_DTYPE_BFLOAT16 && dtype.code == kDLBfloat) return dtype.bits == 16 && dtype.lanes == 1;
   uint8_t code = want.kind == 'f' ? kDLFloat : want.kind == 'i' ? kDLInt : want.kind == 'u' ? kDLUInt : kDLBool;
   return dtype.code == code && dtype.bits == want.size * 8 && dtype.lanes == 1;
 }
@@ -126,7 +127,7 @@ int try_dlpack(PyObject* value, const TensorDesc& desc, InputBuffer* out) {
     return 0;
   }
   const DLTensor& t = managed->dl_tensor;
-  if (t.device.device_type != kDLCPU || !dlpack_dtype_matches(t.dtype, *desc.info)) return 0;
+  if (t.device.device_type != kDLCPU || !dlpack_dtype_matches(t.dtype, desc.dtype, *desc.info)) return 0;
   if (!shape_matches(t.ndim, t.shape, desc, out)) {
     shape_error(t.ndim, t.shape, desc);
     return -1;

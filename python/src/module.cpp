@@ -24,6 +24,7 @@ const DtypeInfo kDtypes[] = {
     {'u', 2, "uint16", "H"},   // KILN_DTYPE_UINT16
     {'u', 4, "uint32", "I"},   // KILN_DTYPE_UINT32
     {'u', 8, "uint64", "Q"},   // KILN_DTYPE_UINT64
+    {'u', 2, "uint16", "H"},   // KILN_DTYPE_BFLOAT16: numpy has none; its bits as uint16 (docs/python.md)
 };
 
 PyObject* version(PyObject*, PyObject*) { return PyUnicode_FromString(kiln_version()); }

@@ -55,5 +55,8 @@ TEST_CASE("dtype names and sizes") {
   CHECK(std::string(kiln_dtype_name(KILN_DTYPE_FLOAT16)) == "float16");
   CHECK(kiln_dtype_size(KILN_DTYPE_INT64) == 8);
   CHECK(kiln_dtype_size(KILN_DTYPE_BOOL) == 1);
+  CHECK(std::string(kiln_dtype_name(KILN_DTYPE_BFLOAT16)) == "bfloat16");
+  CHECK(kiln_dtype_size(KILN_DTYPE_BFLOAT16) == 2);
+  CHECK(kiln_dtype_size((kiln_dtype_t)13) == 0);
   CHECK(kiln_dtype_size((kiln_dtype_t)42) == 0);
 }

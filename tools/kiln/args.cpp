@@ -46,6 +46,14 @@ void Fill(kiln_dtype_t dtype, std::vector<uint8_t>* bytes, Random* random) {
         memcpy(p, &h, 2);
         break;
       }
+      case KILN_DTYPE_BFLOAT16: {  // the upper half of a float32 in [-1, 1) with 8 significant bits
+        float f = (float)((int)(u * 512) - 256) / 256.0f;
+        uint32_t bits;
+        memcpy(&bits, &f, 4);
+        uint16_t b = (uint16_t)(bits >> 16);
+        memcpy(p, &b, 2);
+        break;
+      }
       case KILN_DTYPE_BOOL: *p = u < 0.5 ? 0 : 1; break;
       default: {  // integers
         int64_t v = (int64_t)(u * 10);

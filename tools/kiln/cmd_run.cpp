@@ -33,6 +33,14 @@ double ElementAsDouble(kiln_dtype_t dtype, const uint8_t* data, size_t i) {
                                       : ldexp(mantissa + 1024, exponent - 25);
       return (h & 0x8000) ? -value : value;
     }
+    case KILN_DTYPE_BFLOAT16: {
+      uint16_t b;
+      memcpy(&b, data + 2 * i, 2);
+      uint32_t bits = (uint32_t)b << 16;
+      float v;
+      memcpy(&v, &bits, 4);
+      return v;
+    }
     case KILN_DTYPE_INT8: return (int8_t)data[i];
     case KILN_DTYPE_UINT8: case KILN_DTYPE_BOOL: return data[i];
     case KILN_DTYPE_INT16: { int16_t v; memcpy(&v, data + 2 * i, 2); return v; }

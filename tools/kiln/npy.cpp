@@ -26,6 +26,7 @@ const DescrEntry kDescrs[] = {
     {"|i1", KILN_DTYPE_INT8},    {"<i2", KILN_DTYPE_INT16},   {"<i4", KILN_DTYPE_INT32},
     {"<i8", KILN_DTYPE_INT64},   {"|u1", KILN_DTYPE_UINT8},   {"|b1", KILN_DTYPE_BOOL},
     {"<u2", KILN_DTYPE_UINT16},  {"<u4", KILN_DTYPE_UINT32},  {"<u8", KILN_DTYPE_UINT64},
+    {"|V2", KILN_DTYPE_BFLOAT16},  // numpy has no bfloat16: two raw bytes (what ml_dtypes' arrays save as)
 };
 
 bool DescrToDtype(std::string descr, kiln_dtype_t* out, std::string* error) {
@@ -36,6 +37,7 @@ bool DescrToDtype(std::string descr, kiln_dtype_t* out, std::string* error) {
   if (descr.size() == 3 && (descr[0] == '=' || descr[0] == '<') && descr[2] == '1') descr[0] = '|';
   if (descr.size() == 3 && descr[0] == '>' && descr[2] == '1') descr[0] = '|';
   if (descr.size() == 3 && descr[0] == '=') descr[0] = '<';  // native: little-endian hosts
+  if (descr == "<V2") descr = "|V2";  // raw bytes have no byte order: bfloat16's bits, little-endian
   for (const DescrEntry& entry : kDescrs) {
     if (descr == entry.descr) {
       *out = entry.dtype;

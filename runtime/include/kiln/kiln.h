@@ -139,6 +139,7 @@ typedef enum kiln_dtype_e {  // same values as kiln.fb.DType
   KILN_DTYPE_UINT16 = 9,   // since 0.6 bundles
   KILN_DTYPE_UINT32 = 10,  // since 0.6 bundles
   KILN_DTYPE_UINT64 = 11,  // since 0.6 bundles
+  KILN_DTYPE_BFLOAT16 = 12,  // since 0.7 bundles: the upper 16 bits of a float32
 } kiln_dtype_t;
 
 KILN_API const char* kiln_dtype_name(kiln_dtype_t dtype);  // "float32", ...

@@ -17,6 +17,7 @@ const char* kiln_dtype_name(kiln_dtype_t dtype) {
     case KILN_DTYPE_UINT16: return "uint16";
     case KILN_DTYPE_UINT32: return "uint32";
     case KILN_DTYPE_UINT64: return "uint64";
+    case KILN_DTYPE_BFLOAT16: return "bfloat16";
   }
   return "unknown";
 }
@@ -37,6 +38,7 @@ size_t kiln_dtype_code_size(uint32_t code) {
     case KILN_DTYPE_UINT16: return 2;
     case KILN_DTYPE_UINT32: return 4;
     case KILN_DTYPE_UINT64: return 8;
+    case KILN_DTYPE_BFLOAT16: return 2;
   }
   return 0;
 }

@@ -6,7 +6,7 @@ public enum DType {
   FLOAT32(0, 4, "float32"), FLOAT16(1, 2, "float16"), FLOAT64(2, 8, "float64"),
   INT8(3, 1, "int8"), INT16(4, 2, "int16"), INT32(5, 4, "int32"), INT64(6, 8, "int64"),
   UINT8(7, 1, "uint8"), BOOL(8, 1, "bool"), UINT16(9, 2, "uint16"), UINT32(10, 4, "uint32"),
-  UINT64(11, 8, "uint64");
+  UINT64(11, 8, "uint64"), BFLOAT16(12, 2, "bfloat16");
 
   private final int value;
   private final int size;
