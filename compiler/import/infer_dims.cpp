@@ -61,7 +61,8 @@ class DimInference {
     if (!input_ranges)  // only sizes kernels compute (NonZero, a run-time TopK k, ...)
       user_error << node_->describe() << ": " << why
                  << "; kilnc cannot follow sizes computed at run time here yet (docs/dynamic-shapes.md): make the "
-                    "inputs that decide them constants (--freeze-input NAME=FILE.pb)";
+                    "inputs that decide them constants (--freeze-input NAME=FILE.pb), or give an integer model input's "
+                    "values a range (--input-value NAME=LO..HI)";
     user_error << node_->describe() << ": " << why
                << "; kilnc cannot follow this model's run-time dimensions here: give the model's inputs static shapes "
                   "(--input-shape NAME=D0,D1,... with no LO..HI range)";
@@ -77,7 +78,18 @@ class DimInference {
   DimExprs in_dims(size_t i) { return dims(in(i)); }
   size_t rank(size_t i) { return in_dims(i).size(); }
 
-  // A constant integer tensor or one whose elements are known symbolically.
+  // Float values are followed symbolically only while they hold integers
+  // that float32 represents exactly (a window's length cast to float for a
+  // Range, in ONNX's function bodies).
+  static constexpr int64_t kExactFloat = int64_t(1) << 24;
+  static bool is_float(graph::DType t) { return t == graph::DType::F32 || t == graph::DType::F64; }
+  static bool exact_in_float(const Expr& e) {
+    tir::Interval r = tir::bounds_of(e);
+    return r.min >= -kExactFloat && r.max <= kExactFloat;
+  }
+
+  // A constant integer tensor (or float one holding small integers), or one
+  // whose elements are known symbolically.
   void seed_sym(int v) {
     const graph::Value& x = g_.values[(size_t)v];
     if (!x.sym.empty()) {
@@ -86,9 +98,19 @@ class DimInference {
     }
     bool integer = x.dtype == graph::DType::I64 || x.dtype == graph::DType::I32 || x.dtype == graph::DType::I16 ||
                    x.dtype == graph::DType::I8 || x.dtype == graph::DType::U8 || x.dtype == graph::DType::Bool;
-    if (!x.is_constant() || !integer || x.shape.size() > 1 || x.elements() > (int64_t)kMaxSymElements) return;
+    if (!x.is_constant() || !(integer || is_float(x.dtype)) || x.shape.size() > 1 ||
+        x.elements() > (int64_t)kMaxSymElements)
+      return;
     std::vector<Expr> e;
-    for (int64_t k = 0; k < x.elements(); k++) e.push_back(Expr(x.const_int_at(k)));
+    for (int64_t k = 0; k < x.elements(); k++) {
+      if (integer) {
+        e.push_back(Expr(x.const_int_at(k)));
+        continue;
+      }
+      double f = x.const_at(k);
+      if (!(std::fabs(f) <= (double)kExactFloat) || f != std::floor(f)) return;
+      e.push_back(Expr((int64_t)f));
+    }
     sym_[v] = e;
   }
   const std::vector<Expr>* sym(size_t i) {
@@ -228,10 +250,15 @@ class DimInference {
     if (o < node_->outputs.size() && node_->outputs[o] >= 0 && elems.size() <= kMaxSymElements) {
       std::vector<Expr> s;
       for (auto& e : elems) s.push_back(simp(e));
+      if (is_float(val(node_->outputs[o]).dtype))
+        for (auto& e : s)
+          if (!exact_in_float(e)) return;  // float arithmetic would round it: not followed
       sym_[node_->outputs[o]] = s;
     }
   }
   void symbolic_values(Op op) {
+    bool float_out = !node_->outputs.empty() && node_->outputs[0] >= 0 && is_float(val(node_->outputs[0]).dtype);
+    if (float_out && (op == Op::Div || op == Op::Mod)) return;  // not integer division on floats
     switch (op) {
       case Op::Add: sym_elementwise([](auto& a) { return a[0] + a[1]; }, 0, 2); break;
       case Op::Sub: sym_elementwise([](auto& a) { return a[0] - a[1]; }, 0, 2); break;
@@ -251,9 +278,10 @@ class DimInference {
         break;
       case Op::Neg: sym_elementwise([](auto& a) { return Expr(0) - a[0]; }, 0, 1); break;
       case Op::Abs: sym_elementwise([](auto& a) { return tir::max(a[0], Expr(0) - a[0]); }, 0, 1); break;
-      case Op::Cast: {  // integers only: shapes do not survive float arithmetic here
+      case Op::Cast: {  // integers, and floats holding integers (set_sym checks they are exact)
         graph::DType t = val(node_->outputs[0]).dtype;
-        if (t == graph::DType::I64 || t == graph::DType::I32) sym_elementwise([](auto& a) { return a[0]; }, 0, 1);
+        if (t == graph::DType::I64 || t == graph::DType::I32 || is_float(t))
+          sym_elementwise([](auto& a) { return a[0]; }, 0, 1);
         break;
       }
       case Op::Identity:
@@ -620,7 +648,7 @@ class DimInference {
   // A fresh data symbol in [0, most] (a size only the kernel knows), whose
   // source is a new hidden int64 [1] output of the node, the last one (after
   // `outputs` slots: the operator's own, absent ones -1).
-  Expr data_symbol(int64_t most, size_t outputs = 1) {
+  Expr data_symbol(int64_t most, size_t outputs = 1, int64_t least = 0) {
     if (most > (int64_t)1 << 31) fail("more than 2^31 elements: the count would not fit a shape symbol");
     if (g_.symbols.size() >= kMaxSymbols)
       fail("the model needs more than " + std::to_string(kMaxSymbols) + " run-time sizes (shape symbols), the most a "
@@ -629,8 +657,8 @@ class DimInference {
     if (outs.size() < outputs) outs.resize(outputs, -1);
     int cv = add_hidden_output(".count", {1});
     const std::string& name = val(cv).name;
-    Expr count = tir::Var::make_symbol(name, (int)g_.symbols.size(), 0, most);
-    g_.symbols.push_back({name, count, 0, most, cv});
+    Expr count = tir::Var::make_symbol(name, (int)g_.symbols.size(), least, most);
+    g_.symbols.push_back({name, count, least, most, cv});
     return count;
   }
 
@@ -950,6 +978,16 @@ class DimInference {
         return {selected, Expr(3)};
       }
       case OpDims::Unique: return unique(extra);
+      case OpDims::Window: return {need_sym(0, "the window size").at(0)};  // its length: the size's value
+      case OpDims::InputValue: {  // the copy keeps the input's shape; each element is a symbol in [lo, hi]
+        DimExprs x = in_dims(0);
+        std::vector<Expr> elems;
+        for (int64_t k = 0; k < val(in(0)).elements(); k++)
+          elems.push_back(data_symbol(n.attr_int("hi", 0), 1 + (size_t)k, n.attr_int("lo", 0)));
+        set_sym(0, elems);
+        g_.values[(size_t)n.outputs[0]].sym = elems;  // kernels that read the values as sizes (Pad) see the symbols
+        return x;
+      }
       case OpDims::Condition: {  // the flag keeps the condition's shape; its symbol is 0 or 1
         DimExprs c = in_dims(0);
         data_symbol(1);
@@ -1040,7 +1078,11 @@ class DimInference {
         std::vector<uint8_t> bytes(elems.size() * width);
         for (size_t k = 0; k < elems.size(); k++) {
           int64_t c = *const_of(elems[k]);
-          std::memcpy(bytes.data() + k * width, &c, width);  // little-endian: the low bytes
+          float f = (float)c;
+          double d = (double)c;
+          if (out.dtype == graph::DType::F32) std::memcpy(bytes.data() + k * 4, &f, 4);
+          else if (out.dtype == graph::DType::F64) std::memcpy(bytes.data() + k * 8, &d, 8);
+          else std::memcpy(bytes.data() + k * width, &c, width);  // little-endian: the low bytes
         }
         out.data = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
       }

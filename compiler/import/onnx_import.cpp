@@ -325,7 +325,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   if (!unused.empty()) user_error << "--input-shape names '" << unused.begin()->first << "', which is not a model input";
   if (!unused_dims.empty())
     user_error << "--dim names '" << unused_dims.begin()->first << "', which is no named dimension of a model input";
-  bool dynamic = !symbols.empty();  // run-time dimensions; also set below
+  bool dynamic = !symbols.empty() || !options.input_values.empty();  // run-time dimensions; also set below
   // --freeze-input: the input becomes an initializer holding the given value.
   for (auto& [name, bytes] : options.frozen_inputs) {
     int index = -1;
@@ -410,6 +410,34 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     out.inputs.push_back(id);
   }
 
+  // --input-value: a kiln.InputValue node copies the input and every reader
+  // reads the copy, whose elements are data symbols (import/infer_dims.cpp).
+  for (auto& [name, range] : options.input_values) {
+    auto it = value_ids.find(name);
+    bool is_input = it != value_ids.end() && std::count(out.inputs.begin(), out.inputs.end(), it->second);
+    user_assert(is_input) << "--input-value names '" << name << "', which is not a model input";
+    const graph::Value& x = out.values[(size_t)it->second];
+    tir::Type t = graph::dtype_to_tir(x.dtype);
+    user_assert((t.is_int() || t.is_uint()) && x.dtype != DType::Bool && !x.is_dynamic() && x.elements() <= 16)
+        << "--input-value " << name << ": the input is " << graph::dtype_name(x.dtype) << graph::shape_str(x.shape)
+        << "; value ranges are for integer inputs of at most 16 elements with a static shape";
+    graph::Value copy = x;
+    copy.name = out.unique_name(name + ".value");
+    copy.producer = (int)out.nodes.size();
+    graph::Node node;
+    node.op = "kiln.InputValue";
+    node.name = copy.name;
+    node.inputs = {it->second};
+    node.outputs = {out.add_value(std::move(copy))};
+    for (auto& [attr, v] : {std::make_pair("lo", range.first), std::make_pair("hi", range.second)}) {
+      graph::Attr a;
+      a.i = v;
+      node.attrs[attr] = a;
+    }
+    value_ids[name] = node.outputs[0];
+    out.nodes.push_back(std::move(node));
+  }
+
   std::set<int> unknown_rank;      // (run-time dimensions) values whose rank ONNX did not know
   std::set<std::string> consumed;  // values some node (subgraphs' included) or the model's outputs read
   std::function<void(const onnx::GraphProto&)> reads = [&](const onnx::GraphProto& graph) {
@@ -490,9 +518,17 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
         continue;
       }
       if (!typed) {
+        bool integer_input = false;
+        for (int i : out.inputs) {
+          tir::Type t = graph::dtype_to_tir(out.values[(size_t)i].dtype);
+          integer_input |= (t.is_int() || t.is_uint()) && out.values[(size_t)i].elements() <= 16;
+        }
         user_error << node.describe() << ": ONNX shape inference could not give output '" << o << "' a static shape"
                    << (dyn.empty() ? "" : " (dimension '" + dyn + "' is dynamic)")
-                   << "; pass static input shapes with --input-shape, or simplify the model";
+                   << "; pass static input shapes with --input-shape, or simplify the model"
+                   << (integer_input ? "; if a small integer input's values decide it, give them a range with "
+                                       "--input-value NAME=LO..HI"
+                                     : "");
       }
       if (!dynamic) check_size(v, node.describe() + ": output '" + o + "'");
       int id = out.add_value(std::move(v));

@@ -45,6 +45,9 @@ struct ImportOptions {
   std::map<std::string, std::vector<DimSpec>> input_shapes;        // --input-shape overrides by input name
   std::map<std::string, std::pair<int64_t, int64_t>> dim_bounds;   // --dim: bounds of the model's named dimensions
   std::map<std::string, std::string> frozen_inputs;               // --freeze-input: input name -> serialized TensorProto
+  // --input-value: an integer input's elements, read at run time, lie in
+  // [lo, hi]; each becomes a data symbol (a kiln.InputValue node copies them).
+  std::map<std::string, std::pair<int64_t, int64_t>> input_values;
 };
 
 // `bytes`: a serialized ModelProto; external data is read from `model_dir`.

@@ -34,7 +34,7 @@
 namespace {
 
 enum OptionId {
-  kOutput, kTarget, kVulkanFeatures, kVulkanSharedMemory, kKernels, kMaxArena, kInputShape, kDim, kFreezeInput,
+  kOutput, kTarget, kVulkanFeatures, kVulkanSharedMemory, kKernels, kMaxArena, kInputShape, kDim, kInputValue, kFreezeInput,
   kSignKey, kPrintPublicKey, kDumpAfter, kDumpGraphAfter, kDisableGraphPass, kDumpGraph, kReport, kListOperators,
   kVersion, kHelp,
 };
@@ -76,6 +76,10 @@ kiln_cli::OptionTable option_table(std::vector<std::string>* storage) {
       {kDim, "--dim", Arity::kValue, "NAME=LO..HI",
        "bounds of the model's dimension NAME (a dim_param of its inputs), known only\n"
        "at run time (repeatable)"},
+      {kInputValue, "--input-value", Arity::kValue, "NAME=LO..HI",
+       "the values of integer model input NAME (at most 16 elements), read at run\n"
+       "time, lie in LO..HI (0 <= LO <= HI): sizes they decide (a window's length,\n"
+       "Pad's pads, Range's limit) are planned for HI (repeatable)"},
       {kFreezeInput, "--freeze-input", Arity::kValue, "NAME=FILE",
        "make model input NAME a constant holding FILE, a serialized ONNX TensorProto\n"
        "(as in ONNX test data); for shape-deciding inputs (repeatable)"},
@@ -138,18 +142,19 @@ void write_file(const std::string& path, const std::string& bytes) {
   user_assert(f.good()) << "failed writing '" << path << "'";
 }
 
-// A positive size, or LO..HI.
-std::pair<int64_t, int64_t> parse_range(const std::string& item, const std::string& arg) {
+// A positive size, or LO..HI (sizes: 0 < LO; values: 0 <= LO).
+std::pair<int64_t, int64_t> parse_range(const std::string& item, const std::string& arg, long long least = 1) {
   auto dots = item.find("..");
   std::string lo_text = dots == std::string::npos ? item : item.substr(0, dots);
   std::string hi_text = dots == std::string::npos ? item : item.substr(dots + 2);
   char* end = nullptr;
   long long lo = strtoll(lo_text.c_str(), &end, 10);
-  bool ok = !lo_text.empty() && *end == '\0' && lo > 0;
+  bool ok = !lo_text.empty() && *end == '\0' && lo >= least && lo <= (1ll << 31);
   long long hi = strtoll(hi_text.c_str(), &end, 10);
-  ok = ok && !hi_text.empty() && *end == '\0' && hi >= lo;
-  user_assert(ok) << "bad dimension '" << item << "' in " << arg << ": a size D > 0, a range LO..HI with 0 < LO <= HI"
-                  << (dots == std::string::npos ? ", or ?" : "");
+  ok = ok && !hi_text.empty() && *end == '\0' && hi >= lo && hi <= (1ll << 31);
+  user_assert(ok) << "bad " << (least > 0 ? "dimension" : "value range") << " '" << item << "' in " << arg << ": "
+                  << (least > 0 ? "a size D > 0, a range LO..HI with 0 < LO <= HI <= 2^31" : "LO..HI with 0 <= LO <= HI <= 2^31")
+                  << (dots == std::string::npos && least > 0 ? ", or ?" : "");
   return {lo, hi};
 }
 
@@ -203,6 +208,13 @@ void apply_option(int id, const std::string& v, std::string* output, std::string
       auto eq = v.rfind('=');
       user_assert(eq != std::string::npos && eq > 0) << "--dim takes NAME=LO..HI";
       options->import.dim_bounds[v.substr(0, eq)] = parse_range(v.substr(eq + 1), "--dim " + v);
+      break;
+    }
+    case kInputValue: {
+      auto eq = v.rfind('=');
+      user_assert(eq != std::string::npos && eq > 0 && v.find("..", eq) != std::string::npos)
+          << "--input-value takes NAME=LO..HI";
+      options->import.input_values[v.substr(0, eq)] = parse_range(v.substr(eq + 1), "--input-value " + v, 0);
       break;
     }
     case kFreezeInput: {

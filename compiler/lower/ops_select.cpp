@@ -278,4 +278,23 @@ void lower_condition(OpContext& ctx) {
   });
 }
 
+// kiln.InputValue: the copy of an --input-value input and each element as
+// its data symbol's count (the runtime checks each against [lo, hi]).
+void lower_input_value(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  const int in = ctx.input(0), copy = ctx.output(0);
+  const int64_t count = ctx.value(in).elements();
+  internal_assert((int64_t)n.outputs.size() == 1 + count) << n.describe() << ": one count per element";
+  ctx.emit_tir("input_value", [&](const OpContext::BindFn& bind) {
+    tir::Buffer xb = bind(in, Access::Read), cb = bind(copy, Access::Write);
+    std::vector<tir::Stmt> body;
+    for (int64_t k = 0; k < count; k++) {
+      Expr v = tir::Load::make(xb, Expr(k));
+      body.push_back(tir::Store::make(cb, Expr(k), v));
+      body.push_back(tir::Store::make(bind(n.outputs[(size_t)(1 + k)], Access::Write), Expr(0), tir::cast(tir::Index(), v)));
+    }
+    return block(body);
+  });
+}
+
 }  // namespace kiln::lower

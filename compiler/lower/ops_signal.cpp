@@ -19,16 +19,26 @@ namespace kiln::lower {
 
 void lower_window(OpContext& ctx) {
   const graph::Node& n = ctx.node();
-  const graph::Shape y = ctx.out_shape(0);
+  const te::Dims y = ctx.out_dims(0);
   user_assert(y.size() == 1) << n.describe() << ": the window must be 1-D";
-  const int64_t size = y[0];
-  // The output's length is the size input's value: it must be known here
-  // (a declared output shape alone would let another size run unnoticed).
-  const std::vector<int64_t> sv = const_ints(ctx, 0, "the window size");
-  user_assert(sv.size() == 1 && sv[0] == size) << n.describe() << ": the window size differs from the output's length " << size;
   const bool periodic = n.attr_int("periodic", 1) != 0;
-  const double period = (double)(periodic ? size : size - 1);
-  const tir::Type f32 = tir::Float(32), out = graph::dtype_to_tir(ctx.value(ctx.output(0)).dtype);
+  const tir::Type f32 = tir::Float(32);
+  // The output's length is the size input's value: a constant here, or a
+  // data symbol (kilnc --input-value) that dimension inference made the
+  // output's length (a declared output shape alone would let another size
+  // run unnoticed).
+  Expr step;  // 2 pi / the period (N periodic, N - 1 symmetric)
+  if (!ctx.value(ctx.input(0)).sym.empty() || !ctx.value(ctx.input(0)).is_constant()) {
+    user_assert(!tir::as_const_int(y[0])) << n.describe() << ": the window size must be a compile-time constant "
+                                          << "(an initializer, --freeze-input, or a range with --input-value)";
+    step = tir::make_const(f32, 2.0 * M_PI) / tir::cast(f32, periodic ? y[0] : y[0] - Expr(1));
+  } else {
+    const int64_t size = ctx.out_shape(0)[0];
+    const std::vector<int64_t> sv = const_ints(ctx, 0, "the window size");
+    user_assert(sv.size() == 1 && sv[0] == size) << n.describe() << ": the window size differs from the output's length " << size;
+    step = tir::make_const(f32, 2.0 * M_PI / (double)(periodic ? size : size - 1));
+  }
+  const tir::Type out = graph::dtype_to_tir(ctx.value(ctx.output(0)).dtype);
   user_assert(out.is_float() || out.is_int() || out.is_uint())
       << n.describe() << ": output_datatype must be a number type";
   // cos(k x) with x = 2 pi n / N, and the window's coefficients a_k.
@@ -40,7 +50,7 @@ void lower_window(OpContext& ctx) {
     default: internal_error << n.describe() << ": not a window function";
   }
   ctx.set_output(0, te::compute("window", y, [=](const Indices& i) {
-    Expr x = tir::cast(f32, i[0]) * tir::make_const(f32, 2.0 * M_PI / period);
+    Expr x = tir::cast(f32, i[0]) * step;
     Expr w = tir::make_const(f32, a[0]);
     for (size_t k = 1; k < a.size(); k++)
       w = w + tir::make_const(f32, a[k]) * tir::Call::make(tir::Intrinsic::Cos, {x * tir::make_const(f32, (double)k)});

@@ -59,6 +59,8 @@ sys.dont_write_bytecode = True
 
 ALL_SUITES = ['node', 'pytorch-converted', 'pytorch-operator', 'simple']
 STATUSES = ['pass', 'unsupported', 'fail', 'bug']
+# The value range the runner gives integer inputs that decide sizes (kilnc --input-value).
+VALUE_RANGE = '0..16'
 RTOL = 1e-3
 ATOL = 1e-5
 DEFAULT_TIMEOUT = 60.0  # seconds, for each kilnc and each kiln run
@@ -459,14 +461,29 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
     bundle = os.path.join(work, 'model.kiln')
     kilnc_args, run_args = TARGET_ARGS[target]
     rc, err = run_kilnc([kilnc, model_path, '-o', bundle] + kilnc_args, bundle, timeout, store, 0)
-    # kilnc compiles static shapes: inputs that decide a shape or a position
-    # (Reshape's shape, Slice's starts, TopK's k...) must be constants. When
-    # that is the only obstacle, freeze the integer inputs with
-    # --freeze-input (a kilnc feature for exactly this) and test the rest.
-    if rc == 1 and len(converted) == 1 and re.search(
-            r'compile-time constant|must be a constant|static shape|dynamic dimension', err):
-        frozen = [(i, vi.name) for i, vi in enumerate(inputs)
-                  if _value_kind(vi)[1] in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)]
+    # Inputs that decide a size (a window's length, Pad's pads): first give
+    # the small integer inputs' values a range with --input-value (still
+    # read at run time, the bundle serves every value in VALUE_RANGE); when
+    # kilnc cannot use that, freeze them with --freeze-input (a kilnc feature
+    # for exactly this; such passes do not count as "every input at run time").
+    shape_deciding = r'compile-time constant|must be a constant|static shape|dynamic dimension|--input-value'
+    integer_inputs = [(i, vi.name) for i, vi in enumerate(inputs)
+                      if _value_kind(vi)[1] in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)]
+    if rc == 1 and re.search(shape_deciding, err):
+        ranged = [(i, name) for i, name in integer_inputs
+                  if all(np.load(feeds[i].split('=', 1)[1], allow_pickle=False).size <= 16
+                         for _, feeds, _ in converted)]
+        if ranged:
+            cmd = [kilnc, model_path, '-o', bundle] + kilnc_args
+            for _, name in ranged:
+                cmd += ['--input-value', '%s=%s' % (name, VALUE_RANGE)]
+            rc2, err2 = run_kilnc(cmd, bundle, timeout, store, 2)
+            if rc2 == 0:
+                rc, err = rc2, err2
+                note = 'integer inputs read at run time within --input-value %s: %s' % (
+                    VALUE_RANGE, ', '.join(sorted(name for _, name in ranged)))
+    if rc == 1 and len(converted) == 1 and re.search(shape_deciding, err):
+        frozen = integer_inputs
         if frozen:
             cmd = [kilnc, model_path, '-o', bundle] + kilnc_args
             for i, name in frozen:

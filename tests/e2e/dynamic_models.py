@@ -19,6 +19,9 @@ compiled ONCE with its dimensions as ranges and checked at several shapes agains
   selection    NonMaxSuppression (corner boxes, two classes, max 3 per class, IoU 0.5, score
                0.2) over nb = 1..48 boxes; Unique of a vector (sorted, with indices, inverse
                indices and counts) and of rows (axis 0, first occurrences), m = 1..40
+  input_values sizes decided by integer inputs' values read at run time (kilnc --input-value):
+               Pad with pads in 0..5 (constant and reflect, within ONNX Runtime's reflect limit), a HannWindow and a Range of
+               length `size` in 1..32, its window scaled by Range's float positions
   errors       kiln run refuses, naming the input, the dimension and the range: a shape
                outside the range; two inputs that share a dimension given different sizes;
                a model condition on the dimensions (x [n] + y [5] needs n = 5); kilnc refuses
@@ -226,6 +229,21 @@ def pair(rng) -> onnx.ModelProto:
                  [helper.make_tensor_value_info('z', F, [5])])
 
 
+def input_values(rng) -> onnx.ModelProto:
+    nodes = [helper.make_node('Pad', ['x', 'pads', 'half'], ['padded'], mode='constant'),
+             helper.make_node('Pad', ['x', 'pads'], ['reflected'], mode='reflect'),
+             helper.make_node('HannWindow', ['size'], ['window'], periodic=1),
+             helper.make_node('Cast', ['size'], ['size_f'], to=F),
+             helper.make_node('Range', ['zero', 'size_f', 'one'], ['positions']),
+             helper.make_node('Mul', ['window', 'positions'], ['weighted'])]
+    i64 = TensorProto.INT64
+    return model(nodes, [tensor('half', np.float32(0.5)), tensor('zero', np.float32(0)), tensor('one', np.float32(1))],
+                 [helper.make_tensor_value_info('x', F, [4, 6]), helper.make_tensor_value_info('pads', i64, [4]),
+                  helper.make_tensor_value_info('size', i64, [])],
+                 [helper.make_tensor_value_info('padded', F, ['ph', 'pw']), helper.make_tensor_value_info('reflected', F, ['ph', 'pw']),
+                  helper.make_tensor_value_info('weighted', F, ['size'])], opset=17)
+
+
 def save(work, name, array):
     path = os.path.join(work, name + '.npy')
     np.save(path, array)
@@ -298,6 +316,20 @@ def errors(args, work, rng) -> bool:
     ok &= expect_error('a declared static size the run does not give (every element non-zero)',
                        [kiln, 'run', dbundle, '--input', 'x=' + save(work, 'all_nz', np.ones((64, 64), np.float32))],
                        'the sizes this run computed do not fit the model', "NonZero node 'nz0'")
+    values = os.path.join(work, 'input_values.onnx')  # written by the input_values case
+    vbundle = os.path.join(work, 'input_values', 'values.kiln')
+    rc, text = run([kilnc, values, '-o', vbundle, '--input-value', 'pads=0..5', '--input-value', 'size=1..32'])
+    x46 = save(work, 'x46', np.ones((4, 6), np.float32))
+    vfeeds = ['--input', 'x=' + x46, '--input', 'pads=' + save(work, 'pads1', np.array([1, 1, 1, 1], np.int64))]
+    ok &= expect_error('an --input-value outside its range', [kiln, 'run', vbundle] + vfeeds +
+                       ['--input', 'size=' + save(work, 'size40', np.array(40, np.int64))], "came out as 40", '1..32')
+    ok &= expect_error('--input-value on a float input', [kilnc, values, '-o', vbundle, '--input-value', 'x=0..4'],
+                       '--input-value x', 'integer inputs')
+    ok &= expect_error('--input-value on no input', [kilnc, values, '-o', vbundle, '--input-value', 'q=0..4'],
+                       "'q'", 'not a model input')
+    ok &= expect_error('a negative --input-value range', [kilnc, values, '-o', vbundle, '--input-value', 'size=-1..4'],
+                       '--input-value', '0 <= LO')
+    ok &= expect_error('sizes from values without a range', [kilnc, values, '-o', vbundle], '--input-value')
     ok &= expect_error('ranges on Vulkan', [kilnc, m, '-o', bundle, '--dim', 'n=1..10', '--target=vulkan'],
                        'vulkan', 'run time')
     return ok
@@ -326,6 +358,9 @@ def main() -> int:
                    for a, k, (st, en, sp) in zip(data_feeds, (3, 6, 1, 0, 2), slices)]))
     cases.append(('selection', selection(rng), ['--dim', 'nb=1..48', '--dim', 'm=1..40'],
                   [selection_feeds(rng, nb, m) for nb, m in ((1, 1), (9, 12), (48, 40), (30, 5))]))
+    cases.append(('input_values', input_values(rng), ['--input-value', 'pads=0..5', '--input-value', 'size=1..32'],
+                  [{'x': (4, 6), 'pads': i64(p), 'size': i64(s)}
+                   for p, s in (([0, 0, 0, 0], 2), ([1, 2, 3, 4], 10), ([3, 5, 3, 5], 32), ([0, 3, 2, 0], 7))]))
     for name, m, ranges, shapes in cases:
         path = os.path.join(work, name + '.onnx')
         onnx.save(m, path)
