@@ -65,12 +65,20 @@ void lower_recurrent(OpContext& ctx) {
   int64_t D = direction == "bidirectional" ? 2 : 1;
   user_assert(w.shape() == graph::Shape({D, G * H, I}) && r.shape() == graph::Shape({D, G * H, H}))
       << n.describe() << ": W or R has an unexpected shape";
+  // sequence_lens (int32 [B]), unless every length is T: batch b runs its
+  // first len_b steps (reverse: from len_b - 1 down), then holds its state;
+  // Y is 0 past len_b. Lengths are clamped to [0, T].
+  te::Tensor lens;
   if (ctx.has_input(4)) {
     const graph::Value& sl = ctx.value(ctx.input(4));
     bool full = sl.is_constant();
     for (int64_t i = 0; full && i < sl.elements(); i++) full = sl.const_int_at(i) == T;
-    user_assert(full) << n.describe() << ": sequence_lens must be a constant equal to the sequence length";
+    user_assert(sl.shape == graph::Shape({B})) << n.describe() << ": sequence_lens must be [batch_size]";
+    if (!full) lens = ctx.in(4);
   }
+  auto len_of = [=](const Expr& b) {
+    return lens.defined() ? tir::clamp(tir::cast(tir::Index(), lens({b})), Expr(0), Expr(T)) : Expr(T);
+  };
   te::Tensor init_h = ctx.has_input(5) ? ctx.in(5) : te::Tensor();
   te::Tensor init_c = cell == graph::Op::LSTM && ctx.has_input(6) ? ctx.in(6) : te::Tensor();
   te::Tensor peep = cell == graph::Op::LSTM && ctx.has_input(7) ? ctx.in(7) : te::Tensor();
@@ -115,7 +123,10 @@ void lower_recurrent(OpContext& ctx) {
     te::Tensor Rs = cell == graph::Op::GRU && !lbr ? ctx.scan_state("r" + std::to_string(d), {T, B, H}, t) : te::Tensor();
     hs[d] = Hs;
     cs[d] = Cs;
-    auto tt_of = [=](const Expr& step) { return reverse ? Expr(T - 1) - step : step; };
+    // The time step that scan step `step` processes for batch b.
+    auto tt_of = [=](const Expr& step, const Expr& b) {
+      return reverse ? tir::max(len_of(b) - Expr(1) - step, Expr(0)) : step;
+    };
     auto xat = [=](const Expr& tt, const Expr& b, const Expr& i) { return layout ? x({b, tt, i}) : x({tt, b, i}); };
     auto init = [=](const te::Tensor& s, const Expr& b, const Expr& j) {
       if (!s.defined()) return zero;
@@ -128,7 +139,7 @@ void lower_recurrent(OpContext& ctx) {
     // x_t W_g^T (+ Wb_g) and h W... pieces of gate g at (b, h).
     auto xw = [=](int64_t gi, const Expr& step, const Expr& b, const Expr& h) {
       te::Tensor red = te::reduce("xw", {}, {I}, te::ReduceKind::Sum, t, [=](const Indices&, const Indices& ri) {
-        return xat(tt_of(step), b, ri[0]) * w({Expr(d), Expr(gi * H) + h, ri[0]});
+        return xat(tt_of(step, b), b, ri[0]) * w({Expr(d), Expr(gi * H) + h, ri[0]});
       });
       return red({}) + bias_at(gi * H, h);
     };
@@ -139,6 +150,11 @@ void lower_recurrent(OpContext& ctx) {
       return red({}) + bias_at((G + gi) * H, h);
     };
     auto clipped = [=](const Expr& v) { return has_clip ? tir::clamp(v, k(v, -clip), k(v, clip)) : v; };
+    // A state's new value, or past the batch's length its previous one.
+    auto held = [=](const Expr& v, const te::Tensor& state, const te::Tensor& start, const Expr& step, const Expr& b,
+                    const Expr& h) {
+      return lens.defined() ? tir::select(step < len_of(b), v, prev(state, start, step, b, h)) : v;
+    };
 
     std::vector<OpContext::ScanState> states;
     if (cell == graph::Op::LSTM) {
@@ -151,7 +167,7 @@ void lower_recurrent(OpContext& ctx) {
           Expr i = activate(f, clipped(xw(0, step, b, h) + hr(0, hp, h) + peep_at(0, h) * cprev));
           Expr fg = input_forget ? k(i, 1) - i : activate(f, clipped(xw(2, step, b, h) + hr(2, hp, h) + peep_at(2, h) * cprev));
           Expr c = activate(g, clipped(xw(3, step, b, h) + hr(3, hp, h)));
-          return fg * cprev + i * c;
+          return held(fg * cprev + i * c, Cs, init_c, step, b, h);
         });
       }});
       states.push_back({Hs, [=](const Expr& step) {
@@ -160,7 +176,7 @@ void lower_recurrent(OpContext& ctx) {
           auto hp = [=](const Expr& j) { return prev(Hs, init_h, step, b, j); };
           Expr c = Cs({step, b, h});
           Expr og = activate(f, clipped(xw(1, step, b, h) + hr(1, hp, h) + peep_at(1, h) * c));
-          return og * activate(hact, c);
+          return held(og * activate(hact, c), Hs, init_h, step, b, h);
         });
       }});
     } else if (cell == graph::Op::GRU) {
@@ -185,14 +201,14 @@ void lower_recurrent(OpContext& ctx) {
             auto rh = [=](const Expr& j) { return Rs({step, b, j}) * prev(Hs, init_h, step, b, j); };
             cand = activate(g, clipped(xw(2, step, b, h) + hr(2, rh, h)));
           }
-          return (k(z, 1) - z) * cand + z * prev(Hs, init_h, step, b, h);
+          return held((k(z, 1) - z) * cand + z * prev(Hs, init_h, step, b, h), Hs, init_h, step, b, h);
         });
       }});
     } else {
       states.push_back({Hs, [=](const Expr& step) {
         return te::compute("h", {B, H}, [=](const Indices& o) {
           auto hp = [=](const Expr& j) { return prev(Hs, init_h, step, o[0], j); };
-          return activate(f, clipped(xw(0, step, o[0], o[1]) + hr(0, hp, o[1])));
+          return held(activate(f, clipped(xw(0, step, o[0], o[1]) + hr(0, hp, o[1]))), Hs, init_h, step, o[0], o[1]);
         });
       }});
     }
@@ -200,9 +216,9 @@ void lower_recurrent(OpContext& ctx) {
   }
 
   // Outputs: Y [T, D, B, H] (layout 1: [B, T, D, H]), Y_h and Y_c [D, B, H] (layout 1: [B, D, H]).
-  auto step_of = [=](int64_t d, const Expr& tt) {
+  auto step_of = [=](int64_t d, const Expr& tt, const Expr& b) {
     bool reverse = direction == "reverse" || d == 1;
-    return reverse ? Expr(T - 1) - tt : tt;
+    return reverse ? tir::max(len_of(b) - Expr(1) - tt, Expr(0)) : tt;
   };
   auto pick = [=](const std::vector<te::Tensor>& st, const Expr& d, const Expr& step_for_d0, const Expr& step_for_d1,
                   const Expr& b, const Expr& h) {
@@ -213,7 +229,8 @@ void lower_recurrent(OpContext& ctx) {
   if (n.outputs.size() > 0 && n.outputs[0] >= 0) {
     ctx.set_output(0, te::compute("y", ctx.out_dims(0), [=](const Indices& o) {
       Expr tt = layout ? o[1] : o[0], d = layout ? o[2] : o[1], b = layout ? o[0] : o[2];
-      return pick(hs, d, step_of(0, tt), step_of(1, tt), b, o[3]);
+      Expr v = pick(hs, d, step_of(0, tt, b), step_of(1, tt, b), b, o[3]);
+      return lens.defined() ? tir::select(tt < len_of(b), v, tir::make_const(v.type(), 0)) : v;
     }));
   }
   auto last = [=](const std::vector<te::Tensor>& st) {

@@ -22,6 +22,8 @@ compiled ONCE with its dimensions as ranges and checked at several shapes agains
   input_values sizes decided by integer inputs' values read at run time (kilnc --input-value):
                Pad with pads in 0..5 (constant and reflect, within ONNX Runtime's reflect limit), a HannWindow and a Range of
                length `size` in 1..32, its window scaled by Range's float positions
+  ragged_rnn   sequence_lens read at run time: bidirectional LSTM with peepholes, reverse GRU
+               and RNN over T = 6, batch 3, each batch its own length (1..6)
   errors       kiln run refuses, naming the input, the dimension and the range: a shape
                outside the range; two inputs that share a dimension given different sizes;
                a model condition on the dimensions (x [n] + y [5] needs n = 5); kilnc refuses
@@ -244,6 +246,24 @@ def input_values(rng) -> onnx.ModelProto:
                   helper.make_tensor_value_info('weighted', F, ['size'])], opset=17)
 
 
+def ragged_rnn(rng) -> onnx.ModelProto:
+    T, B, I, H = 6, 3, 5, 4
+
+    def w(name, *shape):
+        return tensor(name, (rng.standard_normal(shape) * 0.4).astype(np.float32))
+    nodes = [helper.make_node('LSTM', ['x', 'lw', 'lr', 'lb', 'lens', '', '', 'lp'], ['ly', 'lh', 'lc'],
+                              hidden_size=H, direction='bidirectional'),
+             helper.make_node('GRU', ['x', 'gw', 'gr', 'gb', 'lens'], ['gy', 'gh'], hidden_size=H, direction='reverse'),
+             helper.make_node('RNN', ['x', 'rw', 'rr', '', 'lens'], ['ry', 'rh'], hidden_size=H)]
+    inits = [w('lw', 2, 4 * H, I), w('lr', 2, 4 * H, H), w('lb', 2, 8 * H), w('lp', 2, 3 * H),
+             w('gw', 1, 3 * H, I), w('gr', 1, 3 * H, H), w('gb', 1, 6 * H), w('rw', 1, H, I), w('rr', 1, H, H)]
+    outs = [helper.make_tensor_value_info(n, F, s) for n, s in
+            (('ly', [T, 2, B, H]), ('lh', [2, B, H]), ('lc', [2, B, H]), ('gy', [T, 1, B, H]), ('gh', [1, B, H]),
+             ('ry', [T, 1, B, H]), ('rh', [1, B, H]))]
+    return model(nodes, inits, [helper.make_tensor_value_info('x', F, [T, B, I]),
+                                helper.make_tensor_value_info('lens', TensorProto.INT32, [B])], outs)
+
+
 def save(work, name, array):
     path = os.path.join(work, name + '.npy')
     np.save(path, array)
@@ -361,6 +381,8 @@ def main() -> int:
     cases.append(('input_values', input_values(rng), ['--input-value', 'pads=0..5', '--input-value', 'size=1..32'],
                   [{'x': (4, 6), 'pads': i64(p), 'size': i64(s)}
                    for p, s in (([0, 0, 0, 0], 2), ([1, 2, 3, 4], 10), ([3, 5, 3, 5], 32), ([0, 3, 2, 0], 7))]))
+    cases.append(('ragged_rnn', ragged_rnn(rng), [],
+                  [{'x': (6, 3, 5), 'lens': np.array(v, np.int32)} for v in ((6, 6, 6), (6, 3, 1), (2, 5, 4))]))
     for name, m, ranges, shapes in cases:
         path = os.path.join(work, name + '.onnx')
         onnx.save(m, path)
