@@ -70,6 +70,7 @@ const char* family_name(OpFamily family) {
     case OpFamily::Signal: return "signal";
     case OpFamily::Text: return "text";
     case OpFamily::Random: return "random";
+    case OpFamily::Training: return "training";
     case OpFamily::None: return "none";
   }
   return "?";

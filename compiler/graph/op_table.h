@@ -17,6 +17,7 @@ constexpr uint32_t kAxisOperands = 1u << 2;      // operands along attribute `ax
 constexpr uint32_t kCommutesWithQuant = 1u << 3; // commutes with per-tensor quantization (moves or picks values)
 constexpr uint32_t kDataShape = 1u << 4;         // output size known only after the kernel ran (a data symbol)
 constexpr uint32_t kValueShape = 1u << 5;        // output size may come from a run-time input's values (then a data symbol)
+constexpr uint32_t kPreviewTraining = 1u << 6;   // of domain ai.onnx.preview.training (ONNX's optimizers)
 
 // Parameter operands (the Params column): a bit per input position.
 constexpr uint32_t kNoParams = 0;
@@ -33,7 +34,7 @@ enum class Op : uint16_t {
 // The operator library file that lowers an operator (lower/ops_<family>.cpp).
 enum class OpFamily : uint8_t {
   Import, Conv, Pool, Elementwise, Math, Matmul, Shape, Softmax, Reduce, Index, Norm, Scan, Rnn, Loss, Resize,
-  Quant, Layout, Select, Attention, Signal, Text, Random, None,
+  Quant, Layout, Select, Attention, Signal, Text, Random, Training, None,
 };
 
 // Fusion and evaluation role (see op_table.def).
@@ -79,6 +80,7 @@ struct OpTraits {
   bool value_shape() const { return (flags & kValueShape) != 0; }
   bool axis_operands() const { return (flags & kAxisOperands) != 0; }
   bool commutes_with_quant() const { return (flags & kCommutesWithQuant) != 0; }
+  bool preview_training() const { return (flags & kPreviewTraining) != 0; }
   bool param_input(size_t position) const {
     return position < 32 ? ((param_inputs >> position) & 1u) != 0 : param_inputs == kAllParams;
   }

@@ -73,7 +73,7 @@ class CastMaker {
     return n;
   }
   Graph& g_;
-  std::set<std::string> names_;  // value and node names taken
+  std::set<std::string> names_;  // names taken: the graph's values' and the new nodes' and values' (one namespace, simpler)
 };
 
 }  // namespace

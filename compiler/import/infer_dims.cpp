@@ -684,8 +684,9 @@ class DimInference {
       case OpDims::None: {
         for (int v : n.inputs)
           if (v >= 0 && val(v).is_dynamic()) fail("operator " + n.op + " needs static input shapes");
-        for (size_t i = 0; i < n.inputs.size(); i++)
-          if (has(i) && sym(i) && !val(in(i)).is_constant()) fail("operator " + n.op + " reads a shape computed at run time");
+        for (size_t i = 0; i < n.inputs.size(); i++)  // (float values known symbolically are read as data)
+          if (has(i) && sym(i) && !val(in(i)).is_constant() && !is_float(val(in(i)).dtype))
+            fail("operator " + n.op + " reads a shape computed at run time");
         return {};  // ONNX's static dimensions stand
       }
       case OpDims::Same: {

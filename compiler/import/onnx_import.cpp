@@ -25,6 +25,8 @@ namespace {
 
 using graph::DType;
 
+const char* const kPreviewTrainingDomain = "ai.onnx.preview.training";
+
 DType dtype_from_onnx(int t, const std::string& what) {
   switch (t) {
     case onnx::TensorProto::FLOAT: return DType::F32;
@@ -239,8 +241,14 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   }
 
   int64_t opset = -1;
-  for (auto& o : model.opset_import())
+  bool training = false;  // ONNX's optimizers (graph::kPreviewTraining rows)
+  for (auto& o : model.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+    training |= o.domain() == kPreviewTrainingDomain;
+  }
+  // A model of only the optimizers imports no default opset: its operators
+  // do not depend on one (the version the suite's are tested against).
+  if (opset < 0 && training) opset = 16;
   user_assert(opset > 0) << "the model imports no default-domain (ai.onnx) opset";
   if (opset < 7) {
     // Opset 7 brought numpy broadcasting; older models are converted to it
@@ -412,6 +420,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
 
   // --input-value: a kiln.InputValue node copies the input and every reader
   // reads the copy, whose elements are data symbols (import/infer_dims.cpp).
+  std::map<std::string, int> input_ids;  // the inputs themselves (a model output may be one)
   for (auto& [name, range] : options.input_values) {
     auto it = value_ids.find(name);
     bool is_input = it != value_ids.end() && std::count(out.inputs.begin(), out.inputs.end(), it->second);
@@ -434,6 +443,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
       a.i = v;
       node.attrs[attr] = a;
     }
+    input_ids[name] = it->second;
     value_ids[name] = node.outputs[0];
     out.nodes.push_back(std::move(node));
   }
@@ -454,7 +464,8 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   for (int ni = 0; ni < g->node_size(); ni++) {
     const auto& n = g->node(ni);
     std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(ni) : n.name();
-    if (!n.domain().empty() && n.domain() != "ai.onnx") {
+    if (!n.domain().empty() && n.domain() != "ai.onnx" &&
+        !(n.domain() == kPreviewTrainingDomain && graph::op_traits(n.op_type()).preview_training())) {
       user_error << n.op_type() << " node '" << name << "': operators of domain '" << n.domain()
                  << "' are not supported; only the default ONNX domain is (and of com.microsoft: "
                  << supported_contrib_ops() << ")";
@@ -539,6 +550,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   }
 
   user_assert(g->output_size() > 0) << "the model has no outputs: there is nothing to compute";
+  for (auto& [name, range] : options.input_values) value_ids[name] = input_ids.at(name);  // an output keeps its name
   for (auto& o : g->output()) {
     auto it = value_ids.find(o.name());
     user_assert(it != value_ids.end()) << "model output '" << o.name() << "' is not produced by any node";

@@ -32,7 +32,9 @@ std::set<int> choose_fused_values(const graph::Graph& g) {
     int v = n.outputs[0];
     if (uses[v] != 1 || g.values[v].is_constant()) continue;
     const graph::Node& c = g.nodes[consumer[v]];
-    if (!c.traits().elementwise() || c.outputs.empty() || c.outputs[0] < 0) continue;
+    int written = 0;  // an elementwise operator with several outputs (training BatchNormalization) is no epilogue
+    for (int o : c.outputs) written += o >= 0;
+    if (!c.traits().elementwise() || c.outputs.empty() || c.outputs[0] < 0 || written != 1) continue;
     if (c.guards != n.guards) continue;  // a run-time If's branch runs alone (its kernels are predicated)
     if (!g.same_dims(g.values[c.outputs[0]].dim_exprs(), g.values[v].dim_exprs())) continue;
     fused.insert(v);

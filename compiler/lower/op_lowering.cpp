@@ -74,15 +74,7 @@ te::Tensor OpContext::tensor_of(int value_index) {
   if (!v.sym.empty() && !v.is_constant() && v.producer < 0) {
     // A symbolic constant (a shape computed from run-time dimensions): its
     // elements are formulas of the kernel's symbols, with no storage.
-    std::vector<Expr> elems(v.sym.begin(), v.sym.end());
-    tir::Type t = graph::dtype_to_tir(v.dtype);
-    te::Dims dims = dims_of(value_index);
-    return te::compute(v.name, dims, [elems, t, dims](const Indices& i) {
-      Expr flat = te::flat_index(dims, i);
-      Expr r = tir::cast(t, elems.back());
-      for (size_t k = elems.size() - 1; k-- > 0;) r = tir::select(tir::EQ::make(flat, Expr((int64_t)k)), tir::cast(t, elems[k]), r);
-      return r;
-    });
+    return symbolic_tensor(v, v.name, dims_of(value_index));
   }
   te::Tensor t = te::placeholder(v.name, dims_of(value_index), graph::dtype_to_tir(v.dtype));
   state_->placeholders[value_index] = t;
@@ -333,6 +325,17 @@ Expr in_range(const Indices& idx, const te::Dims& lo, const te::Dims& hi) {
     cond = cond.defined() ? (cond && c) : c;
   }
   return cond.defined() ? cond : tir::IntImm::make(tir::Bool(), 1);
+}
+
+te::Tensor symbolic_tensor(const graph::Value& v, const std::string& name, const te::Dims& dims) {
+  std::vector<Expr> elems(v.sym.begin(), v.sym.end());
+  tir::Type t = graph::dtype_to_tir(v.dtype);
+  return te::compute(name, dims, [elems, t, dims](const Indices& i) {
+    Expr flat = te::flat_index(dims, i);
+    Expr r = tir::cast(t, elems.back());
+    for (size_t k = elems.size() - 1; k-- > 0;) r = tir::select(tir::EQ::make(flat, Expr((int64_t)k)), tir::cast(t, elems[k]), r);
+    return r;
+  });
 }
 
 Expr wrap_index(Expr i, Expr extent) {

@@ -199,5 +199,11 @@ Expr quantize(const Expr& v, const Expr& zp, tir::Type t, std::pair<double, doub
 // Dropout whose training_mode is true or known only at run time (ops_random.cpp;
 // lower_alias hands it over).
 void lower_dropout_training(OpContext& ctx);
+// A symbolic constant (graph::Value::sym, no producer, no data) as a tensor
+// of `dims` whose elements, row-major, are v's formulas over the symbols.
+te::Tensor symbolic_tensor(const graph::Value& v, const std::string& name, const te::Dims& dims);
+
+// BatchNormalization with training_mode=1 (ops_norm.cpp; lower_batchnorm hands it over).
+void lower_batchnorm_training(OpContext& ctx);
 
 }  // namespace kiln::lower

@@ -120,8 +120,9 @@ std::vector<uint8_t> float_bytes(const std::vector<float>& v) {
 void lower_batchnorm(OpContext& ctx) {
   ctx.require_float32();
   const graph::Node& n = ctx.node();
-  user_assert(n.attr_int("training_mode", 0) == 0 && (n.outputs.size() == 1 || n.outputs[1] < 0))
-      << n.describe() << ": only inference-mode BatchNormalization is supported";
+  if (n.attr_int("training_mode", 0) != 0) return lower_batchnorm_training(ctx);
+  user_assert(n.outputs.size() == 1 || n.outputs[1] < 0)
+      << n.describe() << ": the running mean and variance outputs need training_mode=1";
   te::Tensor x = ctx.in(0);
   const te::Dims s = x.dims();
   user_assert(s.size() >= 2) << n.describe() << ": input must be at least 2-D";

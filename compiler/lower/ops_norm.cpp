@@ -69,6 +69,46 @@ Indices keep(const Indices& i, const std::vector<bool>& reduced) {
 
 }  // namespace
 
+// BatchNormalization with training_mode=1 (lower_batchnorm hands it here):
+// the batch's mean and (population) variance per channel normalize x, and
+// outputs 1 and 2 are the running statistics, input * momentum + batch's *
+// (1 - momentum). Several outputs: the fusion never makes it an epilogue.
+void lower_batchnorm_training(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0), scale = ctx.in(1), bias = ctx.in(2), mean_in = ctx.in(3), var_in = ctx.in(4);
+  const te::Dims s = x.dims();
+  user_assert(s.size() >= 2) << n.describe() << ": input must be at least 2-D";
+  const int64_t C = static_extent(s[1], "the channel count");
+  for (int i = 1; i <= 4; i++)
+    user_assert(ctx.value(ctx.input(i)).elements() == C) << n.describe() << ": input " << i << " must have C elements";
+  std::vector<bool> reduced(s.size(), true);
+  reduced[1] = false;
+  const tir::Type t = x.dtype();
+  auto c = [t](double v) { return tir::make_const(t, v); };
+  Stats st = normalize_stats(ctx, x, reduced, [](const Expr& var) { return var; });  // inv_std holds the variance
+  const double eps = n.attr_float("epsilon", 1e-5), momentum = n.attr_float("momentum", 0.9);
+  Indices zeros(s.size(), Expr(0));
+  auto stat = [=](const te::Tensor& v, const Expr& ch) {
+    Indices i = zeros;
+    i[1] = ch;
+    return v(i);
+  };
+  ctx.set_output(0, te::compute("batchnorm", s, [=](const Indices& i) {
+    Indices ch = {i[1]};
+    Expr inv = c(1) / tir::Call::make(tir::Intrinsic::Sqrt, {stat(st.inv_std, i[1]) + c(eps)});
+    return (x(i) - stat(st.mean, i[1])) * inv * scale(ch) + bias(ch);
+  }));
+  const te::Tensor* running[2] = {&mean_in, &var_in};
+  const te::Tensor* batch[2] = {&st.mean, &st.inv_std};
+  for (size_t o = 1; o <= 2; o++) {
+    if (o >= n.outputs.size() || n.outputs[o] < 0) continue;
+    te::Tensor r = *running[o - 1], b = *batch[o - 1];
+    ctx.set_output(o, te::compute(o == 1 ? "running_mean" : "running_var", {Expr(C)}, [=](const Indices& i) {
+      return r(i) * c(momentum) + stat(b, i[0]) * c(1 - momentum);
+    }));
+  }
+}
+
 void lower_layer_norm(OpContext& ctx) {
   ctx.require_float();
   const graph::Node& n = ctx.node();

@@ -29,6 +29,11 @@ void lower_alias(OpContext& ctx) {
       ctx.set_output(1, te::compute("mask", ctx.out_dims(1), [](const Indices&) { return tir::IntImm::make(tir::Bool(), 1); }));
     }
   }
+  if (!in.sym.empty() && !in.is_constant() && in.producer < 0) {
+    // A symbolic constant has no storage to alias: its elements are computed here.
+    ctx.set_output(0, symbolic_tensor(in, "symbolic", ctx.out_dims(0)));
+    return;
+  }
   ctx.aliases.push_back({ctx.output(0), ctx.input(0)});
 }
 

@@ -83,6 +83,14 @@ KILN_NPY_DTYPES = {'float32', 'float16', 'float64', 'int8', 'int16', 'int32', 'i
                    'uint8', 'bool'}
 
 
+# Cases whose reference data contradict their own model (checked by hand against
+# onnx's test generators); reported as unsupported with the reason, never run.
+BAD_REFERENCES = {
+    'node/test_adam_multiple': "the suite's reference was computed with epsilon=0.01, which the model's "
+                               "Adam node does not carry (it takes the default 1e-6): onnx's adam.py",
+}
+
+
 class Unsupported(Exception):
     """The case cannot be expressed with .npy tensors."""
 
@@ -382,6 +390,9 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
     import onnx
     from onnx import numpy_helper
 
+    suite_case = '%s/%s' % (os.path.basename(os.path.dirname(case_dir)), os.path.basename(case_dir))
+    if suite_case in BAD_REFERENCES:
+        raise Unsupported(BAD_REFERENCES[suite_case])
     os.makedirs(work, exist_ok=True)
     model_path = os.path.join(case_dir, 'model.onnx')
     model = onnx.load(model_path, load_external_data=False)
@@ -439,12 +450,20 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
         converted.append((ds_name, feeds, refs))
 
     # A few cases' data contradict their model's declared input shape
-    # (CastLike's bfloat16 cases declare 'like' [3, 4] and give [1]; only
-    # its type matters): compile a copy declaring the data's shape.
+    # (CastLike's bfloat16 cases declare 'like' [3, 4] and give [1]): where
+    # only the input's type matters (it is read only as CastLike's `target_type`),
+    # compile a copy declaring the data's shape.
     note = ''
+    type_only = {vi.name for vi in inputs}
+    for n in graph.node:
+        for k, name in enumerate(n.input):
+            if not (n.op_type == 'CastLike' and k == 1):
+                type_only.discard(name)
     if len(converted) == 1:
         patched = []
         for i, vi in enumerate(inputs):
+            if vi.name not in type_only:
+                continue
             dims = vi.type.tensor_type.shape.dim
             data_shape = np.load(converted[0][1][i].split('=', 1)[1], allow_pickle=False).shape
             declared = [d.dim_value if d.HasField('dim_value') else None for d in dims]

@@ -22,6 +22,9 @@ compiled ONCE with its dimensions as ranges and checked at several shapes agains
   input_values sizes decided by integer inputs' values read at run time (kilnc --input-value):
                Pad with pads in 0..5 (constant and reflect, within ONNX Runtime's reflect limit), a HannWindow and a Range of
                length `size` in 1..32, its window scaled by Range's float positions
+  shape_outputs  shapes computed from run-time dimensions that are model outputs through
+               forwarding operators (Identity of a float Cast of Shape, Reshape of a
+               product): computed, not aliased to storage they do not have
   ragged_rnn   sequence_lens read at run time: bidirectional LSTM with peepholes, reverse GRU
                and RNN over T = 6, batch 3, each batch its own length (1..6)
   errors       kiln run refuses, naming the input, the dimension and the range: a shape
@@ -246,6 +249,16 @@ def input_values(rng) -> onnx.ModelProto:
                   helper.make_tensor_value_info('weighted', F, ['size'])], opset=17)
 
 
+def shape_outputs(rng) -> onnx.ModelProto:
+    nodes = [helper.make_node('Shape', ['x'], ['s']), helper.make_node('Cast', ['s'], ['sf'], to=F),
+             helper.make_node('Identity', ['sf'], ['y']), helper.make_node('Mul', ['s', 'two'], ['s2']),
+             helper.make_node('Reshape', ['s2', 'one_one'], ['y2']), helper.make_node('Relu', ['x'], ['z'])]
+    return model(nodes, [tensor('two', np.array([2], np.int64)), tensor('one_one', np.array([1, 1], np.int64))],
+                 [helper.make_tensor_value_info('x', F, ['n'])],
+                 [helper.make_tensor_value_info('y', F, [1]), helper.make_tensor_value_info('y2', TensorProto.INT64, [1, 1]),
+                  helper.make_tensor_value_info('z', F, ['n'])])
+
+
 def ragged_rnn(rng) -> onnx.ModelProto:
     T, B, I, H = 6, 3, 5, 4
 
@@ -350,6 +363,19 @@ def errors(args, work, rng) -> bool:
     ok &= expect_error('a negative --input-value range', [kilnc, values, '-o', vbundle, '--input-value', 'size=-1..4'],
                        '--input-value', '0 <= LO')
     ok &= expect_error('sizes from values without a range', [kilnc, values, '-o', vbundle], '--input-value')
+    echo = os.path.join(work, 'echo.onnx')  # an --input-value input that is also a model output keeps its name
+    onnx.save(model([helper.make_node('Pad', ['x', 'p'], ['y'])], [],
+                    [helper.make_tensor_value_info('x', F, [3]), helper.make_tensor_value_info('p', TensorProto.INT64, [2])],
+                    [helper.make_tensor_value_info('y', F, ['py']), helper.make_tensor_value_info('p', TensorProto.INT64, [2])]),
+              echo)
+    ebundle, eout = os.path.join(work, 'echo.kiln'), os.path.join(work, 'echo_out')
+    rc, text = run([kilnc, echo, '-o', ebundle, '--input-value', 'p=0..4'])
+    rc2, text2 = run([kiln, 'run', ebundle, '--input', 'x=' + save(work, 'x3', np.ones(3, np.float32)),
+                      '--input', 'p=' + save(work, 'p12', np.array([1, 2], np.int64)), '--output-dir', eout])
+    good = rc == 0 and rc2 == 0 and os.path.isfile(os.path.join(eout, 'p.npy')) and \
+        np.load(os.path.join(eout, 'y.npy')).shape == (6,)
+    kiln_e2e.log('an --input-value input that is an output keeps its name: %s' % ('PASS' if good else 'FAIL: ' + text + text2))
+    ok &= good
     ok &= expect_error('ranges on Vulkan', [kilnc, m, '-o', bundle, '--dim', 'n=1..10', '--target=vulkan'],
                        'vulkan', 'run time')
     return ok
@@ -381,6 +407,7 @@ def main() -> int:
     cases.append(('input_values', input_values(rng), ['--input-value', 'pads=0..5', '--input-value', 'size=1..32'],
                   [{'x': (4, 6), 'pads': i64(p), 'size': i64(s)}
                    for p, s in (([0, 0, 0, 0], 2), ([1, 2, 3, 4], 10), ([3, 5, 3, 5], 32), ([0, 3, 2, 0], 7))]))
+    cases.append(('shape_outputs', shape_outputs(rng), ['--dim', 'n=1..8'], [{'x': (n,)} for n in (1, 4, 8)]))
     cases.append(('ragged_rnn', ragged_rnn(rng), [],
                   [{'x': (6, 3, 5), 'lens': np.array(v, np.int32)} for v in ((6, 6, 6), (6, 3, 1), (2, 5, 4))]))
     for name, m, ranges, shapes in cases:
