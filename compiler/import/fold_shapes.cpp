@@ -11,6 +11,7 @@
 
 #include "graph/op_table.h"
 #include "import/inline_if.h"
+#include "import/static_sequences.h"
 #include "import/validate.h"
 #include "support/diagnostics.h"
 
@@ -493,6 +494,7 @@ int fold_shape_computations(onnx::ModelProto& model, RunTimeIfs* run_time_ifs) {
   for (int round = 0; round < 32; round++) {
     infer(model);
     int folded = Folder(model).run_once();
+    folded += unroll_static_sequences(model);  // lists of tensors known at compile time (static_sequences.h)
     folded += inline_constant_ifs(model, run_time_ifs);  // a condition folded just now picks its branch
     total += folded;
     if (folded == 0) break;

@@ -245,6 +245,22 @@ def cases(workdir: str) -> dict:
         'pad_runtime_pads': (b(model([helper.make_node('Pad', ['x', 'pads'], ['y'], name='pad0')],
                                      [vi('x', [8]), vi('pads', [2], TensorProto.INT64)], [vi('y', [10])])),
                              'error', ['pad0']),
+        # Sequences known at compile time (import/static_sequences.cpp): bad positions and sizes.
+        'sequence_at_out_of_range': (b(model([helper.make_node('SequenceConstruct', ['x', 'x'], ['s'], name='seq0'),
+                                              helper.make_node('SequenceAt', ['s', 'p'], ['y'], name='seqat0')],
+                                             [vi('x', [4])], [vi('y', [4])],
+                                             [helper.make_tensor('p', TensorProto.INT64, [], [5])])),
+                                     'error', ['seqat0', 'out of range']),
+        'split_to_sequence_bad_sizes': (b(model([helper.make_node('SplitToSequence', ['x', 'sp'], ['s'], name='sts0'),
+                                                 helper.make_node('SequenceAt', ['s', 'p'], ['y'], name='seqat1')],
+                                                [vi('x', [4])], [vi('y', [3])],
+                                                [helper.make_tensor('sp', TensorProto.INT64, [2], [3, 3]),
+                                                 helper.make_tensor('p', TensorProto.INT64, [], [0])])),
+                                        'error', ['sts0']),  # ONNX's shape inference catches it first
+        'concat_from_empty_sequence': (b(model([helper.make_node('SequenceEmpty', [], ['s'], name='se0'),
+                                                helper.make_node('ConcatFromSequence', ['s'], ['y'], name='cfs0', axis=0)],
+                                               [vi('x', [4])], [vi('y', [4])])),
+                                       'error', ['cfs0', 'empty']),
         'einsum_bad_equation': (b(model([helper.make_node('Einsum', ['x'], ['y'], name='es0', equation='ij->k')],
                                         [vi('x', [2, 2])], [vi('y', [2])])), 'error', ['es0']),
         'loop_subgraph': (b(nested_if(1)), 'ok', []),  # a run-time If, nested once: both branches predicated

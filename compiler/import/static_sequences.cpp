@@ -1,0 +1,287 @@
+#include "import/static_sequences.h"
+
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "support/diagnostics.h"
+
+namespace kiln {
+namespace {
+
+using TP = onnx::TensorProto;
+
+std::string describe(const onnx::NodeProto& n) { return n.op_type() + " node '" + n.name() + "'"; }
+
+// The integers of a constant tensor (int64 or int32), or nothing.
+std::optional<std::vector<int64_t>> ints_of(const TP& t) {
+  std::vector<int64_t> v;
+  if (t.data_type() != TP::INT64 && t.data_type() != TP::INT32) return std::nullopt;
+  size_t width = t.data_type() == TP::INT64 ? 8 : 4;
+  if (t.has_raw_data()) {
+    const std::string& raw = t.raw_data();
+    if (raw.size() % width) return std::nullopt;
+    for (size_t i = 0; i < raw.size(); i += width) {
+      int64_t x = 0;
+      if (width == 8) {
+        std::memcpy(&x, raw.data() + i, 8);
+      } else {
+        int32_t y;
+        std::memcpy(&y, raw.data() + i, 4);
+        x = y;
+      }
+      v.push_back(x);
+    }
+  } else if (t.data_type() == TP::INT64) {
+    v.assign(t.int64_data().begin(), t.int64_data().end());
+  } else {
+    v.assign(t.int32_data().begin(), t.int32_data().end());
+  }
+  return v;
+}
+
+class Unroller {
+ public:
+  explicit Unroller(onnx::ModelProto& m) : m_(m), g_(*m.mutable_graph()) {
+    for (auto& o : m.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    // (An initializer that is also a graph input is a constant to kilnc, as in onnx_import.cpp.)
+    for (auto& t : g_.initializer()) constants_[t.name()] = &t;
+    for (auto& n : g_.node())
+      if (n.op_type() == "Constant" && n.output_size() == 1)
+        for (auto& a : n.attribute())
+          if (a.name() == "value" && a.has_t()) constants_[n.output(0)] = &a.t();
+    auto shape_of = [&](const onnx::ValueInfoProto& vi) {
+      if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+      std::vector<int64_t> dims;
+      for (auto& d : vi.type().tensor_type().shape().dim()) {
+        if (!d.has_dim_value()) return;
+        dims.push_back(d.dim_value());
+      }
+      shapes_[vi.name()] = dims;
+    };
+    for (auto& vi : g_.input()) shape_of(vi);
+    for (auto& vi : g_.value_info()) shape_of(vi);
+    for (auto& t : g_.initializer()) shapes_[t.name()] = std::vector<int64_t>(t.dims().begin(), t.dims().end());
+  }
+
+  int run() {
+    std::vector<onnx::NodeProto> out;
+    int rewritten = 0;
+    for (const auto& n : g_.node()) {
+      if (rewrite(n, out)) rewritten++;
+      else out.push_back(n);
+    }
+    if (!rewritten) return 0;
+    // All or nothing: no sequence this step dissolved may be read by what is left.
+    for (auto& n : out)
+      for (auto& i : n.input())
+        if (lists_.count(i)) return 0;
+    for (auto& o : g_.output())
+      if (lists_.count(o.name())) return 0;
+    g_.clear_node();
+    for (auto& n : out) *g_.add_node() = n;
+    for (auto& t : new_initializers_) *g_.add_initializer() = t;
+    return rewritten;
+  }
+
+ private:
+  onnx::ModelProto& m_;
+  onnx::GraphProto& g_;
+  int64_t opset_ = 13;
+  std::map<std::string, const TP*> constants_;            // value -> its constant
+  std::map<std::string, std::vector<int64_t>> shapes_;    // value -> its static shape
+  std::map<std::string, std::vector<std::string>> lists_;  // sequence value -> its elements
+  std::vector<TP> new_initializers_;                       // axes and splits of the new nodes
+  int fresh_ = 0;
+
+  std::string input(const onnx::NodeProto& n, int i) const { return i < n.input_size() ? n.input(i) : std::string(); }
+  const std::vector<std::string>* list(const onnx::NodeProto& n, int i) const {
+    auto it = lists_.find(input(n, i));
+    return it == lists_.end() ? nullptr : &it->second;
+  }
+  std::optional<std::vector<int64_t>> ints(const std::string& name) const {
+    auto it = constants_.find(name);
+    if (it == constants_.end()) return std::nullopt;
+    return ints_of(*it->second);
+  }
+  int64_t attr(const onnx::NodeProto& n, const char* name, int64_t dflt) const {
+    for (auto& a : n.attribute())
+      if (a.name() == name) return a.i();
+    return dflt;
+  }
+  std::string temp(const onnx::NodeProto& n, const std::string& what) {
+    return n.output(0) + "/" + what + "." + std::to_string(fresh_++);
+  }
+  // An int64 initializer `values` (1-D), named after node n (added when the rewrite holds).
+  std::string ints_initializer(const onnx::NodeProto& n, const std::vector<int64_t>& values) {
+    TP t;
+    t.set_name(temp(n, "const"));
+    t.set_data_type(TP::INT64);
+    t.add_dims((int64_t)values.size());
+    for (int64_t v : values) t.add_int64_data(v);
+    new_initializers_.push_back(t);
+    return t.name();
+  }
+  onnx::NodeProto& emit(std::vector<onnx::NodeProto>& out, const onnx::NodeProto& from, const std::string& op,
+                        std::vector<std::string> inputs, std::vector<std::string> outputs) {
+    onnx::NodeProto m;
+    m.set_op_type(op);
+    m.set_name(from.name() + "/" + op + "." + std::to_string(fresh_++));
+    for (auto& i : inputs) m.add_input(i);
+    for (auto& o : outputs) m.add_output(o);
+    out.push_back(m);
+    return out.back();
+  }
+  static void set_ints(onnx::NodeProto& m, const char* name, const std::vector<int64_t>& v) {
+    auto* a = m.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+  static void set_int(onnx::NodeProto& m, const char* name, int64_t v) {
+    auto* a = m.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  // Unsqueeze / Squeeze / Split with `axes` or `split` an attribute (opset < 13) or an input.
+  onnx::NodeProto& emit_with_ints(std::vector<onnx::NodeProto>& out, const onnx::NodeProto& from, const std::string& op,
+                                  const std::string& x, const char* name, const std::vector<int64_t>& v,
+                                  std::vector<std::string> outputs) {
+    if (opset_ >= 13) return emit(out, from, op, {x, ints_initializer(from, v)}, outputs);
+    onnx::NodeProto& m = emit(out, from, op, {x}, outputs);
+    set_ints(m, name, v);
+    return m;
+  }
+  // A position input (absent: `dflt`) as an index in [0, limit], or nothing when not a constant.
+  std::optional<int64_t> position(const onnx::NodeProto& n, int i, int64_t size, int64_t dflt, int64_t limit) const {
+    if (input(n, i).empty()) return dflt;
+    auto v = ints(input(n, i));
+    if (!v) return std::nullopt;
+    user_assert(v->size() == 1) << describe(n) << ": the position must hold one value";
+    int64_t p = (*v)[0] < 0 ? (*v)[0] + size : (*v)[0];
+    user_assert(p >= 0 && p <= limit) << describe(n) << ": position " << (*v)[0] << " is out of range for a sequence of "
+                                      << size << " tensors";
+    return p;
+  }
+
+  bool rewrite(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
+    const std::string& op = n.op_type();
+    if (op == "SequenceEmpty") {
+      lists_[n.output(0)] = {};
+      return true;
+    }
+    if (op == "SequenceConstruct") {
+      lists_[n.output(0)] = std::vector<std::string>(n.input().begin(), n.input().end());
+      return true;
+    }
+    const std::vector<std::string>* in = list(n, 0);
+    if (op == "SplitToSequence") return split(n, out);
+    if (!in) return false;
+    const int64_t size = (int64_t)in->size();
+    if (op == "SequenceInsert") {
+      auto p = position(n, 2, size, size, size);
+      if (!p) return false;
+      std::vector<std::string> l = *in;
+      l.insert(l.begin() + *p, input(n, 1));
+      lists_[n.output(0)] = l;
+      return true;
+    }
+    if (op == "SequenceErase" || op == "SequenceAt") {
+      user_assert(size > 0) << describe(n) << ": the sequence is empty";
+      auto p = position(n, 1, size, size - 1, size - 1);
+      if (!p) return false;
+      if (op == "SequenceAt") {
+        emit(out, n, "Identity", {(*in)[(size_t)*p]}, {n.output(0)});
+      } else {
+        std::vector<std::string> l = *in;
+        l.erase(l.begin() + *p);
+        lists_[n.output(0)] = l;
+      }
+      return true;
+    }
+    if (op == "SequenceLength") {
+      onnx::NodeProto& c = emit(out, n, "Constant", {}, {n.output(0)});
+      auto* a = c.add_attribute();
+      a->set_name("value");
+      a->set_type(onnx::AttributeProto::TENSOR);
+      a->mutable_t()->set_data_type(TP::INT64);
+      a->mutable_t()->add_int64_data(size);
+      return true;
+    }
+    if (op == "ConcatFromSequence") {
+      user_assert(size > 0) << describe(n) << ": the sequence is empty: there is nothing to concatenate";
+      int64_t axis = attr(n, "axis", 0);
+      std::vector<std::string> parts = *in;
+      if (attr(n, "new_axis", 0) != 0)
+        for (auto& p : parts) {
+          std::string u = temp(n, "unsqueezed");
+          emit_with_ints(out, n, "Unsqueeze", p, "axes", {axis}, {u});
+          p = u;
+        }
+      set_int(emit(out, n, "Concat", parts, {n.output(0)}), "axis", axis);
+      return true;
+    }
+    return false;
+  }
+
+  // SplitToSequence: Split into the parts the split input (or 1s) gives, then
+  // (keepdims=0, no split) Squeeze each.
+  bool split(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    auto shape = shapes_.find(input(n, 0));
+    if (shape == shapes_.end()) return false;
+    const int64_t rank = (int64_t)shape->second.size();
+    int64_t axis = attr(n, "axis", 0);
+    if (axis < 0) axis += rank;
+    user_assert(axis >= 0 && axis < rank) << describe(n) << ": axis is out of range";
+    const int64_t dim = shape->second[(size_t)axis];
+    std::vector<int64_t> sizes;
+    bool squeeze = false;
+    if (input(n, 1).empty()) {
+      sizes.assign((size_t)dim, 1);
+      squeeze = attr(n, "keepdims", 1) == 0;
+    } else {
+      auto s = ints(input(n, 1));
+      if (!s) return false;
+      auto sd = shapes_.find(input(n, 1));
+      bool scalar = sd != shapes_.end() && sd->second.empty();
+      if (scalar) {
+        user_assert(s->size() == 1 && (*s)[0] > 0) << describe(n) << ": a scalar split must be positive";
+        for (int64_t left = dim; left > 0; left -= (*s)[0]) sizes.push_back(std::min(left, (*s)[0]));
+      } else {
+        int64_t total = 0;
+        for (int64_t v : *s) {
+          user_assert(v >= 0) << describe(n) << ": split sizes must not be negative";
+          total += v;
+        }
+        user_assert(total == dim) << describe(n) << ": the split sizes add up to " << total << ", not " << dim;
+        sizes = *s;
+      }
+    }
+    std::vector<std::string> parts, elems;
+    for (size_t k = 0; k < sizes.size(); k++) parts.push_back(temp(n, "part"));
+    if (!parts.empty()) set_int(emit_with_ints(out, n, "Split", input(n, 0), "split", sizes, parts), "axis", axis);
+    for (auto& p : parts) {
+      if (!squeeze) {
+        elems.push_back(p);
+        continue;
+      }
+      std::string s = temp(n, "squeezed");
+      emit_with_ints(out, n, "Squeeze", p, "axes", {axis}, {s});
+      elems.push_back(s);
+    }
+    lists_[n.output(0)] = elems;
+    return true;
+  }
+};
+
+}  // namespace
+
+int unroll_static_sequences(onnx::ModelProto& model) { return Unroller(model).run(); }
+
+}  // namespace kiln
