@@ -206,19 +206,7 @@ class Folder {
       Const c;
       if (is_constant_node(n) && v && v->has_t() && from_proto(v->t(), &c)) consts_[n.output(0)] = c;
     }
-    auto add_shape = [&](const onnx::ValueInfoProto& vi) {
-      if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
-      std::vector<int64_t> dims;
-      for (auto& d : vi.type().tensor_type().shape().dim()) {
-        if (!d.has_dim_value()) return;
-        dims.push_back(d.dim_value());
-      }
-      shapes_[vi.name()] = dims;
-    };
-    for (auto& vi : g_.input()) add_shape(vi);
-    for (auto& vi : g_.value_info()) add_shape(vi);
-    for (auto& vi : g_.output()) add_shape(vi);
-    for (auto& t : g_.initializer()) shapes_[t.name()] = std::vector<int64_t>(t.dims().begin(), t.dims().end());
+    shapes_ = static_shapes(g_);
   }
 
   const Const* in(const onnx::NodeProto& n, int k) {
@@ -488,6 +476,24 @@ void infer(onnx::ModelProto& model) {
 }
 
 }  // namespace
+
+std::map<std::string, std::vector<int64_t>> static_shapes(const onnx::GraphProto& g) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  auto add_shape = [&](const onnx::ValueInfoProto& vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    std::vector<int64_t> dims;
+    for (auto& d : vi.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      dims.push_back(d.dim_value());
+    }
+    shapes[vi.name()] = dims;
+  };
+  for (auto& vi : g.input()) add_shape(vi);
+  for (auto& vi : g.value_info()) add_shape(vi);
+  for (auto& vi : g.output()) add_shape(vi);
+  for (auto& t : g.initializer()) shapes[t.name()] = std::vector<int64_t>(t.dims().begin(), t.dims().end());
+  return shapes;
+}
 
 int fold_shape_computations(onnx::ModelProto& model, RunTimeIfs* run_time_ifs) {
   int total = 0;

@@ -14,6 +14,11 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
 namespace kiln {
 
 // Returns the number of nodes folded. Throws UserError if shape inference fails.
@@ -21,5 +26,9 @@ namespace kiln {
 // the nodes of an If inlined inside one inherit (import/inline_if.h).
 struct RunTimeIfs;
 int fold_shape_computations(onnx::ModelProto& model, RunTimeIfs* run_time_ifs = nullptr);
+
+// The static shapes `g` states: its inputs', outputs' and value_info's with
+// every dimension known, and its initializers'.
+std::map<std::string, std::vector<int64_t>> static_shapes(const onnx::GraphProto& g);
 
 }  // namespace kiln

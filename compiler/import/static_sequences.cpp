@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "import/fold_shapes.h"
 #include "support/diagnostics.h"
 
 namespace kiln {
@@ -54,18 +55,7 @@ class Unroller {
       if (n.op_type() == "Constant" && n.output_size() == 1)
         for (auto& a : n.attribute())
           if (a.name() == "value" && a.has_t()) constants_[n.output(0)] = &a.t();
-    auto shape_of = [&](const onnx::ValueInfoProto& vi) {
-      if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
-      std::vector<int64_t> dims;
-      for (auto& d : vi.type().tensor_type().shape().dim()) {
-        if (!d.has_dim_value()) return;
-        dims.push_back(d.dim_value());
-      }
-      shapes_[vi.name()] = dims;
-    };
-    for (auto& vi : g_.input()) shape_of(vi);
-    for (auto& vi : g_.value_info()) shape_of(vi);
-    for (auto& t : g_.initializer()) shapes_[t.name()] = std::vector<int64_t>(t.dims().begin(), t.dims().end());
+    shapes_ = static_shapes(g_);
   }
 
   int run() {
