@@ -662,6 +662,29 @@ class DimInference {
     return count;
   }
 
+  // A reduction whose axes are read at run time (lower/ops_reduce.cpp,
+  // lower_reduce_run_time_axes): a data symbol per dimension of the
+  // keepdims shape (1 where reduced, else the input's), with keepdims=0 one
+  // per output dimension too (the kept dimensions in order; as many as the
+  // input's rank less the axes' count), and a last one in [1, 1] that is 0
+  // when the axes are out of range or repeated. Hidden outputs in that order.
+  DimExprs run_time_axes(const DimExprs& x, bool keep) {
+    const int64_t r = (int64_t)x.size(), k = val(in(1)).elements();
+    for (auto& d : x)
+      if (!const_of(d)) fail("a reduction over axes known only at run time needs static input dimensions");
+    if (k > r) fail("more axes than dimensions");
+    DimExprs kept, out;
+    int64_t largest = 0;
+    for (int64_t d = 0; d < r; d++) {
+      kept.push_back(data_symbol(val(in(0)).shape[(size_t)d], 1 + (size_t)d));
+      largest = std::max(largest, val(in(0)).shape[(size_t)d]);
+    }
+    if (!keep)
+      for (int64_t j = 0; j < r - k; j++) out.push_back(data_symbol(largest));
+    data_symbol(1, 1, 1);  // the axes are valid
+    return keep ? kept : out;
+  }
+
   // A new int64 output of the node, after its others (read by the runtime or
   // by the node's own later kernels, never by other nodes).
   int add_hidden_output(const std::string& suffix, const graph::Shape& shape) {
@@ -815,7 +838,10 @@ class DimInference {
         if (n.is(Op::ArgMax) || n.is(Op::ArgMin)) {
           reduced[(size_t)axis_attr("axis", 0, (int64_t)x.size())] = true;
         } else {
-          auto ax = axes(n.is(Op::ReduceSum) ? 13 : 18, 1);
+          const int64_t input_opset = n.is(Op::ReduceSum) ? 13 : 18;
+          if (g_.opset >= input_opset && has(1) && !sym(1) && !val(in(1)).is_dynamic() && val(in(1)).elements() > 0)
+            return run_time_axes(x, keep);
+          auto ax = axes(input_opset, 1);
           if (!ax || ax->empty()) {
             if (n.attr_int("noop_with_empty_axes", 0) != 0) return x;
             reduced.assign(x.size(), true);

@@ -154,6 +154,10 @@ struct ReduceAxes {
   std::vector<bool> reduced;  // per input dim
   te::Dims rshape;            // extents of the reduced dims, in order
   bool keepdims;              // the output keeps reduced dims as extent 1
+  // Axes known only at run time: every dimension d is "reduced" over
+  // rshape[d] = x_d + 1 - o_d (o_d the keepdims output's: 1 or x_d), and the
+  // input index is o + r (keepdims output indices).
+  bool run_time = false;
 };
 // The input index for output index o and reduce index r.
 Indices input_index(const ReduceAxes& ax, const Indices& o, const Indices& r);

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "lower/op_lowering.h"
+#include "lower/serial_tir.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
@@ -55,24 +56,107 @@ ReduceAxes reduce_axes(OpContext& ctx, bool axes_from_input) {
   return r;
 }
 
+// The variable of the data symbol whose source is value v.
+Expr symbol_of(OpContext& ctx, int v) {
+  for (auto& s : ctx.graph.symbols)
+    if (s.source_value == v) return s.var;
+  internal_error << ctx.node().describe() << ": no symbol has source '" << ctx.value(v).name << "'";
+}
+
+// Axes read at run time (import/infer_dims.cpp, run_time_axes): one kernel
+// reads them and writes the keepdims shape's dimensions (and with
+// keepdims=0 the output's) and whether they are valid, as data symbols;
+// the reduction then runs over the keepdims shape (ReduceAxes::run_time).
+// Returns the axes; *keep_dims gets the keepdims shape.
+ReduceAxes run_time_axes(OpContext& ctx, te::Dims* keep_dims) {
+  const graph::Node& n = ctx.node();
+  const graph::Shape xs = ctx.in_shape(0);
+  const int64_t r = (int64_t)xs.size(), k = ctx.value(ctx.input(1)).elements();
+  const bool keep = n.attr_int("keepdims", 1) != 0;
+  const size_t first_out = 1 + (size_t)r, valid = n.outputs.size() - 1;
+  internal_assert(n.outputs.size() == 1 + (size_t)r + (keep ? 0 : (size_t)(r - k)) + 1)
+      << n.describe() << ": run-time axes need their hidden outputs";
+  const int axes_in = ctx.input(1);
+  ctx.emit_tir("reduce_axes", [&](const OpContext::BindFn& bind) {
+    tir::Buffer ab = bind(axes_in, Access::Read);
+    std::vector<Expr> axis;  // each axis, made non-negative
+    Expr ok = tir::IntImm::make(tir::Bool(), 1);
+    for (int64_t j = 0; j < k; j++) {
+      Expr a = tir::cast(tir::Index(), tir::Load::make(ab, Expr(j)));
+      a = tir::select(a < Expr(0), a + Expr(r), a);
+      ok = ok && a >= Expr(0) && a < Expr(r);
+      for (auto& b : axis) ok = ok && tir::NE::make(a, b);
+      axis.push_back(a);
+    }
+    std::vector<tir::Stmt> body;
+    std::vector<Expr> kept(r);  // 1 when dimension d is not reduced
+    for (int64_t d = 0; d < r; d++) {
+      Expr hit = tir::IntImm::make(tir::Bool(), 0);
+      for (auto& a : axis) hit = hit || tir::EQ::make(a, Expr(d));
+      kept[d] = tir::select(hit, Expr(0), Expr(1));
+      body.push_back(tir::Store::make(bind(n.outputs[1 + (size_t)d], Access::Write), Expr(0),
+                                      tir::select(hit, Expr(1), Expr(xs[(size_t)d]))));
+    }
+    for (int64_t j = 0; !keep && j < r - k; j++) {  // the j-th kept dimension's size
+      Expr size = Expr(0), before = Expr(0);
+      for (int64_t d = 0; d < r; d++) {
+        size = size + tir::select(tir::EQ::make(kept[d], Expr(1)) && tir::EQ::make(before, Expr(j)), Expr(xs[(size_t)d]), Expr(0));
+        before = before + kept[d];
+      }
+      body.push_back(tir::Store::make(bind(n.outputs[first_out + (size_t)j], Access::Write), Expr(0), size));
+    }
+    body.push_back(tir::Store::make(bind(n.outputs[valid], Access::Write), Expr(0), tir::select(ok, Expr(1), Expr(0))));
+    return serial::block(body);
+  });
+  ReduceAxes ax;
+  ax.run_time = true;
+  ax.keepdims = true;
+  ax.reduced.assign((size_t)r, true);
+  for (int64_t d = 0; d < r; d++) {
+    Expr o = symbol_of(ctx, n.outputs[1 + (size_t)d]);
+    keep_dims->push_back(o);
+    ax.rshape.push_back(Expr(xs[(size_t)d]) + Expr(1) - o);
+  }
+  return ax;
+}
+
 }  // namespace
 
 void lower_reduce(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   const Op op = ctx.op();
   bool from_input = op == Op::ReduceSum ? ctx.graph.opset >= 13 : ctx.graph.opset >= 18;
-  ReduceAxes ax = reduce_axes(ctx, from_input);
+  bool run_time = from_input && ctx.has_input(1) && !ctx.value(ctx.input(1)).is_constant() &&
+                  ctx.value(ctx.input(1)).elements() > 0;
+  te::Dims os = ctx.out_dims(0), keep_dims;
+  ReduceAxes ax = run_time ? run_time_axes(ctx, &keep_dims) : reduce_axes(ctx, from_input);
+  if (run_time) os = keep_dims;  // the keepdims result; keepdims=0 reads it flat (below)
   te::Tensor x = ctx.in(0);
   tir::Type t = x.dtype();
   user_assert(t.is_float() || op == Op::ReduceSum || op == Op::ReduceMax || op == Op::ReduceMin || op == Op::ReduceProd)
       << n.describe() << ": " << n.op << " needs a float input";
-  const te::Dims os = ctx.out_dims(0);
   Expr count = te::num_elements(ax.rshape);
   Expr count_t = tir::as_const_int(count) ? k(t, (double)*tir::as_const_int(count)) : tir::cast(t, count);
   auto body = [=](const std::function<Expr(Expr)>& f) {
     return [=](const Indices& o, const Indices& r) { return f(x(input_index(ax, o, r))); };
   };
   auto id = [](Expr v) { return v; };
+  // With run-time axes and keepdims=0 the output holds the keepdims result's
+  // elements in the same order, under the kept dimensions' sizes.
+  auto finish = [&](const te::Tensor& result) {
+    if (!run_time || n.attr_int("keepdims", 1) != 0) return ctx.set_output(0, result);
+    te::Tensor kept = ctx.materialize(result);
+    const te::Dims od = ctx.out_dims(0);
+    ctx.set_output(0, te::compute(n.op, od, [=](const Indices& o) {
+      Expr flat = te::flat_index(od, o);
+      Indices i(os.size());
+      for (size_t d = os.size(); d-- > 0;) {
+        i[d] = flat % os[d];
+        flat = flat / os[d];
+      }
+      return kept(i);
+    }));
+  };
   te::ReduceKind rk = op == Op::ReduceMax ? te::ReduceKind::Max
                       : op == Op::ReduceMin ? te::ReduceKind::Min
                       : op == Op::ReduceProd ? te::ReduceKind::Prod
@@ -85,7 +169,7 @@ void lower_reduce(OpContext& ctx) {
     te::Tensor s = te::reduce(n.op, os, ax.rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
       return call(Intrinsic::Exp, x(input_index(ax, o, r)) - m(o));
     });
-    ctx.set_output(0, te::compute(n.op, os, [=](const Indices& o) {
+    finish(te::compute(n.op, os, [=](const Indices& o) {
       // An all -inf (or empty) slice keeps the max itself.
       return tir::select(tir::EQ::make(m(o), k(t, -INFINITY)), m(o), m(o) + call(Intrinsic::Log, s(o)));
     }));
@@ -95,7 +179,7 @@ void lower_reduce(OpContext& ctx) {
   if (op == Op::ReduceMean) out = te::compute(n.op, os, [=](const Indices& o) { return red(o) / count_t; });
   if (op == Op::ReduceL2) out = te::compute(n.op, os, [=](const Indices& o) { return call(Intrinsic::Sqrt, red(o)); });
   if (op == Op::ReduceLogSum) out = te::compute(n.op, os, [=](const Indices& o) { return call(Intrinsic::Log, red(o)); });
-  ctx.set_output(0, out);
+  finish(out);
 }
 
 void lower_arg(OpContext& ctx) {
@@ -175,6 +259,10 @@ void lower_topk(OpContext& ctx) {
 
 Indices input_index(const ReduceAxes& ax, const Indices& o, const Indices& r) {
   Indices idx;
+  if (ax.run_time) {
+    for (size_t d = 0; d < ax.reduced.size(); d++) idx.push_back(o[d] + r[d]);
+    return idx;
+  }
   size_t oi = 0, ri = 0;
   for (size_t d = 0; d < ax.reduced.size(); d++) {
     if (ax.reduced[d]) {

@@ -25,6 +25,9 @@ compiled ONCE with its dimensions as ranges and checked at several shapes agains
   shape_outputs  shapes computed from run-time dimensions that are model outputs through
                forwarding operators (Identity of a float Cast of Shape, Reshape of a
                product): computed, not aliased to storage they do not have
+  run_time_axes  ReduceSum with keepdims=1 and keepdims=0 over two axes read at run
+               time (negative ones too): which dimensions are 1, and the output's, are data
+               symbols; repeated axes are refused
   ragged_rnn   sequence_lens read at run time: bidirectional LSTM with peepholes, reverse GRU
                and RNN over T = 6, batch 3, each batch its own length (1..6)
   errors       kiln run refuses, naming the input, the dimension and the range: a shape
@@ -259,6 +262,14 @@ def shape_outputs(rng) -> onnx.ModelProto:
                   helper.make_tensor_value_info('z', F, ['n'])])
 
 
+def run_time_axes(rng) -> onnx.ModelProto:
+    nodes = [helper.make_node('ReduceSum', ['x', 'axes'], ['s'], keepdims=1),
+             helper.make_node('ReduceSum', ['x', 'axes'], ['m'], keepdims=0)]
+    return model(nodes, [], [helper.make_tensor_value_info('x', F, [3, 4, 5]),
+                             helper.make_tensor_value_info('axes', TensorProto.INT64, [2])],
+                 [helper.make_tensor_value_info('s', F, ['a', 'b', 'c']), helper.make_tensor_value_info('m', F, ['d'])])
+
+
 def ragged_rnn(rng) -> onnx.ModelProto:
     T, B, I, H = 6, 3, 5, 4
 
@@ -363,6 +374,10 @@ def errors(args, work, rng) -> bool:
     ok &= expect_error('a negative --input-value range', [kilnc, values, '-o', vbundle, '--input-value', 'size=-1..4'],
                        '--input-value', '0 <= LO')
     ok &= expect_error('sizes from values without a range', [kilnc, values, '-o', vbundle], '--input-value')
+    axes_bundle = os.path.join(work, 'run_time_axes', 'run_time_axes.kiln')  # compiled by the run_time_axes case
+    ok &= expect_error('repeated run-time reduction axes',
+                       [kiln, 'run', axes_bundle, '--input', 'x=' + save(work, 'x345', np.ones((3, 4, 5), np.float32)),
+                        '--input', 'axes=' + save(work, 'axes11', np.array([1, -2], np.int64))], 'came out as 0', '1..1')
     echo = os.path.join(work, 'echo.onnx')  # an --input-value input that is also a model output keeps its name
     onnx.save(model([helper.make_node('Pad', ['x', 'p'], ['y'])], [],
                     [helper.make_tensor_value_info('x', F, [3]), helper.make_tensor_value_info('p', TensorProto.INT64, [2])],
@@ -408,6 +423,8 @@ def main() -> int:
                   [{'x': (4, 6), 'pads': i64(p), 'size': i64(s)}
                    for p, s in (([0, 0, 0, 0], 2), ([1, 2, 3, 4], 10), ([3, 5, 3, 5], 32), ([0, 3, 2, 0], 7))]))
     cases.append(('shape_outputs', shape_outputs(rng), ['--dim', 'n=1..8'], [{'x': (n,)} for n in (1, 4, 8)]))
+    cases.append(('run_time_axes', run_time_axes(rng), [],
+                  [{'x': (3, 4, 5), 'axes': i64(a)} for a in ((0, 2), (-1, 1), (2, 0), (1, -3))]))
     cases.append(('ragged_rnn', ragged_rnn(rng), [],
                   [{'x': (6, 3, 5), 'lens': np.array(v, np.int32)} for v in ((6, 6, 6), (6, 3, 1), (2, 5, 4))]))
     for name, m, ranges, shapes in cases:
