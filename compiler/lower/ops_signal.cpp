@@ -144,11 +144,16 @@ void lower_dft(OpContext& ctx) {
 // constants (they decide the shape).
 void lower_stft(OpContext& ctx) {
   const graph::Node& n = ctx.node();
-  const graph::Shape xs = ctx.in_shape(0), ys = ctx.out_shape(0);
+  const graph::Shape xs = ctx.in_shape(0);
   user_assert(ctx.in_dtype(0) == graph::DType::F32 && (!ctx.has_input(2) || ctx.in_dtype(2) == graph::DType::F32))
       << n.describe() << ": kilnc supports STFT on float32 signals and windows only so far";
   user_assert(xs.size() == 3 && (xs[2] == 1 || xs[2] == 2)) << n.describe() << ": expects a signal [batch, length, 1 or 2]";
-  const int64_t step = const_scalar(ctx, 1, "frame_step");
+  // frame_step: a constant, or a data symbol (kilnc --input-value; the frame
+  // count is then one too, import/infer_dims.cpp's Stft rule).
+  const graph::Value& sv = ctx.value(ctx.input(1));
+  const bool run_time_step = !sv.is_constant() && sv.sym.size() == 1;
+  const int64_t step = run_time_step ? 1 : const_scalar(ctx, 1, "frame_step");
+  const Expr step_e = run_time_step ? sv.sym[0] : Expr(step);
   const bool has_window = ctx.has_input(2);
   int64_t length = ctx.has_input(3) ? const_scalar(ctx, 3, "frame_length") : -1;
   if (has_window) {
@@ -160,14 +165,17 @@ void lower_stft(OpContext& ctx) {
   user_assert(length >= 1 && step >= 1 && length <= xs[1]) << n.describe() << ": needs frame_length (or a window) of 1 to "
                                                             << xs[1] << " samples and a positive frame_step";
   const bool onesided = n.attr_int("onesided", 1) != 0;
-  const int64_t frames = (xs[1] - length) / step + 1, bins = onesided ? length / 2 + 1 : length;
-  user_assert(ys == graph::Shape({xs[0], frames, bins, 2})) << n.describe() << ": unexpected output shape";
+  const int64_t bins = onesided ? length / 2 + 1 : length;
+  const te::Dims ys = ctx.out_dims(0);
+  if (!run_time_step)
+    user_assert(ctx.out_shape(0) == graph::Shape({xs[0], (xs[1] - length) / step + 1, bins, 2}))
+        << n.describe() << ": unexpected output shape";
   te::Tensor x = ctx.in(0), w = has_window ? ctx.in(2) : te::Tensor();
   const bool complex = xs[2] == 2;
   ctx.set_output(0, dft_sum(ctx, "stft", ys, length, length, -1.0, 1.0, [](const Indices& o) { return o[2]; },
                             [](const Indices& o) { return o[3]; },
                             [=](const Indices& o, const Expr& t) {
-                              Expr at = o[1] * Expr(step) + t;
+                              Expr at = o[1] * step_e + t;
                               Expr re = x({o[0], at, Expr(0)});
                               Expr im = complex ? x({o[0], at, Expr(1)}) : tir::make_const(tir::Float(32), 0);
                               if (has_window) re = re * w({t}), im = im * w({t});

@@ -21,7 +21,8 @@ compiled ONCE with its dimensions as ranges and checked at several shapes agains
                indices and counts) and of rows (axis 0, first occurrences), m = 1..40
   input_values sizes decided by integer inputs' values read at run time (kilnc --input-value):
                Pad with pads in 0..5 (constant and reflect, within ONNX Runtime's reflect limit), a HannWindow and a Range of
-               length `size` in 1..32, its window scaled by Range's float positions
+               length `size` in 1..32, its window scaled by Range's float positions, and an
+               STFT (Hann window of 16) with frame_step in 1..16
   shape_outputs  shapes computed from run-time dimensions that are model outputs through
                forwarding operators (Identity of a float Cast of Shape, Reshape of a
                product): computed, not aliased to storage they do not have
@@ -243,19 +244,24 @@ def input_values(rng) -> onnx.ModelProto:
              helper.make_node('HannWindow', ['size'], ['window'], periodic=1),
              helper.make_node('Cast', ['size'], ['size_f'], to=F),
              helper.make_node('Range', ['zero', 'size_f', 'one'], ['positions']),
-             helper.make_node('Mul', ['window', 'positions'], ['weighted'])]
+             helper.make_node('Mul', ['window', 'positions'], ['weighted']),
+             helper.make_node('STFT', ['signal', 'step', 'hann16'], ['spectrum'])]
     i64 = TensorProto.INT64
-    return model(nodes, [tensor('half', np.float32(0.5)), tensor('zero', np.float32(0)), tensor('one', np.float32(1))],
+    hann = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(16) / 16)).astype(np.float32)
+    return model(nodes, [tensor('half', np.float32(0.5)), tensor('zero', np.float32(0)), tensor('one', np.float32(1)),
+                         tensor('hann16', hann)],
                  [helper.make_tensor_value_info('x', F, [4, 6]), helper.make_tensor_value_info('pads', i64, [4]),
-                  helper.make_tensor_value_info('size', i64, [])],
+                  helper.make_tensor_value_info('size', i64, []), helper.make_tensor_value_info('signal', F, [1, 64, 1]),
+                  helper.make_tensor_value_info('step', i64, [])],
                  [helper.make_tensor_value_info('padded', F, ['ph', 'pw']), helper.make_tensor_value_info('reflected', F, ['ph', 'pw']),
-                  helper.make_tensor_value_info('weighted', F, ['size'])], opset=17)
+                  helper.make_tensor_value_info('weighted', F, ['size']),
+                  helper.make_tensor_value_info('spectrum', F, [1, 'frames', 9, 2])], opset=17)
 
 
 def shape_outputs(rng) -> onnx.ModelProto:
     nodes = [helper.make_node('Shape', ['x'], ['s']), helper.make_node('Cast', ['s'], ['sf'], to=F),
              helper.make_node('Identity', ['sf'], ['y']), helper.make_node('Mul', ['s', 'two'], ['s2']),
-             helper.make_node('Reshape', ['s2', 'one_one'], ['y2']), helper.make_node('Relu', ['x'], ['z'])]
+             helper.make_node('Reshape', ['s2', 'one_one'], ['y2']), helper.make_node('Exp', ['x'], ['z'])]
     return model(nodes, [tensor('two', np.array([2], np.int64)), tensor('one_one', np.array([1, 1], np.int64))],
                  [helper.make_tensor_value_info('x', F, ['n'])],
                  [helper.make_tensor_value_info('y', F, [1]), helper.make_tensor_value_info('y2', TensorProto.INT64, [1, 1]),
@@ -362,9 +368,12 @@ def errors(args, work, rng) -> bool:
                        'the sizes this run computed do not fit the model', "NonZero node 'nz0'")
     values = os.path.join(work, 'input_values.onnx')  # written by the input_values case
     vbundle = os.path.join(work, 'input_values', 'values.kiln')
-    rc, text = run([kilnc, values, '-o', vbundle, '--input-value', 'pads=0..5', '--input-value', 'size=1..32'])
+    rc, text = run([kilnc, values, '-o', vbundle, '--input-value', 'pads=0..5', '--input-value', 'size=1..32',
+                    '--input-value', 'step=1..16'])
     x46 = save(work, 'x46', np.ones((4, 6), np.float32))
-    vfeeds = ['--input', 'x=' + x46, '--input', 'pads=' + save(work, 'pads1', np.array([1, 1, 1, 1], np.int64))]
+    vfeeds = ['--input', 'x=' + x46, '--input', 'pads=' + save(work, 'pads1', np.array([1, 1, 1, 1], np.int64)),
+              '--input', 'signal=' + save(work, 'sig64', np.ones((1, 64, 1), np.float32)),
+              '--input', 'step=' + save(work, 'step4', np.array(4, np.int64))]
     ok &= expect_error('an --input-value outside its range', [kiln, 'run', vbundle] + vfeeds +
                        ['--input', 'size=' + save(work, 'size40', np.array(40, np.int64))], "came out as 40", '1..32')
     ok &= expect_error('--input-value on a float input', [kilnc, values, '-o', vbundle, '--input-value', 'x=0..4'],
@@ -419,9 +428,10 @@ def main() -> int:
                    for a, k, (st, en, sp) in zip(data_feeds, (3, 6, 1, 0, 2), slices)]))
     cases.append(('selection', selection(rng), ['--dim', 'nb=1..48', '--dim', 'm=1..40'],
                   [selection_feeds(rng, nb, m) for nb, m in ((1, 1), (9, 12), (48, 40), (30, 5))]))
-    cases.append(('input_values', input_values(rng), ['--input-value', 'pads=0..5', '--input-value', 'size=1..32'],
-                  [{'x': (4, 6), 'pads': i64(p), 'size': i64(s)}
-                   for p, s in (([0, 0, 0, 0], 2), ([1, 2, 3, 4], 10), ([3, 5, 3, 5], 32), ([0, 3, 2, 0], 7))]))
+    cases.append(('input_values', input_values(rng), ['--input-value', 'pads=0..5', '--input-value', 'size=1..32',
+                                                      '--input-value', 'step=1..16'],
+                  [{'x': (4, 6), 'pads': i64(p), 'size': i64(s), 'signal': (1, 64, 1), 'step': i64(st)}
+                   for p, s, st in (([0, 0, 0, 0], 2, 1), ([1, 2, 3, 4], 10, 16), ([3, 5, 3, 5], 32, 5), ([0, 3, 2, 0], 7, 8))]))
     cases.append(('shape_outputs', shape_outputs(rng), ['--dim', 'n=1..8'], [{'x': (n,)} for n in (1, 4, 8)]))
     cases.append(('run_time_axes', run_time_axes(rng), [],
                   [{'x': (3, 4, 5), 'axes': i64(a)} for a in ((0, 2), (-1, 1), (2, 0), (1, -3))]))
