@@ -1006,6 +1006,26 @@ class DimInference {
       }
       case OpDims::Unique: return unique(extra);
       case OpDims::Window: return {need_sym(0, "the window size").at(0)};  // its length: the size's value
+      case OpDims::MaxUnpool: {  // output_shape's values (symbols from --input-value), else ONNX's (static)
+        DimExprs x = in_dims(0);
+        if (!has(2)) {  // the default: (in - 1) * stride + kernel - pads per spatial axis
+          size_t k = x.size() - 2;
+          std::vector<int64_t> kernel = node_->attr_ints("kernel_shape", {});
+          std::vector<int64_t> strides = node_->attr_ints("strides", std::vector<int64_t>(k, 1));
+          std::vector<int64_t> pads = node_->attr_ints("pads", std::vector<int64_t>(2 * k, 0));
+          if (x.size() < 3 || kernel.size() != k || strides.size() != k || pads.size() != 2 * k)
+            fail("kernel_shape, strides and pads must match the input's rank");
+          DimExprs out = {x[0], x[1]};
+          for (size_t a = 0; a < k; a++)
+            out.push_back(simp((x[2 + a] - Expr(1)) * Expr(strides[a]) + Expr(kernel[a] - pads[a] - pads[a + k])));
+          return out;
+        }
+        std::vector<Expr> s = need_sym(2, "output_shape");
+        if (s.size() != x.size()) fail("output_shape must have one entry per dimension");
+        require_equal(s[0], x[0], "the batch of output_shape and X");
+        require_equal(s[1], x[1], "the channels of output_shape and X");
+        return DimExprs(s.begin(), s.end());
+      }
       case OpDims::Stft: {  // [batch, frames, bins, 2]; frame_step may be a symbol, the frame length is static
         DimExprs x = in_dims(0);
         if (x.size() != 3 || !const_of(x[1])) fail("a signal [batch, length, 1 or 2] of static length is needed");

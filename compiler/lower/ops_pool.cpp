@@ -312,12 +312,15 @@ void lower_max_unpool(OpContext& ctx) {
   user_assert(ctx.in_dtype(0) == graph::DType::F32 || ctx.in_dtype(0) == graph::DType::F64)
       << n.describe() << ": kilnc supports MaxUnpool on float32 and float64 X only so far";
   user_assert(ctx.in_dtype(1) == graph::DType::I64) << n.describe() << ": indices must be int64";
-  const graph::Shape x = ctx.in_shape(0), idx = ctx.in_shape(1), y = ctx.out_shape(0);
+  const graph::Shape x = ctx.in_shape(0), idx = ctx.in_shape(1);
   user_assert(x == idx && x.size() >= 3) << n.describe() << ": X and I must have the same shape, 3-D or more";
-  if (ctx.has_input(2)) {  // the output's shape is that input's value: it must be known here
+  // The output's dimensions: static, or (output_shape read at run time with
+  // kilnc --input-value) data symbols, import/infer_dims.cpp's MaxUnpool rule.
+  const te::Dims y = ctx.out_dims(0);
+  if (ctx.has_input(2) && ctx.value(ctx.input(2)).sym.empty()) {  // a constant output_shape: the output's
     const graph::Shape want = const_ints(ctx, 2, "output_shape");
-    user_assert(want == y) << n.describe() << ": output_shape " << graph::shape_str(want) << " differs from the output's "
-                           << graph::shape_str(y);
+    user_assert(want == ctx.out_shape(0)) << n.describe() << ": output_shape " << graph::shape_str(want)
+                                          << " differs from the output's " << graph::shape_str(ctx.out_shape(0));
   }
   // The indices number the default output, (in - 1) * stride + kernel - pads
   // per spatial axis; with another output_shape each lands at the same
@@ -326,11 +329,11 @@ void lower_max_unpool(OpContext& ctx) {
   std::vector<int64_t> kernel = n.attr_ints("kernel_shape", {});
   std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>(k, 1));
   std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * k, 0));
-  user_assert(kernel.size() == k && strides.size() == k && pads.size() == 2 * k && y.size() == x.size() &&
-              y[0] == x[0] && y[1] == x[1])
+  user_assert(kernel.size() == k && strides.size() == k && pads.size() == 2 * k && y.size() == x.size())
       << n.describe() << ": kernel_shape, strides and pads must match the input's rank";
   std::vector<int64_t> frame(k);
-  int64_t frame_size = 1, plane = 1;
+  int64_t frame_size = 1;
+  Expr plane = Expr(1);
   const int64_t planes = x[0] * x[1];  // (a tensor's dimensions: their product is planned memory, no overflow)
   for (size_t a = 0; a < k; a++) {
     // In 128-bit arithmetic: hostile strides or kernels must not wrap.
@@ -340,9 +343,10 @@ void lower_max_unpool(OpContext& ctx) {
         << n.describe() << ": kernel_shape, strides and pads give an empty or oversized default output";
     frame[a] = (int64_t)f;
     frame_size *= frame[a];
-    plane *= y[2 + a];
+    plane = plane * y[2 + a];
   }
-  const int64_t nx = graph::num_elements(x), ny = graph::num_elements(y);
+  const int64_t nx = graph::num_elements(x);
+  const Expr ny = te::num_elements(y);
   const tir::Type t = graph::dtype_to_tir(ctx.in_dtype(0));
   const int in = ctx.input(0), ii = ctx.input(1), out = ctx.output(0);
   ctx.emit_tir("max_unpool", [&](const OpContext::BindFn& bind) {
@@ -353,13 +357,13 @@ void lower_max_unpool(OpContext& ctx) {
     for (size_t a = k; a-- > 0;) {
       Expr c = rest % Expr(frame[a]);
       rest = rest / Expr(frame[a]);
-      inside = inside && c < Expr(y[2 + a]);
+      inside = inside && c < y[2 + a];
       dst = dst + c * step;
-      step = step * Expr(y[2 + a]);
+      step = step * y[2 + a];
     }
-    dst = dst + (at / Expr(frame_size)) * Expr(plane);
+    dst = dst + (at / Expr(frame_size)) * plane;
     tir::Stmt scatter = tir::LetStmt::make(at, tir::Load::make(I, j), when(inside, tir::Store::make(Y, dst, tir::Load::make(X, j))));
-    return block({loop(i, Expr(ny), tir::Store::make(Y, i, tir::make_const(t, 0))), loop(j, Expr(nx), scatter)});
+    return block({loop(i, ny, tir::Store::make(Y, i, tir::make_const(t, 0))), loop(j, Expr(nx), scatter)});
   });
 }
 
