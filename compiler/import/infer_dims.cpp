@@ -676,7 +676,7 @@ class DimInference {
     DimExprs kept, out;
     int64_t largest = 0;
     for (int64_t d = 0; d < r; d++) {
-      kept.push_back(data_symbol(val(in(0)).shape[(size_t)d], 1 + (size_t)d));
+      kept.push_back(data_symbol(std::max<int64_t>(val(in(0)).shape[(size_t)d], 1), 1 + (size_t)d));  // 1 if reduced
       largest = std::max(largest, val(in(0)).shape[(size_t)d]);
     }
     if (!keep)
@@ -1008,12 +1008,13 @@ class DimInference {
       case OpDims::Window: return {need_sym(0, "the window size").at(0)};  // its length: the size's value
       case OpDims::MaxUnpool: {  // output_shape's values (symbols from --input-value), else ONNX's (static)
         DimExprs x = in_dims(0);
+        if (x.size() < 3) fail("X must be 3-D or more");
         if (!has(2)) {  // the default: (in - 1) * stride + kernel - pads per spatial axis
           size_t k = x.size() - 2;
           std::vector<int64_t> kernel = node_->attr_ints("kernel_shape", {});
           std::vector<int64_t> strides = node_->attr_ints("strides", std::vector<int64_t>(k, 1));
           std::vector<int64_t> pads = node_->attr_ints("pads", std::vector<int64_t>(2 * k, 0));
-          if (x.size() < 3 || kernel.size() != k || strides.size() != k || pads.size() != 2 * k)
+          if (kernel.size() != k || strides.size() != k || pads.size() != 2 * k)
             fail("kernel_shape, strides and pads must match the input's rank");
           DimExprs out = {x[0], x[1]};
           for (size_t a = 0; a < k; a++)

@@ -53,8 +53,16 @@ class Unroller {
     for (auto& t : g_.initializer()) constants_[t.name()] = &t;
     for (auto& n : g_.node())
       if (n.op_type() == "Constant" && n.output_size() == 1)
-        for (auto& a : n.attribute())
+        for (auto& a : n.attribute()) {
           if (a.name() == "value" && a.has_t()) constants_[n.output(0)] = &a.t();
+          if (a.name() == "value_int" || a.name() == "value_ints") {  // (opset 12+) as a tensor of our own
+            TP& t = constant_ints_[n.output(0)];
+            t.set_data_type(TP::INT64);
+            if (a.name() == "value_int") t.add_int64_data(a.i());
+            else for (int64_t v : a.ints()) t.add_int64_data(v);
+            constants_[n.output(0)] = &t;
+          }
+        }
     shapes_ = static_shapes(g_);
   }
 
@@ -66,10 +74,10 @@ class Unroller {
       else out.push_back(n);
     }
     if (!rewritten) return 0;
-    // All or nothing: no sequence this step dissolved may be read by what is left.
+    // All or nothing: no sequence this step dissolved may be read by what is
+    // left, subgraphs (If, Loop bodies reading outer values) included.
     for (auto& n : out)
-      for (auto& i : n.input())
-        if (lists_.count(i)) return 0;
+      if (reads_list(n)) return 0;
     for (auto& o : g_.output())
       if (lists_.count(o.name())) return 0;
     g_.clear_node();
@@ -83,11 +91,25 @@ class Unroller {
   onnx::GraphProto& g_;
   int64_t opset_ = 13;
   std::map<std::string, const TP*> constants_;            // value -> its constant
+  std::map<std::string, TP> constant_ints_;                // Constant nodes' value_int(s), as tensors
   std::map<std::string, std::vector<int64_t>> shapes_;    // value -> its static shape
   std::map<std::string, std::vector<std::string>> lists_;  // sequence value -> its elements
   std::vector<TP> new_initializers_;                       // axes and splits of the new nodes
   int fresh_ = 0;
 
+  bool reads_list(const onnx::NodeProto& n) const {
+    for (auto& i : n.input())
+      if (lists_.count(i)) return true;
+    for (auto& a : n.attribute()) {
+      for (auto& sub : a.graphs())
+        for (auto& m : sub.node())
+          if (reads_list(m)) return true;
+      if (a.has_g())
+        for (auto& m : a.g().node())
+          if (reads_list(m)) return true;
+    }
+    return false;
+  }
   std::string input(const onnx::NodeProto& n, int i) const { return i < n.input_size() ? n.input(i) : std::string(); }
   const std::vector<std::string>* list(const onnx::NodeProto& n, int i) const {
     auto it = lists_.find(input(n, i));
@@ -230,9 +252,14 @@ class Unroller {
     if (axis < 0) axis += rank;
     user_assert(axis >= 0 && axis < rank) << describe(n) << ": axis is out of range";
     const int64_t dim = shape->second[(size_t)axis];
+    // A sequence is a list of separately planned tensors: a handful, not millions.
+    constexpr int64_t kMaxParts = 4096;
+    user_assert(dim >= 0) << describe(n) << ": the split dimension is negative";
     std::vector<int64_t> sizes;
     bool squeeze = false;
     if (input(n, 1).empty()) {
+      user_assert(dim <= kMaxParts) << describe(n) << ": " << dim << " parts; kilnc unrolls sequences of at most "
+                                    << kMaxParts << " tensors";
       sizes.assign((size_t)dim, 1);
       squeeze = attr(n, "keepdims", 1) == 0;
     } else {
@@ -242,14 +269,17 @@ class Unroller {
       bool scalar = sd != shapes_.end() && sd->second.empty();
       if (scalar) {
         user_assert(s->size() == 1 && (*s)[0] > 0) << describe(n) << ": a scalar split must be positive";
+        user_assert((dim + (*s)[0] - 1) / (*s)[0] <= kMaxParts)
+            << describe(n) << ": more than " << kMaxParts << " parts; kilnc unrolls sequences of at most that many";
         for (int64_t left = dim; left > 0; left -= (*s)[0]) sizes.push_back(std::min(left, (*s)[0]));
       } else {
         int64_t total = 0;
         for (int64_t v : *s) {
-          user_assert(v >= 0) << describe(n) << ": split sizes must not be negative";
+          user_assert(v >= 0 && v <= dim) << describe(n) << ": split size " << v << " is outside 0.." << dim;
           total += v;
         }
         user_assert(total == dim) << describe(n) << ": the split sizes add up to " << total << ", not " << dim;
+        user_assert((int64_t)s->size() <= kMaxParts) << describe(n) << ": more than " << kMaxParts << " parts";
         sizes = *s;
       }
     }

@@ -148,6 +148,9 @@ def kilnc_cases():
              bad='n=4..1', bad_rc=1),
         Case('kilnc', '--freeze-input', 'input={tensor}', base(), files=kiln_file, bad='input=/nonexistent',
              bad_rc=1),
+        # The pads of a Pad read at run time within 0..3 (the output is planned for 10 elements).
+        Case('kilnc', '--input-value', 'pads=0..3', lambda ctx: [ctx['pad_onnx'], '-o', '{out}/m.kiln'], files=kiln_file,
+             bad='pads=3..0', bad_rc=1),
         Case('kilnc', '--sign-key', '{key}', base(), lambda ctx, proc, out: check(
             open(os.path.join(out, 'm.kiln'), 'rb').read()[-8:] == b'KILNSIG1', 'no signature trailer'),
             files=kiln_file, bad='{tensor}', bad_rc=1),
@@ -270,9 +273,18 @@ def check_options(args):
     named_onnx = os.path.join(args.workdir, 'named_dim.onnx')
     with open(named_onnx, 'wb') as f:
         f.write(named.SerializeToString())
+    # A model whose integer input decides a size (kilnc --input-value): y = Pad(x, pads).
+    padded = helper.make_model(helper.make_graph(
+        [helper.make_node('Pad', ['x', 'pads'], ['y'])], 'padded',
+        [helper.make_tensor_value_info('x', TensorProto.FLOAT, [4]),
+         helper.make_tensor_value_info('pads', TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['p'])]), opset_imports=[helper.make_opsetid('', 13)])
+    pad_onnx = os.path.join(args.workdir, 'pad_values.onnx')
+    with open(pad_onnx, 'wb') as f:
+        f.write(padded.SerializeToString())
     ctx = {'bundle': bundle, 'vulkan_bundle': vulkan_bundle, 'input': demo_input(args), 'trace': trace,
            'tensor': tensor, 'onnx': demo_onnx(args), 'index': 0, 'key': key, 'pubkey': pubkey,
-           'signed_bundle': signed_bundle, 'named_onnx': named_onnx}
+           'signed_bundle': signed_bundle, 'named_onnx': named_onnx, 'pad_onnx': pad_onnx}
 
     cases = kiln_cases() + kilnc_cases()
     for tool in ('kilnc',) + KILN_COMMANDS:
