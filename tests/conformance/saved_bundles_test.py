@@ -2,8 +2,8 @@
 """run_conformance.py --save-bundles then --load-bundles (tools/gpu_check's
 split: compile on one machine, run on another) gives every case the same
 status and reason, with kilnc not run the second time: a pass, a pass with
-frozen inputs (two kilnc runs), an unsupported operator (kilnc exit 1) and a
-string case (refused before kilnc). A case with no saved record fails.
+a value range (two kilnc runs), a pass with frozen inputs (three kilnc runs),
+an unsupported operator (kilnc exit 1) and a string case (refused before kilnc). A case with no saved record fails.
 
   saved_bundles_test.py RUN_CONFORMANCE KILNC KILN DATA WORKDIR
 """
@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 
-CASES = '^node/test_(relu|blackmanwindow|loop11|cast_STRING_to_FLOAT)$'
+CASES = '^node/test_(relu|blackmanwindow|stft|loop11|cast_STRING_to_FLOAT)$'
 
 
 def statuses(report):
@@ -46,13 +46,15 @@ def main():
     run(runner, common + ['--kilnc', kilnc, '--workdir', os.path.join(work, 'w1'),
                           '--report', os.path.join(work, 'save.md'), '--save-bundles', saved], 0)
     first = statuses(os.path.join(work, 'save.md'))
-    want = {'node/test_relu': 'pass', 'node/test_blackmanwindow': 'pass',
+    want = {'node/test_relu': 'pass', 'node/test_blackmanwindow': 'pass', 'node/test_stft': 'pass',
             'node/test_loop11': 'unsupported', 'node/test_cast_STRING_to_FLOAT': 'unsupported'}
     for name, status in want.items():
         if first.get(name, ('missing',))[0] != status:
             sys.exit('FAIL: %s is %s when compiling, expected %s' % (name, first.get(name), status))
-    if 'frozen' not in first['node/test_blackmanwindow'][1]:
-        sys.exit('FAIL: test_blackmanwindow no longer freezes an input; pick another two-step case')
+    if '--input-value' not in first['node/test_blackmanwindow'][1]:
+        sys.exit('FAIL: test_blackmanwindow no longer takes a value range; pick another two-step case')
+    if 'frozen' not in first['node/test_stft'][1]:
+        sys.exit('FAIL: test_stft no longer freezes an input; pick another three-step case')
     # Replay: no --kilnc at all.
     run(runner, common + ['--workdir', os.path.join(work, 'w2'), '--report', os.path.join(work, 'load.md'),
                           '--load-bundles', saved], 0)
@@ -68,7 +70,7 @@ def main():
     status, reason = third.get('node/test_relu', ('missing', ''))
     if status != 'fail' or 'no saved kilnc result' not in reason:
         sys.exit('FAIL: a missing record gave %s: %s' % (status, reason))
-    print('saved bundles: 4 cases replayed with the same statuses; a missing record fails')
+    print('saved bundles: 5 cases replayed with the same statuses; a missing record fails')
 
 
 if __name__ == '__main__':
