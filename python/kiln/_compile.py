@@ -64,6 +64,24 @@ def _input_shapes(shapes: Optional[Mapping[str, Sequence[Any]]]) -> dict:
     return out
 
 
+def _input_values(values: Optional[Mapping[str, Any]]) -> dict:
+    """kilnc's --input-value: name -> (lo, hi) from (lo, hi) or 'lo..hi', 0 <= lo <= hi <= 2**31."""
+    out = {}
+    for name, v in (values or {}).items():
+        if not isinstance(name, str):
+            raise TypeError("input_values: names are str, not %s" % type(name).__name__)
+        if isinstance(v, str) and ".." in v:
+            lo_text, _, hi_text = v.partition("..")
+            v = (int(lo_text), int(hi_text)) if lo_text.strip().isdigit() and hi_text.strip().isdigit() else None
+        ok = isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool)
+                                                                  for x in v)
+        if not ok or not 0 <= v[0] <= v[1] <= 2 ** 31:
+            raise ValueError("input_values[%r]: a value range is (lo, hi) or 'lo..hi' with "
+                             "0 <= lo <= hi <= 2**31, not %r" % (name, v))
+        out[name] = (int(v[0]), int(v[1]))
+    return out
+
+
 def _frozen_inputs(frozen: Optional[Mapping[str, Any]]) -> dict:
     """kilnc's --freeze-input: name -> serialized TensorProto (bytes), or an
     array-like that onnx.numpy_helper serializes."""
@@ -105,6 +123,7 @@ def compile(model: Union[PathLike, bytes, Any],
             vulkan_features: str = "all",
             vulkan_shared_memory: bool = False,
             freeze_inputs: Optional[Mapping[str, Any]] = None,
+            input_values: Optional[Mapping[str, Any]] = None,
             disable_graph_passes: Iterable[str] = (),
             sign_key: Optional[PathLike] = None,
             model_dir: Optional[PathLike] = None) -> Union[bytes, str]:
@@ -139,7 +158,8 @@ def compile(model: Union[PathLike, bytes, Any],
         static_kernels=kernels == "static", output=out_path, max_arena=_max_arena(max_arena),
         vulkan_features=_VULKAN_FEATURES[vulkan_features], vulkan_shared_memory=bool(vulkan_shared_memory),
         disabled_graph_passes=[str(p) for p in disable_graph_passes],
-        sign_key=os.fsdecode(os.fspath(sign_key)) if sign_key is not None else "")
+        sign_key=os.fsdecode(os.fspath(sign_key)) if sign_key is not None else "",
+        input_values=_input_values(input_values))
     if not out_path:
         return bundle
     with open(out_path, "wb") as f:

@@ -71,6 +71,16 @@ bool read_frozen(PyObject* dict, kiln::ImportOptions* import) {
   });
 }
 
+// {name: (lo, hi)} -> input_values (kiln._compile checked the values)
+bool read_values(PyObject* dict, kiln::ImportOptions* import) {
+  return each_entry(dict, [&](const std::string& name, PyObject* value) {
+    long long lo, hi;
+    if (!PyArg_ParseTuple(value, "LL", &lo, &hi)) return false;
+    import->input_values[name] = {lo, hi};
+    return true;
+  });
+}
+
 PyObject* to_bytes(const std::string& s) { return PyBytes_FromStringAndSize(s.data(), (Py_ssize_t)s.size()); }
 
 }  // namespace
@@ -79,16 +89,17 @@ PyObject* compile(PyObject*, PyObject* args, PyObject* kwargs) {
   static const char* kKeywords[] = {"data", "path", "name", "model_dir", "target", "input_shapes",
                                     "frozen_inputs", "static_kernels", "output", "max_arena",
                                     "vulkan_features", "vulkan_shared_memory", "disabled_graph_passes",
-                                    "sign_key", nullptr};
+                                    "sign_key", "input_values", nullptr};
   PyObject *data = nullptr, *path = nullptr, *shapes = nullptr, *frozen = nullptr, *disabled = nullptr;
+  PyObject* values = nullptr;
   const char *name = nullptr, *model_dir = nullptr, *target = nullptr, *output = nullptr, *sign_key = "";
   int static_kernels = 0, vulkan_shared_memory = 0;
   unsigned long long max_arena = 0;
   unsigned int vulkan_features = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOsssO!O!psKIpO!|s", (char**)kKeywords, &data, &path,
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOsssO!O!psKIpO!|sO!", (char**)kKeywords, &data, &path,
                                    &name, &model_dir, &target, &PyDict_Type, &shapes, &PyDict_Type,
                                    &frozen, &static_kernels, &output, &max_arena, &vulkan_features,
-                                   &vulkan_shared_memory, &PyList_Type, &disabled, &sign_key))
+                                   &vulkan_shared_memory, &PyList_Type, &disabled, &sign_key, &PyDict_Type, &values))
     return nullptr;
 
   std::string model_bytes, model_path, target_text = target;
@@ -102,6 +113,7 @@ PyObject* compile(PyObject*, PyObject* args, PyObject* kwargs) {
   }
   kiln::CompileOptions options;
   if (!read_shapes(shapes, &options.import) || !read_frozen(frozen, &options.import)) return nullptr;
+  if (values && !read_values(values, &options.import)) return nullptr;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(disabled); i++) {
     std::string pass;
     if (!to_string(PyList_GET_ITEM(disabled, i), &pass)) return nullptr;

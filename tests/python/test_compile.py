@@ -43,6 +43,29 @@ def test_input_shapes_fix_symbolic_dimensions():
         np.testing.assert_array_equal(s.run({"x": x})["y"], np.maximum(x, 0) + np.arange(5, dtype=np.float32))
 
 
+def test_input_values_read_sizes_at_run_time():
+    """input_values (kilnc --input-value): Pad's pads read at run time within 0..3, one bundle for every value."""
+    from onnx import TensorProto, helper
+    model = onnx_graph_model([helper.make_node("Pad", ["x", "pads"], ["y"])],
+                             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+                              helper.make_tensor_value_info("pads", TensorProto.INT64, [2])],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["p"])])
+    with pytest.raises(kiln.CompileError):
+        kiln.compile(model)
+    for ranges in ({"pads": (0, 3)}, {"pads": "0..3"}):
+        bundle = kiln.compile(model, input_values=ranges)
+        with kiln.Model.load(bundle) as m, m.session() as s:
+            x = np.arange(1, 5, dtype=np.float32)
+            for pads in ([0, 0], [1, 2], [3, 3]):
+                y = s.run({"x": x, "pads": np.array(pads, np.int64)})["y"]
+                np.testing.assert_array_equal(y, np.pad(x, pads))
+            with pytest.raises(kiln.Error):
+                s.run({"x": x, "pads": np.array([4, 0], np.int64)})
+    for bad in ((3, 0), (-1, 2), "a..b", 5):
+        with pytest.raises(ValueError):
+            kiln.compile(model, input_values={"pads": bad})
+
+
 def dynamic_rows():
     """Two inputs sharing the symbolic dimension N: y = Softmax(a @ W + b), z = ReduceSum(y, axis 0)."""
     from onnx import TensorProto, helper, numpy_helper
