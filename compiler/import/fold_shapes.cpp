@@ -477,6 +477,12 @@ void infer(onnx::ModelProto& model) {
 
 }  // namespace
 
+std::optional<std::vector<int64_t>> constant_ints(const onnx::TensorProto& t) {
+  Const c;
+  if (!from_proto(t, &c) || c.is_float()) return std::nullopt;
+  return c.i;
+}
+
 std::map<std::string, std::vector<int64_t>> static_shapes(const onnx::GraphProto& g) {
   std::map<std::string, std::vector<int64_t>> shapes;
   auto add_shape = [&](const onnx::ValueInfoProto& vi) {

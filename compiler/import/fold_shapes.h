@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ namespace kiln {
 // the nodes of an If inlined inside one inherit (import/inline_if.h).
 struct RunTimeIfs;
 int fold_shape_computations(onnx::ModelProto& model, RunTimeIfs* run_time_ifs = nullptr);
+
+// The elements of an integer (or bool) constant tensor, raw or typed
+// fields, up to 2^22 of them; nothing for floats or anything unreadable.
+std::optional<std::vector<int64_t>> constant_ints(const onnx::TensorProto& t);
 
 // The static shapes `g` states: its inputs', outputs' and value_info's with
 // every dimension known, and its initializers'.

@@ -193,34 +193,47 @@ graph::Attr attr_from_onnx(const onnx::AttributeProto& a, graph::Graph& g, const
   return r;
 }
 
-// A Constant node becomes a constant value (opset 1-13 forms).
+// Constant nodes of the scalar and list forms (value_float, value_int,
+// value_floats, value_ints; opset 12+) become the `value` tensor form, in
+// the graph and its subgraphs, so every step after (shape folding, If
+// inlining, sequences, the graph import) reads one form.
+void normalize_constant_nodes(onnx::GraphProto& g) {
+  for (auto& n : *g.mutable_node()) {
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) normalize_constant_nodes(*a.mutable_g());
+      for (auto& sub : *a.mutable_graphs()) normalize_constant_nodes(sub);
+    }
+    if (n.op_type() != "Constant" || !n.domain().empty() || n.attribute_size() != 1) continue;
+    onnx::AttributeProto& a = *n.mutable_attribute(0);
+    onnx::TensorProto t;
+    if (a.name() == "value_float" || a.name() == "value_floats") {
+      t.set_data_type(onnx::TensorProto::FLOAT);
+      if (a.name() == "value_float") t.add_float_data(a.f());
+      else for (float f : a.floats()) t.add_float_data(f);
+      if (a.name() == "value_floats") t.add_dims(a.floats_size());
+    } else if (a.name() == "value_int" || a.name() == "value_ints") {
+      t.set_data_type(onnx::TensorProto::INT64);
+      if (a.name() == "value_int") t.add_int64_data(a.i());
+      else for (int64_t i : a.ints()) t.add_int64_data(i);
+      if (a.name() == "value_ints") t.add_dims(a.ints_size());
+    } else {
+      continue;
+    }
+    a.Clear();
+    a.set_name("value");
+    a.set_type(onnx::AttributeProto::TENSOR);
+    *a.mutable_t() = t;
+  }
+}
+
+// A Constant node becomes a constant value (normalize_constant_nodes left
+// only the tensor form).
 graph::Value constant_node_value(const onnx::NodeProto& n) {
   user_assert(n.attribute_size() == 1) << "Constant node '" << n.name() << "' must have exactly one attribute";
   auto& a = n.attribute(0);
-  graph::Value v;
-  auto scalar = [&](DType dt, const void* p, size_t size, size_t count, bool is_list) {
-    v.dtype = dt;
-    if (is_list) v.shape = {(int64_t)count};
-    auto* b = static_cast<const uint8_t*>(p);
-    v.data = std::make_shared<std::vector<uint8_t>>(b, b + size * count);
-  };
-  if (a.name() == "value") {
-    v = value_from_tensor(a.t());
-  } else if (a.name() == "value_float") {
-    float f = a.f();
-    scalar(DType::F32, &f, 4, 1, false);
-  } else if (a.name() == "value_int") {
-    int64_t i = a.i();
-    scalar(DType::I64, &i, 8, 1, false);
-  } else if (a.name() == "value_floats") {
-    std::vector<float> f(a.floats().begin(), a.floats().end());
-    scalar(DType::F32, f.data(), 4, f.size(), true);
-  } else if (a.name() == "value_ints") {
-    std::vector<int64_t> i(a.ints().begin(), a.ints().end());
-    scalar(DType::I64, i.data(), 8, i.size(), true);
-  } else {
-    user_error << "Constant node '" << n.name() << "': attribute '" << a.name() << "' is not supported";
-  }
+  user_assert(a.name() == "value") << "Constant node '" << n.name() << "': attribute '" << a.name()
+                                   << "' is not supported";
+  graph::Value v = value_from_tensor(a.t());
   v.name = n.output(0);
   return v;
 }
@@ -239,6 +252,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   } catch (const std::exception& e) {
     user_error << "the model fails ONNX's checker: " << e.what();
   }
+  normalize_constant_nodes(*model.mutable_graph());
 
   int64_t opset = -1;
   bool training = false;  // ONNX's optimizers (graph::kPreviewTraining rows)

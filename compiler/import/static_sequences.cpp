@@ -1,6 +1,5 @@
 #include "import/static_sequences.h"
 
-#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -17,33 +16,6 @@ using TP = onnx::TensorProto;
 
 std::string describe(const onnx::NodeProto& n) { return n.op_type() + " node '" + n.name() + "'"; }
 
-// The integers of a constant tensor (int64 or int32), or nothing.
-std::optional<std::vector<int64_t>> ints_of(const TP& t) {
-  std::vector<int64_t> v;
-  if (t.data_type() != TP::INT64 && t.data_type() != TP::INT32) return std::nullopt;
-  size_t width = t.data_type() == TP::INT64 ? 8 : 4;
-  if (t.has_raw_data()) {
-    const std::string& raw = t.raw_data();
-    if (raw.size() % width) return std::nullopt;
-    for (size_t i = 0; i < raw.size(); i += width) {
-      int64_t x = 0;
-      if (width == 8) {
-        std::memcpy(&x, raw.data() + i, 8);
-      } else {
-        int32_t y;
-        std::memcpy(&y, raw.data() + i, 4);
-        x = y;
-      }
-      v.push_back(x);
-    }
-  } else if (t.data_type() == TP::INT64) {
-    v.assign(t.int64_data().begin(), t.int64_data().end());
-  } else {
-    v.assign(t.int32_data().begin(), t.int32_data().end());
-  }
-  return v;
-}
-
 class Unroller {
  public:
   explicit Unroller(onnx::ModelProto& m) : m_(m), g_(*m.mutable_graph()) {
@@ -51,18 +23,10 @@ class Unroller {
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
     // (An initializer that is also a graph input is a constant to kilnc, as in onnx_import.cpp.)
     for (auto& t : g_.initializer()) constants_[t.name()] = &t;
-    for (auto& n : g_.node())
+    for (auto& n : g_.node())  // (the import left Constant nodes in their `value` form)
       if (n.op_type() == "Constant" && n.output_size() == 1)
-        for (auto& a : n.attribute()) {
+        for (auto& a : n.attribute())
           if (a.name() == "value" && a.has_t()) constants_[n.output(0)] = &a.t();
-          if (a.name() == "value_int" || a.name() == "value_ints") {  // (opset 12+) as a tensor of our own
-            TP& t = constant_ints_[n.output(0)];
-            t.set_data_type(TP::INT64);
-            if (a.name() == "value_int") t.add_int64_data(a.i());
-            else for (int64_t v : a.ints()) t.add_int64_data(v);
-            constants_[n.output(0)] = &t;
-          }
-        }
     shapes_ = static_shapes(g_);
   }
 
@@ -91,7 +55,6 @@ class Unroller {
   onnx::GraphProto& g_;
   int64_t opset_ = 13;
   std::map<std::string, const TP*> constants_;            // value -> its constant
-  std::map<std::string, TP> constant_ints_;                // Constant nodes' value_int(s), as tensors
   std::map<std::string, std::vector<int64_t>> shapes_;    // value -> its static shape
   std::map<std::string, std::vector<std::string>> lists_;  // sequence value -> its elements
   std::vector<TP> new_initializers_;                       // axes and splits of the new nodes
@@ -118,7 +81,7 @@ class Unroller {
   std::optional<std::vector<int64_t>> ints(const std::string& name) const {
     auto it = constants_.find(name);
     if (it == constants_.end()) return std::nullopt;
-    return ints_of(*it->second);
+    return constant_ints(*it->second);
   }
   int64_t attr(const onnx::NodeProto& n, const char* name, int64_t dflt) const {
     for (auto& a : n.attribute())

@@ -353,6 +353,17 @@ std::vector<int64_t> const_ints(OpContext& ctx, size_t input, const char* what) 
   return r;
 }
 
+std::vector<Expr> int_exprs(OpContext& ctx, size_t input, const char* what) {
+  const graph::Value& v = ctx.value(ctx.input(input));
+  std::vector<Expr> r;
+  if (!v.sym.empty()) return std::vector<Expr>(v.sym.begin(), v.sym.end());
+  user_assert(v.is_constant()) << ctx.node().describe() << ": " << what
+                               << " must be a compile-time constant, a shape computed from the inputs' dimensions, "
+                                  "or an input given a range with --input-value";
+  for (int64_t i = 0; i < v.elements(); i++) r.push_back(Expr(v.const_int_at(i)));
+  return r;
+}
+
 tir::Type compute_type(graph::DType dt) { return dt == graph::DType::Bool ? tir::Bool() : graph::dtype_to_tir(dt); }
 
 Expr scalar_input(OpContext& ctx, size_t i, tir::Type as) {

@@ -177,6 +177,10 @@ Expr padded_read(const te::Tensor& t, const Indices& idx, Expr pad);
 // a compile-time constant: otherwise a user error naming `what` and saying
 // how to make it one.
 std::vector<int64_t> const_ints(OpContext& ctx, size_t input, const char* what);
+// The elements of integer input `input` as expressions: a constant's, or
+// those dimension inference knows symbolically (graph::Value::sym: a shape
+// computed from run-time dimensions, an --input-value input's symbols).
+std::vector<Expr> int_exprs(OpContext& ctx, size_t input, const char* what);
 graph::DType dtype_from_tir(tir::Type t);
 // Whether two extents certainly differ: both constants and unequal, or
 // expressions the simplifier tells apart (run-time extents the shape

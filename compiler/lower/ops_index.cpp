@@ -24,22 +24,6 @@
 #include "tir/simplify.h"
 
 namespace kiln::lower {
-namespace {
-
-// The elements of input `input`: a constant, or a shape computed from
-// run-time dimensions (graph::Value::sym).
-std::vector<Expr> int_exprs(OpContext& ctx, size_t input, const char* what) {
-  const graph::Value& v = ctx.value(ctx.input(input));
-  std::vector<Expr> r;
-  if (!v.sym.empty()) return std::vector<Expr>(v.sym.begin(), v.sym.end());
-  user_assert(v.is_constant()) << ctx.node().describe() << ": " << what
-                               << " must be a compile-time constant or a shape computed from the inputs' dimensions";
-  for (int64_t i = 0; i < v.elements(); i++) r.push_back(Expr(v.const_int_at(i)));
-  return r;
-}
-
-
-}  // namespace
 
 void lower_gather(OpContext& ctx) {
   te::Tensor data = ctx.in(0), ind = ctx.in(1);

@@ -7,8 +7,9 @@
 //   Hann      0.5 - 0.5 cos(x)
 //   Hamming   25/46 - 21/46 cos(x)
 //   Blackman  0.42 - 0.5 cos(x) + 0.08 cos(2x)
-// computed in float32 and cast to output_datatype. The size must be a
-// compile-time constant.
+// computed in float32 and cast to output_datatype. The size is a
+// compile-time constant, or a data symbol (kilnc --input-value); so is
+// STFT's frame step, while DFT and STFT lengths are compile-time constants.
 #include <cmath>
 #include <cstring>
 
@@ -150,10 +151,10 @@ void lower_stft(OpContext& ctx) {
   user_assert(xs.size() == 3 && (xs[2] == 1 || xs[2] == 2)) << n.describe() << ": expects a signal [batch, length, 1 or 2]";
   // frame_step: a constant, or a data symbol (kilnc --input-value; the frame
   // count is then one too, import/infer_dims.cpp's Stft rule).
-  const graph::Value& sv = ctx.value(ctx.input(1));
-  const bool run_time_step = !sv.is_constant() && sv.sym.size() == 1;
-  const int64_t step = run_time_step ? 1 : const_scalar(ctx, 1, "frame_step");
-  const Expr step_e = run_time_step ? sv.sym[0] : Expr(step);
+  const std::vector<Expr> steps = int_exprs(ctx, 1, "frame_step");
+  user_assert(steps.size() == 1) << n.describe() << ": frame_step must be a scalar";
+  const Expr step_e = steps[0];
+  const int64_t* step_c = tir::as_const_int(step_e);  // null: a symbol
   const bool has_window = ctx.has_input(2);
   int64_t length = ctx.has_input(3) ? const_scalar(ctx, 3, "frame_length") : -1;
   if (has_window) {
@@ -162,13 +163,13 @@ void lower_stft(OpContext& ctx) {
         << n.describe() << ": the window must be 1-D, as long as frame_length";
     length = ws[0];
   }
-  user_assert(length >= 1 && step >= 1 && length <= xs[1]) << n.describe() << ": needs frame_length (or a window) of 1 to "
-                                                            << xs[1] << " samples and a positive frame_step";
+  user_assert(length >= 1 && (!step_c || *step_c >= 1) && length <= xs[1])
+      << n.describe() << ": needs frame_length (or a window) of 1 to " << xs[1] << " samples and a positive frame_step";
   const bool onesided = n.attr_int("onesided", 1) != 0;
   const int64_t bins = onesided ? length / 2 + 1 : length;
   const te::Dims ys = ctx.out_dims(0);
-  if (!run_time_step)
-    user_assert(ctx.out_shape(0) == graph::Shape({xs[0], (xs[1] - length) / step + 1, bins, 2}))
+  if (step_c)
+    user_assert(ctx.out_shape(0) == graph::Shape({xs[0], (xs[1] - length) / *step_c + 1, bins, 2}))
         << n.describe() << ": unexpected output shape";
   te::Tensor x = ctx.in(0), w = has_window ? ctx.in(2) : te::Tensor();
   const bool complex = xs[2] == 2;
