@@ -31,7 +31,11 @@ Steps (each prints CHECK ...: PASS/FAIL; see docs/cross-targets.md):
      Runtime's quantizer (QDQ, per-channel), compiled for each CPU (AArch64: cortex-a72 without a
      dot product, cortex-a76 with sdot, neoverse-n2 with usdot; ARMv7: cortex-a7 NEON), run under
      qemu and compared with ONNX Runtime int8 in quantization steps; the expected dot-product
-     instructions are checked in the libraries and every CPU gives the same outputs bit for bit.
+     instructions are checked in the libraries and every CPU gives the same outputs bit for bit;
+  7. the measurement server (docs/rpc.md): the cross-built `kiln rpc-server` under qemu on
+     loopback measures the target's demo bundle for the host `kiln bench --rpc` (the handshake
+     names the architecture), refuses the x86-64 bundle with the loader's message, and measures
+     again after it.
 
 Exit status: 0 when everything passed, 1 on any failure, 2 on a set-up error (a missing tool:
 the test never passes without the cross toolchain, qemu or ONNX Runtime).
@@ -467,6 +471,41 @@ def must_fail_cleanly(checks: Checks, label: str, cmd: List[str], out_dir: str, 
     checks.check(not problems, label + ' fails cleanly', '; '.join(problems) or last)
 
 
+def rpc_check(args, bundles: Dict, workdir: str, checks: Checks) -> None:
+    """7. The cross-built rpc-server under qemu, measuring for the host kiln (timings meaningless)."""
+    log_path = os.path.join(workdir, 'rpc_server.log')
+    with open(log_path, 'w') as log_file:
+        server = subprocess.Popen(qemu_cmd(args) + [args.cross_kiln, 'rpc-server', '--port', '0'],
+                                  stdout=log_file, stderr=subprocess.STDOUT)
+    try:
+        port, deadline = None, time.monotonic() + 60
+        while port is None and time.monotonic() < deadline and server.poll() is None:
+            time.sleep(0.1)
+            first = open(log_path).readline()
+            if first.startswith('listening on ') and first.endswith('\n'):
+                port = int(first.split()[2].rsplit(':', 1)[1])
+        if not checks.check(port is not None, 'rpc: the %s rpc-server starts under qemu' % args.arch_name,
+                            open(log_path).read()):
+            return
+        bench = [args.kiln, 'bench', '--rpc', '127.0.0.1:%d' % port, '--iterations', '3', '--warmup', '1']
+        remote = 'remote 127.0.0.1:%d: kiln ' % port
+        proc = run_tool('host kiln bench --rpc (%s bundle)' % args.arch_name, bench + [bundles['target']], timeout=300)
+        out = (proc.stdout or b'').decode('utf-8', 'replace')
+        checks.check(proc.returncode == 0 and remote in out and ', %s, ' % args.arch.runtime_name in out and
+                     'iterations=3' in out, 'rpc: the host kiln bench --rpc measures the %s bundle on the %s server'
+                     % (args.arch_name, args.arch_name), out + (proc.stderr or b'').decode('utf-8', 'replace'))
+        proc = run_tool('host kiln bench --rpc (x86_64 bundle)', bench + [bundles['host']], timeout=300)
+        err = (proc.stderr or b'').decode('utf-8', 'replace')
+        checks.check(proc.returncode == 1 and 'load failed' in err and 'x86_64' in err,
+                     'rpc: the %s server refuses the x86_64 bundle with the loader\'s message' % args.arch_name, err)
+        proc = run_tool('host kiln bench --rpc again', bench + [bundles['target']], timeout=300)
+        checks.check(proc.returncode == 0 and server.poll() is None, 'rpc: the %s server measures again after it'
+                     % args.arch_name, (proc.stderr or b'').decode('utf-8', 'replace'))
+    finally:
+        server.kill()
+        server.wait()
+
+
 def bad_input_checks(args, bundles: Dict, workdir: str, checks: Checks) -> None:
     arch, target = args.arch, bundles['target']
     inputs = input_args(bundles['inputs'])
@@ -632,6 +671,8 @@ def main() -> int:
         if demo:
             log('== 4. bad input')
             bad_input_checks(args, demo, os.path.join(workdir, 'demo'), checks)
+            log('== 7. rpc-server on %s' % args.arch_name)
+            rpc_check(args, demo, os.path.join(workdir, 'demo'), checks)
         log('== 6. int8')
         try:
             cross_int8.run_int8(args, workdir, checks, compile_bundle, extract_library, qemu_cmd, timed,

@@ -163,3 +163,30 @@ TEST_CASE("exec: write the sample bundle for the tool test") {
   CHECK(fwrite(file.data(), 1, file.size(), f) == file.size());
   fclose(f);
 }
+
+// Writes what tests/tools/rpc_server_test.py sends to `kiln rpc-server` and
+// kilnc would never make, to the directory $KILN_TEST_WRITE_RPC_BUNDLES
+// (skipped otherwise): the add/scale bundle (ok.kiln), and the same with its
+// first dispatch running data/runtime_kernels.c's `crash` (a write to address
+// 16: crash.kiln) or `spin_forever` (never returns: hang.kiln).
+TEST_CASE("exec: write the RPC server test bundles") {
+  const char* dir = getenv("KILN_TEST_WRITE_RPC_BUNDLES");
+  if (!dir) return;
+  auto with_first_kernel = [](const char* name, uint32_t ordinal, uint32_t push0) {
+    TestBundle bundle = AddScaleBundle();
+    bundle.kernels[0] = {name, 0, ordinal};
+    bundle.dispatches[0].push_constants = {push0};
+    return bundle.Build();
+  };
+  const std::pair<const char*, std::vector<uint8_t>> files[] = {
+      {"ok.kiln", AddScaleBundle().Build()},
+      {"crash.kiln", with_first_kernel("crash", 7, 16)},
+      {"hang.kiln", with_first_kernel("spin_forever", 8, 0)},
+  };
+  for (const auto& file : files) {
+    FILE* f = fopen((std::string(dir) + "/" + file.first).c_str(), "wb");
+    REQUIRE(f != NULL);
+    CHECK(fwrite(file.second.data(), 1, file.second.size(), f) == file.second.size());
+    fclose(f);
+  }
+}

@@ -64,28 +64,35 @@ void Fill(kiln_dtype_t dtype, std::vector<uint8_t>* bytes, Random* random) {
   }
 }
 
+}  // namespace
+
+int ParseTrustedKey(const char* value, std::vector<uint8_t>* keys) {
+  uint8_t key[32];
+  size_t digits = strlen(value);
+  for (size_t i = 0; i < 32 && digits == 64; ++i) {
+    unsigned byte = 0;
+    if (sscanf(value + 2 * i, "%2x", &byte) != 1 || !isxdigit((unsigned char)value[2 * i]) ||
+        !isxdigit((unsigned char)value[2 * i + 1])) {
+      digits = 0;
+    }
+    key[i] = (uint8_t)byte;
+  }
+  if (digits != 64) {
+    return UsageError("--trusted-key needs an Ed25519 public key as 64 hex digits "
+                      "(kilnc --print-public-key=KEY.pem prints it)");
+  }
+  keys->insert(keys->end(), key, key + 32);
+  return kContinue;
+}
+
+namespace {
+
 // Takes a shared option's value: kContinue, or kExitUsage after a usage error.
 int ParseSharedOption(int id, const char* value, CommandArgs* out) {
   out->session_options_given |= id != kOptTrustedKey;
   switch (id) {
-    case kOptTrustedKey: {
-      uint8_t key[32];
-      size_t digits = strlen(value);
-      for (size_t i = 0; i < 32 && digits == 64; ++i) {
-        unsigned byte = 0;
-        if (sscanf(value + 2 * i, "%2x", &byte) != 1 || !isxdigit((unsigned char)value[2 * i]) ||
-            !isxdigit((unsigned char)value[2 * i + 1])) {
-          digits = 0;
-        }
-        key[i] = (uint8_t)byte;
-      }
-      if (digits != 64) {
-        return UsageError("--trusted-key needs an Ed25519 public key as 64 hex digits "
-                          "(kilnc --print-public-key=KEY.pem prints it)");
-      }
-      out->trusted_keys.insert(out->trusted_keys.end(), key, key + 32);
-      return kContinue;
-    }
+    case kOptTrustedKey:
+      return ParseTrustedKey(value, &out->trusted_keys);
     case kOptThreads:
       if (!ParseCount(value, KILN_SESSION_MAX_THREADS, &out->threads)) {
         return UsageError("--threads needs a count (at most %u)", KILN_SESSION_MAX_THREADS);

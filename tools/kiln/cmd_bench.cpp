@@ -1,6 +1,7 @@
 // kiln bench MODEL.kiln [--threads N] [--iterations K] [--warmup W] [--profile] [--startup]
 //                       [--input NAME=FILE.npy ...]
 //                       [--device auto|cpu|vulkan] [--vulkan-device N] [--validation[=sync]]
+//                       [--rpc HOST:PORT [--token T] [--rpc-timeout S]]
 // Inputs come from --input files or are filled deterministically (fixed
 // seed); the last line is "median_ms=X min_ms=Y mean_ms=Z iterations=K".
 // --profile times every dispatch (kiln_session_set_profiling) and prints the
@@ -10,7 +11,11 @@
 // --startup adds "startup_stages:" (every stage) and, after the timed runs,
 // loads the model again into a new session ("startup_warm:"): on Vulkan
 // seeded with the first session's pipeline cache.
+// --rpc sends the bundle to a `kiln rpc-server` (docs/rpc.md), which times
+// it on its device on pseudo-random inputs; the same last line follows.
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <algorithm>
@@ -18,6 +23,7 @@
 #include <string>
 
 #include "profiling.h"
+#include "rpc_client.h"
 
 namespace kiln_tool {
 
@@ -88,19 +94,79 @@ void PrintProfile(const kiln::Model& model, const std::vector<double>& medians) 
   }
 }
 
+// The options of a remote bench (--rpc).
+struct RemoteOptions {
+  const char* address = nullptr;  // --rpc HOST:PORT
+  std::string token;              // --token, or $KILN_RPC_TOKEN
+  uint64_t timeout_s = 600;       // --rpc-timeout: the server's limit for the whole measurement
+};
+
+// Reads the whole file at `path` into *out. False with *why.
+bool ReadWholeFile(const char* path, std::vector<uint8_t>* out, std::string* why) {
+  FILE* f = fopen(path, "rb");
+  if (!f) return *why = std::string("cannot open ") + path + ": " + strerror(errno), false;
+  uint8_t chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) out->insert(out->end(), chunk, chunk + n);
+  bool ok = !ferror(f);
+  fclose(f);
+  if (!ok) *why = std::string("cannot read ") + path;
+  return ok;
+}
+
+// kiln bench --rpc: the bundle measured by a server, each iteration one repeat.
+int BenchRemote(const CommandArgs& args, uint64_t warmup, const RemoteOptions& remote) {
+  std::vector<uint8_t> bundle;
+  std::string why;
+  if (!ReadWholeFile(args.model_path, &bundle, &why)) return Fail("%s", why.c_str());
+  kiln_rpc::Client client;
+  if (!client.Open(remote.address, remote.token, 30000, &why)) return Fail("%s", why.c_str());
+  const kiln_rpc::HelloReply& server = client.server();
+  printf("remote %s: kiln %s, %s, %u CPUs\n", remote.address, server.kiln_version.c_str(),
+         server.arch.c_str(), server.cpu_count);
+  kiln_rpc::RunRequest request;
+  request.warmup = (uint32_t)warmup;
+  request.repeats = (uint32_t)args.iterations;
+  request.number = 1;
+  request.threads = (uint32_t)args.threads;
+  request.device = args.device.device;
+  request.vulkan_device = args.device.vulkan_device;
+  request.timeout_ms = (uint32_t)(remote.timeout_s * 1000);
+  request.bundle = bundle.data();
+  request.bundle_size = bundle.size();
+  printf("threads=%llu warmup=%llu iterations=%llu\n", (unsigned long long)args.threads,
+         (unsigned long long)warmup, (unsigned long long)args.iterations);
+  kiln_rpc::RunReply reply;
+  kiln_rpc::ErrorReply error;
+  if (!client.Run(request, &reply, &error)) {
+    return error.code ? Fail("the server: %s: %s", kiln_rpc::ErrorCodeName(error.code), error.message.c_str())
+                      : Fail("%s", error.message.c_str());
+  }
+  if (reply.device != "cpu") printf("device=%s\n", reply.device.c_str());
+  std::vector<double> times;
+  for (uint64_t ns : reply.repeat_ns) times.push_back((double)ns / 1e6);
+  double min = *std::min_element(times.begin(), times.end());
+  double mean = std::accumulate(times.begin(), times.end(), 0.0) / (double)times.size();
+  printf("median_ms=%.4f min_ms=%.4f mean_ms=%.4f iterations=%zu\n", Median(times), min, mean, times.size());
+  return kExitOk;
+}
+
 }  // namespace
 
 const CommandHelp kBenchHelp = {
     "bench", "MODEL.kiln [options]",
     "Runs the model repeatedly on inputs from --input files (the others: fixed\n"
     "pseudo-random values) and prints the start-up (startup: ...) and the run times;\n"
-    "the last line is median_ms=X min_ms=Y mean_ms=Z iterations=K.\n"};
+    "the last line is median_ms=X min_ms=Y mean_ms=Z iterations=K. With --rpc, a\n"
+    "kiln rpc-server times it on its device instead (pseudo-random inputs).\n"};
 
 int CmdBench(int argc, char** argv) {
   uint64_t warmup = 2;
   bool profile = false, startup = false;
   CommandArgs args;
   args.iterations = 10;
+  RemoteOptions remote;
+  if (const char* env = getenv("KILN_RPC_TOKEN")) remote.token = env;
   using kiln_cli::Arity;
   const kiln_cli::OptionTable own = {
       {kOptWarmup, "--warmup", Arity::kValue, "W", "untimed runs first (default 2)"},
@@ -109,12 +175,25 @@ int CmdBench(int argc, char** argv) {
       {kOptStartup, "--startup", Arity::kFlag, "",
        "print every start-up stage, and load the model a second time\n"
        "(startup_warm: on Vulkan with the first session's pipeline cache)"},
+      {kOptRpc, "--rpc", Arity::kValue, "HOST:PORT",
+       "time the bundle on a kiln rpc-server's device (docs/rpc.md)"},
+      {kOptRpcToken, "--token", Arity::kValue, "T", "--rpc: the server's token (default $KILN_RPC_TOKEN)"},
+      {kOptRpcTimeout, "--rpc-timeout", Arity::kValue, "S",
+       "--rpc: the server stops the measurement after S seconds (default 600)"},
   };
   auto handle = [&](const kiln_cli::Option& option, const char* value) -> int {
     if (option.id == kOptWarmup) {
       if (!ParseCount(value, 1u << 30, &warmup)) return UsageError("--warmup needs a count");
     } else if (option.id == kOptProfile) {
       profile = true;
+    } else if (option.id == kOptRpc) {
+      remote.address = value;
+    } else if (option.id == kOptRpcToken) {
+      remote.token = value;
+    } else if (option.id == kOptRpcTimeout) {
+      if (!ParseCount(value, kiln_rpc::kMaxTimeoutMs / 1000, &remote.timeout_s) || !remote.timeout_s) {
+        return UsageError("--rpc-timeout needs 1..3600 seconds");
+      }
     } else {
       startup = true;
     }
@@ -122,6 +201,18 @@ int CmdBench(int argc, char** argv) {
   };
   int result = ParseCommandArgs(kBenchHelp, own, "timed runs (default 10)", argc, argv, handle, &args);
   if (result != kContinue) return result;
+  if (remote.address) {
+    if (profile || startup || !args.inputs.empty() || !args.trusted_keys.empty() || args.max_arena_bytes) {
+      return UsageError("--rpc takes none of --profile, --startup, --input, --trusted-key or "
+                        "--max-arena (the server decides)");
+    }
+    if (args.iterations > kiln_rpc::kMaxRepeats || warmup > kiln_rpc::kMaxWarmup) {
+      return UsageError("--rpc: at most %u iterations and %u warm-up runs", kiln_rpc::kMaxRepeats,
+                        kiln_rpc::kMaxWarmup);
+    }
+    if (args.threads > kiln_rpc::kMaxThreads) return UsageError("--rpc: at most %u threads", kiln_rpc::kMaxThreads);
+    return BenchRemote(args, warmup, remote);
+  }
 
   kiln::Model model;
   result = OpenModel(args, &model);

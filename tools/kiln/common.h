@@ -30,7 +30,7 @@ struct CommandHelp {
   const char* synopsis;     // "MODEL.kiln --input NAME=FILE.npy ... [options]"
   const char* description;  // a paragraph, lines ending in '\n'
 };
-extern const CommandHelp kRunHelp, kInspectHelp, kBenchHelp, kProfileHelp;
+extern const CommandHelp kRunHelp, kInspectHelp, kBenchHelp, kProfileHelp, kRpcServerHelp;
 
 // The command whose usage a UsageError names (main sets it; nullptr: none).
 void SetCurrentCommand(const CommandHelp* command);
@@ -62,7 +62,7 @@ enum OptionId {
   // run
   kOptOutputDir, kOptTop,
   // bench
-  kOptWarmup, kOptProfile, kOptStartup,
+  kOptWarmup, kOptProfile, kOptStartup, kOptRpc, kOptRpcToken, kOptRpcTimeout,
   // profile
   kOptOutput, kOptLayers,
   // inspect
@@ -98,6 +98,9 @@ struct CommandArgs {
   DeviceOptions device;                                     // --device, --vulkan-device, --validation
   bool session_options_given = false;                       // any of the above but the model and --trusted-key
 };
+// Appends the Ed25519 public key in `value` (64 hex digits) to *keys:
+// kContinue, or kExitUsage after a usage error.
+int ParseTrustedKey(const char* value, std::vector<uint8_t>* keys);
 // The shared options' table; `iterations_help` describes --iterations.
 kiln_cli::OptionTable SessionOptionTable(const char* iterations_help);
 // One command's own option (from its table): kContinue when taken,
@@ -142,6 +145,7 @@ int CmdRun(int argc, char** argv);
 int CmdInspect(int argc, char** argv);
 int CmdBench(int argc, char** argv);
 int CmdProfile(int argc, char** argv);
+int CmdRpcServer(int argc, char** argv);
 
 }  // namespace kiln_tool
 

@@ -1,9 +1,11 @@
-// kiln: run, inspect, benchmark and profile Kiln bundles.
+// kiln: run, inspect, benchmark and profile Kiln bundles; measure them for
+// a tuner (rpc-server).
 //
 //   kiln run MODEL.kiln --input NAME=FILE.npy ... [options]
 //   kiln inspect MODEL.kiln [--json | --dot | --svg] [--profile TRACE.json | --profile-run]
 //   kiln bench MODEL.kiln [options]
 //   kiln profile MODEL.kiln [options] [-o TRACE.json]
+//   kiln rpc-server [--port P] [--bind ADDR] [--token T] [options]
 //   kiln --help | kiln COMMAND --help | kiln --version
 // Every option takes its value as --opt=value or --opt value (tools/cli);
 // each command's table of options is in its cmd_*.cpp, the shared ones in
@@ -36,6 +38,7 @@ const Command kCommands[] = {
     {&kInspectHelp, CmdInspect},
     {&kBenchHelp, CmdBench},
     {&kProfileHelp, CmdProfile},
+    {&kRpcServerHelp, CmdRpcServer},
 };
 
 void PrintUsage(FILE* out) {

@@ -110,18 +110,41 @@ static int32_t wait_for_flag(const kiln_kernel_dispatch_state_t* dispatch,
   return 3;
 }
 
+// Writes to the address in push_constants[0] (an unmapped one: the process
+// gets SIGSEGV). The RPC server's test of a crashing candidate.
+static int32_t crash(const kiln_kernel_dispatch_state_t* dispatch,
+                     const kiln_kernel_workgroup_state_t* workgroup) {
+  (void)workgroup;
+  if (dispatch->push_constant_count < 1) return 1;
+  volatile uint32_t* target = (volatile uint32_t*)(uintptr_t)dispatch->push_constants[0];
+  *target = 1;
+  return 0;
+}
+
+// Polls binding 0 until it holds 0xdeadbeef (a float32 of -6e18, which the
+// RPC server's pseudo-random inputs never are): a candidate that hangs.
+static int32_t spin_forever(const kiln_kernel_dispatch_state_t* dispatch,
+                            const kiln_kernel_workgroup_state_t* workgroup) {
+  (void)workgroup;
+  if (dispatch->binding_count < 1) return 1;
+  const uint32_t* flag = (const uint32_t*)dispatch->bindings[0];
+  while (__atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0xdeadbeefu) {
+  }
+  return 0;
+}
+
 static const char* const kernel_names[] = {"vector_add",    "scale",            "always_fail",
                                            "workgroup_ids", "reverse_plus_one", "fail_at",
-                                           "wait_for_flag"};
+                                           "wait_for_flag", "crash",            "spin_forever"};
 static const kiln_kernel_fn_t kernels[] = {vector_add,    scale,            always_fail,
                                            workgroup_ids, reverse_plus_one, fail_at,
-                                           wait_for_flag};
+                                           wait_for_flag, crash,            spin_forever};
 // The kernel ABI version the library speaks (the build makes a copy that
 // speaks another, -DRUNTIME_TEST_ABI_VERSION=2, for the mismatch test).
 #ifndef RUNTIME_TEST_ABI_VERSION
 #define RUNTIME_TEST_ABI_VERSION KILN_KERNEL_ABI_VERSION
 #endif
-static const kiln_kernel_library_t library = {RUNTIME_TEST_ABI_VERSION, 7, kernel_names, kernels};
+static const kiln_kernel_library_t library = {RUNTIME_TEST_ABI_VERSION, 9, kernel_names, kernels};
 
 __attribute__((visibility("default"))) const kiln_kernel_library_t* kiln_kernel_library_query(
     uint32_t abi_version) {
