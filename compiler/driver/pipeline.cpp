@@ -222,8 +222,13 @@ class Pipeline {
   LoweredProgram lower(graph::Graph& g) {
     const bool vulkan = options_.target.vulkan;
     LoweredProgram program =
-        lower_graph(g, vector_info(options_.target), /*gpu=*/vulkan, options_.vulkan_shared_memory, options_.progress);
+        lower_graph(g, vector_info(options_.target), /*gpu=*/vulkan, options_.vulkan_shared_memory, options_.progress,
+                    options_.tuning);
     step_done("lower", std::to_string(program.kernels.size()) + " kernels");
+    if (options_.tuning && !vulkan) {  // one dispatch per kernel, in order (bundle/bundle_writer.cpp)
+      options_.tuning->dispatch_kernels.clear();
+      for (const KernelDef& k : program.kernels) options_.tuning->dispatch_kernels.push_back(k.name);
+    }
     dump_kernels("lower", program.kernels, nullptr);
 
     run_tir_pass("simplify", true, program.kernels, [](const tir::Stmt& s) { return tir::simplify(s); });

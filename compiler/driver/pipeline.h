@@ -46,6 +46,11 @@ struct CompileOptions {
   bool report = false;               // print per-step statistics
   std::ostream* dump_stream = nullptr;  // where dumps and the report go (stderr if null)
   ProgressFn progress;               // hears what the pipeline is doing (kilnc's progress line)
+  // CPU targets: the schedules' knobs (tune/space.h). The compilation
+  // records every workload's space, the kernel of each workload and of each
+  // dispatch, and compiles the points in tuning->apply. Null: the
+  // hand-written choices (what --tuning-log does not name stays so too).
+  tune::Tuning* tuning = nullptr;
 };
 
 // Names of the passes --dump-after accepts, in order.

@@ -52,7 +52,7 @@ static tir::Expr guard_predicate(const graph::Graph& g, const graph::Node& n) {
 }
 
 LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, bool gpu_shared_memory,
-                           const ProgressFn& progress) {
+                           const ProgressFn& progress, tune::Tuning* tuning) {
   LoweredProgram p;
   p.storage_root.resize(g.values.size());
   for (size_t i = 0; i < g.values.size(); i++) p.storage_root[i] = (int)i;
@@ -61,6 +61,7 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
   state.vector = vector;
   state.gpu = gpu;
   state.gpu_shared_memory = gpu_shared_memory;
+  state.tuning = gpu ? nullptr : tuning;  // the knobs are the CPU schedules'
 
   for (size_t ni = 0; ni < g.nodes.size(); ni++) {
     report_progress(progress, "lowering", ni, g.nodes.size(), "nodes");

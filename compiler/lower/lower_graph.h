@@ -15,6 +15,7 @@
 #include "target/target.h"
 #include "graph/graph.h"
 #include "lower/kernel.h"
+#include "tune/space.h"
 
 namespace kiln {
 
@@ -26,8 +27,10 @@ struct LoweredProgram {
 // `vector` sizes the CPU schedules' register tiles (default: a 16-register
 // machine); `gpu` gives the kernels GPU schedules instead, which may use
 // workgroup shared memory when `gpu_shared_memory`. `progress` hears of
-// each node ("lowering", i, n, "nodes").
+// each node ("lowering", i, n, "nodes"). `tuning` (CPU only): the CPU
+// schedules record their workloads' spaces in it and compile its points
+// (tune/space.h); null: their hand-written choices.
 LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector = {}, bool gpu = false, bool gpu_shared_memory = false,
-                           const ProgressFn& progress = {});
+                           const ProgressFn& progress = {}, tune::Tuning* tuning = nullptr);
 
 }  // namespace kiln

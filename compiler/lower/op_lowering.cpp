@@ -150,7 +150,9 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
     if (shares) k.host_body = te::lower_stage(stage, out, buffer_of, Expr(0), e, /*host=*/true);
   } else if (!schedule && rs != state_->reduction_schedules.end()) {
     te::Stage stage(anchor);
+    if (state_->tuning) state_->tuning->current_kernel = k.name;  // the workload its knobs name
     rs->second(stage);
+    if (state_->tuning) state_->tuning->current_kernel.clear();
     k.body = te::lower_stage(stage, out, buffer_of, Expr(0), epilogue);
   } else {
     te::Stage stage(src);

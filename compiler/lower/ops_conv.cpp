@@ -69,7 +69,8 @@ void lower_conv_blocked(OpContext& ctx) {
       return x(taps(o, r)) * w({o[1], r[0], r[1], r[2], r[3], o[4]});
     }, interior);
   int registers = ctx.vector().registers;
-  ctx.schedule_reduction(conv, [registers, w](te::Stage& s) { schedule_conv2d_blocked_cpu(s, w, registers); });
+  tune::Tuning* tuning = ctx.tuning();
+  ctx.schedule_reduction(conv, [registers, w, tuning](te::Stage& s) { schedule_conv2d_blocked_cpu(s, w, registers, tuning); });
   if (ctx.has_input(2)) {
     te::Tensor b = ctx.in(2), acc = conv;
     conv = te::compute("conv_bias", os, [acc, b, m](const Indices& o) { return acc(o) + b({o[1] * Expr(m) + o[4]}); });

@@ -119,7 +119,8 @@ void lower_qconv_blocked(OpContext& ctx, const Int8Operands& q) {
     return Int8Operands::value(padded_read(x, xi, pad)) * tir::cast(I32, wv);
   });
   int registers = ctx.vector().registers;
-  ctx.schedule_reduction(acc, [registers, w](te::Stage& s) { schedule_conv2d_blocked_cpu(s, w, registers); });
+  tune::Tuning* tuning = ctx.tuning();
+  ctx.schedule_reduction(acc, [registers, w, tuning](te::Stage& s) { schedule_conv2d_blocked_cpu(s, w, registers, tuning); });
   ctx.set_output(0, te::compute("qconv_out", os, [=](const Indices& o) {
     return q.epilogue(acc(o), o[1] * Expr(m) + o[4], dotted);
   }));
@@ -189,7 +190,8 @@ void lower_qmatmul(OpContext& ctx) {
     return Int8Operands::value(x(xi)) * tir::cast(I32, wv);
   });
   VectorInfo target = ctx.vector();
-  ctx.schedule_reduction(acc, [target](te::Stage& s) { schedule_matmul_cpu(s, target); });
+  tune::Tuning* tuning = ctx.tuning();
+  ctx.schedule_reduction(acc, [target, tuning](te::Stage& s) { schedule_matmul_cpu(s, target, tuning); });
   ctx.set_output(0, te::compute("qmatmul_out", os, [=](const Indices& o) {
     return q.epilogue(acc(o), o[(size_t)r - 1], dotted);
   }));

@@ -47,7 +47,8 @@ void lower_gemm(OpContext& ctx) {
     return a(ta ? Indices{r[0], o[0]} : Indices{o[0], r[0]}) * bv;
   });
   VectorInfo target = ctx.vector();
-  ctx.schedule_reduction(ab, [target](te::Stage& s) { schedule_matmul_cpu(s, target); });
+  tune::Tuning* tuning = ctx.tuning();
+  ctx.schedule_reduction(ab, [target, tuning](te::Stage& s) { schedule_matmul_cpu(s, target, tuning); });
   bool shared = ctx.gpu_shared_memory();
   ctx.schedule_reduction_gpu(ab, [a, b, shared](te::Stage& s) { schedule_matmul_gpu(s, a, b, shared); });
   te::Tensor c = ctx.has_input(2) ? ctx.in(2) : te::Tensor();
@@ -98,7 +99,8 @@ void lower_matmul(OpContext& ctx) {
     return a(ai) * b(bi);
   });
   VectorInfo target = ctx.vector();
-  ctx.schedule_reduction(mm, [target](te::Stage& s) { schedule_matmul_cpu(s, target); });
+  tune::Tuning* tuning = ctx.tuning();
+  ctx.schedule_reduction(mm, [target, tuning](te::Stage& s) { schedule_matmul_cpu(s, target, tuning); });
   bool shared = ctx.gpu_shared_memory();
   ctx.schedule_reduction_gpu(mm, [a, b, shared](te::Stage& s) { schedule_matmul_gpu(s, a, b, shared); });
   if (a_vec || b_vec) {  // a 1-D operand: drop the promoted unit dimension

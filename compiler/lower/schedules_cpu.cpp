@@ -15,6 +15,15 @@ int64_t tile_for(int64_t n, std::initializer_list<int64_t> options) {
   return 1;
 }
 
+// A stage's workload for its knobs: the schedule's name, the element type
+// and the output and reduction extents.
+tune::Knobs knobs_of(te::Stage& s, const char* schedule, tune::Tuning* tuning) {
+  std::vector<int64_t> out, reduce;
+  for (auto& a : s.axes) out.push_back(a->extent);
+  for (auto& r : s.reduce_axes) reduce.push_back(r->extent);
+  return tune::Knobs(tuning, schedule, s.tensor.dtype().str(), out, reduce);
+}
+
 // Binds `iv` to workgroup x after fusing it with every outer loop (so the
 // bound loop is outermost, as bind requires).
 void bind_outer(te::Stage& s, te::IterVar iv) {
@@ -38,8 +47,9 @@ void schedule_conv2d_cpu(te::Stage& s) {
   s.unroll(wi);
 }
 
-void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers) {
+void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers, tune::Tuning* tuning) {
   if (s.axes.size() != 5 || s.reduce_axes.size() != 4) return te::default_cpu_schedule(s);
+  tune::Knobs knobs = knobs_of(s, "conv2d_blocked", tuning);
   auto n = s.axes[0], mo = s.axes[1], oh = s.axes[2], ow = s.axes[3], mi = s.axes[4];
   auto rc = s.reduce_axes[0], rh = s.reduce_axes[1], rw = s.reduce_axes[2], ri = s.reduce_axes[3];
   // Accumulators: all vector registers but a few for the weights and the
@@ -89,7 +99,23 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int re
   int64_t tw, tm, th;
   pick(2, true, tw, tm, th);
   int64_t map_bytes = (oh->extent + th - 1) / th * th * ow->extent * tm * mi->extent * 4;
-  if (weight_bytes >= (512 << 10) && map_bytes <= (16 << 10) && tw * tm * th >= budget / 2) {
+  bool stream = weight_bytes >= (512 << 10) && map_bytes <= (16 << 10) && tw * tm * th >= budget / 2;
+  int64_t stream_th = th;
+  if (!stream) {  // the hand-written tile of the other loop order
+    int64_t tm_cache = std::max<int64_t>(1, (1024 << 10) / block_weight_bytes);
+    pick(std::min<int64_t>(4, tm_cache), false, tw, tm, th);
+  }
+  // The knobs: the tile, the loop order (streaming where the map's
+  // accumulators fit a local tile of at most 64 KB), the prefetch distance
+  // and which loop goes to workgroup x.
+  tw = knobs.get("tile_w", tune::divisors(ow->extent, budget), tw);
+  tm = knobs.get("tile_m", tune::divisors(mo->extent, 8), tm);
+  int64_t map_limit = oh->extent * ow->extent * mo->extent * mi->extent * 4;  // the largest map tile
+  std::vector<int64_t> may_stream = {0};
+  if (std::min<int64_t>(map_limit, (oh->extent + budget) * ow->extent * 8 * mi->extent * 4) <= (64 << 10)) may_stream.push_back(1);
+  stream = knobs.get("stream", may_stream, stream ? 1 : 0) != 0;
+  th = stream ? knobs.get("tile_h", tune::divisors(oh->extent, budget), stream_th) : 1;
+  if (stream) {
     auto [moo, moi] = s.split(mo, tm);
     auto [owo, owi] = s.split(ow, tw);
     auto [oho, ohi] = s.split(oh, th);  // the last row tile's guard is split off by loop partitioning
@@ -109,14 +135,13 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int re
     // weights, which the same thread runs next. (16 KB ahead left ResNet-18's
     // last 1x1 conv at 76% of peak, DRAM-bound at each workgroup's start.)
     int64_t slice_bytes = block_weight_bytes / rco->extent * tm;
-    s.prefetch(weights, rco, std::max<int64_t>(1, ((64 << 10) + slice_bytes - 1) / slice_bytes));
+    int64_t ahead_kb = knobs.get("prefetch_kb", {0, 16, 64, 256}, 64);
+    if (ahead_kb) s.prefetch(weights, rco, std::max<int64_t>(1, ((ahead_kb << 10) + slice_bytes - 1) / slice_bytes));
     return;
   }
   // Rows outside the channel loop: channel blocks per tile as many as the
   // accumulators allow, while the weights of a tile (reused by every row)
-  // stay within half of a typical L2.
-  int64_t tm_cache = std::max<int64_t>(1, (1024 << 10) / block_weight_bytes);
-  pick(std::min<int64_t>(4, tm_cache), false, tw, tm, th);
+  // stay within half of a typical L2 (pick() above).
   auto [moo, moi] = s.split(mo, tm);
   auto [owo, owi] = s.split(ow, tw);
   // Depthwise (one input channel per output channel): the kernel's columns
@@ -133,7 +158,7 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int re
   // When all the weights fit in L2 anyway (small convs on large maps), the
   // input row is the bigger stream: channel tiles go on x instead, so
   // consecutive workgroups share the row.
-  bool small_weights = weight_bytes <= (512 << 10);
+  bool small_weights = knobs.get("swap_bind", {0, 1}, weight_bytes <= (512 << 10) ? 1 : 0) != 0;
   auto f = s.fuse(n, moo);
   s.bind(f, small_weights ? tir::ForKind::WorkgroupX : tir::ForKind::WorkgroupY);
   s.bind(oh, small_weights ? tir::ForKind::WorkgroupY : tir::ForKind::WorkgroupX);
@@ -172,7 +197,7 @@ void schedule_conv1x1_cpu(te::Stage& s) {
   s.unroll(fi);
 }
 
-void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target) {
+void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target, tune::Tuning* tuning) {
   if (s.axes.size() < 2 || s.reduce_axes.size() != 1) return te::default_cpu_schedule(s);
   size_t r = s.axes.size();
   auto i = s.axes[r - 2], j = s.axes[r - 1], k = s.reduce_axes[0];
@@ -189,13 +214,27 @@ void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target) {
     // broadcasts. The columns are the packed panel width when B is packed.
     int64_t tv = ragged ? 2 : matmul_panel_width(i->extent, j->extent, target) / lanes;
     int64_t ti = largest_divisor(i->extent, std::max<int64_t>(matmul_accumulators(target) / tv, 1));
+    // The knobs (the columns stay the packed panel's): rows per tile, the
+    // loop order, and K in blocks (the tile's column panel of partial sums
+    // then lives in a local tile between blocks, at most 32 KB).
+    tune::Knobs knobs = knobs_of(s, "matmul", tuning);
+    ti = knobs.get("rows", tune::divisors(i->extent, std::max<int64_t>((target.registers - 2) / tv, 1)), ti);
+    std::vector<int64_t> blocks = {0};
+    for (int64_t b : {32, 64, 128, 256, 512})
+      if (b < k->extent && k->extent % b == 0 && i->extent * tv * lanes * 4 <= (32 << 10)) blocks.push_back(b);
+    int64_t k_block = knobs.get("k_block", blocks, 0);
     auto [io, ii] = s.split(i, ti);
     auto [jo, jv] = s.split(j, tv * lanes);
     auto [jt, jl] = s.split(jv, lanes);
     // Column tiles outermost (on threads): one tile's weights (a packed
     // panel, see graph/pass_layout.cpp) stay in cache for all row tiles.
-    bool columns = jo->extent > 1 || io->extent == 1;
-    for (auto& v : {columns ? jo : io, columns ? io : jo, k, ii, jt, jl}) order.push_back(v);
+    bool columns = !knobs.get("rows_outer", {0, 1}, jo->extent > 1 || io->extent == 1 ? 0 : 1);
+    if (k_block && columns) {  // (rows outermost, the local tile would be a whole row panel)
+      auto [ko, ki] = s.split(k, k_block);
+      for (auto& v : {columns ? jo : io, ko, columns ? io : jo, ki, ii, jt, jl}) order.push_back(v);
+    } else {
+      for (auto& v : {columns ? jo : io, columns ? io : jo, k, ii, jt, jl}) order.push_back(v);
+    }
     s.reorder(order);
     bind_outer(s, columns ? jo : io);
     s.unroll(ii);

@@ -7,6 +7,7 @@
 
 #include "target/target.h"
 #include "te/schedule.h"
+#include "tune/space.h"
 
 namespace kiln::lower {
 
@@ -21,13 +22,16 @@ void schedule_conv1x1_cpu(te::Stage& s);
 // vector registers minus a few, unrolled. Rows and channel tiles are split
 // across threads; where the weights outgrow L2 on a small map, each thread
 // streams a channel tile's `weights` once, prefetched, over the whole map.
-void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers);
+// Knobs (tune/space.h, workload "conv2d_blocked"): tile_w, tile_m, tile_h,
+// stream, prefetch_kb, swap_bind.
+void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers, tune::Tuning* tuning);
 // Pooling over a blocked tensor [N, C/c, H, W, c]: the window loops run
 // inside each output pixel, whose c channels are one vector.
 void schedule_pool_blocked_cpu(te::Stage& s);
 // MatMul/Gemm-like: output [..., M, N], one reduction axis K; vectors and
-// accumulators sized for `target`.
-void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target);
+// accumulators sized for `target`. Knobs (workload "matmul", vector tiles):
+// rows, rows_outer, k_block.
+void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target, tune::Tuning* tuning);
 // (Its tile sizes: target/register_tiles.h, shared with the layout pass.)
 
 }  // namespace kiln::lower

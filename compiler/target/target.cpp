@@ -3,6 +3,8 @@
 // no code generation here).
 #include "target/target.h"
 
+#include <cstdio>
+
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/Triple.h>
 #include <llvm/MC/MCSubtargetInfo.h>
@@ -91,6 +93,15 @@ TargetSpec TargetSpec::parse(const std::string& text) {
   }
   if (!explicit_triple && !explicit_cpu) return host();
   return t;
+}
+
+std::string TargetSpec::tuning_key() const {
+  if (vulkan || features.empty()) return str();
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : features) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+  return triple + " cpu=" + cpu + " features#" + hex;
 }
 
 std::string TargetSpec::str() const {

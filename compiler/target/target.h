@@ -32,6 +32,9 @@ struct TargetSpec {
   // Parses "host", "vulkan" or "llvm [-mtriple=T] [-mcpu=C] [-mattr=F]" (user error if malformed).
   static TargetSpec parse(const std::string& text);
   std::string str() const;
+  // What tuning logs key measurements by (tune/tuning_log.h): the triple, the
+  // CPU and a hash of the features ("x86_64-pc-linux-gnu cpu=znver4 features#1a2b...").
+  std::string tuning_key() const;
 };
 
 // The int8 dot-product instruction of a target: four byte products summed

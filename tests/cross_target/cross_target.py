@@ -35,7 +35,8 @@ Steps (each prints CHECK ...: PASS/FAIL; see docs/cross-targets.md):
   7. the measurement server (docs/rpc.md): the cross-built `kiln rpc-server` under qemu on
      loopback measures the target's demo bundle for the host `kiln bench --rpc` (the handshake
      names the architecture), refuses the x86-64 bundle with the loader's message, and measures
-     again after it.
+     again after it; then `kilnc tune --target ... --rpc` tunes the demo against it (2 trials),
+     and the demo compiled with that log (`--tuning-log`) matches ONNX Runtime under qemu.
 
 Exit status: 0 when everything passed, 1 on any failure, 2 on a set-up error (a missing tool:
 the test never passes without the cross toolchain, qemu or ONNX Runtime).
@@ -443,6 +444,7 @@ def model_check(args, name: str, workdir: str, checks: Checks) -> Dict[str, str]
                 compile_bundle(args, checks, name, onnx_path, bundles['other'], ARCHES[OTHER[args.arch_name]].target)):
             return {}
         bundles['inputs'] = inputs
+        bundles.update(onnx=onnx_path, outputs=outputs, ort_out=ort_out)
     return bundles
 
 
@@ -501,6 +503,27 @@ def rpc_check(args, bundles: Dict, workdir: str, checks: Checks) -> None:
         proc = run_tool('host kiln bench --rpc again', bench + [bundles['target']], timeout=300)
         checks.check(proc.returncode == 0 and server.poll() is None, 'rpc: the %s server measures again after it'
                      % args.arch_name, (proc.stderr or b'').decode('utf-8', 'replace'))
+        # The tuning flow against it: kilnc tune for the target, then --tuning-log.
+        tune_log = os.path.join(workdir, 'tune.jsonl')
+        if os.path.exists(tune_log):
+            os.remove(tune_log)
+        proc = run_tool('kilnc tune --rpc (%s)' % args.arch_name,
+                        [args.kilnc, 'tune', bundles['onnx'], '--target', args.arch.target, '--rpc',
+                         '127.0.0.1:%d' % port, '--trials', '2', '--repeats', '1', '--log', tune_log], timeout=600)
+        out = (proc.stdout or b'').decode('utf-8', 'replace')
+        records = [json.loads(line) for line in open(tune_log)] if os.path.isfile(tune_log) else []
+        triple = re.search(r'-mtriple=(\S+)', args.arch.target).group(1)
+        checks.check(proc.returncode == 0 and records and all(r['target'].startswith(triple) for r in records) and
+                     '(%s, ' % args.arch.runtime_name in out,
+                     'rpc: kilnc tune measures the demo\'s workloads on the %s server (%d records)'
+                     % (args.arch_name, len(records)), out[-800:] + (proc.stderr or b'').decode('utf-8', 'replace'))
+        tuned = os.path.join(workdir, 'demo.%s.tuned.kiln' % args.arch_name)
+        proc = run_tool('kilnc --tuning-log (%s)' % args.arch_name,
+                        [args.kilnc, bundles['onnx'], '-o', tuned, '--target', args.arch.target,
+                         '--tuning-log', tune_log], timeout=300)
+        if checks.check(proc.returncode == 0, 'rpc: kilnc --tuning-log compiles the demo for %s' % args.arch_name):
+            run_and_compare(args, checks, 'demo: kiln run %s, tuned' % args.arch_name, tuned, bundles['inputs'],
+                            bundles['outputs'], bundles['ort_out'], os.path.join(workdir, 'out_tuned'))
     finally:
         server.kill()
         server.wait()

@@ -22,7 +22,9 @@ import difflib
 import json
 import os
 import re
+import subprocess
 import sys
+import time
 from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -102,6 +104,14 @@ def kiln_cases():
         Case('bench', '--warmup', '1', bench_base, has('warmup=1'), bad='x'),
         Case('bench', '--profile', None, bench_base, has('profile: ')),
         Case('bench', '--startup', None, bench_base, has('startup_stages: ')),
+        # On the kiln rpc-server check_options starts (token 'sesame').
+        Case('bench', '--rpc', '{rpc}', lambda ctx, vulkan=False: bench_base(ctx) + ['--token', 'sesame'],
+             has('remote 127.0.0.1:'), bad='nohost', bad_rc=1),
+        Case('bench', '--token', 'sesame', lambda ctx, vulkan=False: bench_base(ctx) + ['--rpc', ctx['rpc']],
+             has('remote 127.0.0.1:'), bad='wrong', bad_rc=1),
+        Case('bench', '--rpc-timeout', '60',
+             lambda ctx, vulkan=False: bench_base(ctx) + ['--rpc', ctx['rpc'], '--token', 'sesame'],
+             has('remote 127.0.0.1:'), bad='0'),
         Case('profile', '-o', '{out}/trace.json', profile_base, exists('trace.json'), files=['trace.json']),
         Case('profile', '--top', '3', profile_base, lambda ctx, proc, out: check(
             len(re.findall(r'^ +\d+ ', proc.stdout, re.M)) == 3, 'profile --top 3: not 3 rows'), bad='x'),
@@ -161,6 +171,8 @@ def kilnc_cases():
         Case('kilnc', '--dump-graph', None, base(), has('graph after import')),
         Case('kilnc', '--report', None, base(), has('[kilnc] ')),
         Case('kilnc', '--list-operators', None, lambda ctx: [], has('Conv')),
+        # A log of `kilnc tune` on the demo (2 trials).
+        Case('kilnc', '--tuning-log', '{tunelog}', base(), files=kiln_file, bad='/nonexistent.jsonl', bad_rc=1),
     ]
 
 
@@ -200,7 +212,7 @@ def run_form(args, ctx, case, form, value):
     tool = [args.kilnc] if case.tool == 'kilnc' else [args.kiln]
     subst = lambda s: s.replace('{out}', out).replace('{input}', ctx['input']).replace(  # noqa: E731
         '{trace}', ctx['trace']).replace('{tensor}', ctx['tensor']).replace('{key}', ctx['key']).replace(
-        '{pubkey}', ctx['pubkey'])
+        '{pubkey}', ctx['pubkey']).replace('{rpc}', ctx['rpc']).replace('{tunelog}', ctx['tunelog'])
     option = [case.option] if value is None else (
         [case.option + '=' + subst(value)] if form.startswith('eq') else [case.option, subst(value)])
     return run(tool + [subst(a) for a in case.base(ctx)] + option), out
@@ -282,10 +294,33 @@ def check_options(args):
     pad_onnx = os.path.join(args.workdir, 'pad_values.onnx')
     with open(pad_onnx, 'wb') as f:
         f.write(padded.SerializeToString())
-    ctx = {'bundle': bundle, 'vulkan_bundle': vulkan_bundle, 'input': demo_input(args), 'trace': trace,
-           'tensor': tensor, 'onnx': demo_onnx(args), 'index': 0, 'key': key, 'pubkey': pubkey,
-           'signed_bundle': signed_bundle, 'named_onnx': named_onnx, 'pad_onnx': pad_onnx}
+    # A tuning log (kilnc --tuning-log) and a measurement server (kiln bench --rpc).
+    tunelog = os.path.join(args.workdir, 'tune.jsonl')
+    run([args.kilnc, 'tune', demo_onnx(args), '--log', tunelog, '--trials', '2', '--repeats', '1',
+         '--kiln', args.kiln], expect_rc=0)
+    server_log = os.path.join(args.workdir, 'rpc_server.log')
+    server = subprocess.Popen([args.kiln, 'rpc-server', '--port', '0', '--token', 'sesame'],
+                              stdout=open(server_log, 'w'), stderr=subprocess.STDOUT)
+    try:
+        for _ in range(200):
+            first = open(server_log).readline()
+            if first.endswith('\n'):
+                break
+            time.sleep(0.05)
+        check(first.startswith('listening on 127.0.0.1:'), 'kiln rpc-server did not start: ' + first)
+        rpc = first.split()[2]
+        check_all_options(args, {
+            'bundle': bundle, 'vulkan_bundle': vulkan_bundle, 'input': demo_input(args), 'trace': trace,
+            'tensor': tensor, 'onnx': demo_onnx(args), 'index': 0, 'key': key, 'pubkey': pubkey,
+            'signed_bundle': signed_bundle, 'named_onnx': named_onnx, 'pad_onnx': pad_onnx, 'rpc': rpc,
+            'tunelog': tunelog})
+    finally:
+        server.kill()
+        server.wait()
 
+
+def check_all_options(args, ctx):
+    bundle = ctx['bundle']
     cases = kiln_cases() + kilnc_cases()
     for tool in ('kilnc',) + KILN_COMMANDS:
         listed = help_options(args, tool) - {'--help', '-h', '--version'}
@@ -335,8 +370,17 @@ def check_help(args):
         # A usage error names the command and points to its --help, on stderr.
         bad = run([args.kiln, command, '--frobnicate'], expect_rc=2)
         check('kiln %s --help' % command in bad.stderr and not bad.stdout, 'kiln %s: usage error' % command)
+    # The commands that run no model: their --help (their options are checked by tools_rpc_server
+    # and e2e_tuning, which run a server and a tuning).
+    for command, usage in (([args.kiln, 'rpc-server'], 'usage: kiln rpc-server '),
+                           ([args.kilnc, 'tune'], 'usage: kilnc tune ')):
+        proc = run(command + ['--help'], expect_rc=0)
+        check(proc.stdout.startswith(usage) and 'options:' in proc.stdout and not proc.stderr,
+              '%s --help: not its usage on stdout' % ' '.join(command[1:]))
+        bad = run(command + ['--frobnicate'], expect_rc=2)
+        check("--frobnicate" in bad.stderr and not bad.stdout, '%s: usage error' % ' '.join(command[1:]))
     proc = run([args.kiln, '--help'], expect_rc=0)
-    for command in KILN_COMMANDS:
+    for command in KILN_COMMANDS + ('rpc-server',):
         check('kiln %s ' % command in proc.stdout, 'kiln --help does not list %s' % command)
     for flag in ('--help', '-h'):
         proc = run([args.kilnc, flag], expect_rc=0)

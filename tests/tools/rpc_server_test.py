@@ -59,8 +59,8 @@ def hello(token=b''):
     return struct.pack('<I', VERSION) + blob(token)
 
 
-def run_payload(bundle, warmup=1, repeats=3, number=2, threads=1, device=1, timeout_ms=20000):
-    return struct.pack('<7I', warmup, repeats, number, threads, device, 0, timeout_ms) + blob(bundle)
+def run_payload(bundle, warmup=1, repeats=3, number=2, threads=1, device=1, timeout_ms=20000, flags=0):
+    return struct.pack('<8I', warmup, repeats, number, threads, device, 0, timeout_ms, flags) + blob(bundle)
 
 
 def recv_exact(sock, n):
@@ -90,12 +90,18 @@ def parse_error(payload):
     return code, payload[8:8 + length].decode(errors='replace')
 
 
-def parse_run_reply(payload):
+def parse_run_reply(payload, with_dispatches=False):
     length, = struct.unpack_from('<I', payload)
     device = payload[4:4 + length].decode()
-    count, = struct.unpack_from('<I', payload, 4 + length)
-    times = struct.unpack_from('<%dQ' % count, payload, 8 + length)
-    assert 8 + length + 8 * count == len(payload)
+    at = 4 + length
+    count, = struct.unpack_from('<I', payload, at)
+    times = struct.unpack_from('<%dQ' % count, payload, at + 4)
+    at += 4 + 8 * count
+    dispatches, = struct.unpack_from('<I', payload, at)
+    per_dispatch = struct.unpack_from('<%dQ' % (count * dispatches), payload, at + 4)
+    assert at + 4 + 8 * count * dispatches == len(payload)
+    if with_dispatches:
+        return device, list(times), dispatches, list(per_dispatch)
     return device, list(times)
 
 
@@ -216,7 +222,18 @@ def main():
         c.check(is_error(reply, E_BAD, 'repeats'), 'repeats=0 is refused by name', reply)
         reply = request(sock, RUN, run_payload(ok, threads=100000))
         c.check(is_error(reply, E_BAD, 'threads'), 'threads over the limit are refused by name', reply)
-        bad = run_payload(ok)[:28] + struct.pack('<I', len(ok) + 50) + ok
+        reply = request(sock, RUN, run_payload(ok, repeats=2, number=3, flags=1))
+        if reply and reply[0] == RUN_REPLY:
+            device, times, dispatches, per_dispatch = parse_run_reply(reply[1], with_dispatches=True)
+        else:
+            times, dispatches, per_dispatch = [], 0, []
+        # The add/scale bundle has two dispatches; each run's total covers them.
+        c.check(dispatches == 2 and len(per_dispatch) == 4 and all(p > 0 for p in per_dispatch) and
+                all(sum(per_dispatch[2 * r:2 * r + 2]) <= times[r] for r in range(2)),
+                'Run with per-dispatch times returns each dispatch\'s time per repeat', reply)
+        reply = request(sock, RUN, run_payload(ok, flags=2))
+        c.check(is_error(reply, E_BAD, 'flags'), 'unknown Run flags are refused by name', reply)
+        bad = run_payload(ok)[:32] + struct.pack('<I', len(ok) + 50) + ok
         reply = request(sock, RUN, bad)
         c.check(is_error(reply, E_BAD, 'runs past the end'), 'a bundle length past the payload is refused', reply)
         reply = request(sock, RUN, run_payload(ok) + b'xx')

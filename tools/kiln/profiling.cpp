@@ -17,7 +17,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "json_reader.h"
+#include "json_reader.h"  // tools/cli
 
 namespace kiln_tool {
 
@@ -247,30 +247,30 @@ int ReadTrace(const std::string& path, const ModelContents& c, std::vector<doubl
   if (!file) return Fail("--profile: cannot read '%s'", path.c_str());
   std::stringstream text;
   text << file.rdbuf();
-  JsonValue trace;
+  kiln_cli::JsonValue trace;
   std::string error;
-  if (!ParseJson(text.str(), &trace, &error)) return Fail("--profile: '%s' is not JSON (%s)", path.c_str(), error.c_str());
-  const JsonValue* other = trace.Find("otherData");
-  const JsonValue* hash = other ? other->Find("content_hash") : nullptr;
-  const JsonValue* events = trace.Find("traceEvents");
-  if (!hash || !events || events->kind != JsonValue::kArray) {
+  if (!kiln_cli::ParseJson(text.str(), &trace, &error)) return Fail("--profile: '%s' is not JSON (%s)", path.c_str(), error.c_str());
+  const kiln_cli::JsonValue* other = trace.Find("otherData");
+  const kiln_cli::JsonValue* hash = other ? other->Find("content_hash") : nullptr;
+  const kiln_cli::JsonValue* events = trace.Find("traceEvents");
+  if (!hash || !events || events->kind != kiln_cli::JsonValue::kArray) {
     return Fail("--profile: '%s' is not a trace written by kiln profile", path.c_str());
   }
   if (hash->string != HexHash(c.info.content_hash)) {
     return Fail("--profile: '%s' profiles another bundle (content hash %s, this one's is %s)", path.c_str(),
                 hash->string.c_str(), HexHash(c.info.content_hash).c_str());
   }
-  const JsonValue* device = other->Find("device");
-  const JsonValue* threads = other->Find("threads");
+  const kiln_cli::JsonValue* device = other->Find("device");
+  const kiln_cli::JsonValue* threads = other->Find("threads");
   *measured_on = MeasuredOn(device ? device->string : "?", threads ? (uint32_t)threads->number : 1);
   std::vector<std::vector<double>> times(c.dispatches.size());
-  for (const JsonValue& event : events->items) {
-    const JsonValue* category = event.Find("cat");
-    const JsonValue* duration = event.Find("dur");
-    const JsonValue* args = event.Find("args");
-    const JsonValue* index = args ? args->Find("dispatch") : nullptr;
+  for (const kiln_cli::JsonValue& event : events->items) {
+    const kiln_cli::JsonValue* category = event.Find("cat");
+    const kiln_cli::JsonValue* duration = event.Find("dur");
+    const kiln_cli::JsonValue* args = event.Find("args");
+    const kiln_cli::JsonValue* index = args ? args->Find("dispatch") : nullptr;
     if (!category || category->string != "dispatch" || !duration || !index) continue;
-    if (index->kind != JsonValue::kNumber || index->number < 0 || index->number >= (double)times.size()) {
+    if (index->kind != kiln_cli::JsonValue::kNumber || index->number < 0 || index->number >= (double)times.size()) {
       return Fail("--profile: '%s' has an event for a dispatch the bundle does not have", path.c_str());
     }
     times[(size_t)index->number].push_back(duration->number / 1e3);

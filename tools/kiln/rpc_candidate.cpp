@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "common.h"
@@ -75,15 +76,30 @@ std::vector<uint8_t> Measure(const kiln_rpc::RunRequest& request,
   }
   kiln_rpc::RunReply reply;
   reply.device = session.device_name();
+  bool per_dispatch = request.flags & kiln_rpc::kRunDispatchTimes;
+  size_t dispatches = per_dispatch ? session.dispatch_count() : 0;
+  if (dispatches > kiln_rpc::kMaxDispatchTimes / request.repeats) {
+    return ChildError(ErrorCode::kRunFailed, "too many dispatches to time each (" + std::to_string(dispatches) + ")");
+  }
+  if (per_dispatch && status.ok()) status = session.set_profiling(true);
+  reply.dispatches = (uint32_t)dispatches;
+  std::vector<uint64_t> sums(dispatches);
   for (uint32_t r = 0; r < request.repeats && status.ok(); ++r) {
     uint64_t total = 0;
+    std::fill(sums.begin(), sums.end(), 0);
     for (uint32_t n = 0; n < request.number && status.ok(); ++n) {
       status = SetInputs(&session, inputs);  // untimed, as in kiln bench
       uint64_t start = NowNs();
       if (status.ok()) status = session.run();
       total += NowNs() - start;
+      for (size_t d = 0; d < dispatches && status.ok(); ++d) {
+        uint64_t ns = 0;
+        status = session.get_dispatch_profile(d, &ns);
+        sums[d] += ns;
+      }
     }
     reply.repeat_ns.push_back(total / request.number);
+    for (uint64_t sum : sums) reply.dispatch_ns.push_back(sum / request.number);
   }
   if (!status.ok()) return ChildError(ErrorCode::kRunFailed, status.message());
   std::vector<uint8_t> payload;
@@ -132,7 +148,8 @@ bool DecodeChild(const std::vector<uint8_t>& bytes, const kiln_rpc::RunRequest& 
   std::string why;
   if (type == (uint16_t)MessageType::kRunReply) {
     out->ok = kiln_rpc::Decode(bytes.data() + 2, bytes.size() - 2, &out->reply, &why) &&
-              out->reply.repeat_ns.size() == request.repeats;
+              out->reply.repeat_ns.size() == request.repeats &&
+              (out->reply.dispatches == 0) == !(request.flags & kiln_rpc::kRunDispatchTimes);
     return out->ok;
   }
   if (type == (uint16_t)MessageType::kError &&

@@ -177,6 +177,7 @@ void Encode(const RunRequest& in, std::vector<uint8_t>* out) {
   w.U32(in.device);
   w.U32(in.vulkan_device);
   w.U32(in.timeout_ms);
+  w.U32(in.flags);
   w.Bytes(in.bundle, in.bundle_size);
 }
 
@@ -185,6 +186,8 @@ void Encode(const RunReply& in, std::vector<uint8_t>* out) {
   w.Text(in.device);
   w.U32((uint32_t)in.repeat_ns.size());
   for (uint64_t ns : in.repeat_ns) w.U64(ns);
+  w.U32(in.dispatches);
+  for (uint64_t ns : in.dispatch_ns) w.U64(ns);
 }
 
 void Encode(const ErrorReply& in, std::vector<uint8_t>* out) {
@@ -219,6 +222,7 @@ bool Decode(const uint8_t* data, size_t size, RunRequest* out, std::string* why)
   r.Bounded("device", 0, 2, &out->device);
   r.Bounded("vulkan_device", 0, 1u << 20, &out->vulkan_device);
   r.Bounded("timeout_ms", 1, kMaxTimeoutMs, &out->timeout_ms);
+  r.Bounded("flags", 0, kRunDispatchTimes, &out->flags);
   r.Bytes("bundle", SIZE_MAX, &out->bundle, &out->bundle_size);  // bounded by the payload
   return r.Done();
 }
@@ -230,6 +234,9 @@ bool Decode(const uint8_t* data, size_t size, RunReply* out, std::string* why) {
   r.Bounded("count", 1, kMaxRepeats, &count);
   out->repeat_ns.assign(r.ok ? count : 0, 0);
   for (uint64_t& ns : out->repeat_ns) r.U64("repeat_ns", &ns);
+  r.Bounded("dispatches", 0, kMaxDispatchTimes / count, &out->dispatches);
+  out->dispatch_ns.assign(r.ok ? (size_t)count * out->dispatches : 0, 0);
+  for (uint64_t& ns : out->dispatch_ns) r.U64("dispatch_ns", &ns);
   return r.Done();
 }
 

@@ -33,6 +33,10 @@ constexpr uint32_t kMaxRepeats = 1000;       // Run.repeats
 constexpr uint32_t kMaxNumber = 100000;      // Run.number
 constexpr uint32_t kMaxThreads = 256;        // Run.threads
 constexpr uint32_t kMaxTimeoutMs = 3600000;  // Run.timeout_ms (an hour)
+constexpr uint32_t kMaxDispatchTimes = 1u << 20;  // RunReply: repeats x dispatches at most
+
+// Run.flags.
+constexpr uint32_t kRunDispatchTimes = 1;  // also time every dispatch (kiln_session_set_profiling)
 
 enum class MessageType : uint16_t {
   kHello = 1,       // client -> server, first on every connection
@@ -87,10 +91,10 @@ struct HelloReply {
   uint64_t max_run_payload = 0;          // the largest Run payload the server takes
 };
 // Run: u32 warmup | u32 repeats | u32 number | u32 threads | u32 device |
-// u32 vulkan_device | u32 timeout_ms | bytes bundle. The server loads the
-// bundle, fills its inputs with pseudo-random values, runs it `warmup` times
-// untimed, then `repeats` times `number` runs; each repeat's mean time is one
-// result.
+// u32 vulkan_device | u32 timeout_ms | u32 flags | bytes bundle. The server
+// loads the bundle, fills its inputs with pseudo-random values, runs it
+// `warmup` times untimed, then `repeats` times `number` runs; each repeat's
+// mean time is one result (and, with kRunDispatchTimes, each dispatch's).
 struct RunRequest {
   uint32_t warmup = 1;          // untimed runs first (0..kMaxWarmup)
   uint32_t repeats = 1;         // results wanted (1..kMaxRepeats)
@@ -99,13 +103,18 @@ struct RunRequest {
   uint32_t device = 0;          // kiln_device_kind_t: 0 the bundle's, 1 CPU, 2 Vulkan
   uint32_t vulkan_device = 0;   // 0: automatic; i + 1: physical device i
   uint32_t timeout_ms = 10000;  // load and every run together (1..kMaxTimeoutMs)
+  uint32_t flags = 0;           // kRunDispatchTimes, or 0
   const uint8_t* bundle = nullptr;  // the bundle's bytes (not owned; the
   size_t bundle_size = 0;           // message's payload when decoded)
 };
-// RunReply: bytes device name | u32 count | u64 nanoseconds per run, for each repeat.
+// RunReply: bytes device name | u32 count | u64 nanoseconds per run, for
+// each repeat | u32 dispatches | u64 nanoseconds per run of each dispatch,
+// for each repeat (repeat-major; dispatches is 0 without kRunDispatchTimes).
 struct RunReply {
   std::string device;               // "cpu" or the Vulkan device's name
   std::vector<uint64_t> repeat_ns;  // one mean per repeat (Run.repeats of them)
+  uint32_t dispatches = 0;          // dispatches timed (0: not asked)
+  std::vector<uint64_t> dispatch_ns;  // [repeat * dispatches + d]: dispatch d's mean in that repeat
 };
 // Error: u32 code | bytes message.
 struct ErrorReply {

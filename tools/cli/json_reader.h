@@ -1,13 +1,14 @@
 // A small JSON reader (RFC 8259) for the traces `kiln inspect --profile`
-// reads back: the whole text into a tree of values.
-#ifndef KILN_TOOLS_KILN_JSON_READER_H_
-#define KILN_TOOLS_KILN_JSON_READER_H_
+// reads back and kilnc's tuning logs (kilnc tune): the whole text into a
+// tree of values. Plain C++17, no Kiln headers (tools/cli is shared).
+#ifndef KILN_TOOLS_CLI_JSON_READER_H_
+#define KILN_TOOLS_CLI_JSON_READER_H_
 
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace kiln_tool {
+namespace kiln_cli {
 
 struct JsonValue {
   enum Kind { kNull, kBool, kNumber, kString, kArray, kObject };
@@ -26,6 +27,6 @@ struct JsonValue {
 // *error ("at byte N: ...") when it is not JSON or nests deeper than 512.
 bool ParseJson(const std::string& text, JsonValue* out, std::string* error);
 
-}  // namespace kiln_tool
+}  // namespace kiln_cli
 
-#endif  // KILN_TOOLS_KILN_JSON_READER_H_
+#endif  // KILN_TOOLS_CLI_JSON_READER_H_

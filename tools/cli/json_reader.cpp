@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-namespace kiln_tool {
+namespace kiln_cli {
 
 namespace {
 
@@ -180,4 +180,4 @@ bool ParseJson(const std::string& text, JsonValue* out, std::string* error) {
   return Reader(text).Document(out, error);
 }
 
-}  // namespace kiln_tool
+}  // namespace kiln_cli

@@ -1,0 +1,67 @@
+// Search spaces of the CPU schedules (space.h).
+#include "tune/space.h"
+
+#include <algorithm>
+
+namespace kiln::tune {
+
+std::string workload_key(const std::string& schedule, const std::string& dtype, const std::vector<int64_t>& out,
+                         const std::vector<int64_t>& reduce) {
+  std::string key = schedule + " " + dtype + " [";
+  for (size_t i = 0; i < out.size(); i++) key += (i ? "," : "") + std::to_string(out[i]);
+  key += ";";
+  for (size_t i = 0; i < reduce.size(); i++) key += (i ? "," : "") + std::to_string(reduce[i]);
+  return key + "]";
+}
+
+Knobs::Knobs(Tuning* tuning, const std::string& schedule, const std::string& dtype, const std::vector<int64_t>& out,
+             const std::vector<int64_t>& reduce)
+    : tuning_(tuning), key_(workload_key(schedule, dtype, out, reduce)) {
+  if (!tuning_) return;
+  auto [it, fresh] = tuning_->spaces.try_emplace(key_);
+  space_ = &it->second;
+  if (fresh) {
+    space_->schedule = schedule;
+    double mac = 1;
+    for (int64_t e : out) mac *= (double)e;
+    for (int64_t e : reduce) mac *= (double)e;
+    space_->flops = 2 * mac;
+    space_->extents = out;
+    space_->extents.insert(space_->extents.end(), reduce.begin(), reduce.end());
+  }
+  if (!tuning_->current_kernel.empty()) tuning_->kernel_workload[tuning_->current_kernel] = key_;
+  auto a = tuning_->apply.find(key_);
+  if (a != tuning_->apply.end()) config_ = &a->second;
+}
+
+int64_t Knobs::get(const std::string& name, std::vector<int64_t> options, int64_t fallback) {
+  if (std::find(options.begin(), options.end(), fallback) == options.end()) options.push_back(fallback);
+  std::sort(options.begin(), options.end());
+  options.erase(std::unique(options.begin(), options.end()), options.end());
+  if (!space_) return fallback;
+  auto known = std::find_if(space_->knobs.begin(), space_->knobs.end(), [&](const Knob& k) { return k.name == name; });
+  if (known == space_->knobs.end()) space_->knobs.push_back({name, options, fallback});
+  if (config_) {
+    auto c = config_->find(name);
+    if (c != config_->end() && std::binary_search(options.begin(), options.end(), c->second)) return c->second;
+  }
+  return fallback;
+}
+
+int64_t space_size(const Space& space) {
+  int64_t n = 1;
+  for (const Knob& k : space.knobs) {
+    int64_t m = (int64_t)k.options.size();
+    n = n > (int64_t(1) << 62) / std::max<int64_t>(m, 1) ? (int64_t(1) << 62) : n * m;
+  }
+  return n;
+}
+
+std::vector<int64_t> divisors(int64_t n, int64_t limit) {
+  std::vector<int64_t> out;
+  for (int64_t d = 1; d <= std::min(n, limit); d++)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+}  // namespace kiln::tune

@@ -1,0 +1,76 @@
+// Search spaces of the CPU schedules (AutoTVM's define_knob): a schedule
+// asks `Knobs` for each choice it makes -- a tile size, a loop order, a
+// prefetch distance -- giving the values it could take and its own
+// hand-written pick. Compiling records every workload's space; the tuner
+// (driver/tuner.h) measures points of it and a tuning log (tune/tuning_log.h)
+// brings the best back into later compilations. Without a tuning context the
+// hand-written picks are used, so a schedule reads the same either way.
+//
+// A workload is a schedule applied to one loop nest: its key names the
+// schedule, the element type and the extents of the output and reduction
+// loops ("matmul f32 [1,128,1024;256]"), so every kernel of a model (and of
+// other models) with that nest shares one space and one tuned point.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln::tune {
+
+// One choice of a schedule.
+struct Knob {
+  std::string name;              // e.g. "rows"
+  std::vector<int64_t> options;  // the values it may take (distinct; the fallback among them)
+  int64_t fallback = 0;          // the hand-written choice
+};
+
+// A workload's space: its knobs in the order the schedule asked.
+struct Space {
+  std::string schedule;      // "matmul", "conv2d_blocked", ...
+  std::vector<Knob> knobs;   // in declaration order (a knob may depend on earlier ones)
+  double flops = 0;          // 2 x the loop nest's multiply-adds (for GFLOP/s)
+  std::vector<int64_t> extents;  // the output then the reduction extents (cost-model features)
+};
+
+// A point of a space: knob name -> value. Knobs it does not name take their fallback.
+using Config = std::map<std::string, int64_t>;
+
+// One compilation's tuning context (CompileOptions::tuning).
+struct Tuning {
+  std::map<std::string, Config> apply;         // workload key -> the point to compile (others: fallbacks)
+  std::map<std::string, Space> spaces;         // workload key -> its space, as the schedules declared it
+  std::map<std::string, std::string> kernel_workload;  // kernel name -> workload key (scheduled kernels only)
+  std::vector<std::string> dispatch_kernels;   // CPU bundles: the kernel of each dispatch, in order
+  std::string current_kernel;                  // set by lowering while a kernel's schedule runs
+};
+
+// The key of a loop nest: "SCHEDULE TYPE [OUT,...;RED,...]".
+std::string workload_key(const std::string& schedule, const std::string& dtype, const std::vector<int64_t>& out,
+                         const std::vector<int64_t>& reduce);
+
+// A schedule's view of one workload. With a null context every get() returns its fallback.
+class Knobs {
+ public:
+  Knobs(Tuning* tuning, const std::string& schedule, const std::string& dtype, const std::vector<int64_t>& out,
+        const std::vector<int64_t>& reduce);
+  // Declares knob `name` (options deduplicated; `fallback` is added when
+  // missing) and returns the value to compile: the configured one when it is
+  // among the options, else the fallback.
+  int64_t get(const std::string& name, std::vector<int64_t> options, int64_t fallback);
+  const std::string& key() const { return key_; }
+
+ private:
+  Tuning* tuning_;    // null: fallbacks only
+  std::string key_;   // the workload's key
+  Space* space_ = nullptr;       // its recorded space (in tuning_->spaces)
+  const Config* config_ = nullptr;  // the point to compile, if any
+};
+
+// The number of points of a space (saturating at 2^62).
+int64_t space_size(const Space& space);
+// The divisors of n up to `limit`, ascending.
+std::vector<int64_t> divisors(int64_t n, int64_t limit);
+
+}  // namespace kiln::tune
