@@ -73,6 +73,7 @@ struct Workload {
   double best_ns = std::numeric_limits<double>::infinity();
   double default_ns = -1;       // the hand-written point's time (this run; validated when `validated`)
   bool validated = false;       // best and default_ns come from the head-to-head rounds
+  bool resumed = false;         // an unfinished earlier tuning's points were loaded from the log
   int64_t trials = 0;           // points measured (or failed) this run
   bool done = false;            // trials used up or space exhausted
   Config pending;               // the point of the current round
@@ -198,28 +199,58 @@ class Tuner {
  private:
   // The discovery compile: every workload and its space, and the log's points.
   void discover(const std::vector<tune::Record>& earlier) {
-    std::map<std::string, double> logged_ns;
-    std::map<std::string, Config> logged = tune::best_configs(earlier, target_, kKilncVersion, options_.threads, &logged_ns);
     compile({});
     user_assert(!discovery_.spaces.empty())
         << "kilnc tune: " << model_path_ << " has no tunable workloads (matrix products or blocked convolutions) on "
         << target_;
+    // The log's records of this target, version and thread count, by workload.
+    std::map<std::string, std::vector<const tune::Record*>> logged;
+    for (const tune::Record& r : earlier)
+      if (r.target == target_ && r.kiln == kKilncVersion && r.threads == options_.threads) logged[r.workload].push_back(&r);
     for (const auto& [key, space] : discovery_.spaces) {
       Workload w;
       w.key = key;
       w.space = &space;
       for (const auto& [kernel, workload] : discovery_.kernel_workload) w.kernels += workload == key;
-      auto it = logged.find(key);
-      if (it != logged.end()) {
-        w.from_log = w.done = true;
-        w.best = it->second;
-        w.best_ns = logged_ns[key];
-      }
+      resume(w, logged[key]);
       if (tune::space_size(space) <= 1) w.done = true;  // nothing to choose
       workloads_.push_back(w);
     }
-    for (Workload& w : workloads_)
+    for (Workload& w : workloads_) {
       if (!w.from_log && tune::space_size(*w.space) > 1) active_.push_back(&w);
+      auto& names = knob_names_[w.space->schedule];  // each schedule's knobs, for the feature rows
+      for (const tune::Knob& k : w.space->knobs)
+        if (std::find(names.begin(), names.end(), k.name) == names.end()) names.push_back(k.name);
+    }
+    refit();  // on what a resumed tuning measured before
+  }
+
+  // What the log says of `w`: a validated verdict ends its tuning (the
+  // point is taken, nothing measured); other records are an earlier,
+  // unfinished tuning's points, which count as its trials and train the
+  // model, and the search goes on from them.
+  void resume(Workload& w, const std::vector<const tune::Record*>& records) {
+    const Config plain = complete(*w.space, {});
+    for (const tune::Record* r : records) {
+      if (!r->validated || r->ns < 0 || (w.from_log && r->ns >= w.best_ns)) continue;
+      w.from_log = w.done = true;
+      w.best = r->config;
+      w.best_ns = r->ns;
+    }
+    if (w.from_log) return;
+    for (const tune::Record* r : records) {
+      Config c = complete(*w.space, r->config);
+      if (!w.seen.insert(config_text(c)).second) continue;
+      w.trials++;
+      w.resumed = true;
+      if (r->ns < 0) continue;
+      w.measured.push_back({c, r->ns});
+      if (c == plain) w.default_ns = r->ns;
+      if (r->ns < w.best_ns) {
+        w.best_ns = r->ns;
+        w.best = c;
+      }
+    }
   }
 
   // --list-workloads: one line per workload, its knobs' options with the
@@ -249,6 +280,15 @@ class Tuner {
     user_assert(client_.Open(address.c_str(), options_.token, 30000, &why))
         << "kilnc tune: " << why;
     server_ = address + " (" + client_.server().arch + ", " + std::to_string(client_.server().cpu_count) + " CPUs)";
+    // The runtime's name for the target's architecture (its ELF loader's).
+    std::string arch = options_.compile.target.triple.substr(0, options_.compile.target.triple.find('-'));
+    if (arch == "arm64") arch = "aarch64";
+    if (arch.rfind("arm", 0) == 0 || arch.rfind("thumb", 0) == 0) arch = "arm";
+    user_assert(arch == client_.server().arch)
+        << "kilnc tune: the server at " << server_ << " runs " << client_.server().arch << " code, but the target is "
+        << options_.compile.target.triple << ": give --target for the device, e.g. --target='llvm -mtriple="
+        << (client_.server().arch == "arm" ? "armv7a-linux-gnueabihf" : client_.server().arch + "-linux-gnu")
+        << " -mcpu=...'";
   }
 
   // Compiles the model with `apply`; the tuning context it leaves in `discovery_`
@@ -287,9 +327,9 @@ class Tuner {
     }
     *total_ns = (double)*std::min_element(reply.repeat_ns.begin(), reply.repeat_ns.end());
     if (!per_dispatch) return true;
-    internal_assert(reply.dispatches == scratch_.dispatch_kernels.size())
-        << "kilnc tune: the server timed " << reply.dispatches << " dispatches, the bundle has "
-        << scratch_.dispatch_kernels.size();
+    user_assert(reply.dispatches == scratch_.dispatch_kernels.size())
+        << "kilnc tune: the server at " << server_ << " timed " << reply.dispatches << " dispatches of a bundle that has "
+        << scratch_.dispatch_kernels.size() << " (is it a kiln rpc-server of this protocol?)";
     dispatch_ns->assign(reply.dispatches, std::numeric_limits<double>::infinity());
     for (size_t r = 0; r < reply.repeat_ns.size(); r++)
       for (size_t d = 0; d < reply.dispatches; d++)
@@ -311,6 +351,22 @@ class Tuner {
     return times;
   }
 
+  // Appends `w`'s verdict: the point to use and its time (validated).
+  void log_verdict(const Workload& w, const Config& point, double ns) {
+    tune::Record r;
+    r.workload = w.key;
+    r.target = target_;
+    r.kiln = kKilncVersion;
+    r.threads = options_.threads;
+    r.config = point;
+    r.ns = ns;
+    r.model = model_path_.substr(model_path_.rfind('/') + 1);
+    r.trial = w.trials;
+    r.validated = true;
+    log_ << tune::record_json(r) << "\n";
+    measured_records_++;
+  }
+
   // The search's fastest point of a workload is its fastest of many noisy
   // measurements: biased low. So the hand-written and the best points meet
   // head to head -- two bundles, alternating, every dispatch timed -- and a
@@ -323,13 +379,15 @@ class Tuner {
     for (Workload& w : workloads_) {
       if (w.from_log && !w.best.empty()) plain_apply[w.key] = tuned_apply[w.key] = w.best;
       if (w.from_log || w.measured.empty()) continue;
-      if (config_text(w.best) == config_text(complete(*w.space, {}))) {
-        w.best = Config();  // the hand-written point is the best: nothing to contest
+      if (w.best == complete(*w.space, {})) {  // the hand-written point is the best: nothing to contest
+        log_verdict(w, w.best, w.best_ns);
+        w.best = Config();
         continue;
       }
       tuned_apply[w.key] = w.best;
       contested.push_back(&w);
     }
+    log_.flush();
     if (contested.empty()) return;
     // (Points change schedules, not the kernels: both bundles have the same
     // dispatches, named as in scratch_.)
@@ -358,19 +416,8 @@ class Tuner {
       w->validated = true;
       w->default_ns = plain;
       bool keep = tuned < plain * (1 - kKeepMargin);
-      tune::Record r;
-      r.workload = w->key;
-      r.target = target_;
-      r.kiln = kKilncVersion;
-      r.threads = options_.threads;
-      r.config = keep ? w->best : complete(*w->space, {});
-      r.ns = keep ? tuned : plain;
-      r.model = model_path_.substr(model_path_.rfind('/') + 1);
-      r.trial = w->trials;
-      r.validated = true;
-      log_ << tune::record_json(r) << "\n";
-      measured_records_++;
-      w->best_ns = r.ns;
+      log_verdict(*w, keep ? w->best : complete(*w->space, {}), keep ? tuned : plain);
+      w->best_ns = keep ? tuned : plain;
       if (!keep) w->best = Config();
     }
     log_.flush();
@@ -379,8 +426,9 @@ class Tuner {
   // The next point of `w`: the hand-written one first, then the cost model's pick.
   bool propose(Workload& w, int64_t round) {
     const Space& space = *w.space;
-    if (round == 0 || w.seen.empty()) {
-      w.pending = complete(space, {});
+    const Config plain = complete(space, {});
+    if (!w.seen.count(config_text(plain))) {  // the hand-written point first
+      w.pending = plain;
       return true;
     }
     std::vector<Config> pool;
@@ -443,12 +491,6 @@ class Tuner {
   }
 
   void run_round(int64_t round) {
-    if (round == 0)  // the knob names of each schedule, for the feature rows
-      for (const Workload& w : workloads_) {
-        auto& names = knob_names_[w.space->schedule];
-        for (const tune::Knob& k : w.space->knobs)
-          if (std::find(names.begin(), names.end(), k.name) == names.end()) names.push_back(k.name);
-      }
     std::map<std::string, Config> apply;
     std::vector<Workload*> trying;
     for (Workload& w : workloads_) {
@@ -485,7 +527,7 @@ class Tuner {
       if (t != times.end()) {
         r.ns = t->second;
         w->measured.push_back({w->pending, r.ns});
-        if (round == 0) w->default_ns = r.ns;
+        if (w->pending == complete(*w->space, {})) w->default_ns = r.ns;
         if (r.ns < w->best_ns) {
           w->best_ns = r.ns;
           w->best = w->pending;
@@ -553,11 +595,11 @@ class Tuner {
         << " from the log without measuring, " << fixed << " with nothing to choose); " << measured_records_
         << " measurements in " << rounds_ << " rounds, " << std::fixed << std::setprecision(0) << seconds_since(t0_)
         << " s" << (budget_ended_ ? " (time budget reached)" : "") << "\n";
-    out << "  " << std::left << std::setw(48) << "workload" << std::right << std::setw(8) << "kernels" << std::setw(8)
+    out << "  " << std::left << std::setw(60) << "workload" << std::right << std::setw(8) << "kernels" << std::setw(8)
         << "trials" << std::setw(12) << "default ms" << std::setw(10) << "best ms" << std::setw(9) << "GFLOP/s"
         << std::setw(9) << "speedup" << std::setw(10) << "checked" << "  point\n";
     for (const Workload& w : workloads_) {
-      out << "  " << std::left << std::setw(48) << w.key << std::right << std::setw(8) << w.kernels;
+      out << "  " << std::left << std::setw(60) << w.key << std::right << std::setw(8) << w.kernels;
       out << std::setw(8) << (w.from_log ? std::string("log") : std::to_string(w.trials));
       out << std::fixed << std::setprecision(4) << std::setw(12);
       if (w.default_ns > 0) out << w.default_ns / 1e6; else out << "-";

@@ -63,7 +63,7 @@ int run_tune(int argc, char** argv) {
        "marked *), measure nothing; --log is then optional"},
   };
   for (const kiln_cli::Option& o : option_table(&help_texts)) {
-    if (o.id == kOutput || o.id == kTuningLog || o.id == kListOperators || o.id == kVersion ||
+    if (o.id == kOutput || o.id == kTuningLog || o.id == kTuningThreads || o.id == kListOperators || o.id == kVersion ||
         o.id == kPrintPublicKey || o.id == kSignKey || o.id == kKernels) {
       continue;  // not a tuning's
     }

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "support/diagnostics.h"
@@ -70,6 +71,9 @@ kiln_cli::OptionTable option_table(std::vector<std::string>* storage) {
       {kTuningLog, "--tuning-log", Arity::kValue, "FILE",
        "compile each workload at the fastest point FILE records for this target and\n"
        "kilnc version (a log of kilnc tune); the others keep the hand-written schedules"},
+      {kTuningThreads, "--tuning-threads", Arity::kValue, "N",
+       "with --tuning-log: use its measurements made at N threads (needed when it\n"
+       "holds several thread counts for this target)"},
       {kDumpAfter, "--dump-after", Arity::kValue, "PASS", (*storage)[0].c_str()},
       {kDumpGraphAfter, "--dump-graph-after", Arity::kValue, "PASS", (*storage)[1].c_str()},
       {kDisableGraphPass, "--disable-graph-pass", Arity::kValue, "PASS", "skip graph pass PASS (debugging; repeatable)"},
@@ -137,6 +141,13 @@ void apply_option(int id, const std::string& v, CommandLine* line) {
     case kOutput: line->output = v; break;
     case kTarget: line->target = v; break;
     case kTuningLog: line->tuning_log = v; break;
+    case kTuningThreads: {
+      char* end = nullptr;
+      long long n = strtoll(v.c_str(), &end, 10);
+      user_assert(!v.empty() && *end == '\0' && n >= 1 && n <= 1024) << "--tuning-threads takes 1 to 1024, not '" << v << "'";
+      line->tuning_threads = n;
+      break;
+    }
     case kVulkanFeatures:
       options->vulkan_features = v == "all" ? 3u : v == "float64" ? 2u : v == "int64" ? 1u : v == "none" ? 0u : 4u;
       user_assert(options->vulkan_features != 4u) << "--vulkan-features takes none, int64, float64 or all, not '" << v << "'";
@@ -233,7 +244,17 @@ void finish_options(CommandLine* line, kiln::tune::Tuning* tuning) {
   if (line->tuning_log.empty()) return;
   user_assert(!line->options.target.vulkan) << "--tuning-log: tuning is for CPU targets (the Vulkan schedules have no knobs yet)";
   std::vector<kiln::tune::Record> records = kiln::tune::read_tuning_log(line->tuning_log, /*missing_ok=*/false);
-  tuning->apply = kiln::tune::best_configs(records, line->options.target.tuning_key(), kiln::kKilncVersion, 0);
+  const std::string target = line->options.target.tuning_key();
+  std::set<int64_t> threads;  // the thread counts it measured this target at
+  for (const kiln::tune::Record& r : records)
+    if (r.target == target && r.kiln == kiln::kKilncVersion && r.ns >= 0) threads.insert(r.threads);
+  if (!line->tuning_threads && threads.size() > 1) {
+    std::string counts;
+    for (int64_t t : threads) counts += (counts.empty() ? "" : ", ") + std::to_string(t);
+    user_error << "--tuning-log: '" << line->tuning_log << "' holds measurements at " << counts
+               << " threads for this target: say which the bundle will run with (--tuning-threads N)";
+  }
+  tuning->apply = kiln::tune::best_configs(records, target, kiln::kKilncVersion, line->tuning_threads);
   line->options.tuning = tuning;
 }
 

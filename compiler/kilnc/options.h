@@ -16,7 +16,7 @@ namespace kiln::kilnc {
 enum OptionId {
   kOutput, kTarget, kVulkanFeatures, kVulkanSharedMemory, kKernels, kMaxArena, kInputShape, kDim, kInputValue, kFreezeInput,
   kSignKey, kPrintPublicKey, kDumpAfter, kDumpGraphAfter, kDisableGraphPass, kDumpGraph, kReport, kListOperators,
-  kVersion, kHelp, kTuningLog,
+  kVersion, kHelp, kTuningLog, kTuningThreads,
   // kilnc tune's own (kilnc/cmd_tune.cpp)
   kTuneLog, kTuneRpc, kTuneToken, kTuneTrials, kTuneTimeBudget, kTuneThreads, kTuneRepeats, kTuneKiln,
   kTuneList,
@@ -29,6 +29,7 @@ struct CommandLine {
   std::string output;             // -o OUT.kiln
   std::string target = "host";    // --target
   std::string tuning_log;         // --tuning-log FILE (empty: none)
+  int64_t tuning_threads = 0;     // --tuning-threads N: the log's measurements at N threads (0: its only count)
   kiln::CompileOptions options;   // everything else
 };
 

@@ -70,7 +70,10 @@ void lower_conv_blocked(OpContext& ctx) {
     }, interior);
   int registers = ctx.vector().registers;
   tune::Tuning* tuning = ctx.tuning();
-  ctx.schedule_reduction(conv, [registers, w, tuning](te::Stage& s) { schedule_conv2d_blocked_cpu(s, w, registers, tuning); });
+  std::string variant = conv_variant(strides, dilations);
+  ctx.schedule_reduction(conv, [registers, w, tuning, variant](te::Stage& s) {
+    schedule_conv2d_blocked_cpu(s, w, registers, tuning, variant);
+  });
   if (ctx.has_input(2)) {
     te::Tensor b = ctx.in(2), acc = conv;
     conv = te::compute("conv_bias", os, [acc, b, m](const Indices& o) { return acc(o) + b({o[1] * Expr(m) + o[4]}); });

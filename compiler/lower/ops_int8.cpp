@@ -120,7 +120,10 @@ void lower_qconv_blocked(OpContext& ctx, const Int8Operands& q) {
   });
   int registers = ctx.vector().registers;
   tune::Tuning* tuning = ctx.tuning();
-  ctx.schedule_reduction(acc, [registers, w, tuning](te::Stage& s) { schedule_conv2d_blocked_cpu(s, w, registers, tuning); });
+  std::string variant = conv_variant(strides, dilations) + (dotted ? " dot" : "");
+  ctx.schedule_reduction(acc, [registers, w, tuning, variant](te::Stage& s) {
+    schedule_conv2d_blocked_cpu(s, w, registers, tuning, variant);
+  });
   ctx.set_output(0, te::compute("qconv_out", os, [=](const Indices& o) {
     return q.epilogue(acc(o), o[1] * Expr(m) + o[4], dotted);
   }));
@@ -191,7 +194,8 @@ void lower_qmatmul(OpContext& ctx) {
   });
   VectorInfo target = ctx.vector();
   tune::Tuning* tuning = ctx.tuning();
-  ctx.schedule_reduction(acc, [target, tuning](te::Stage& s) { schedule_matmul_cpu(s, target, tuning); });
+  std::string variant = std::string(nb ? "packed" : "") + (dotted ? " dot" : "");
+  ctx.schedule_reduction(acc, [target, tuning, variant](te::Stage& s) { schedule_matmul_cpu(s, target, tuning, variant); });
   ctx.set_output(0, te::compute("qmatmul_out", os, [=](const Indices& o) {
     return q.epilogue(acc(o), o[(size_t)r - 1], dotted);
   }));

@@ -48,7 +48,8 @@ void lower_gemm(OpContext& ctx) {
   });
   VectorInfo target = ctx.vector();
   tune::Tuning* tuning = ctx.tuning();
-  ctx.schedule_reduction(ab, [target, tuning](te::Stage& s) { schedule_matmul_cpu(s, target, tuning); });
+  std::string variant = std::string(ta ? "ta " : "") + (tb ? "tb" : nb ? "packed" : "");
+  ctx.schedule_reduction(ab, [target, tuning, variant](te::Stage& s) { schedule_matmul_cpu(s, target, tuning, variant); });
   bool shared = ctx.gpu_shared_memory();
   ctx.schedule_reduction_gpu(ab, [a, b, shared](te::Stage& s) { schedule_matmul_gpu(s, a, b, shared); });
   te::Tensor c = ctx.has_input(2) ? ctx.in(2) : te::Tensor();
@@ -100,7 +101,8 @@ void lower_matmul(OpContext& ctx) {
   });
   VectorInfo target = ctx.vector();
   tune::Tuning* tuning = ctx.tuning();
-  ctx.schedule_reduction(mm, [target, tuning](te::Stage& s) { schedule_matmul_cpu(s, target, tuning); });
+  std::string variant = nb ? "packed" : "";
+  ctx.schedule_reduction(mm, [target, tuning, variant](te::Stage& s) { schedule_matmul_cpu(s, target, tuning, variant); });
   bool shared = ctx.gpu_shared_memory();
   ctx.schedule_reduction_gpu(mm, [a, b, shared](te::Stage& s) { schedule_matmul_gpu(s, a, b, shared); });
   if (a_vec || b_vec) {  // a 1-D operand: drop the promoted unit dimension

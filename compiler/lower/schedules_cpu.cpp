@@ -17,11 +17,11 @@ int64_t tile_for(int64_t n, std::initializer_list<int64_t> options) {
 
 // A stage's workload for its knobs: the schedule's name, the element type
 // and the output and reduction extents.
-tune::Knobs knobs_of(te::Stage& s, const char* schedule, tune::Tuning* tuning) {
+tune::Knobs knobs_of(te::Stage& s, const char* schedule, tune::Tuning* tuning, const std::string& variant) {
   std::vector<int64_t> out, reduce;
   for (auto& a : s.axes) out.push_back(a->extent);
   for (auto& r : s.reduce_axes) reduce.push_back(r->extent);
-  return tune::Knobs(tuning, schedule, s.tensor.dtype().str(), out, reduce);
+  return tune::Knobs(tuning, schedule, s.tensor.dtype().str(), out, reduce, variant);
 }
 
 // Binds `iv` to workgroup x after fusing it with every outer loop (so the
@@ -47,9 +47,10 @@ void schedule_conv2d_cpu(te::Stage& s) {
   s.unroll(wi);
 }
 
-void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers, tune::Tuning* tuning) {
+void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers, tune::Tuning* tuning,
+                                 const std::string& variant) {
   if (s.axes.size() != 5 || s.reduce_axes.size() != 4) return te::default_cpu_schedule(s);
-  tune::Knobs knobs = knobs_of(s, "conv2d_blocked", tuning);
+  tune::Knobs knobs = knobs_of(s, "conv2d_blocked", tuning, variant);
   auto n = s.axes[0], mo = s.axes[1], oh = s.axes[2], ow = s.axes[3], mi = s.axes[4];
   auto rc = s.reduce_axes[0], rh = s.reduce_axes[1], rw = s.reduce_axes[2], ri = s.reduce_axes[3];
   // Accumulators: all vector registers but a few for the weights and the
@@ -113,8 +114,14 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int re
   int64_t map_limit = oh->extent * ow->extent * mo->extent * mi->extent * 4;  // the largest map tile
   std::vector<int64_t> may_stream = {0};
   if (std::min<int64_t>(map_limit, (oh->extent + budget) * ow->extent * 8 * mi->extent * 4) <= (64 << 10)) may_stream.push_back(1);
+  // Every knob is declared whichever order the point picks, so that the
+  // space the tuner sees is the same in every compile.
+  bool can_stream = stream || may_stream.size() > 1;
   stream = knobs.get("stream", may_stream, stream ? 1 : 0) != 0;
-  th = stream ? knobs.get("tile_h", tune::divisors(oh->extent, budget), stream_th) : 1;
+  int64_t stream_rows = can_stream ? knobs.get("tile_h", tune::divisors(oh->extent, budget), stream_th) : 1;
+  int64_t ahead_kb = can_stream ? knobs.get("prefetch_kb", {0, 16, 64, 256}, 64) : 64;
+  bool small_weights = knobs.get("swap_bind", {0, 1}, weight_bytes <= (512 << 10) ? 1 : 0) != 0;
+  th = stream ? stream_rows : 1;
   if (stream) {
     auto [moo, moi] = s.split(mo, tm);
     auto [owo, owi] = s.split(ow, tw);
@@ -135,7 +142,6 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int re
     // weights, which the same thread runs next. (16 KB ahead left ResNet-18's
     // last 1x1 conv at 76% of peak, DRAM-bound at each workgroup's start.)
     int64_t slice_bytes = block_weight_bytes / rco->extent * tm;
-    int64_t ahead_kb = knobs.get("prefetch_kb", {0, 16, 64, 256}, 64);
     if (ahead_kb) s.prefetch(weights, rco, std::max<int64_t>(1, ((ahead_kb << 10) + slice_bytes - 1) / slice_bytes));
     return;
   }
@@ -158,7 +164,6 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int re
   // When all the weights fit in L2 anyway (small convs on large maps), the
   // input row is the bigger stream: channel tiles go on x instead, so
   // consecutive workgroups share the row.
-  bool small_weights = knobs.get("swap_bind", {0, 1}, weight_bytes <= (512 << 10) ? 1 : 0) != 0;
   auto f = s.fuse(n, moo);
   s.bind(f, small_weights ? tir::ForKind::WorkgroupX : tir::ForKind::WorkgroupY);
   s.bind(oh, small_weights ? tir::ForKind::WorkgroupY : tir::ForKind::WorkgroupX);
@@ -197,7 +202,7 @@ void schedule_conv1x1_cpu(te::Stage& s) {
   s.unroll(fi);
 }
 
-void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target, tune::Tuning* tuning) {
+void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target, tune::Tuning* tuning, const std::string& variant) {
   if (s.axes.size() < 2 || s.reduce_axes.size() != 1) return te::default_cpu_schedule(s);
   size_t r = s.axes.size();
   auto i = s.axes[r - 2], j = s.axes[r - 1], k = s.reduce_axes[0];
@@ -217,7 +222,7 @@ void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target, tune::Tuning* t
     // The knobs (the columns stay the packed panel's): rows per tile, the
     // loop order, and K in blocks (the tile's column panel of partial sums
     // then lives in a local tile between blocks, at most 32 KB).
-    tune::Knobs knobs = knobs_of(s, "matmul", tuning);
+    tune::Knobs knobs = knobs_of(s, "matmul", tuning, variant);
     ti = knobs.get("rows", tune::divisors(i->extent, std::max<int64_t>((target.registers - 2) / tv, 1)), ti);
     std::vector<int64_t> blocks = {0};
     for (int64_t b : {32, 64, 128, 256, 512})

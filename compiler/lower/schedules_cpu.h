@@ -5,6 +5,8 @@
 // the outermost tile loop is bound to workgroup x so threads split it.
 #pragma once
 
+#include <string>
+
 #include "target/target.h"
 #include "te/schedule.h"
 #include "tune/space.h"
@@ -24,14 +26,16 @@ void schedule_conv1x1_cpu(te::Stage& s);
 // streams a channel tile's `weights` once, prefetched, over the whole map.
 // Knobs (tune/space.h, workload "conv2d_blocked"): tile_w, tile_m, tile_h,
 // stream, prefetch_kb, swap_bind.
-void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers, tune::Tuning* tuning);
+// `variant`: what else the workload's key names (tune/space.h).
+void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers, tune::Tuning* tuning,
+                                 const std::string& variant);
 // Pooling over a blocked tensor [N, C/c, H, W, c]: the window loops run
 // inside each output pixel, whose c channels are one vector.
 void schedule_pool_blocked_cpu(te::Stage& s);
 // MatMul/Gemm-like: output [..., M, N], one reduction axis K; vectors and
 // accumulators sized for `target`. Knobs (workload "matmul", vector tiles):
 // rows, rows_outer, k_block.
-void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target, tune::Tuning* tuning);
+void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target, tune::Tuning* tuning, const std::string& variant);
 // (Its tile sizes: target/register_tiles.h, shared with the layout pass.)
 
 }  // namespace kiln::lower

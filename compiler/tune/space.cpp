@@ -6,17 +6,17 @@
 namespace kiln::tune {
 
 std::string workload_key(const std::string& schedule, const std::string& dtype, const std::vector<int64_t>& out,
-                         const std::vector<int64_t>& reduce) {
+                         const std::vector<int64_t>& reduce, const std::string& variant) {
   std::string key = schedule + " " + dtype + " [";
   for (size_t i = 0; i < out.size(); i++) key += (i ? "," : "") + std::to_string(out[i]);
   key += ";";
   for (size_t i = 0; i < reduce.size(); i++) key += (i ? "," : "") + std::to_string(reduce[i]);
-  return key + "]";
+  return key + "]" + (variant.empty() ? "" : " " + variant);
 }
 
 Knobs::Knobs(Tuning* tuning, const std::string& schedule, const std::string& dtype, const std::vector<int64_t>& out,
-             const std::vector<int64_t>& reduce)
-    : tuning_(tuning), key_(workload_key(schedule, dtype, out, reduce)) {
+             const std::vector<int64_t>& reduce, const std::string& variant)
+    : tuning_(tuning), key_(workload_key(schedule, dtype, out, reduce, variant)) {
   if (!tuning_) return;
   auto [it, fresh] = tuning_->spaces.try_emplace(key_);
   space_ = &it->second;

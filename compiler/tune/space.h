@@ -7,9 +7,10 @@
 // hand-written picks are used, so a schedule reads the same either way.
 //
 // A workload is a schedule applied to one loop nest: its key names the
-// schedule, the element type and the extents of the output and reduction
-// loops ("matmul f32 [1,128,1024;256]"), so every kernel of a model (and of
-// other models) with that nest shares one space and one tuned point.
+// schedule, the element type, the extents of the output and reduction loops
+// and how the nest reads memory ("conv2d_blocked f32 [1,8,28,28,16;4,3,3,16]
+// s1x1 d1x1"), so every kernel of a model (and of other models) with that
+// nest shares one space and one tuned point.
 #pragma once
 
 #include <cstdint>
@@ -46,15 +47,18 @@ struct Tuning {
   std::string current_kernel;                  // set by lowering while a kernel's schedule runs
 };
 
-// The key of a loop nest: "SCHEDULE TYPE [OUT,...;RED,...]".
+// The key of a loop nest: "SCHEDULE TYPE [OUT,...;RED,...]", then the
+// schedule caller's `variant` when not empty (what else shapes the nest's
+// memory accesses: a convolution's strides and dilations, a matrix
+// product's transposed or packed operands).
 std::string workload_key(const std::string& schedule, const std::string& dtype, const std::vector<int64_t>& out,
-                         const std::vector<int64_t>& reduce);
+                         const std::vector<int64_t>& reduce, const std::string& variant = "");
 
 // A schedule's view of one workload. With a null context every get() returns its fallback.
 class Knobs {
  public:
   Knobs(Tuning* tuning, const std::string& schedule, const std::string& dtype, const std::vector<int64_t>& out,
-        const std::vector<int64_t>& reduce);
+        const std::vector<int64_t>& reduce, const std::string& variant = "");
   // Declares knob `name` (options deduplicated; `fallback` is added when
   // missing) and returns the value to compile: the configured one when it is
   // among the options, else the fallback.

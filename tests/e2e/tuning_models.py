@@ -17,10 +17,13 @@ schedules' search spaces.
    matches ONNX Runtime.
 3. The log reused: tuning the demo again measures nothing and starts no
    server; a second model made of the demo's first layers (onnx.utils.
-   extract_model) takes its shared workloads from the log and measures only
-   the new one.
+   extract_model) plus a conv of its own takes its shared workloads from the
+   log and measures only the new one; a log without its verdicts (an
+   unfinished tuning) resumes: its points count as trials and the
+   hand-written points are not measured again.
 4. Refusals: an unreachable --rpc, a log line that is not a record (named by
-   file and line), a missing --tuning-log.
+   file and line), a log of two thread counts without --tuning-threads, a
+   missing --tuning-log.
 """
 
 import json
@@ -78,7 +81,7 @@ def list_workloads(args, onnx_path):
     target = re.search(r'target (.*): \d+ workloads$', header).group(1)
     spaces = {}
     for line in proc.stdout.splitlines()[1:]:
-        key = line[:line.index(']') + 1]
+        key = line[:line.index(' kernels=')]
         knobs = []
         for name, options in re.findall(r' (\w+)=\{([^}]*)\}', line[line.index(' knobs:'):]):
             values = [int(o.rstrip('*')) for o in options.split(',')]
@@ -136,7 +139,7 @@ def summary_rows(stdout):
     """{workload: trials column} of a kilnc tune summary."""
     rows = {}
     for line in stdout.splitlines():
-        m = re.match(r'  (\S+ \S+ \[[^\]]*\])\s+(\d+)\s+(\S+)\s', line)
+        m = re.match(r'  (\S+ \S+ \[[^\]]*\](?: [a-z]\w*)*)\s+(\d+)\s+(\S+)\s', line)
         if m:
             rows[m.group(1)] = m.group(3)
     return rows
@@ -228,6 +231,22 @@ def main():
             'a model sharing %d workloads with the demo measures only its own (%d)'
             % (len(shared), len(set(prefix_spaces) - set(spaces))), proc.stdout[-600:])
 
+    # An unfinished tuning resumes: without its verdicts the log's points count as trials.
+    resume_log = os.path.join(tune_dir, 'resume.jsonl')
+    unfinished = [line for line in open(log_path) if line.strip() and not json.loads(line).get('validated')]
+    with open(resume_log, 'w') as f:
+        f.writelines(unfinished)
+    proc = run([args.kilnc, 'tune', demo, '--log', resume_log, '--repeats', '2', '--trials', '6', '--kiln', args.kiln])
+    rows = summary_rows(proc.stdout)
+    fresh = [json.loads(line) for line in open(resume_log)][len(unfinished):]
+    plain_points = {k: {name: fallback for name, _, fallback in knobs} for k, knobs in spaces.items()}
+    remeasured = [r for r in fresh if not r.get('validated') and r['config'] == plain_points[r['workload']]]
+    c.check(proc.returncode == 0 and all(int(rows.get(k, '0')) <= 6 for k in spaces) and
+            any(int(rows.get(k, '0')) > 4 for k in spaces) and not remeasured and
+            all(sum(1 for r in fresh if r['workload'] == k and r.get('validated')) == 1 for k in spaces),
+            'an unfinished tuning resumes from the log (trials go on past 4, the hand-written points are not '
+            'measured again, each workload gets one verdict)', proc.stdout[-800:])
+
     # 4. Refusals.
     proc = run([args.kilnc, 'tune', demo, '--log', os.path.join(tune_dir, 'x.jsonl'), '--rpc', '127.0.0.1:1'])
     c.check(proc.returncode == 1 and 'cannot connect' in proc.stderr, 'an unreachable --rpc is a user error', proc.stderr)
@@ -236,6 +255,19 @@ def main():
         f.write(open(log_path).readline() + '{"workload": 3}\n')
     proc = run([args.kilnc, demo, '-o', os.path.join(tune_dir, 'bad.kiln'), '--tuning-log', bad_log])
     c.check(proc.returncode == 1 and 'bad.jsonl:2:' in proc.stderr, 'a log line that is not a record is named', proc.stderr)
+    two_counts = os.path.join(tune_dir, 'threads.jsonl')
+    with open(two_counts, 'w') as f:
+        for line in open(log_path):
+            r = json.loads(line)
+            f.write(line)
+            r['threads'] = 2
+            f.write(json.dumps(r) + '\n')
+    proc = run([args.kilnc, demo, '-o', os.path.join(tune_dir, 't.kiln'), '--tuning-log', two_counts])
+    c.check(proc.returncode == 1 and 'at 1, 2 threads' in proc.stderr and '--tuning-threads' in proc.stderr,
+            'a log of several thread counts needs --tuning-threads', proc.stderr)
+    proc = run([args.kilnc, demo, '-o', os.path.join(tune_dir, 't.kiln'), '--tuning-log', two_counts,
+                '--tuning-threads', '2'])
+    c.check(proc.returncode == 0, 'and compiles with it', proc.stderr)
     proc = run([args.kilnc, demo, '-o', os.path.join(tune_dir, 'bad.kiln'), '--tuning-log', bad_log + '.missing'])
     c.check(proc.returncode == 1 and 'cannot read the tuning log' in proc.stderr, 'a missing --tuning-log is an error',
             proc.stderr)

@@ -173,6 +173,7 @@ def kilnc_cases():
         Case('kilnc', '--list-operators', None, lambda ctx: [], has('Conv')),
         # A log of `kilnc tune` on the demo (2 trials).
         Case('kilnc', '--tuning-log', '{tunelog}', base(), files=kiln_file, bad='/nonexistent.jsonl', bad_rc=1),
+        Case('kilnc', '--tuning-threads', '1', base('--tuning-log', '{tunelog}'), files=kiln_file, bad='0', bad_rc=1),
     ]
 
 

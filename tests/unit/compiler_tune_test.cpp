@@ -72,17 +72,17 @@ TEST_CASE("tune: the matmul schedule declares its space and reads a point") {
   VectorInfo avx512{16, 32};
   Tuning t;
   te::Stage plain(mm());
-  lower::schedule_matmul_cpu(plain, avx512, &t);
+  lower::schedule_matmul_cpu(plain, avx512, &t, "packed");
   REQUIRE(t.spaces.size() == 1);
   const Space& s = t.spaces.begin()->second;
-  CHECK(t.spaces.begin()->first == "matmul f32 [64,128;96]");
+  CHECK(t.spaces.begin()->first == "matmul f32 [64,128;96] packed");
   std::vector<std::string> names;
   for (const Knob& k : s.knobs) names.push_back(k.name);
   CHECK(names == std::vector<std::string>{"rows", "k_block", "rows_outer"});
   // Another point gives another loop nest: rows 2 splits i by 2.
   t.apply[t.spaces.begin()->first] = {{"rows", 2}, {"k_block", 32}, {"rows_outer", 0}};
   te::Stage tuned(mm());
-  lower::schedule_matmul_cpu(tuned, avx512, &t);
+  lower::schedule_matmul_cpu(tuned, avx512, &t, "packed");
   int64_t plain_rows = 0, tuned_rows = 0;
   for (auto& r : plain.relations)
     if (r.kind == te::Relation::Kind::Split && r.parent == plain.axes[0]) plain_rows = r.factor;

@@ -210,7 +210,9 @@ int CmdBench(int argc, char** argv) {
       return UsageError("--rpc: at most %u iterations and %u warm-up runs", kiln_rpc::kMaxRepeats,
                         kiln_rpc::kMaxWarmup);
     }
-    if (args.threads > kiln_rpc::kMaxThreads) return UsageError("--rpc: at most %u threads", kiln_rpc::kMaxThreads);
+    if (args.threads == 0 || args.threads > kiln_rpc::kMaxThreads) {
+      return UsageError("--rpc: 1 to %u threads", kiln_rpc::kMaxThreads);
+    }
     return BenchRemote(args, warmup, remote);
   }
 

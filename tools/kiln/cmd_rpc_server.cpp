@@ -73,11 +73,14 @@ void Log(const std::string& peer, const std::string& text) {
   fflush(stdout);
 }
 
-// Logs an error and writes it to the peer (a failed write is the peer's loss).
-void ReplyError(int fd, const std::string& peer, ErrorCode code, const std::string& message) {
+// Logs an error and writes it to the peer. False when the write failed
+// (the connection is then closed: part of a frame may have gone out).
+bool ReplyError(int fd, const std::string& peer, ErrorCode code, const std::string& message) {
   std::string why;
   Log(peer, std::string(kiln_rpc::ErrorCodeName((uint32_t)code)) + ": " + message);
-  kiln_rpc::WriteError(fd, code, message, kWriteTimeoutMs, &why);
+  if (kiln_rpc::WriteError(fd, code, message, kWriteTimeoutMs, &why)) return true;
+  Log(peer, "writing the error failed: " + why);
+  return false;
 }
 
 std::string RunSummary(const kiln_rpc::RunRequest& r) {
@@ -145,27 +148,28 @@ void Serve(int fd, int listener, const std::string& peer, const ServerConfig& co
       case ReadResult::kOk: break;
       case ReadResult::kClosed: return Log(peer, "closed");
       case ReadResult::kError: return Log(peer, why);
-      case ReadResult::kTooLarge: return ReplyError(fd, peer, ErrorCode::kTooLarge, why);
-      case ReadResult::kTimedOut: return ReplyError(fd, peer, ErrorCode::kBadMessage, why + "; closing");
-      case ReadResult::kInvalid: return ReplyError(fd, peer, ErrorCode::kBadMessage, why);
+      case ReadResult::kTooLarge: ReplyError(fd, peer, ErrorCode::kTooLarge, why); return;
+      case ReadResult::kTimedOut: ReplyError(fd, peer, ErrorCode::kBadMessage, why + "; closing"); return;
+      case ReadResult::kInvalid: ReplyError(fd, peer, ErrorCode::kBadMessage, why); return;
     }
     // The framing is intact from here: a bad request gets an error and the
     // connection stays.
     if (m.header.type != (uint16_t)MessageType::kRun) {
-      ReplyError(fd, peer, ErrorCode::kBadMessage,
-                 "expected Run, got message type " + std::to_string(m.header.type));
+      if (!ReplyError(fd, peer, ErrorCode::kBadMessage, "expected Run, got message type " + std::to_string(m.header.type))) {
+        return;
+      }
       continue;
     }
     kiln_rpc::RunRequest request;
     if (!kiln_rpc::Decode(m.payload.data(), m.payload.size(), &request, &why)) {
-      ReplyError(fd, peer, ErrorCode::kBadMessage, "Run: " + why);
+      if (!ReplyError(fd, peer, ErrorCode::kBadMessage, "Run: " + why)) return;
       continue;
     }
     CandidateResult result;
     MeasureCandidate(request, load_options, {fd, listener}, &result);
     std::vector<uint8_t> payload;
     if (!result.ok) {
-      ReplyError(fd, peer, (ErrorCode)result.error.code, RunSummary(request) + ": " + result.error.message);
+      if (!ReplyError(fd, peer, (ErrorCode)result.error.code, RunSummary(request) + ": " + result.error.message)) return;
       continue;
     }
     uint64_t best = *std::min_element(result.reply.repeat_ns.begin(), result.reply.repeat_ns.end());

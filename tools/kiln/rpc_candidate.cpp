@@ -12,6 +12,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -30,7 +33,7 @@ namespace {
 using kiln_rpc::ErrorCode;
 using kiln_rpc::MessageType;
 
-constexpr size_t kMaxChildOutput = 1u << 20;
+constexpr size_t kMaxChildOutput = 2 + kiln_rpc::kMaxRunReplyPayload;  // the type, then the largest reply
 
 // The child's message: the type, then the payload.
 std::vector<uint8_t> ChildMessage(MessageType type, const std::vector<uint8_t>& payload) {
@@ -112,6 +115,10 @@ std::vector<uint8_t> Measure(const kiln_rpc::RunRequest& request,
                            const std::vector<int>& close_in_child) {
   for (int fd : close_in_child) close(fd);
   setpgid(0, 0);  // its own process group: the parent kills it and anything it starts
+#if defined(__linux__)
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // and it dies with the server (a hanging candidate included)
+  if (getppid() == 1) _exit(4);      // the server died before that took effect
+#endif
   struct rlimit no_core = {0, 0};
   setrlimit(RLIMIT_CORE, &no_core);
   std::vector<uint8_t> message = Measure(request, load_options);
@@ -149,7 +156,7 @@ bool DecodeChild(const std::vector<uint8_t>& bytes, const kiln_rpc::RunRequest& 
   if (type == (uint16_t)MessageType::kRunReply) {
     out->ok = kiln_rpc::Decode(bytes.data() + 2, bytes.size() - 2, &out->reply, &why) &&
               out->reply.repeat_ns.size() == request.repeats &&
-              (out->reply.dispatches == 0) == !(request.flags & kiln_rpc::kRunDispatchTimes);
+              (out->reply.dispatches == 0 || (request.flags & kiln_rpc::kRunDispatchTimes));
     return out->ok;
   }
   if (type == (uint16_t)MessageType::kError &&
@@ -208,25 +215,24 @@ void MeasureCandidate(const kiln_rpc::RunRequest& request,
     bytes.insert(bytes.end(), chunk, chunk + n);
   }
   close(fds[0]);
-  // Its exit, within what is left of the time.
-  int wait_status = 0;
-  pid_t waited = 0;
+  // Its exit, within what is left of the time: seen without reaping it
+  // (WNOWAIT), so that its process group cannot have been reused when the
+  // group is killed below (anything the candidate left running in it).
   while (!timed_out) {
-    waited = waitpid(pid, &wait_status, WNOHANG);
-    if (waited == pid || (waited < 0 && errno != EINTR)) break;
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    int rc = waitid(P_PID, (id_t)pid, &info, WEXITED | WNOHANG | WNOWAIT);
+    if ((rc == 0 && info.si_pid == pid) || (rc < 0 && errno != EINTR)) break;
     if (left_ms() == 0) {
       timed_out = true;
       break;
     }
     SleepMs(1);
   }
-  if (waited != pid) {
-    kill(-pid, SIGKILL);
-    kill(pid, SIGKILL);
-    while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-    }
-  } else {
-    kill(-pid, SIGKILL);  // anything the candidate left running in its group
+  kill(-pid, SIGKILL);
+  kill(pid, SIGKILL);
+  int wait_status = 0;
+  while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out) {
     return SetError(out, ErrorCode::kTimedOut,

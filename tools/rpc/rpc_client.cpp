@@ -78,6 +78,11 @@ bool Client::Run(const RunRequest& request, RunReply* out, ErrorReply* error) {
   if (fd_ < 0) return error->message = "not connected", false;
   std::vector<uint8_t> payload;
   Encode(request, &payload);
+  if (payload.size() > server_.max_run_payload) {  // it would close the connection unread
+    error->message = "the bundle (" + std::to_string(request.bundle_size) + " bytes) is larger than the server takes (" +
+                     std::to_string(server_.max_run_payload) + " bytes in a message; its --max-message)";
+    return false;
+  }
   Message reply;
   std::string why;
   if (!WriteMessage(fd_, MessageType::kRun, payload, kWriteTimeoutMs, &why)) {

@@ -143,7 +143,9 @@ bool DecodeHeader(const uint8_t in[kHeaderSize], uint64_t max_run_payload, Heade
   } else if (out->type < (uint16_t)MessageType::kHello || out->type > (uint16_t)MessageType::kError) {
     snprintf(text, sizeof text, "unknown message type %u", out->type);
   } else {
-    uint64_t limit = out->type == (uint16_t)MessageType::kRun ? max_run_payload : kMaxSmallPayload;
+    uint64_t limit = out->type == (uint16_t)MessageType::kRun        ? max_run_payload
+                     : out->type == (uint16_t)MessageType::kRunReply ? kMaxRunReplyPayload
+                                                                      : kMaxSmallPayload;
     if (out->payload_size <= limit) return true;
     *too_large = true;
     snprintf(text, sizeof text, "a payload of %u bytes is over the limit of %llu", out->payload_size,
@@ -231,11 +233,14 @@ bool Decode(const uint8_t* data, size_t size, RunReply* out, std::string* why) {
   Reader r{data, size, 0, why};
   uint32_t count = 0;
   r.Text("device", kMaxTextBytes, &out->device);
-  r.Bounded("count", 1, kMaxRepeats, &count);
-  out->repeat_ns.assign(r.ok ? count : 0, 0);
+  if (!r.Bounded("count", 1, kMaxRepeats, &count)) return false;
+  // Each list's bytes must be there before it is allocated.
+  if ((size - r.at) / 8 < count) return r.Fail("repeat_ns", "runs past the end");
+  out->repeat_ns.assign(count, 0);
   for (uint64_t& ns : out->repeat_ns) r.U64("repeat_ns", &ns);
-  r.Bounded("dispatches", 0, kMaxDispatchTimes / count, &out->dispatches);
-  out->dispatch_ns.assign(r.ok ? (size_t)count * out->dispatches : 0, 0);
+  if (!r.Bounded("dispatches", 0, kMaxDispatchTimes / count, &out->dispatches)) return false;
+  if ((size - r.at) / 8 < (size_t)count * out->dispatches) return r.Fail("dispatch_ns", "runs past the end");
+  out->dispatch_ns.assign((size_t)count * out->dispatches, 0);
   for (uint64_t& ns : out->dispatch_ns) r.U64("dispatch_ns", &ns);
   return r.Done();
 }

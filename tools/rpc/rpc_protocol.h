@@ -34,6 +34,9 @@ constexpr uint32_t kMaxNumber = 100000;      // Run.number
 constexpr uint32_t kMaxThreads = 256;        // Run.threads
 constexpr uint32_t kMaxTimeoutMs = 3600000;  // Run.timeout_ms (an hour)
 constexpr uint32_t kMaxDispatchTimes = 1u << 20;  // RunReply: repeats x dispatches at most
+// The largest RunReply payload: the device name, the repeats' and the
+// dispatches' times at their limits.
+constexpr size_t kMaxRunReplyPayload = 4 + kMaxTextBytes + 4 + 8 * kMaxRepeats + 4 + 8 * (size_t)kMaxDispatchTimes;
 
 // Run.flags.
 constexpr uint32_t kRunDispatchTimes = 1;  // also time every dispatch (kiln_session_set_profiling)
@@ -71,8 +74,9 @@ struct Header {
 // The header's 12 bytes.
 void EncodeHeader(const Header& header, uint8_t out[kHeaderSize]);
 // Parses and checks a header: the magic, the version, a known type, and a
-// payload of at most `max_run_payload` bytes for Run, kMaxSmallPayload for
-// the others. False with *why (and *too_large for a size over the limit).
+// payload of at most `max_run_payload` bytes for Run, kMaxRunReplyPayload
+// for RunReply, kMaxSmallPayload for the others. False with *why (and
+// *too_large for a size over the limit).
 bool DecodeHeader(const uint8_t in[kHeaderSize], uint64_t max_run_payload, Header* out,
                   std::string* why, bool* too_large);
 

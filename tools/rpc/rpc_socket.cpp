@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <new>
+
 namespace kiln_rpc {
 
 namespace {
@@ -158,7 +160,7 @@ int Accept(int listener, int timeout_ms, std::string* peer, std::string* why) {
   if (ready == 0) return -2;
   struct sockaddr_storage address;
   socklen_t length = sizeof address;
-  int fd = accept4(listener, (struct sockaddr*)&address, &length, SOCK_CLOEXEC);
+  int fd = accept4(listener, (struct sockaddr*)&address, &length, SOCK_CLOEXEC | SOCK_NONBLOCK);  // writes wait in poll, never in send
   if (fd < 0) return *why = Errno("accept"), -1;
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -250,7 +252,14 @@ ReadResult ReadMessage(int fd, int idle_ms, int message_ms, uint64_t max_run_pay
     size_t chunk = total - out->payload.size();
     if (chunk > (1u << 20)) chunk = 1u << 20;
     size_t at = out->payload.size();
-    out->payload.resize(at + chunk);
+    try {
+      out->payload.resize(at + chunk);
+    } catch (const std::bad_alloc&) {
+      out->payload = std::vector<uint8_t>();
+      char text[128];
+      snprintf(text, sizeof text, "no memory for a payload of %zu bytes", total);
+      return *why = text, ReadResult::kTooLarge;
+    }
     got = ReadExactly(fd, out->payload.data() + at, chunk, deadline, why);
     if (got == Got::kTimedOut) {
       char text[128];

@@ -25,7 +25,8 @@ bool IsLoopback(const char* address);
 // *out_port is the port bound). Returns the descriptor, or -1 with *why.
 int Listen(const char* address, uint16_t port, uint16_t* out_port, std::string* why);
 // Waits up to `timeout_ms` (-1: forever) for a connection on `listener`:
-// its descriptor (and the peer as "ADDR:PORT"), -2 on timeout, -1 with *why.
+// its descriptor (non-blocking: reads and writes wait in poll, against
+// their deadlines), and the peer as "ADDR:PORT"; -2 on timeout, -1 with *why.
 int Accept(int listener, int timeout_ms, std::string* peer, std::string* why);
 // Connects to `host`:`port` (a name or numeric address) within `timeout_ms`.
 // Returns the descriptor, or -1 with *why.
@@ -39,7 +40,7 @@ enum class ReadResult {
   kClosed,    // the peer closed the connection before a header began
   kTimedOut,  // no header began within the idle time, or the message did not
               // complete within its time
-  kTooLarge,  // the header announced a payload over the limit (*why says so)
+  kTooLarge,  // the header announced a payload over the limit, or no memory for it (*why says so)
   kInvalid,   // a bad header, or the peer closed mid-message (*why says so)
   kError,     // the socket failed (*why)
 };
