@@ -70,9 +70,9 @@ void lower_conv_blocked(OpContext& ctx) {
     }, interior);
   int registers = ctx.vector().registers;
   tune::Tuning* tuning = ctx.tuning();
-  std::string variant = conv_variant(strides, dilations);
-  ctx.schedule_reduction(conv, [registers, w, tuning, variant](te::Stage& s) {
-    schedule_conv2d_blocked_cpu(s, w, registers, tuning, variant);
+  std::string variant = conv_variant(strides, dilations) + (depthwise ? " dw" : "");
+  ctx.schedule_reduction(conv, [registers, w, depthwise, tuning, variant](te::Stage& s) {
+    schedule_conv2d_blocked_cpu(s, w, registers, depthwise, tuning, variant);
   });
   if (ctx.has_input(2)) {
     te::Tensor b = ctx.in(2), acc = conv;

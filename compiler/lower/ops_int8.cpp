@@ -120,9 +120,9 @@ void lower_qconv_blocked(OpContext& ctx, const Int8Operands& q) {
   });
   int registers = ctx.vector().registers;
   tune::Tuning* tuning = ctx.tuning();
-  std::string variant = conv_variant(strides, dilations) + (dotted ? " dot" : "");
-  ctx.schedule_reduction(acc, [registers, w, tuning, variant](te::Stage& s) {
-    schedule_conv2d_blocked_cpu(s, w, registers, tuning, variant);
+  std::string variant = conv_variant(strides, dilations) + (depthwise ? " dw" : "") + (dotted ? " dot" : "");
+  ctx.schedule_reduction(acc, [registers, w, depthwise, tuning, variant](te::Stage& s) {
+    schedule_conv2d_blocked_cpu(s, w, registers, depthwise, tuning, variant);
   });
   ctx.set_output(0, te::compute("qconv_out", os, [=](const Indices& o) {
     return q.epilogue(acc(o), o[1] * Expr(m) + o[4], dotted);

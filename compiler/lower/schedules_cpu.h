@@ -24,11 +24,12 @@ void schedule_conv1x1_cpu(te::Stage& s);
 // vector registers minus a few, unrolled. Rows and channel tiles are split
 // across threads; where the weights outgrow L2 on a small map, each thread
 // streams a channel tile's `weights` once, prefetched, over the whole map.
-// Knobs (tune/space.h, workload "conv2d_blocked"): tile_w, tile_m, tile_h,
-// stream, prefetch_kb, swap_bind.
-// `variant`: what else the workload's key names (tune/space.h).
-void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers, tune::Tuning* tuning,
-                                 const std::string& variant);
+// `depthwise`: one input channel per output channel (a grouped conv with
+// one channel per group). Knobs (tune/space.h, workload "conv2d_blocked"):
+// tile_w, tile_m, tile_h, stream, prefetch_kb, swap_bind. `variant`: what
+// else the workload's key names (tune/space.h).
+void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers, bool depthwise,
+                                 tune::Tuning* tuning, const std::string& variant);
 // Pooling over a blocked tensor [N, C/c, H, W, c]: the window loops run
 // inside each output pixel, whose c channels are one vector.
 void schedule_pool_blocked_cpu(te::Stage& s);
