@@ -45,15 +45,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Every knob of `space` set: the configured value, else the fallback.
-Config complete(const Space& space, const Config& c) {
-  Config full;
-  for (const tune::Knob& k : space.knobs) {
-    auto it = c.find(k.name);
-    full[k.name] = it != c.end() ? it->second : k.fallback;
-  }
-  return full;
-}
+// Every knob of `space` set, the idle ones at their fallbacks (tune/space.h).
+Config complete(const Space& space, const Config& c) { return tune::canonical(space, c); }
 
 std::string config_text(const Config& c) {
   std::string text;
@@ -433,7 +426,8 @@ class Tuner {
     }
     std::vector<Config> pool;
     std::set<std::string> pooled;
-    auto consider = [&](const Config& c) {
+    auto consider = [&](const Config& point) {
+      Config c = complete(space, point);  // points differing in idle knobs are one
       std::string text = config_text(c);
       if (!w.seen.count(text) && pooled.insert(text).second) pool.push_back(c);
     };

@@ -125,9 +125,10 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int re
   // space the tuner sees is the same in every compile.
   bool can_stream = stream || may_stream.size() > 1;
   stream = knobs.get("stream", may_stream, stream ? 1 : 0) != 0;
-  int64_t stream_rows = can_stream ? knobs.get("tile_h", tune::divisors(oh->extent, budget), stream_th) : 1;
-  int64_t ahead_kb = can_stream ? knobs.get("prefetch_kb", {0, 16, 64, 256}, 64) : 64;
-  bool small_weights = knobs.get("swap_bind", {0, 1}, !depthwise && weight_bytes <= (512 << 10) ? 1 : 0) != 0;
+  int64_t stream_rows = can_stream ? knobs.get("tile_h", tune::divisors(oh->extent, budget), stream_th, "stream", 1) : 1;
+  int64_t ahead_kb = can_stream ? knobs.get("prefetch_kb", {0, 16, 64, 256}, 64, "stream", 1) : 64;
+  bool small_weights =
+      knobs.get("swap_bind", {0, 1}, !depthwise && weight_bytes <= (512 << 10) ? 1 : 0, "stream", 0) != 0;
   th = stream ? stream_rows : 1;
   if (stream) {
     auto [moo, moi] = s.split(mo, tm);
@@ -234,7 +235,7 @@ void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target, tune::Tuning* t
     std::vector<int64_t> blocks = {0};
     for (int64_t b : {32, 64, 128, 256, 512})
       if (b < k->extent && k->extent % b == 0 && i->extent * tv * lanes * 4 <= (32 << 10)) blocks.push_back(b);
-    int64_t k_block = knobs.get("k_block", blocks, 0);
+    int64_t k_block = knobs.get("k_block", blocks, 0, "rows_outer", 0);
     auto [io, ii] = s.split(i, ti);
     auto [jo, jv] = s.split(j, tv * lanes);
     auto [jt, jl] = s.split(jv, lanes);

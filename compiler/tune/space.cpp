@@ -34,18 +34,30 @@ Knobs::Knobs(Tuning* tuning, const std::string& schedule, const std::string& dty
   if (a != tuning_->apply.end()) config_ = &a->second;
 }
 
-int64_t Knobs::get(const std::string& name, std::vector<int64_t> options, int64_t fallback) {
+int64_t Knobs::get(const std::string& name, std::vector<int64_t> options, int64_t fallback,
+                   const std::string& only_if, int64_t only_if_value) {
   if (std::find(options.begin(), options.end(), fallback) == options.end()) options.push_back(fallback);
   std::sort(options.begin(), options.end());
   options.erase(std::unique(options.begin(), options.end()), options.end());
   if (!space_) return fallback;
   auto known = std::find_if(space_->knobs.begin(), space_->knobs.end(), [&](const Knob& k) { return k.name == name; });
-  if (known == space_->knobs.end()) space_->knobs.push_back({name, options, fallback});
+  if (known == space_->knobs.end()) space_->knobs.push_back({name, options, fallback, only_if, only_if_value});
   if (config_) {
     auto c = config_->find(name);
     if (c != config_->end() && std::binary_search(options.begin(), options.end(), c->second)) return c->second;
   }
   return fallback;
+}
+
+Config canonical(const Space& space, const Config& c) {
+  Config full;
+  for (const Knob& k : space.knobs) {
+    auto it = c.find(k.name);
+    full[k.name] = it != c.end() ? it->second : k.fallback;
+  }
+  for (const Knob& k : space.knobs)
+    if (!k.only_if.empty() && full.count(k.only_if) && full[k.only_if] != k.only_if_value) full[k.name] = k.fallback;
+  return full;
 }
 
 int64_t space_size(const Space& space) {

@@ -25,6 +25,8 @@ struct Knob {
   std::string name;              // e.g. "rows"
   std::vector<int64_t> options;  // the values it may take (distinct; the fallback among them)
   int64_t fallback = 0;          // the hand-written choice
+  std::string only_if;           // it matters only when knob `only_if` is `only_if_value` (empty: always)
+  int64_t only_if_value = 0;     // (its value then)
 };
 
 // A workload's space: its knobs in the order the schedule asked.
@@ -61,8 +63,11 @@ class Knobs {
         const std::vector<int64_t>& reduce, const std::string& variant = "");
   // Declares knob `name` (options deduplicated; `fallback` is added when
   // missing) and returns the value to compile: the configured one when it is
-  // among the options, else the fallback.
-  int64_t get(const std::string& name, std::vector<int64_t> options, int64_t fallback);
+  // among the options, else the fallback. `only_if`/`only_if_value`: the
+  // knob matters only when that knob has that value (the tuner then counts
+  // points differing in it as one; canonical()).
+  int64_t get(const std::string& name, std::vector<int64_t> options, int64_t fallback,
+              const std::string& only_if = "", int64_t only_if_value = 0);
   const std::string& key() const { return key_; }
 
  private:
@@ -72,6 +77,10 @@ class Knobs {
   const Config* config_ = nullptr;  // the point to compile, if any
 };
 
+// `c` with every knob of `space` set (the fallback where `c` has none) and
+// each knob that does not matter at this point (Knob::only_if) at its
+// fallback: points that compile alike compare equal.
+Config canonical(const Space& space, const Config& c);
 // The number of points of a space (saturating at 2^62).
 int64_t space_size(const Space& space);
 // The divisors of n up to `limit`, ascending.

@@ -54,6 +54,21 @@ TEST_CASE("tune: knobs record the space and apply a configured point") {
   CHECK(t.spaces.at("matmul f32 [1,128,256;64]").knobs.size() == 3);
 }
 
+TEST_CASE("tune: canonical points set idle knobs to their fallbacks") {
+  Tuning t;
+  Knobs k(&t, "conv2d_blocked", "f32", {1, 2, 8, 8, 16}, {1, 3, 3, 16});
+  k.get("stream", {0, 1}, 0);
+  k.get("tile_h", {1, 2, 4}, 2, "stream", 1);
+  k.get("swap_bind", {0, 1}, 1, "stream", 0);
+  const Space& s = t.spaces.begin()->second;
+  CHECK(canonical(s, {}) == Config{{"stream", 0}, {"tile_h", 2}, {"swap_bind", 1}});
+  // Streaming: swap_bind is idle; not streaming: tile_h is.
+  CHECK(canonical(s, {{"stream", 1}, {"tile_h", 4}, {"swap_bind", 0}}) ==
+        Config{{"stream", 1}, {"tile_h", 4}, {"swap_bind", 1}});
+  CHECK(canonical(s, {{"stream", 0}, {"tile_h", 4}, {"swap_bind", 0}}) ==
+        Config{{"stream", 0}, {"tile_h", 2}, {"swap_bind", 0}});
+}
+
 TEST_CASE("tune: divisors and saturating space sizes") {
   CHECK(divisors(12, 5) == std::vector<int64_t>{1, 2, 3, 4});
   CHECK(divisors(7, 100) == std::vector<int64_t>{1, 7});
