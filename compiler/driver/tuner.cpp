@@ -45,9 +45,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Every knob of `space` set, the idle ones at their fallbacks (tune/space.h).
-Config complete(const Space& space, const Config& c) { return tune::canonical(space, c); }
-
 std::string config_text(const Config& c) {
   std::string text;
   for (const auto& [name, value] : c) text += (text.empty() ? "" : ",") + name + "=" + std::to_string(value);
@@ -193,6 +190,7 @@ class Tuner {
   // The discovery compile: every workload and its space, and the log's points.
   void discover(const std::vector<tune::Record>& earlier) {
     compile({});
+    discovery_ = scratch_;  // the workloads' own spaces (Workload::space points into them)
     user_assert(!discovery_.spaces.empty())
         << "kilnc tune: " << model_path_ << " has no tunable workloads (matrix products or blocked convolutions) on "
         << target_;
@@ -223,7 +221,7 @@ class Tuner {
   // unfinished tuning's points, which count as its trials and train the
   // model, and the search goes on from them.
   void resume(Workload& w, const std::vector<const tune::Record*>& records) {
-    const Config plain = complete(*w.space, {});
+    const Config plain = tune::canonical(*w.space, {});
     for (const tune::Record* r : records) {
       if (!r->validated || r->ns < 0 || (w.from_log && r->ns >= w.best_ns)) continue;
       w.from_log = w.done = true;
@@ -232,7 +230,7 @@ class Tuner {
     }
     if (w.from_log) return;
     for (const tune::Record* r : records) {
-      Config c = complete(*w.space, r->config);
+      Config c = tune::canonical(*w.space, r->config);
       if (!w.seen.insert(config_text(c)).second) continue;
       w.trials++;
       w.resumed = true;
@@ -284,17 +282,15 @@ class Tuner {
         << " -mcpu=...'";
   }
 
-  // Compiles the model with `apply`; the tuning context it leaves in `discovery_`
-  // the first time (its spaces stay the workloads' own).
+  // Compiles the model with the points `apply`; its tuning context (spaces,
+  // kernels, dispatches) is left in scratch_.
   std::string compile(const std::map<std::string, Config>& apply) {
-    tune::Tuning& t = first_compile_ ? discovery_ : scratch_;
-    t = tune::Tuning();
-    if (&t == &scratch_) scratch_.apply = apply;
+    scratch_ = tune::Tuning();
+    scratch_.apply = apply;
     CompileOptions options = options_.compile;
-    options.tuning = &t;
+    options.tuning = &scratch_;
     options.progress = nullptr;
     std::string bundle = compile_onnx_file(model_path_, options).bundle;
-    first_compile_ = false;
     return bundle;
   }
 
@@ -372,7 +368,7 @@ class Tuner {
     for (Workload& w : workloads_) {
       if (w.from_log && !w.best.empty()) plain_apply[w.key] = tuned_apply[w.key] = w.best;
       if (w.from_log || w.measured.empty()) continue;
-      if (w.best == complete(*w.space, {})) {  // the hand-written point is the best: nothing to contest
+      if (w.best == tune::canonical(*w.space, {})) {  // the hand-written point is the best: nothing to contest
         log_verdict(w, w.best, w.best_ns);
         w.best = Config();
         continue;
@@ -409,7 +405,7 @@ class Tuner {
       w->validated = true;
       w->default_ns = plain;
       bool keep = tuned < plain * (1 - kKeepMargin);
-      log_verdict(*w, keep ? w->best : complete(*w->space, {}), keep ? tuned : plain);
+      log_verdict(*w, keep ? w->best : tune::canonical(*w->space, {}), keep ? tuned : plain);
       w->best_ns = keep ? tuned : plain;
       if (!keep) w->best = Config();
     }
@@ -419,7 +415,7 @@ class Tuner {
   // The next point of `w`: the hand-written one first, then the cost model's pick.
   bool propose(Workload& w, int64_t round) {
     const Space& space = *w.space;
-    const Config plain = complete(space, {});
+    const Config plain = tune::canonical(space, {});
     if (!w.seen.count(config_text(plain))) {  // the hand-written point first
       w.pending = plain;
       return true;
@@ -427,7 +423,7 @@ class Tuner {
     std::vector<Config> pool;
     std::set<std::string> pooled;
     auto consider = [&](const Config& point) {
-      Config c = complete(space, point);  // points differing in idle knobs are one
+      Config c = tune::canonical(space, point);  // points differing in idle knobs are one
       std::string text = config_text(c);
       if (!w.seen.count(text) && pooled.insert(text).second) pool.push_back(c);
     };
@@ -521,7 +517,7 @@ class Tuner {
       if (t != times.end()) {
         r.ns = t->second;
         w->measured.push_back({w->pending, r.ns});
-        if (w->pending == complete(*w->space, {})) w->default_ns = r.ns;
+        if (w->pending == tune::canonical(*w->space, {})) w->default_ns = r.ns;
         if (r.ns < w->best_ns) {
           w->best_ns = r.ns;
           w->best = w->pending;
@@ -617,9 +613,8 @@ class Tuner {
   std::chrono::steady_clock::time_point t0_;
   std::string target_;                 // the log's target key
   std::string server_;                 // "ADDR (arch, N CPUs)" once connected
-  tune::Tuning discovery_;             // the first compile's spaces (Workload::space points into it)
+  tune::Tuning discovery_;             // the first compile's context, kept (Workload::space points into it)
   tune::Tuning scratch_;               // each later compile's
-  bool first_compile_ = true;
   std::vector<Workload> workloads_;    // every workload of the model
   std::vector<Workload*> active_;      // those measured here
   std::map<std::string, std::vector<std::string>> knob_names_;  // schedule -> its knobs (feature order)

@@ -20,15 +20,6 @@ namespace kiln::kilnc {
 
 namespace {
 
-// A count in [lo, hi]; a user error otherwise.
-int64_t parse_count(const std::string& text, const char* option, int64_t lo, int64_t hi) {
-  char* end = nullptr;
-  long long v = strtoll(text.c_str(), &end, 10);
-  user_assert(!text.empty() && *end == '\0' && v >= lo && v <= hi)
-      << option << " takes a whole number from " << lo << " to " << hi << ", not '" << text << "'";
-  return v;
-}
-
 void usage(FILE* f, const kiln_cli::OptionTable& table) {
   fprintf(f,
           "usage: kilnc tune MODEL.onnx --log TUNE.jsonl [--rpc HOST:PORT] [options]\n"

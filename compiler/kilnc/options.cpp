@@ -87,6 +87,14 @@ kiln_cli::OptionTable option_table(std::vector<std::string>* storage) {
 }
 
 
+int64_t parse_count(const std::string& text, const char* option, int64_t lo, int64_t hi) {
+  char* end = nullptr;
+  long long v = strtoll(text.c_str(), &end, 10);
+  user_assert(!text.empty() && *end == '\0' && v >= lo && v <= hi)
+      << option << " takes a whole number from " << lo << " to " << hi << ", not '" << text << "'";
+  return v;
+}
+
 uint64_t parse_bytes(const std::string& text, const char* option) {
 
   uint64_t v = 0;
@@ -141,13 +149,7 @@ void apply_option(int id, const std::string& v, CommandLine* line) {
     case kOutput: line->output = v; break;
     case kTarget: line->target = v; break;
     case kTuningLog: line->tuning_log = v; break;
-    case kTuningThreads: {
-      char* end = nullptr;
-      long long n = strtoll(v.c_str(), &end, 10);
-      user_assert(!v.empty() && *end == '\0' && n >= 1 && n <= 1024) << "--tuning-threads takes 1 to 1024, not '" << v << "'";
-      line->tuning_threads = n;
-      break;
-    }
+    case kTuningThreads: line->tuning_threads = parse_count(v, "--tuning-threads", 1, 1024); break;
     case kVulkanFeatures:
       options->vulkan_features = v == "all" ? 3u : v == "float64" ? 2u : v == "int64" ? 1u : v == "none" ? 0u : 4u;
       user_assert(options->vulkan_features != 4u) << "--vulkan-features takes none, int64, float64 or all, not '" << v << "'";

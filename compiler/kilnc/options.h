@@ -35,6 +35,8 @@ struct CommandLine {
 
 // The compilation's option table; `storage` keeps the help texts built from the pass lists.
 kiln_cli::OptionTable option_table(std::vector<std::string>* storage);
+// A whole number in [lo, hi]; a user error naming `option` otherwise.
+int64_t parse_count(const std::string& text, const char* option, int64_t lo, int64_t hi);
 // "4096", "512M", "4G", "1T" (binary multiples); a user error otherwise.
 uint64_t parse_bytes(const std::string& text, const char* option);
 // Applies option `id` with `v` to the compilation. Values are checked here

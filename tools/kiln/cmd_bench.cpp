@@ -13,7 +13,6 @@
 // seeded with the first session's pipeline cache.
 // --rpc sends the bundle to a `kiln rpc-server` (docs/rpc.md), which times
 // it on its device on pseudo-random inputs; the same last line follows.
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,24 +100,11 @@ struct RemoteOptions {
   uint64_t timeout_s = 600;       // --rpc-timeout: the server's limit for the whole measurement
 };
 
-// Reads the whole file at `path` into *out. False with *why.
-bool ReadWholeFile(const char* path, std::vector<uint8_t>* out, std::string* why) {
-  FILE* f = fopen(path, "rb");
-  if (!f) return *why = std::string("cannot open ") + path + ": " + strerror(errno), false;
-  uint8_t chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) out->insert(out->end(), chunk, chunk + n);
-  bool ok = !ferror(f);
-  fclose(f);
-  if (!ok) *why = std::string("cannot read ") + path;
-  return ok;
-}
-
 // kiln bench --rpc: the bundle measured by a server, each iteration one repeat.
 int BenchRemote(const CommandArgs& args, uint64_t warmup, const RemoteOptions& remote) {
   std::vector<uint8_t> bundle;
   std::string why;
-  if (!ReadWholeFile(args.model_path, &bundle, &why)) return Fail("%s", why.c_str());
+  if (!ReadFileBytes(args.model_path, &bundle, &why)) return Fail("%s", why.c_str());
   kiln_rpc::Client client;
   if (!client.Open(remote.address, remote.token, 30000, &why)) return Fail("%s", why.c_str());
   const kiln_rpc::HelloReply& server = client.server();

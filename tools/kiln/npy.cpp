@@ -188,16 +188,20 @@ const char* NpyDescr(kiln_dtype_t dtype) {
   return "?";
 }
 
-bool ReadNpy(const std::string& path, NpyArray* out, std::string* error) {
+bool ReadFileBytes(const std::string& path, std::vector<uint8_t>* out, std::string* error) {
   FILE* file = fopen(path.c_str(), "rb");
   if (!file) {
     *error = "cannot open '" + path + "': " + strerror(errno);
     return false;
   }
-  std::vector<uint8_t> bytes;
-  bool read_ok = ReadAll(file, path, &bytes, error);
+  bool read_ok = ReadAll(file, path, out, error);
   fclose(file);
-  if (!read_ok) return false;
+  return read_ok;
+}
+
+bool ReadNpy(const std::string& path, NpyArray* out, std::string* error) {
+  std::vector<uint8_t> bytes;
+  if (!ReadFileBytes(path, &bytes, error)) return false;
   return ParseNpy(bytes.data(), bytes.size(), path, out, error);
 }
 

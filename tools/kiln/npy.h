@@ -18,6 +18,10 @@ struct NpyArray {
   std::vector<uint8_t> data;                // product(shape) * element size bytes
 };
 
+// Reads the whole regular file `path` (refusing one larger than this
+// process can hold); on failure returns false with a message in *error.
+// Also how `kiln bench --rpc` reads the bundle it sends.
+bool ReadFileBytes(const std::string& path, std::vector<uint8_t>* out, std::string* error);
 // Reads `path`; on failure returns false with a message in *error.
 bool ReadNpy(const std::string& path, NpyArray* out, std::string* error);
 // Parses the `size` bytes of a .npy file at `data` (what ReadNpy read from
