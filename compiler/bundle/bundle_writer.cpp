@@ -270,6 +270,13 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
     for (auto& st : code) steps.emplace_back(static_cast<fb::ShapeOp>(st.op), st.operand);
     exprs.push_back(fb::CreateShapeExprDirect(b, &steps));
   }
+  // Sequence inputs and outputs: information only, no min_runtime_minor.
+  std::vector<flatbuffers::Offset<fb::Composite>> composites;
+  for (auto& c : g.composites) {
+    std::vector<uint32_t> elements(c.elements.begin(), c.elements.end());
+    composites.push_back(
+        fb::CreateCompositeDirect(b, c.name.c_str(), fb::CompositeKind::Sequence, c.output, &elements));
+  }
   const bool dynamic = !g.symbols.empty();
   std::string producer = std::string("kilnc ") + kKilncVersion;
   // A CPU bundle needs nothing of 0.2 (the Vulkan fields): 0.1 runtimes can
@@ -282,7 +289,7 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
                                      &kernels, &dispatches, segment_offset, l.segment_size,
                                      /*content_hash=*/~0ull,  // placeholder, patched in write_bundle
                                      dynamic ? &symbols : nullptr, dynamic ? &exprs : nullptr,
-                                     dynamic ? &constraints : nullptr);
+                                     dynamic ? &constraints : nullptr, composites.empty() ? nullptr : &composites);
   fb::FinishSizePrefixedBundleBuffer(b, root);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

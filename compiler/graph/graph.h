@@ -129,6 +129,14 @@ struct Node {
   std::string describe() const;
 };
 
+// A model input or output that ONNX types as a sequence (docs/sequences.md):
+// its length is a compile-time fact, its elements ordinary inputs or outputs.
+struct Composite {
+  std::string name;           // the ONNX value's name
+  bool output = false;        // its elements are model outputs (else inputs)
+  std::vector<int> elements;  // positions in Graph::inputs or ::outputs, in order
+};
+
 struct Graph {
   std::vector<Symbol> symbols;  // shape symbols (run-time dimensions), by index
   std::vector<ShapeConstraint> constraints;  // conditions on the symbols every run must meet
@@ -139,6 +147,7 @@ struct Graph {
   std::vector<Node> nodes;    // in topological order
   std::vector<int> inputs;    // model inputs (value indices)
   std::vector<int> outputs;   // model outputs (value indices)
+  std::vector<Composite> composites;  // sequence inputs and outputs, made of the ones above
   int64_t opset = 13;         // default-domain opset of the model
   std::string producer;       // producer name from the model
 

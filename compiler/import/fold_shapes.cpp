@@ -11,7 +11,9 @@
 
 #include "graph/op_table.h"
 #include "import/inline_if.h"
+#include "import/unroll_loops.h"
 #include "import/static_sequences.h"
+#include "import/unroll_loops.h"
 #include "import/validate.h"
 #include "support/diagnostics.h"
 
@@ -507,6 +509,7 @@ int fold_shape_computations(onnx::ModelProto& model, RunTimeIfs* run_time_ifs) {
     infer(model);
     int folded = Folder(model).run_once();
     folded += unroll_static_sequences(model);  // lists of tensors known at compile time (static_sequences.h)
+    folded += unroll_static_loops(model);      // Loop and Scan with compile-time trip counts (unroll_loops.h)
     folded += inline_constant_ifs(model, run_time_ifs);  // a condition folded just now picks its branch
     total += folded;
     if (folded == 0) break;

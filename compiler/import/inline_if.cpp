@@ -4,10 +4,10 @@
 #include <set>
 #include <string>
 
+#include "import/subgraph.h"
+
 namespace kiln {
 namespace {
-
-using Renames = std::map<std::string, std::string>;
 
 // The single value of a bool tensor; false when `t` is not one.
 bool bool_scalar(const onnx::TensorProto& t, bool* out) {
@@ -24,56 +24,9 @@ bool bool_scalar(const onnx::TensorProto& t, bool* out) {
   return true;
 }
 
-// Names a graph defines for itself: its inputs, initializers and node
-// outputs ("", an absent optional output, is no name).
-std::set<std::string> defined_in(const onnx::GraphProto& g) {
-  std::set<std::string> d;
-  for (auto& i : g.input()) d.insert(i.name());
-  for (auto& t : g.initializer()) d.insert(t.name());
-  for (auto& n : g.node())
-    for (auto& o : n.output()) d.insert(o);
-  d.erase("");
-  return d;
-}
-
-// Every name defined in `g` or in a graph nested in it.
-void all_defined(const onnx::GraphProto& g, std::set<std::string>& out) {
-  for (auto& name : defined_in(g)) out.insert(name);
-  for (auto& n : g.node())
-    for (auto& a : n.attribute()) {
-      if (a.has_g()) all_defined(a.g(), out);
-      for (auto& sub : a.graphs()) all_defined(sub, out);
-    }
-}
-
-// Renames the reads of a nested graph that refer to renamed values of the
-// graph around it (the names it defines itself shadow them).
-void rename_outer_reads(onnx::GraphProto& g, const Renames& outer) {
-  std::set<std::string> own = defined_in(g);
-  Renames visible;
-  for (auto& [from, to] : outer)
-    if (!own.count(from)) visible[from] = to;
-  if (visible.empty()) return;
-  for (auto& n : *g.mutable_node()) {
-    for (auto& in : *n.mutable_input()) {
-      auto it = visible.find(in);
-      if (it != visible.end()) in = it->second;
-    }
-    for (auto& a : *n.mutable_attribute()) {
-      if (a.has_g()) rename_outer_reads(*a.mutable_g(), visible);
-      for (auto& sub : *a.mutable_graphs()) rename_outer_reads(sub, visible);
-    }
-  }
-  for (auto& o : *g.mutable_output()) {
-    auto it = visible.find(o.name());
-    if (it != visible.end()) o.set_name(it->second);
-  }
-}
-
 class IfInliner {
  public:
-  IfInliner(onnx::GraphProto& g, RunTimeIfs* run_time, bool both) : g_(g), run_time_(run_time), both_(both) {
-    all_defined(g, taken_);  // fresh names must not shadow or be shadowed anywhere
+  IfInliner(onnx::GraphProto& g, RunTimeIfs* run_time, bool both) : g_(g), run_time_(run_time), both_(both), inliner_(g) {
     for (auto& t : g.initializer()) initializers_[t.name()] = &t;
     for (auto& i : g.input()) initializers_.erase(i.name());  // an input may override it
     for (auto& n : g.node())
@@ -81,6 +34,8 @@ class IfInliner {
         for (auto& a : n.attribute())
           if (a.name() == "value" && a.has_t()) initializers_[n.output(0)] = &a.t();
   }
+
+  bool made_sequence_where() const { return sequence_where_; }
 
   int run() {
     int count = 0;
@@ -126,12 +81,7 @@ class IfInliner {
     return it != initializers_.end() && bool_scalar(*it->second, out);
   }
 
-  std::string fresh(const std::string& base) {
-    std::string name = base;
-    for (int k = 1; taken_.count(name); k++) name = base + "_" + std::to_string(k);
-    taken_.insert(name);
-    return name;
-  }
+  std::string fresh(const std::string& base) { return inliner_.fresh(base); }
 
   // A run-time If: the condition's Identity (a kiln.Condition to be), both
   // branches guarded by it, and a Where per output.
@@ -175,6 +125,11 @@ class IfInliner {
       if (n.output(k).empty()) continue;
       onnx::NodeProto where;
       where.set_op_type("Where");
+      // Sequences: static_sequences.h makes one Where per element; ONNX's
+      // shape inference (which types Where's operands as tensors) skips a
+      // node of kiln's domain.
+      if (then_branch.output(k).type().has_sequence_type() || else_branch.output(k).type().has_sequence_type())
+        where.set_domain(kSequenceWhereDomain), sequence_where_ = true;
       where.set_name(fresh(prefix + "output_" + std::to_string(k)));
       where.add_input(scalar.output(0));
       where.add_input(results[1][(size_t)k]);
@@ -206,45 +161,18 @@ class IfInliner {
     for (size_t k = first; k < out.size(); k++) run_time_->guards[out[k].name()] = guards;
   }
 
-  // Appends the branch's nodes, values renamed under `prefix` (nodes too,
-  // each to a fresh name); returns the names of the branch's outputs.
-  std::vector<std::string> inline_branch(const onnx::NodeProto& n, const onnx::GraphProto& branch,
+  // Appends the branch's nodes, values renamed under `prefix`; returns the
+  // names of the branch's outputs.
+  std::vector<std::string> inline_branch(const onnx::NodeProto&, const onnx::GraphProto& branch,
                                          std::vector<onnx::NodeProto>& out, const std::string& prefix) {
-    Renames local;
-    for (auto& name : defined_in(branch)) local[name] = fresh(prefix + name);
-    for (auto& t : branch.initializer()) {
-      onnx::TensorProto* copy = g_.add_initializer();
-      *copy = t;
-      copy->set_name(local[t.name()]);
-    }
-    for (auto& bn : branch.node()) {
-      onnx::NodeProto c = bn;
-      c.set_name(fresh(prefix + (c.name().empty() ? c.op_type() : c.name())));
-      for (auto& in : *c.mutable_input()) {
-        auto it = local.find(in);
-        if (it != local.end()) in = it->second;
-      }
-      for (auto& o : *c.mutable_output())
-        if (!o.empty()) o = local[o];
-      for (auto& a : *c.mutable_attribute()) {
-        if (a.has_g()) rename_outer_reads(*a.mutable_g(), local);
-        for (auto& sub : *a.mutable_graphs()) rename_outer_reads(sub, local);
-      }
-      out.push_back(std::move(c));
-    }
-    std::vector<std::string> results;
-    for (int k = 0; k < n.output_size(); k++) {
-      const std::string& from = branch.output(k).name();
-      auto it = local.find(from);
-      results.push_back(it == local.end() ? from : it->second);  // an outer value, or the branch's
-    }
-    return results;
+    return inliner_.inline_graph(branch, {}, prefix, out);
   }
 
   onnx::GraphProto& g_;
   RunTimeIfs* run_time_;  // guards of run-time Ifs' branches (null: none are known)
   bool both_;             // inline_run_time_ifs: Ifs with run-time conditions, both branches
-  std::set<std::string> taken_;                                  // names in use in the model, subgraphs included
+  bool sequence_where_ = false;  // a Where of kSequenceWhereDomain was made
+  SubgraphInliner inliner_;                                      // fresh names, copies of branches
   std::map<std::string, const onnx::TensorProto*> initializers_;  // constants by name
 };
 
@@ -255,7 +183,16 @@ int inline_constant_ifs(onnx::ModelProto& model, RunTimeIfs* run_time_ifs) {
 }
 
 int inline_run_time_ifs(onnx::ModelProto& model, RunTimeIfs* out) {
-  return IfInliner(*model.mutable_graph(), out, true).run();
+  IfInliner inliner(*model.mutable_graph(), out, true);
+  int count = inliner.run();
+  bool imported = false;
+  for (auto& o : model.opset_import()) imported |= o.domain() == kSequenceWhereDomain;
+  if (inliner.made_sequence_where() && !imported) {  // (shape inference wants every domain imported)
+    auto* o = model.add_opset_import();
+    o->set_domain(kSequenceWhereDomain);
+    o->set_version(1);
+  }
+  return count;
 }
 
 }  // namespace kiln

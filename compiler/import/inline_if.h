@@ -45,6 +45,10 @@ int inline_run_time_ifs(onnx::ModelProto& model, RunTimeIfs* out);
 
 struct RunTimeIfs;
 
+// The domain of the Where that merges a run-time If's sequence outputs
+// (static_sequences.h dissolves it into one Where per element).
+inline const char* const kSequenceWhereDomain = "kiln.sequence";
+
 // Inlines every If of the main graph whose condition is a bool constant (an
 // initializer that is not a graph input, or a Constant node's output).
 // Returns the number of If nodes replaced. With `run_time_ifs`, the nodes

@@ -48,6 +48,9 @@ struct ImportOptions {
   // --input-value: an integer input's elements, read at run time, lie in
   // [lo, hi]; each becomes a data symbol (a kiln.InputValue node copies them).
   std::map<std::string, std::pair<int64_t, int64_t>> input_values;
+  // --sequence-length: a sequence model input's element count (its elements
+  // become inputs NAME[0..N-1]; docs/sequences.md).
+  std::map<std::string, int64_t> sequence_lengths;
 };
 
 // `bytes`: a serialized ModelProto; external data is read from `model_dir`.

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "import/fold_shapes.h"
+#include "import/inline_if.h"
+#include "import/subgraph.h"
 #include "support/diagnostics.h"
 
 namespace kiln {
@@ -18,7 +20,7 @@ std::string describe(const onnx::NodeProto& n) { return n.op_type() + " node '" 
 
 class Unroller {
  public:
-  explicit Unroller(onnx::ModelProto& m) : m_(m), g_(*m.mutable_graph()) {
+  explicit Unroller(onnx::ModelProto& m) : m_(m), g_(*m.mutable_graph()), inliner_(g_) {
     for (auto& o : m.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
     // (An initializer that is also a graph input is a constant to kilnc, as in onnx_import.cpp.)
@@ -39,14 +41,25 @@ class Unroller {
     }
     if (!rewritten) return 0;
     // All or nothing: no sequence this step dissolved may be read by what is
-    // left, subgraphs (If, Loop bodies reading outer values) included.
+    // left, subgraphs (If, Loop bodies reading outer values) included. What
+    // is left may still learn a length (a Loop's trip count is often a
+    // SequenceLength, and unrolling the Loop dissolves the rest).
     for (auto& n : out)
-      if (reads_list(n)) return 0;
-    for (auto& o : g_.output())
-      if (lists_.count(o.name())) return 0;
+      if (reads_list(n)) return lengths_only();
+    std::vector<onnx::ValueInfoProto> outputs;
+    for (auto& o : g_.output()) {
+      auto it = lists_.find(o.name());
+      if (it == lists_.end()) {
+        outputs.push_back(o);
+        continue;
+      }
+      expand_output(o, it->second, out, outputs);
+    }
     g_.clear_node();
     for (auto& n : out) *g_.add_node() = n;
     for (auto& t : new_initializers_) *g_.add_initializer() = t;
+    g_.clear_output();
+    for (auto& o : outputs) *g_.add_output() = std::move(o);
     return rewritten;
   }
 
@@ -59,6 +72,45 @@ class Unroller {
   std::map<std::string, std::vector<std::string>> lists_;  // sequence value -> its elements
   std::vector<TP> new_initializers_;                       // axes and splits of the new nodes
   int fresh_ = 0;
+  SubgraphInliner inliner_;  // copies of SequenceMap bodies
+
+  // Only the SequenceLengths of known lists become constants (the rest of
+  // the graph is unchanged); returns how many.
+  int lengths_only() {
+    std::vector<onnx::NodeProto> out;
+    int rewritten = 0;
+    for (const auto& n : g_.node()) {
+      const std::vector<std::string>* in = list(n, 0);
+      if (n.op_type() == "SequenceLength" && in && rewrite(n, out)) rewritten++;
+      else out.push_back(n);
+    }
+    if (!rewritten) return 0;
+    g_.clear_node();
+    for (auto& n : out) *g_.add_node() = n;
+    return rewritten;
+  }
+
+  // A sequence model output becomes one output per element, NAME[i] (an
+  // Identity of the element); the model's metadata records the sequence
+  // (kSequenceOutputKey) for the bundle's composite values.
+  void expand_output(const onnx::ValueInfoProto& o, const std::vector<std::string>& elems,
+                     std::vector<onnx::NodeProto>& out, std::vector<onnx::ValueInfoProto>& outputs) {
+    for (size_t i = 0; i < elems.size(); i++) {
+      onnx::ValueInfoProto e;
+      e.set_name(sequence_element_name(o.name(), i));
+      if (o.type().has_sequence_type()) *e.mutable_type() = o.type().sequence_type().elem_type();
+      onnx::NodeProto id;
+      id.set_op_type("Identity");
+      id.set_name(e.name() + "/Identity");
+      id.add_input(elems[i]);
+      id.add_output(e.name());
+      out.push_back(id);
+      outputs.push_back(e);
+    }
+    auto* p = m_.add_metadata_props();
+    p->set_key(kSequenceOutputKey + o.name());
+    p->set_value(std::to_string(elems.size()));
+  }
 
   bool reads_list(const onnx::NodeProto& n) const {
     for (auto& i : n.input())
@@ -145,6 +197,7 @@ class Unroller {
   }
 
   bool rewrite(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    if (n.domain() == kSequenceWhereDomain && n.op_type() == "Where") return where(n, out);
     if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
     const std::string& op = n.op_type();
     if (op == "SequenceEmpty") {
@@ -157,7 +210,13 @@ class Unroller {
     }
     const std::vector<std::string>* in = list(n, 0);
     if (op == "SplitToSequence") return split(n, out);
+    if (op == "Where") return where(n, out);
     if (!in) return false;
+    if (op == "Identity") {
+      lists_[n.output(0)] = *in;
+      return true;
+    }
+    if (op == "SequenceMap") return map(n, out);
     const int64_t size = (int64_t)in->size();
     if (op == "SequenceInsert") {
       auto p = position(n, 2, size, size, size);
@@ -202,6 +261,56 @@ class Unroller {
       set_int(emit(out, n, "Concat", parts, {n.output(0)}), "axis", axis);
       return true;
     }
+    return false;
+  }
+
+  // Where(c, A, B) of two lists of one length (an inlined run-time If's
+  // sequence output): one Where per element.
+  bool where(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    const std::vector<std::string>*a = list(n, 1), *b = list(n, 2);
+    if (!a || !b) return false;
+    user_assert(a->size() == b->size()) << describe(n) << ": the branches' sequences hold " << a->size() << " and "
+                                        << b->size() << " tensors; kilnc needs them alike";
+    std::vector<std::string> l;
+    for (size_t k = 0; k < a->size(); k++) {
+      l.push_back(temp(n, "element"));
+      emit(out, n, "Where", {input(n, 0), (*a)[k], (*b)[k]}, {l.back()});
+    }
+    lists_[n.output(0)] = l;
+    return true;
+  }
+
+  // SequenceMap: the body once per position, reading that element of each
+  // sequence input and the tensor inputs as they are.
+  bool map(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    const onnx::GraphProto* body = graph_attribute(n, "body");
+    if (!body) return false;
+    const size_t size = list(n, 0)->size();
+    for (int i = 1; i < n.input_size(); i++) {
+      const std::vector<std::string>* l = list(n, i);
+      if (!l && !lists_.count(input(n, i)) && is_sequence_somewhere(input(n, i))) return false;
+      user_assert(!l || l->size() == size) << describe(n) << ": its sequences hold " << size << " and " << l->size()
+                                           << " tensors; SequenceMap needs them alike";
+    }
+    std::vector<std::vector<std::string>> results((size_t)n.output_size());
+    for (size_t k = 0; k < size; k++) {
+      std::vector<std::string> bound;
+      for (int i = 0; i < n.input_size(); i++) {
+        const std::vector<std::string>* l = list(n, i);
+        bound.push_back(l ? (*l)[k] : input(n, i));
+      }
+      std::vector<std::string> r = inliner_.inline_graph(*body, bound, n.output(0) + "/" + std::to_string(k) + "/", out);
+      for (int o = 0; o < n.output_size() && o < (int)r.size(); o++) results[(size_t)o].push_back(r[(size_t)o]);
+    }
+    for (int o = 0; o < n.output_size(); o++) lists_[n.output(o)] = results[(size_t)o];
+    return true;
+  }
+  // A value the graph types as a sequence (an input of SequenceMap that is
+  // no known list must be a tensor for the rewrite to hold).
+  bool is_sequence_somewhere(const std::string& name) const {
+    for (auto* vis : {&g_.input(), &g_.value_info(), &g_.output()})
+      for (auto& vi : *vis)
+        if (vi.name() == name) return vi.type().has_sequence_type();
     return false;
   }
 
@@ -266,5 +375,63 @@ class Unroller {
 }  // namespace
 
 int unroll_static_sequences(onnx::ModelProto& model) { return Unroller(model).run(); }
+
+std::vector<std::pair<std::string, int64_t>> expand_sequence_inputs(onnx::ModelProto& model,
+                                                                     const std::map<std::string, int64_t>& lengths) {
+  onnx::GraphProto& g = *model.mutable_graph();
+  std::set<std::string> initializers;
+  for (auto& t : g.initializer()) initializers.insert(t.name());
+  std::map<std::string, int64_t> unused = lengths;
+  std::vector<std::pair<std::string, int64_t>> expanded;
+  std::vector<onnx::ValueInfoProto> inputs;
+  std::vector<onnx::NodeProto> constructs;
+  for (auto& in : g.input()) {
+    auto it = lengths.find(in.name());
+    if (!in.type().has_sequence_type() || initializers.count(in.name())) {
+      user_assert(it == lengths.end()) << "--sequence-length names '" << in.name() << "', which is no sequence input";
+      inputs.push_back(in);
+      continue;
+    }
+    user_assert(it != lengths.end()) << "model input '" << in.name() << "' is a sequence: give its number of tensors "
+                                     << "with --sequence-length " << in.name() << "=N (its elements become inputs "
+                                     << sequence_element_name(in.name(), 0) << ", ...)";
+    unused.erase(in.name());
+    const onnx::TypeProto& elem = in.type().sequence_type().elem_type();
+    user_assert(elem.has_tensor_type()) << "model input '" << in.name()
+                                        << "' is a sequence of non-tensors, which kilnc does not support";
+    onnx::NodeProto c;
+    c.set_op_type(it->second ? "SequenceConstruct" : "SequenceEmpty");
+    c.set_name(in.name() + "/" + c.op_type());
+    c.add_output(in.name());
+    if (!it->second) {
+      auto* a = c.add_attribute();
+      a->set_name("dtype");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(elem.tensor_type().elem_type());
+    }
+    for (int64_t i = 0; i < it->second; i++) {
+      onnx::ValueInfoProto e;
+      e.set_name(sequence_element_name(in.name(), (size_t)i));
+      *e.mutable_type() = elem;
+      c.add_input(e.name());
+      inputs.push_back(e);
+    }
+    constructs.push_back(c);
+    expanded.push_back({in.name(), it->second});
+  }
+  if (!unused.empty()) user_error << "--sequence-length names '" << unused.begin()->first << "', which is not a model input";
+  if (expanded.empty()) return expanded;
+  g.clear_input();
+  for (auto& in : inputs) *g.add_input() = std::move(in);
+  std::vector<onnx::NodeProto> nodes(constructs.begin(), constructs.end());
+  nodes.insert(nodes.end(), g.node().begin(), g.node().end());
+  g.clear_node();
+  for (auto& n : nodes) *g.add_node() = std::move(n);
+  return expanded;
+}
+
+std::string sequence_element_name(const std::string& sequence, size_t index) {
+  return sequence + "[" + std::to_string(index) + "]";
+}
 
 }  // namespace kiln

@@ -58,6 +58,10 @@ kiln_cli::OptionTable option_table(std::vector<std::string>* storage) {
        "the values of integer model input NAME (at most 16 elements), read at run\n"
        "time, lie in LO..HI (0 <= LO <= HI): sizes they decide (a window's length,\n"
        "Pad's pads, Range's limit) are planned for HI (repeatable)"},
+      {kSequenceLength, "--sequence-length", Arity::kValue, "NAME=N",
+       "model input NAME, a sequence, holds N tensors (0..4096): inputs NAME[0] ..\n"
+       "NAME[N-1] of the bundle, shaped by the model or --input-shape 'NAME[i]=..'\n"
+       "(repeatable; docs/sequences.md)"},
       {kFreezeInput, "--freeze-input", Arity::kValue, "NAME=FILE",
        "make model input NAME a constant holding FILE, a serialized ONNX TensorProto\n"
        "(as in ONNX test data); for shape-deciding inputs (repeatable)"},
@@ -181,6 +185,12 @@ void apply_option(int id, const std::string& v, CommandLine* line) {
       user_assert(eq != std::string::npos && eq > 0 && v.find("..", eq) != std::string::npos)
           << "--input-value takes NAME=LO..HI";
       options->import.input_values[v.substr(0, eq)] = parse_range(v.substr(eq + 1), "--input-value " + v, 0);
+      break;
+    }
+    case kSequenceLength: {
+      auto eq = v.rfind('=');
+      user_assert(eq != std::string::npos && eq > 0) << "--sequence-length takes NAME=N";
+      options->import.sequence_lengths[v.substr(0, eq)] = parse_count(v.substr(eq + 1), "--sequence-length", 0, 4096);
       break;
     }
     case kFreezeInput: {

@@ -249,6 +249,76 @@ def _load_tensor(onnx_mod, numpy_helper, path: str, what: str):
         raise Unsupported('%s: cannot convert %s: %s' % (what, os.path.basename(path), e))
 
 
+def _load_sequence(onnx_mod, numpy_helper, path: str, what: str):
+    """The tensors of a serialized SequenceProto, as numpy arrays."""
+    seq = onnx_mod.SequenceProto()
+    with open(path, 'rb') as f:
+        seq.ParseFromString(f.read())
+    if seq.elem_type != onnx_mod.SequenceProto.TENSOR:
+        raise Unsupported('%s: a sequence of non-tensors' % what)
+    try:
+        return [numpy_helper.to_array(t) for t in seq.tensor_values]
+    except Exception as e:  # noqa: BLE001
+        raise Unsupported('%s: cannot convert %s: %s' % (what, os.path.basename(path), e))
+
+
+def _sequence_args(inputs, sequence_shapes) -> List[str]:
+    """kilnc's --sequence-length for each sequence input (a sequence's length
+    is a compile-time fact, like a static dimension: docs/sequences.md), and
+    --input-shape for the elements the model leaves unshaped, from the data;
+    every data set must agree."""
+    args = []
+    for vi in inputs:
+        if vi.name not in sequence_shapes:
+            continue
+        per_set = sequence_shapes[vi.name]
+        if any(s != per_set[0] for s in per_set):
+            raise Unsupported("sequence input '%s': the data sets give different lengths or shapes" % vi.name)
+        args += ['--sequence-length', '%s=%d' % (vi.name, len(per_set[0]))]
+        declared = vi.type.sequence_type.elem_type.tensor_type
+        static = declared.HasField('shape') and all(d.HasField('dim_value') for d in declared.shape.dim)
+        if not static:
+            for k, shape in enumerate(per_set[0]):
+                args += ['--input-shape', '%s[%d]=%s' % (vi.name, k, ','.join(str(d) for d in shape))]
+    return args
+
+
+def _data_shape_args(inputs, sequences, converted) -> List[str]:
+    """--input-shape NAME=<the data's shape> for each tensor input whose declared
+    shape has a named or missing dimension, when every data set gives it one shape."""
+    import numpy as np
+    args = []
+    for i, vi in enumerate(inputs):
+        t = vi.type.tensor_type
+        if vi.name in sequences or (t.HasField('shape') and all(d.HasField('dim_value') for d in t.shape.dim)):
+            continue
+        shapes = {np.load(feeds[i].split('=', 1)[1], allow_pickle=False, mmap_mode='r').shape
+                  for _, feeds, _ in converted}
+        if len(shapes) != 1:
+            return []
+        args += ['--input-shape', '%s=%s' % (vi.name, ','.join(str(d) for d in shapes.pop()))]
+    return args
+
+
+def _compare_sequence(name: str, ref, folder: str) -> Optional[str]:
+    """None when folder holds exactly len(ref) files 0.npy .. matching ref."""
+    import numpy as np
+    if not os.path.isdir(folder):
+        return "output '%s' missing (%s/ not written)" % (name, os.path.basename(folder))
+    files = sorted(f for f in os.listdir(folder) if f.endswith('.npy'))
+    if len(files) != len(ref):
+        return "output '%s': a sequence of %d tensors, expected %d" % (name, len(files), len(ref))
+    for k, r in enumerate(ref):
+        try:
+            got = np.load(os.path.join(folder, '%d.npy' % k), allow_pickle=False)
+        except Exception as e:  # noqa: BLE001
+            return "output '%s'[%d]: unreadable .npy: %s" % (name, k, e)
+        problem = compare('%s[%d]' % (name, k), got, r)
+        if problem:
+            return problem
+    return None
+
+
 def compare(name: str, got, ref) -> Optional[str]:
     """None when got matches ref, else the reason."""
     import numpy as np
@@ -405,11 +475,15 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
     for what, vis in (('input', inputs), ('output', outputs)):
         for vi in vis:
             kind, elem = _value_kind(vi)
-            if kind != 'tensor':
+            if kind == 'sequence_type' and vi.type.sequence_type.elem_type.WhichOneof('value') == 'tensor_type':
+                elem = vi.type.sequence_type.elem_type.tensor_type.elem_type  # docs/sequences.md
+            elif kind != 'tensor':
                 kind = kind.replace('_type', '')
                 raise Unsupported("%s '%s' is %s %s, not a tensor" % (
                     what, vi.name, 'an' if kind[:1] in 'aeiou' else 'a', kind))
             _check_dtype(onnx, elem, "%s '%s'" % (what, vi.name))
+    sequences = {vi.name for vi in inputs + outputs if _value_kind(vi)[0] == 'sequence_type'}
+    sequence_shapes = {}  # sequence input -> per data set, its elements' shapes
 
     data_sets = sorted(d for d in glob.glob(os.path.join(case_dir, 'test_data_set_*'))
                        if os.path.isdir(d))
@@ -426,6 +500,15 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
             pb = os.path.join(ds, 'input_%d.pb' % i)
             if not os.path.isfile(pb):
                 return 'fail', '%s: missing %s' % (ds_name, os.path.basename(pb))
+            if vi.name in sequences:  # a folder of 0.npy .. N-1.npy (kiln run --input NAME=DIR)
+                folder = os.path.join(work, '%s_input_%d' % (ds_name, i))
+                os.makedirs(folder, exist_ok=True)
+                elems = _load_sequence(onnx, numpy_helper, pb, "input '%s'" % vi.name)
+                for k, arr in enumerate(elems):
+                    np.save(os.path.join(folder, '%d.npy' % k), np.array(arr, order='C', copy=True))
+                sequence_shapes.setdefault(vi.name, []).append([a.shape for a in elems])
+                feeds.append('%s=%s' % (vi.name, folder))
+                continue
             arr = _load_tensor(onnx, numpy_helper, pb, "input '%s'" % vi.name)
             if _value_kind(vi)[1] == onnx.TensorProto.BFLOAT16:
                 arr = bf16_bits(arr).view('V2')  # kiln run's bfloat16 .npy
@@ -440,6 +523,9 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
             pb = os.path.join(ds, 'output_%d.pb' % i)
             if not os.path.isfile(pb):
                 return 'fail', '%s: missing %s' % (ds_name, os.path.basename(pb))
+            if vi.name in sequences:
+                refs.append((vi.name, _load_sequence(onnx, numpy_helper, pb, "output '%s'" % vi.name)))
+                continue
             ref = _load_tensor(onnx, numpy_helper, pb, "output '%s'" % vi.name)
             if _value_kind(vi)[1] == onnx.TensorProto.BFLOAT16:
                 ref = bf16_bits(ref).view('V2')
@@ -454,7 +540,7 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
     # only the input's type matters (it is read only as CastLike's `target_type`),
     # compile a copy declaring the data's shape.
     note = ''
-    type_only = {vi.name for vi in inputs}
+    type_only = {vi.name for vi in inputs if vi.name not in sequences}
     for n in graph.node:
         for k, name in enumerate(n.input):
             if not (n.op_type == 'CastLike' and k == 1):
@@ -479,7 +565,17 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
 
     bundle = os.path.join(work, 'model.kiln')
     kilnc_args, run_args = TARGET_ARGS[target]
+    kilnc_args = kilnc_args + _sequence_args(inputs, sequence_shapes)
     rc, err = run_kilnc([kilnc, model_path, '-o', bundle] + kilnc_args, bundle, timeout, store, 0)
+    # Named (dynamic) dimensions: compiled at the data's sizes (--input-shape),
+    # as for any model kilnc compiles for the shapes it will run; the values
+    # are still the run's. All data sets must agree.
+    if rc == 1 and 'dynamic dimension' in err:
+        shaped = _data_shape_args(inputs, sequences, converted)
+        if shaped:
+            kilnc_args = kilnc_args + shaped
+            rc, err = run_kilnc([kilnc, model_path, '-o', bundle] + kilnc_args, bundle, timeout, store, 0)
+            note = 'named dimensions compiled at the data\'s sizes'
     # Inputs that decide a size (a window's length, Pad's pads): first give
     # the small integer inputs' values a range with --input-value (still
     # read at run time, the bundle serves every value in VALUE_RANGE); when
@@ -547,6 +643,11 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
             note = 'random operator: checked by distribution, not by value'
             continue
         for name, ref in refs:
+            if isinstance(ref, list):  # a sequence: out_dir/NAME/0.npy ..
+                problem = _compare_sequence(name, ref, os.path.join(out_dir, name.replace('/', '_')))
+                if problem:
+                    return 'fail', prefix + problem
+                continue
             path = os.path.join(out_dir, name.replace('/', '_') + '.npy')
             if not os.path.isfile(path):
                 return 'fail', "%soutput '%s' missing (%s not written)" % (

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 
+#include <sys/stat.h>
+
 #include "common.h"
 
 namespace kiln_tool {
@@ -225,12 +227,50 @@ int OpenSession(const CommandArgs& args, const kiln::Model& model,
   return kExitOk;
 }
 
+// --input NAME=DIR for a sequence input NAME (docs/sequences.md): DIR holds
+// 0.npy .. N-1.npy, one per element (and no N.npy), which become the
+// element inputs' files. Other --inputs are kept as they are.
+static int ExpandSequenceInputs(const kiln::Model& model, const CommandArgs& args,
+                                std::vector<std::pair<std::string, std::string>>* out) {
+  for (const auto& input : args.inputs) {
+    size_t index = 0;
+    const kiln_composite_info_t* found = nullptr;
+    kiln_composite_info_t info;
+    for (size_t c = 0; !found && !model.find_input(input.first.c_str(), &index).ok() && c < model.composite_count();
+         ++c)
+      if (model.get_composite_info(c, &info).ok() && !info.is_output && input.first == info.name) found = &info;
+    if (!found) {
+      out->push_back(input);
+      continue;
+    }
+    struct stat st;
+    if (stat(input.second.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Fail("--input %s: '%s' is no directory; a sequence input takes a directory holding 0.npy .. %zu.npy",
+                  info.name, input.second.c_str(), info.element_count ? info.element_count - 1 : 0);
+    }
+    std::string extra = input.second + "/" + std::to_string(info.element_count) + ".npy";
+    if (stat(extra.c_str(), &st) == 0) {
+      return Fail("--input %s: '%s' holds more than the %zu tensors the bundle was compiled for "
+                  "(kilnc --sequence-length %s=N)", info.name, input.second.c_str(), info.element_count, info.name);
+    }
+    for (size_t e = 0; e < info.element_count; ++e) {
+      kiln_tensor_info_t element;
+      if (!model.get_input_info(info.elements[e], &element).ok()) return Fail("--input %s: bad element", info.name);
+      out->push_back({element.name, input.second + "/" + std::to_string(e) + ".npy"});
+    }
+  }
+  return kExitOk;
+}
+
 int ReadInputs(const kiln::Model& model, const CommandArgs& args, std::vector<NpyArray>* arrays,
                std::vector<bool>* given) {
   size_t input_count = model.input_count();
   arrays->assign(input_count, NpyArray());
   given->assign(input_count, false);
-  for (const auto& input : args.inputs) {
+  std::vector<std::pair<std::string, std::string>> inputs;
+  int expanded = ExpandSequenceInputs(model, args, &inputs);
+  if (expanded != kExitOk) return expanded;
+  for (const auto& input : inputs) {
     size_t index = 0;
     kiln_tensor_info_t info;
     if (!model.find_input(input.first.c_str(), &index).ok()) {

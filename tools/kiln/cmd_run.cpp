@@ -95,13 +95,27 @@ bool MakeDirectories(const std::string& path) {
   return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
+// For each input (or output) index: the sequence it is an element of and
+// its position there ("" when it is a plain tensor).
+std::vector<std::pair<std::string, size_t>> SequenceElements(const kiln::Model& model, bool outputs) {
+  std::vector<std::pair<std::string, size_t>> of(outputs ? model.output_count() : model.input_count());
+  for (size_t c = 0; c < model.composite_count(); ++c) {
+    kiln_composite_info_t info;
+    if (!model.get_composite_info(c, &info).ok() || (info.is_output != 0) != outputs) continue;
+    for (size_t e = 0; e < info.element_count; ++e)
+      if (info.elements[e] < of.size()) of[info.elements[e]] = {info.name, e};
+  }
+  return of;
+}
+
 }  // namespace
 
 const CommandHelp kRunHelp = {
     "run", "MODEL.kiln --input NAME=FILE.npy ... [options]",
     "Runs the model on inputs from .npy files (every input needs one) and writes each\n"
     "output to DIR/<output name>.npy ('/' in a name becomes '_'); prints latency_ms=X\n"
-    "(the median run).\n"};
+    "(the median run). A sequence input takes --input NAME=DIR, DIR holding 0.npy ..\n"
+    "N-1.npy; a sequence output is written to DIR/<name>/0.npy .. (docs/sequences.md).\n"};
 
 int CmdRun(int argc, char** argv) {
   std::string output_dir;
@@ -134,10 +148,15 @@ int CmdRun(int argc, char** argv) {
   result = ReadInputs(model, args, &arrays, &given);
   if (result != kExitOk) return result;
   size_t input_count = model.input_count();
+  const std::vector<std::pair<std::string, size_t>> input_sequences = SequenceElements(model, false);
   for (size_t i = 0; i < input_count; ++i) {
     if (!given[i]) {
       kiln_tensor_info_t info;
       model.get_input_info(i, &info);
+      if (!input_sequences[i].first.empty()) {
+        return Fail("missing --input %s=DIR (a sequence: DIR/%zu.npy is %s)", input_sequences[i].first.c_str(),
+                    input_sequences[i].second, DescribeTensor(info).c_str());
+      }
       return Fail("missing --input %s=FILE.npy (%s)", info.name, DescribeTensor(info).c_str());
     }
   }
@@ -161,6 +180,7 @@ int CmdRun(int argc, char** argv) {
   if (!output_dir.empty() && !MakeDirectories(output_dir)) {
     return Fail("cannot create output directory '%s': %s", output_dir.c_str(), strerror(errno));
   }
+  const std::vector<std::pair<std::string, size_t>> output_sequences = SequenceElements(model, true);
   for (size_t i = 0; i < model.output_count(); ++i) {
     kiln_tensor_info_t info;
     status = session.get_output_info(i, &info);  // this run's shape (run-time dimensions)
@@ -171,6 +191,11 @@ int CmdRun(int argc, char** argv) {
     if (!status.ok()) return FailStatus(status);
     if (!output_dir.empty()) {
       std::string path = output_dir + "/" + SanitizeName(info.name) + ".npy";
+      if (!output_sequences[i].first.empty()) {  // DIR/<sequence>/<position>.npy
+        std::string folder = output_dir + "/" + SanitizeName(output_sequences[i].first.c_str());
+        if (!MakeDirectories(folder)) return Fail("cannot create directory '%s': %s", folder.c_str(), strerror(errno));
+        path = folder + "/" + std::to_string(output_sequences[i].second) + ".npy";
+      }
       std::string error;
       if (!WriteNpy(path, info.dtype, info.shape, info.rank, data, info.byte_size, &error)) {
         return Fail("%s", error.c_str());
@@ -180,6 +205,13 @@ int CmdRun(int argc, char** argv) {
       printf("output %s: %s\n", info.name, DescribeTensor(info).c_str());
     }
     if (i == 0 && top > 0) PrintTop(info, (const uint8_t*)data, top);
+  }
+  for (size_t c = 0; !output_dir.empty() && c < model.composite_count(); ++c) {  // empty sequences: empty folders
+    kiln_composite_info_t info;
+    if (!model.get_composite_info(c, &info).ok() || !info.is_output || info.element_count) continue;
+    std::string folder = output_dir + "/" + SanitizeName(info.name);
+    if (!MakeDirectories(folder)) return Fail("cannot create directory '%s': %s", folder.c_str(), strerror(errno));
+    printf("output %s: an empty sequence -> %s\n", info.name, folder.c_str());
   }
   printf("latency_ms=%.4f\n", Median(times));
   return CheckValidationMessages();

@@ -472,7 +472,32 @@ KILN_API kiln_status_t kiln_model_get_binding_info(const kiln_model_t* model, si
                                                    size_t binding,
                                                    kiln_binding_info_t* out_info);
 
+// A model input or output that the ONNX model types as a sequence (since
+// 0.6; docs/sequences.md). kilnc fixed its length (--sequence-length, or
+// what the graph makes); each element is an ordinary model input or output,
+// named NAME[i], set and read with the calls above.
+typedef enum kiln_composite_kind_e {  // same values as kiln.fb.CompositeKind
+  KILN_COMPOSITE_SEQUENCE = 0,  // a sequence of tensors
+} kiln_composite_kind_t;
+
+typedef struct kiln_composite_info_t {
+  size_t struct_size;          // sizeof(kiln_composite_info_t) as the caller compiled it
+  const char* name;            // the ONNX value's name, owned by the model
+  kiln_composite_kind_t kind;  // KILN_COMPOSITE_SEQUENCE
+  int is_output;               // nonzero: `elements` are output indices, else input indices
+  size_t element_count;        // the sequence's length (may be 0)
+  const uint32_t* elements;    // `element_count` input (or output) indices in order, owned by the model
+} kiln_composite_info_t;
+
+#define KILN_COMPOSITE_INFO_MIN_SIZE sizeof(kiln_composite_info_t)
+
+// The number of composite inputs and outputs (0 for bundles before 0.8).
+KILN_API size_t kiln_model_composite_count(const kiln_model_t* model);
+KILN_API kiln_status_t kiln_model_get_composite_info(const kiln_model_t* model, size_t index,
+                                                     kiln_composite_info_t* out_info);
+
 // Zero `*info` and set its struct_size.
+static inline void kiln_composite_info_init(kiln_composite_info_t* s) { kiln_struct_init(s, sizeof(*s)); }
 static inline void kiln_model_info_init(kiln_model_info_t* s) { kiln_struct_init(s, sizeof(*s)); }
 static inline void kiln_node_info_init(kiln_node_info_t* s) { kiln_struct_init(s, sizeof(*s)); }
 static inline void kiln_attribute_info_init(kiln_attribute_info_t* s) { kiln_struct_init(s, sizeof(*s)); }

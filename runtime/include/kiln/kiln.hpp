@@ -94,6 +94,11 @@ class Model : public Owner<kiln_model_t*, kiln_model_free> {
 
   size_t input_count() const { return kiln_model_input_count(get()); }
   size_t output_count() const { return kiln_model_output_count(get()); }
+  size_t composite_count() const { return kiln_model_composite_count(get()); }
+  Status get_composite_info(size_t index, kiln_composite_info_t* out_info) const {
+    kiln_composite_info_init(out_info);
+    return Status(kiln_model_get_composite_info(get(), index, out_info));
+  }
   Status get_input_info(size_t index, kiln_tensor_info_t* out) const {
     return Get(kiln_model_get_input_info, out, index);
   }

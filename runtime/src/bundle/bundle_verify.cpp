@@ -5,9 +5,11 @@
 // Vulkan bundles (bundle_verify_spirv.cpp).
 #include "bundle/bundle_verify.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/address_space.h"
+#include "base/allocator.h"
 #include "base/checked_math.h"
 #include "base/dtype.h"
 #include "base/hash.h"
@@ -265,6 +267,55 @@ static kiln_status_t kiln_bundle_verify_tensors(const fb::Bundle* bundle,
   return NULL;
 }
 
+// Composite inputs and outputs (sequences): a name, a known kind, elements
+// that are model inputs (or outputs) in range, none in two composites.
+static kiln_status_t kiln_bundle_verify_composites(const fb::Bundle* bundle) {
+  const auto* composites = bundle->composites();
+  if (!composites) return NULL;
+  uint32_t input_count = bundle->inputs() ? bundle->inputs()->size() : 0;
+  uint32_t output_count = bundle->outputs() ? bundle->outputs()->size() : 0;
+  // Which inputs and outputs are some composite's element already (each may be one once).
+  uint8_t *used_inputs = NULL, *used_outputs = NULL;
+  kiln_status_t status = kiln_calloc_array(input_count + 1u, &used_inputs);
+  if (!status) status = kiln_calloc_array(output_count + 1u, &used_outputs);
+  for (uint32_t c = 0; !status && c < composites->size(); ++c) {
+    const fb::Composite* composite = composites->Get(c);
+    if (!composite->name()) {
+      status = kiln_make_status(KILN_INVALID_BUNDLE, "bundle: composite %u has no name", c);
+      break;
+    }
+    if (composite->kind() != fb::CompositeKind::Sequence) {
+      status = kiln_make_status(KILN_INVALID_BUNDLE, "bundle: composite %u: unknown kind %u", c,
+                                (unsigned)composite->kind());
+      break;
+    }
+    uint32_t count = composite->output() ? output_count : input_count;
+    const auto* elements = composite->elements();
+    for (uint32_t e = 0; elements && e < elements->size(); ++e) {
+      uint32_t at = elements->Get(e);
+      if (at >= count) {
+        status = kiln_make_status(KILN_INVALID_BUNDLE,
+                                  "bundle: composite %u, element %u: %s %u out of range (%u %ss)", c,
+                                  e, composite->output() ? "output" : "input", at, count,
+                                  composite->output() ? "output" : "input");
+        break;
+      }
+      uint8_t* used = composite->output() ? used_outputs : used_inputs;
+      if (used[at]) {
+        status = kiln_make_status(KILN_INVALID_BUNDLE,
+                                  "bundle: composite %u, element %u: %s %u is an element twice", c, e,
+                                  composite->output() ? "output" : "input", at);
+        break;
+      }
+      used[at] = 1;
+    }
+    if (status) break;
+  }
+  free(used_inputs);
+  free(used_outputs);
+  return status;
+}
+
 //===----------------------------------------------------------------------===//
 // Graph nodes (kept for inspection only)
 //===----------------------------------------------------------------------===//
@@ -472,6 +523,7 @@ kiln_status_t kiln_bundle_verify(const uint8_t* data, size_t size,
   KILN_RETURN_IF_ERROR(kiln_size_from_u64(view.arena_bytes, "bundle: the arena (memory.arena_bytes)", NULL));
 
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_tensors(bundle, &view));
+  KILN_RETURN_IF_ERROR(kiln_bundle_verify_composites(bundle));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_nodes(bundle));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_libraries(bundle, &view));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_dispatches(bundle));

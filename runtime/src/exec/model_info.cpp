@@ -128,6 +128,26 @@ kiln_status_t kiln_model_get_output_info(const kiln_model_t* model, size_t index
                                "kiln_tensor_info_t", out_info);
 }
 
+size_t kiln_model_composite_count(const kiln_model_t* model) {
+  return model ? kiln_model_count(model->view.bundle->composites()) : 0;
+}
+
+kiln_status_t kiln_model_get_composite_info(const kiln_model_t* model, size_t index,
+                                            kiln_composite_info_t* out_info) {
+  const fb::Composite* source = NULL;
+  KILN_RETURN_IF_ERROR(
+      kiln_model_entry(model, out_info, index, &fb::Bundle::composites, "composite", &source));
+  kiln_composite_info_t info = {};
+  info.name = kiln_model_string(source->name());
+  info.kind = (kiln_composite_kind_t)source->kind();
+  info.is_output = source->output() ? 1 : 0;
+  uint32_t count = 0;
+  info.elements = kiln_model_list(source->elements(), &count);
+  info.element_count = count;
+  return kiln_model_write_info(info, KILN_COMPOSITE_INFO_MIN_SIZE, "kiln_composite_info_t",
+                               out_info);
+}
+
 static kiln_status_t kiln_model_find_io(const kiln_model_t* model, const kiln_tensor_info_t* ios,
                                         size_t count, const char* name, const char* what,
                                         size_t* out_index) {

@@ -1,0 +1,109 @@
+#include "import/subgraph.h"
+
+#include <map>
+
+namespace kiln {
+namespace {
+
+using Renames = std::map<std::string, std::string>;
+
+// Names a graph defines for itself: its inputs, initializers and node
+// outputs ("", an absent optional output, is no name).
+std::set<std::string> defined_in(const onnx::GraphProto& g) {
+  std::set<std::string> d;
+  for (auto& i : g.input()) d.insert(i.name());
+  for (auto& t : g.initializer()) d.insert(t.name());
+  for (auto& n : g.node())
+    for (auto& o : n.output()) d.insert(o);
+  d.erase("");
+  return d;
+}
+
+// Every name defined in `g` or in a graph nested in it.
+void all_defined(const onnx::GraphProto& g, std::set<std::string>& out) {
+  for (auto& name : defined_in(g)) out.insert(name);
+  for (auto& n : g.node())
+    for (auto& a : n.attribute()) {
+      if (a.has_g()) all_defined(a.g(), out);
+      for (auto& sub : a.graphs()) all_defined(sub, out);
+    }
+}
+
+// Renames the reads of a nested graph that refer to renamed values of the
+// graph around it (the names it defines itself shadow them).
+void rename_outer_reads(onnx::GraphProto& g, const Renames& outer) {
+  std::set<std::string> own = defined_in(g);
+  Renames visible;
+  for (auto& [from, to] : outer)
+    if (!own.count(from)) visible[from] = to;
+  if (visible.empty()) return;
+  for (auto& n : *g.mutable_node()) {
+    for (auto& in : *n.mutable_input()) {
+      auto it = visible.find(in);
+      if (it != visible.end()) in = it->second;
+    }
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) rename_outer_reads(*a.mutable_g(), visible);
+      for (auto& sub : *a.mutable_graphs()) rename_outer_reads(sub, visible);
+    }
+  }
+  for (auto& o : *g.mutable_output()) {
+    auto it = visible.find(o.name());
+    if (it != visible.end()) o.set_name(it->second);
+  }
+}
+
+}  // namespace
+
+SubgraphInliner::SubgraphInliner(onnx::GraphProto& g) : g_(g) {
+  all_defined(g, taken_);  // fresh names must not shadow or be shadowed anywhere
+}
+
+std::string SubgraphInliner::fresh(const std::string& base) {
+  std::string name = base;
+  for (int k = 1; taken_.count(name); k++) name = base + "_" + std::to_string(k);
+  taken_.insert(name);
+  return name;
+}
+
+std::vector<std::string> SubgraphInliner::inline_graph(const onnx::GraphProto& body,
+                                                        const std::vector<std::string>& bound,
+                                                        const std::string& prefix, std::vector<onnx::NodeProto>& out) {
+  Renames local;
+  for (auto& name : defined_in(body)) local[name] = fresh(prefix + name);
+  for (size_t k = 0; k < bound.size() && k < (size_t)body.input_size(); k++) local[body.input((int)k).name()] = bound[k];
+  for (auto& t : body.initializer()) {
+    onnx::TensorProto* copy = g_.add_initializer();
+    *copy = t;
+    copy->set_name(local[t.name()]);
+  }
+  for (auto& bn : body.node()) {
+    onnx::NodeProto c = bn;
+    c.set_name(fresh(prefix + (c.name().empty() ? c.op_type() : c.name())));
+    for (auto& in : *c.mutable_input()) {
+      auto it = local.find(in);
+      if (it != local.end()) in = it->second;
+    }
+    for (auto& o : *c.mutable_output())
+      if (!o.empty()) o = local[o];
+    for (auto& a : *c.mutable_attribute()) {
+      if (a.has_g()) rename_outer_reads(*a.mutable_g(), local);
+      for (auto& sub : *a.mutable_graphs()) rename_outer_reads(sub, local);
+    }
+    out.push_back(std::move(c));
+  }
+  std::vector<std::string> results;
+  for (auto& o : body.output()) {
+    auto it = local.find(o.name());
+    results.push_back(it == local.end() ? o.name() : it->second);  // an outer value, or the body's
+  }
+  return results;
+}
+
+const onnx::GraphProto* graph_attribute(const onnx::NodeProto& n, const char* name) {
+  for (auto& a : n.attribute())
+    if (a.name() == name && a.has_g()) return &a.g();
+  return nullptr;
+}
+
+}  // namespace kiln

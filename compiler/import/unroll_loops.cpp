@@ -1,0 +1,317 @@
+#include "import/unroll_loops.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "import/fold_shapes.h"
+#include "import/subgraph.h"
+#include "support/diagnostics.h"
+
+namespace kiln {
+namespace {
+
+using TP = onnx::TensorProto;
+
+std::string describe(const onnx::NodeProto& n) { return n.op_type() + " node '" + n.name() + "'"; }
+
+int64_t int_attr(const onnx::NodeProto& n, const char* name, int64_t dflt) {
+  for (auto& a : n.attribute())
+    if (a.name() == name) return a.i();
+  return dflt;
+}
+
+std::vector<int64_t> ints_attr(const onnx::NodeProto& n, const char* name) {
+  for (auto& a : n.attribute())
+    if (a.name() == name) return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+  return {};
+}
+
+class LoopUnroller {
+ public:
+  explicit LoopUnroller(onnx::ModelProto& m) : g_(*m.mutable_graph()), inliner_(g_) {
+    for (auto& o : m.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    for (auto& t : g_.initializer()) constants_[t.name()] = &t;
+    for (auto& i : g_.input()) constants_.erase(i.name());  // an input may override it
+    for (auto& n : g_.node())
+      if (n.op_type() == "Constant" && n.output_size() == 1)
+        for (auto& a : n.attribute())
+          if (a.name() == "value" && a.has_t()) constants_[n.output(0)] = &a.t();
+    shapes_ = static_shapes(g_);
+  }
+
+  int run() {
+    std::vector<onnx::NodeProto> out;
+    int unrolled = 0;
+    for (const auto& n : g_.node()) {
+      bool ours = n.domain().empty() || n.domain() == "ai.onnx";
+      size_t mark = out.size();
+      bool done = ours && ((n.op_type() == "Loop" && loop(n, out)) || (n.op_type() == "Scan" && scan(n, out)));
+      if (done) {
+        unrolled++;
+        continue;
+      }
+      out.resize(mark);
+      out.push_back(n);
+    }
+    if (!unrolled) return 0;
+    g_.clear_node();
+    for (auto& n : out) *g_.add_node() = std::move(n);
+    for (auto& t : new_initializers_) *g_.add_initializer() = std::move(t);
+    return unrolled;
+  }
+
+ private:
+  onnx::GraphProto& g_;
+  SubgraphInliner inliner_;
+  int64_t opset_ = 13;
+  std::map<std::string, const TP*> constants_;          // value -> its constant
+  std::map<std::string, std::vector<int64_t>> shapes_;  // value -> its static shape
+  std::vector<TP> new_initializers_;                    // iteration numbers, indices, axes
+
+  std::optional<std::vector<int64_t>> ints(const std::string& name) const {
+    auto it = constants_.find(name);
+    if (it == constants_.end()) return std::nullopt;
+    return constant_ints(*it->second);
+  }
+  // An integer constant: a scalar (`dims` empty) or 1-D tensor.
+  std::string constant(const std::string& base, TP::DataType type, const std::vector<int64_t>& values, bool scalar) {
+    TP t;
+    t.set_name(inliner_.fresh(base));
+    t.set_data_type(type);
+    if (!scalar) t.add_dims((int64_t)values.size());
+    for (int64_t v : values) {
+      if (type == TP::INT64) t.add_int64_data(v);
+      else t.add_int32_data((int32_t)v);
+    }
+    new_initializers_.push_back(t);
+    return t.name();
+  }
+  onnx::NodeProto& emit(std::vector<onnx::NodeProto>& out, const std::string& base, const std::string& op,
+                        std::vector<std::string> inputs, std::vector<std::string> outputs) {
+    onnx::NodeProto m;
+    m.set_op_type(op);
+    m.set_name(inliner_.fresh(base + "/" + op));
+    for (auto& i : inputs) m.add_input(i);
+    for (auto& o : outputs) m.add_output(o);
+    out.push_back(std::move(m));
+    return out.back();
+  }
+  static void set_int(onnx::NodeProto& m, const char* name, int64_t v) {
+    auto* a = m.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  }
+  // Unsqueeze on `axis` (an attribute before opset 13, an input since).
+  std::string unsqueeze(std::vector<onnx::NodeProto>& out, const std::string& base, const std::string& x, int64_t axis) {
+    std::string y = inliner_.fresh(base + "/unsqueezed");
+    if (opset_ >= 13) {
+      emit(out, base, "Unsqueeze", {x, constant(base + "/axes", TP::INT64, {axis}, false)}, {y});
+    } else {
+      onnx::NodeProto& m = emit(out, base, "Unsqueeze", {x}, {y});
+      auto* a = m.add_attribute();
+      a->set_name("axes");
+      a->set_type(onnx::AttributeProto::INTS);
+      a->add_ints(axis);
+    }
+    return y;
+  }
+  // Slice `index` of `x` along `axis`, that axis removed.
+  std::string take(std::vector<onnx::NodeProto>& out, const std::string& base, const std::string& x, int64_t axis,
+                   int64_t index) {
+    std::string y = inliner_.fresh(base + "/slice");
+    set_int(emit(out, base, "Gather", {x, constant(base + "/index", TP::INT64, {index}, true)}, {y}), "axis", axis);
+    return y;
+  }
+  // Stacks `parts` (each Unsqueezed on `axis`) into `result` with a Concat.
+  void stack(std::vector<onnx::NodeProto>& out, const std::string& base, const std::vector<std::string>& parts,
+             int64_t axis, const std::string& result) {
+    std::vector<std::string> grown;
+    for (auto& p : parts) grown.push_back(unsqueeze(out, base, p, axis));
+    set_int(emit(out, base, "Concat", grown, {result}), "axis", axis);
+  }
+  bool constant_true(const std::string& name) const {
+    auto v = ints(name);
+    return v && v->size() == 1 && (*v)[0] != 0;
+  }
+  // Whether the body's condition output is always true when its input is.
+  static bool never_ends_early(const onnx::GraphProto& body) {
+    if (body.input_size() < 2 || body.output_size() < 1) return false;
+    std::string c = body.output(0).name();
+    for (int hops = 0; hops < 8; hops++) {
+      if (c == body.input(1).name()) return true;
+      const onnx::NodeProto* producer = nullptr;
+      for (auto& n : body.node())
+        for (auto& o : n.output())
+          if (o == c) producer = &n;
+      if (!producer) return false;
+      if (producer->op_type() == "Identity" && producer->input_size() == 1) {
+        c = producer->input(0);
+        continue;
+      }
+      if (producer->op_type() == "Constant")
+        for (auto& a : producer->attribute())
+          if (a.name() == "value" && a.has_t()) {
+            auto v = constant_ints(a.t());
+            return v && v->size() == 1 && (*v)[0] != 0;
+          }
+      return false;
+    }
+    return false;
+  }
+
+  // Loop(M, cond, v...) -> (v_final..., scan outputs...).
+  bool loop(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    const onnx::GraphProto* body = graph_attribute(n, "body");
+    if (!body || n.input_size() < 2 || n.input(0).empty()) return false;
+    auto trips = ints(n.input(0));
+    if (!trips || trips->size() != 1) return false;
+    if (!n.input(1).empty() && !constant_true(n.input(1))) return false;
+    if (!never_ends_early(*body)) return false;
+    const int carried = n.input_size() - 2;
+    const int scans = body->output_size() - 1 - carried;
+    user_assert(body->input_size() == carried + 2 && scans >= 0 && n.output_size() <= carried + scans)
+        << describe(n) << ": the body's inputs and outputs do not match the loop's";
+    const int64_t m = std::max<int64_t>((*trips)[0], 0);
+    if (m * std::max(body->node_size(), 1) > kMaxUnrolledNodes) return false;
+    if (m == 0 && scans > 0) return false;  // empty scan outputs: their shape is the body's to say
+    std::string base = n.name().empty() ? n.output(0) : n.name();
+    std::string cond = constant(base + "/true", TP::BOOL, {1}, true);
+    std::vector<std::string> state(n.input().begin() + 2, n.input().end());
+    std::vector<std::vector<std::string>> scanned((size_t)scans);
+    for (int64_t i = 0; i < m; i++) {
+      std::vector<std::string> bound = {constant(base + "/iteration", TP::INT64, {i}, true), cond};
+      bound.insert(bound.end(), state.begin(), state.end());
+      std::vector<std::string> results =
+          inliner_.inline_graph(*body, bound, base + "/" + std::to_string(i) + "/", out);
+      for (int k = 0; k < carried; k++) state[(size_t)k] = results[(size_t)(1 + k)];
+      for (int k = 0; k < scans; k++) scanned[(size_t)k].push_back(results[(size_t)(1 + carried + k)]);
+    }
+    for (int k = 0; k < n.output_size(); k++) {
+      if (n.output(k).empty()) continue;
+      if (k < carried) emit(out, base, "Identity", {state[(size_t)k]}, {n.output(k)});
+      else stack(out, base, scanned[(size_t)(k - carried)], 0, n.output(k));
+    }
+    return true;
+  }
+
+  // One scan over `inputs` (without a batch axis): the final states and the
+  // scan outputs, written to `results` (states first).
+  bool scan_once(const onnx::NodeProto& n, const onnx::GraphProto& body, const std::string& base,
+                 std::vector<std::string> state, const std::vector<std::string>& inputs,
+                 const std::vector<std::vector<int64_t>>& input_shapes, std::vector<std::string>* finals,
+                 std::vector<std::vector<std::string>>* scanned, std::vector<onnx::NodeProto>& out) {
+    const int num_in = (int)inputs.size();
+    std::vector<int64_t> axes = ints_attr(n, "scan_input_axes"), dirs = ints_attr(n, "scan_input_directions");
+    if (axes.empty()) axes.assign((size_t)num_in, 0);
+    if (dirs.empty()) dirs.assign((size_t)num_in, 0);
+    user_assert((int)axes.size() == num_in && (int)dirs.size() == num_in)
+        << describe(n) << ": scan_input_axes and scan_input_directions need one entry per scan input";
+    int64_t trips = -1;
+    for (int k = 0; k < num_in; k++) {
+      const auto& shape = input_shapes[(size_t)k];
+      int64_t axis = axes[(size_t)k] < 0 ? axes[(size_t)k] + (int64_t)shape.size() : axes[(size_t)k];
+      user_assert(axis >= 0 && axis < (int64_t)shape.size()) << describe(n) << ": scan input " << k << "'s axis is out of range";
+      axes[(size_t)k] = axis;
+      user_assert(trips < 0 || trips == shape[(size_t)axis])
+          << describe(n) << ": the scan inputs' scanned axes differ (" << trips << " and " << shape[(size_t)axis] << ")";
+      trips = shape[(size_t)axis];
+    }
+    if (trips <= 0 || trips * std::max(body.node_size(), 1) > kMaxUnrolledNodes) return false;
+    for (int64_t i = 0; i < trips; i++) {
+      std::vector<std::string> bound = state;
+      for (int k = 0; k < num_in; k++)
+        bound.push_back(take(out, base, inputs[(size_t)k], axes[(size_t)k], dirs[(size_t)k] ? trips - 1 - i : i));
+      std::vector<std::string> results = inliner_.inline_graph(body, bound, base + "/" + std::to_string(i) + "/", out);
+      for (size_t k = 0; k < state.size(); k++) state[k] = results[k];
+      for (size_t k = state.size(); k < results.size(); k++) (*scanned)[k - state.size()].push_back(results[k]);
+    }
+    *finals = state;
+    return true;
+  }
+
+  // Scan: opset 9 on (states..., scan inputs...); opset 8 (sequence_lens, states..., scan inputs...) with a batch axis.
+  bool scan(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    const onnx::GraphProto* body = graph_attribute(n, "body");
+    if (!body) return false;
+    const bool batched = opset_ < 9;
+    const int first = batched ? 1 : 0;
+    if (batched && !n.input(0).empty()) return false;  // sequence_lens: lengths per batch entry
+    const int num_in = (int)int_attr(n, "num_scan_inputs", -1);
+    const int num_state = n.input_size() - first - num_in;
+    user_assert(num_in >= 1 && num_state >= 0 && body->input_size() == num_state + num_in &&
+                body->output_size() >= num_state && n.output_size() <= body->output_size())
+        << describe(n) << ": num_scan_inputs and the body's inputs and outputs do not match the node's";
+    const int num_out = body->output_size() - num_state;
+    std::vector<int64_t> out_axes = ints_attr(n, "scan_output_axes"), out_dirs = ints_attr(n, "scan_output_directions");
+    if (out_axes.empty()) out_axes.assign((size_t)num_out, 0);
+    if (out_dirs.empty()) out_dirs.assign((size_t)num_out, 0);
+    user_assert((int)out_axes.size() == num_out && (int)out_dirs.size() == num_out)
+        << describe(n) << ": scan_output_axes and scan_output_directions need one entry per scan output";
+    std::vector<std::string> states(n.input().begin() + first, n.input().begin() + first + num_state);
+    std::vector<std::string> inputs(n.input().begin() + first + num_state, n.input().end());
+    std::vector<std::vector<int64_t>> shapes;
+    for (auto& x : inputs) {
+      auto it = shapes_.find(x);
+      if (it == shapes_.end()) return false;
+      shapes.push_back(it->second);
+    }
+    std::string base = n.name().empty() ? n.output(0) : n.name();
+    // Opset 8: one scan per batch entry, over axis 1 of each input.
+    int64_t batch = 1;
+    if (batched) {
+      for (auto& s : shapes) {
+        user_assert(s.size() >= 2) << describe(n) << ": a scan input needs a batch and a sequence axis";
+        batch = s[0];
+      }
+      if (batch <= 0 || batch * std::max(body->node_size(), 1) > kMaxUnrolledNodes) return false;
+    }
+    std::vector<std::vector<std::string>> final_parts((size_t)num_state), output_parts((size_t)num_out);
+    for (int64_t b = 0; b < batch; b++) {
+      std::vector<std::string> s = states, x = inputs;
+      std::vector<std::vector<int64_t>> xs = shapes;
+      if (batched) {
+        for (auto& v : s) v = take(out, base, v, 0, b);
+        for (size_t k = 0; k < x.size(); k++) {
+          x[k] = take(out, base, x[k], 0, b);
+          xs[k].erase(xs[k].begin());
+        }
+      }
+      std::vector<std::string> finals;
+      std::vector<std::vector<std::string>> scanned((size_t)num_out);
+      if (!scan_once(n, *body, base + (batched ? "/" + std::to_string(b) : std::string()), s, x, xs, &finals, &scanned,
+                     out))
+        return false;
+      for (int k = 0; k < num_state; k++) final_parts[(size_t)k].push_back(finals[(size_t)k]);
+      for (int k = 0; k < num_out; k++) {
+        std::vector<std::string> parts = scanned[(size_t)k];
+        if (out_dirs[(size_t)k]) std::reverse(parts.begin(), parts.end());
+        std::string joined = batched ? inliner_.fresh(base + "/scanned") : n.output(num_state + k);
+        if (joined.empty()) continue;
+        // (A negative axis counts from the stacked output's rank, which the
+        // Unsqueeze resolves the same way.)
+        stack(out, base, parts, out_axes[(size_t)k], joined);
+        output_parts[(size_t)k].push_back(joined);
+      }
+    }
+    for (int k = 0; k < num_state; k++) {
+      if (k >= n.output_size() || n.output(k).empty()) continue;
+      if (batched) stack(out, base, final_parts[(size_t)k], 0, n.output(k));
+      else emit(out, base, "Identity", {final_parts[(size_t)k][0]}, {n.output(k)});
+    }
+    if (batched)
+      for (int k = 0; k < num_out && num_state + k < n.output_size(); k++)
+        if (!n.output(num_state + k).empty()) stack(out, base, output_parts[(size_t)k], 0, n.output(num_state + k));
+    return true;
+  }
+};
+
+}  // namespace
+
+int unroll_static_loops(onnx::ModelProto& model) { return LoopUnroller(model).run(); }
+
+}  // namespace kiln

@@ -1,0 +1,33 @@
+// Loops whose trip count is a compile-time fact are unrolled.
+//
+// kilnc compiles a static dataflow graph; ONNX's Loop and Scan repeat a
+// body graph. Where the number of repetitions is known at compile time, the
+// body is copied once per iteration (subgraph.h) and the loop disappears:
+//   Loop  with a constant trip count, a first condition that is absent or a
+//         constant true, and a body that never ends early (its condition
+//         output is its condition input, an Identity of it, or a constant
+//         true): the iteration number becomes a constant, the carried values
+//         thread through the copies, each scan output is the Concat of its
+//         per-iteration values (Unsqueezed on axis 0);
+//   Scan  (opset 8 with its batch axis and no sequence_lens; opset 9 on)
+//         over inputs of static shape: each iteration Gathers one slice of
+//         every scan input along its axis (in its direction), the states
+//         thread through, each scan output is the Concat of its slices
+//         along its axis (in its direction).
+// SequenceMap over a sequence of known length is static_sequences.h's.
+// Loops ending on a run-time condition, or with a trip count known only at
+// run time, are left alone (kilnc names the node later). A loop whose copies
+// would exceed kMaxUnrolledNodes nodes is left alone too.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+namespace kiln {
+
+// At most this many body nodes are copied per loop.
+constexpr int kMaxUnrolledNodes = 1 << 16;
+
+// Returns the number of Loop and Scan nodes unrolled (0: the graph is unchanged).
+int unroll_static_loops(onnx::ModelProto& model);
+
+}  // namespace kiln
