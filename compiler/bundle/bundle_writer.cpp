@@ -270,12 +270,13 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
     for (auto& st : code) steps.emplace_back(static_cast<fb::ShapeOp>(st.op), st.operand);
     exprs.push_back(fb::CreateShapeExprDirect(b, &steps));
   }
-  // Sequence inputs and outputs: information only, no min_runtime_minor.
+  // Sequence and optional inputs and outputs: information only, no min_runtime_minor.
   std::vector<flatbuffers::Offset<fb::Composite>> composites;
   for (auto& c : g.composites) {
     std::vector<uint32_t> elements(c.elements.begin(), c.elements.end());
-    composites.push_back(
-        fb::CreateCompositeDirect(b, c.name.c_str(), fb::CompositeKind::Sequence, c.output, &elements));
+    composites.push_back(fb::CreateCompositeDirect(
+        b, c.name.c_str(), c.optional ? fb::CompositeKind::Optional : fb::CompositeKind::Sequence, c.output,
+        &elements, c.optional ? c.presence : -1, c.optional && c.sequence));
   }
   const bool dynamic = !g.symbols.empty();
   std::string producer = std::string("kilnc ") + kKilncVersion;

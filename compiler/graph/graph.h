@@ -129,12 +129,15 @@ struct Node {
   std::string describe() const;
 };
 
-// A model input or output that ONNX types as a sequence (docs/sequences.md):
-// its length is a compile-time fact, its elements ordinary inputs or outputs.
+// A model input or output that ONNX types as a sequence or an optional
+// (docs/sequences.md, import/boundary_values.h), made of ordinary ones.
 struct Composite {
   std::string name;           // the ONNX value's name
-  bool output = false;        // its elements are model outputs (else inputs)
+  bool output = false;        // its tensors are model outputs (else inputs)
+  bool optional = false;      // an optional (else a sequence)
+  bool sequence = false;      // it is, or holds, a sequence of `elements`
   std::vector<int> elements;  // positions in Graph::inputs or ::outputs, in order
+  int presence = -1;          // an optional: the position of its bool scalar
 };
 
 struct Graph {

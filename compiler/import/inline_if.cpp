@@ -128,7 +128,11 @@ class IfInliner {
       // Sequences: static_sequences.h makes one Where per element; ONNX's
       // shape inference (which types Where's operands as tensors) skips a
       // node of kiln's domain.
-      if (then_branch.output(k).type().has_sequence_type() || else_branch.output(k).type().has_sequence_type())
+      auto composite = [&](const onnx::GraphProto& b) {
+        const onnx::TypeProto& t = b.output(k).type();
+        return t.has_sequence_type() || t.has_optional_type();
+      };
+      if (composite(then_branch) || composite(else_branch))
         where.set_domain(kSequenceWhereDomain), sequence_where_ = true;
       where.set_name(fresh(prefix + "output_" + std::to_string(k)));
       where.add_input(scalar.output(0));

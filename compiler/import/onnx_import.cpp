@@ -17,7 +17,7 @@
 #include "import/fold_shapes.h"
 #include "import/infer_dims.h"
 #include "import/inline_if.h"
-#include "import/static_sequences.h"
+#include "import/boundary_values.h"
 #include "import/validate.h"
 #include "support/diagnostics.h"
 
@@ -279,9 +279,8 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     }
   }
 
-  // Sequence inputs: one tensor input per element (static_sequences.h).
-  const std::vector<std::pair<std::string, int64_t>> sequence_inputs =
-      expand_sequence_inputs(model, options.sequence_lengths);
+  // Sequence and optional inputs: their tensors (boundary_values.h).
+  expand_composite_inputs(model, options.sequence_lengths);
 
   // Apply --input-shape overrides to the graph inputs: static dimensions
   // become values, run-time ones (ranges, or the model's named dimensions
@@ -420,6 +419,17 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   }
   for (auto& in : g->input()) {
     if (initializer_names.count(in.name())) continue;  // an initializer listed as input (IR < 4): a constant
+    if (!in.type().has_tensor_type()) {  // an optional (or sequence) static_sequences.h could not resolve
+      std::string readers;
+      for (auto& n : g->node())
+        for (auto& i : n.input())
+          if (i == in.name() && readers.empty()) readers = n.op_type() + " node '" + n.name() + "'";
+      user_error << "model input '" << in.name() << "' is " << (in.type().has_optional_type() ? "an optional" : "no tensor")
+                 << ", which kilnc resolves only when what reads it is known at compile time"
+                 << (readers.empty() ? std::string(" (it is read inside a subgraph: a Loop's or If's)")
+                                     : " (" + readers + " reads it)")
+                 << "; a Loop needs a constant trip count";
+    }
     user_assert(!in.type().has_tensor_type() || in.type().tensor_type().has_shape())
         << "model input '" << in.name() << "' has no shape, not even a rank; give it one with --input-shape "
         << in.name() << "=D0,D1,... (a scalar: --input-shape " << in.name() << "=)";
@@ -578,22 +588,20 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     user_assert(it != value_ids.end()) << "model output '" << o.name() << "' is not produced by any node";
     out.outputs.push_back(it->second);
   }
-  // Sequences at the boundary: their elements' positions among the inputs and outputs.
-  auto positions = [&](const std::string& name, int64_t count, const std::vector<int>& among, bool output) {
-    graph::Composite c{name, output, {}};
-    for (int64_t i = 0; i < count; i++) {
-      auto it = value_ids.find(sequence_element_name(name, (size_t)i));
+  // Sequences and optionals at the boundary: their tensors' positions among the inputs or outputs.
+  for (auto& r : composite_records(model)) {
+    const std::vector<int>& among = r.output ? out.outputs : out.inputs;
+    auto position = [&](const std::string& name) {
+      auto it = value_ids.find(name);
       auto at = it == value_ids.end() ? among.end() : std::find(among.begin(), among.end(), it->second);
-      internal_assert(at != among.end()) << "sequence " << name << " element " << i << " is no model "
-                                         << (output ? "output" : "input");
-      c.elements.push_back((int)(at - among.begin()));
-    }
+      internal_assert(at != among.end()) << name << " is no model " << (r.output ? "output" : "input");
+      return (int)(at - among.begin());
+    };
+    graph::Composite c{r.name, r.output, r.optional, r.sequence, {}, -1};
+    for (auto& name : r.element_names()) c.elements.push_back(position(name));
+    if (r.optional) c.presence = position(optional_presence_name(r.name));
     out.composites.push_back(c);
-  };
-  for (auto& [name, count] : sequence_inputs) positions(name, count, out.inputs, false);
-  for (auto& p : model.metadata_props())
-    if (p.key().rfind(kSequenceOutputKey, 0) == 0)
-      positions(p.key().substr(kSequenceOutputKey.size()), std::stoll(p.value()), out.outputs, true);
+  }
   if (dynamic) {
     infer_run_time_dims(out, unknown_rank);
     for (auto& v : out.values) check_size(v, "value '" + v.name + "' (at its largest)");

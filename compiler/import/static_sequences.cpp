@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "import/boundary_values.h"
 #include "import/fold_shapes.h"
 #include "import/inline_if.h"
 #include "import/subgraph.h"
@@ -30,6 +31,11 @@ class Unroller {
         for (auto& a : n.attribute())
           if (a.name() == "value" && a.has_t()) constants_[n.output(0)] = &a.t();
     shapes_ = static_shapes(g_);
+    for (auto& r : composite_records(m))  // optional inputs (boundary_values.h)
+      if (r.optional && !r.output) {
+        optionals_[r.name] = {optional_presence_name(r.name), optional_value_name(r.name)};
+        optional_inputs_.insert(r.name);
+      }
   }
 
   int run() {
@@ -48,18 +54,20 @@ class Unroller {
       if (reads_list(n)) return lengths_only();
     std::vector<onnx::ValueInfoProto> outputs;
     for (auto& o : g_.output()) {
-      auto it = lists_.find(o.name());
-      if (it == lists_.end()) {
-        outputs.push_back(o);
-        continue;
-      }
-      expand_output(o, it->second, out, outputs);
+      if (lists_.count(o.name()) || optionals_.count(o.name())) expand_output(o, out, outputs);
+      else outputs.push_back(o);
     }
     g_.clear_node();
     for (auto& n : out) *g_.add_node() = n;
     for (auto& t : new_initializers_) *g_.add_initializer() = t;
     g_.clear_output();
     for (auto& o : outputs) *g_.add_output() = std::move(o);
+    // Optional inputs are their tensors now (nothing reads the typed input).
+    std::vector<onnx::ValueInfoProto> inputs;
+    for (auto& i : g_.input())
+      if (!optional_inputs_.count(i.name())) inputs.push_back(i);
+    g_.clear_input();
+    for (auto& i : inputs) *g_.add_input() = std::move(i);
     return rewritten;
   }
 
@@ -70,6 +78,14 @@ class Unroller {
   std::map<std::string, const TP*> constants_;            // value -> its constant
   std::map<std::string, std::vector<int64_t>> shapes_;    // value -> its static shape
   std::map<std::string, std::vector<std::string>> lists_;  // sequence value -> its elements
+  // An optional value: whether it holds one (a bool scalar: a constant, or
+  // computed at run time) and what ("": none; a tensor or a list's name).
+  struct Optional {
+    std::string presence;
+    std::string value;
+  };
+  std::map<std::string, Optional> optionals_;  // optional value -> its parts
+  std::set<std::string> optional_inputs_;      // model inputs the boundary expanded
   std::vector<TP> new_initializers_;                       // axes and splits of the new nodes
   int fresh_ = 0;
   SubgraphInliner inliner_;  // copies of SequenceMap bodies
@@ -90,31 +106,60 @@ class Unroller {
     return rewritten;
   }
 
-  // A sequence model output becomes one output per element, NAME[i] (an
-  // Identity of the element); the model's metadata records the sequence
-  // (kSequenceOutputKey) for the bundle's composite values.
-  void expand_output(const onnx::ValueInfoProto& o, const std::vector<std::string>& elems,
-                     std::vector<onnx::NodeProto>& out, std::vector<onnx::ValueInfoProto>& outputs) {
-    for (size_t i = 0; i < elems.size(); i++) {
+  // A sequence or optional model output becomes its tensors
+  // (boundary_values.h), each an Identity of what the graph computes; the
+  // model's metadata records it for the bundle's composite values.
+  void expand_output(const onnx::ValueInfoProto& o, std::vector<onnx::NodeProto>& out,
+                     std::vector<onnx::ValueInfoProto>& outputs) {
+    CompositeRecord r;
+    r.name = o.name();
+    r.output = true;
+    std::vector<std::string> sources;
+    const onnx::TypeProto* type = &o.type();
+    auto opt = optionals_.find(o.name());
+    if (opt != optionals_.end()) {
+      r.optional = true;
+      r.empty = opt->second.value.empty();
+      if (type->has_optional_type()) type = &type->optional_type().elem_type();
+      emit(out, o, "Identity", {opt->second.presence}, {optional_presence_name(o.name())});
+      onnx::ValueInfoProto p;
+      p.set_name(optional_presence_name(o.name()));
+      p.mutable_type()->mutable_tensor_type()->set_elem_type(TP::BOOL);
+      p.mutable_type()->mutable_tensor_type()->mutable_shape();
+      outputs.push_back(p);
+      auto l = lists_.find(opt->second.value);
+      r.sequence = l != lists_.end() || type->has_sequence_type();
+      if (l != lists_.end()) sources = l->second;
+      else if (!r.empty) sources = {opt->second.value};
+      user_assert(r.empty || r.sequence == (l != lists_.end()))
+          << "model output '" << o.name() << "': its value is not the kind of value its type says";
+    } else {
+      r.sequence = true;
+      sources = lists_.at(o.name());
+    }
+    r.count = r.sequence ? (int64_t)sources.size() : 0;
+    if (type->has_sequence_type()) type = &type->sequence_type().elem_type();
+    std::vector<std::string> names = r.element_names();
+    for (size_t i = 0; i < names.size(); i++) {
       onnx::ValueInfoProto e;
-      e.set_name(sequence_element_name(o.name(), i));
-      if (o.type().has_sequence_type()) *e.mutable_type() = o.type().sequence_type().elem_type();
-      onnx::NodeProto id;
-      id.set_op_type("Identity");
-      id.set_name(e.name() + "/Identity");
-      id.add_input(elems[i]);
-      id.add_output(e.name());
-      out.push_back(id);
+      e.set_name(names[i]);
+      if (type->has_tensor_type()) *e.mutable_type() = *type;
+      emit(out, o, "Identity", {sources[i]}, {e.name()});
       outputs.push_back(e);
     }
-    auto* p = m_.add_metadata_props();
-    p->set_key(kSequenceOutputKey + o.name());
-    p->set_value(std::to_string(elems.size()));
+    add_composite_record(m_, r);
+  }
+
+  void emit(std::vector<onnx::NodeProto>& out, const onnx::ValueInfoProto& from, const std::string& op,
+            std::vector<std::string> inputs, std::vector<std::string> outputs) {
+    onnx::NodeProto n;
+    n.set_name(from.name());
+    emit(out, n, op, inputs, outputs);
   }
 
   bool reads_list(const onnx::NodeProto& n) const {
     for (auto& i : n.input())
-      if (lists_.count(i)) return true;
+      if (lists_.count(i) || optionals_.count(i)) return true;
     for (auto& a : n.attribute()) {
       for (auto& sub : a.graphs())
         for (auto& m : sub.node())
@@ -200,6 +245,9 @@ class Unroller {
     if (n.domain() == kSequenceWhereDomain && n.op_type() == "Where") return where(n, out);
     if (!n.domain().empty() && n.domain() != "ai.onnx") return false;
     const std::string& op = n.op_type();
+    if (op == "Optional" || op == "OptionalHasElement" || op == "OptionalGetElement" ||
+        (op == "Identity" && optionals_.count(input(n, 0))))
+      return optional(n, out);
     if (op == "SequenceEmpty") {
       lists_[n.output(0)] = {};
       return true;
@@ -264,9 +312,87 @@ class Unroller {
     return false;
   }
 
+  // A bool scalar constant (a new initializer).
+  std::string bool_constant(const onnx::NodeProto& n, bool value) {
+    TP t;
+    t.set_name(temp(n, value ? "true" : "false"));
+    t.set_data_type(TP::BOOL);
+    t.add_int32_data(value ? 1 : 0);
+    new_initializers_.push_back(t);
+    return t.name();
+  }
+
+  // Optional(x) / Optional() / OptionalHasElement / OptionalGetElement /
+  // Identity of an optional (opset 18's forms on plain tensors too).
+  bool optional(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    const std::string& op = n.op_type();
+    auto in = optionals_.find(input(n, 0));
+    if (op == "Optional") {
+      bool has = !input(n, 0).empty();
+      optionals_[n.output(0)] = {bool_constant(n, has), has ? input(n, 0) : std::string()};
+      return true;
+    }
+    if (op == "Identity") {
+      optionals_[n.output(0)] = in->second;
+      return true;
+    }
+    if (in == optionals_.end()) {  // a plain tensor or list (opset 18), or an absent input
+      if (input(n, 0).empty() || lists_.count(input(n, 0)) || op == "OptionalHasElement") {
+        if (op == "OptionalHasElement") {
+          emit(out, n, "Identity", {bool_constant(n, !input(n, 0).empty())}, {n.output(0)});
+          return true;
+        }
+        if (input(n, 0).empty()) return false;
+        lists_[n.output(0)] = lists_.at(input(n, 0));
+        return true;
+      }
+      return false;  // a tensor's OptionalGetElement is ONNX's own Identity-like op
+    }
+    if (op == "OptionalHasElement") {
+      emit(out, n, "Identity", {in->second.presence}, {n.output(0)});
+      return true;
+    }
+    // OptionalGetElement: the value (an absent one is the run's error in
+    // ONNX; kilnc gives the tensor's contents, zeros for an absent input).
+    user_assert(!in->second.value.empty()) << describe(n) << ": the optional never holds a value";
+    auto l = lists_.find(in->second.value);
+    if (l != lists_.end()) lists_[n.output(0)] = l->second;
+    else emit(out, n, "Identity", {in->second.value}, {n.output(0)});
+    return true;
+  }
+
+  // Where(c, A, B) of two optionals: whether either holds a value, and the
+  // value (one side's when the other never holds one).
+  bool where_optional(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    auto a = optionals_.find(input(n, 1)), b = optionals_.find(input(n, 2));
+    if (a == optionals_.end() || b == optionals_.end()) return false;
+    Optional r;
+    r.presence = temp(n, "present");
+    emit(out, n, "Where", {input(n, 0), a->second.presence, b->second.presence}, {r.presence});
+    const std::string &va = a->second.value, &vb = b->second.value;
+    if (va.empty() || vb.empty()) {
+      r.value = va.empty() ? vb : va;
+    } else {
+      onnx::NodeProto w = n;  // the values' Where, as a list's or a tensor's
+      w.clear_input();
+      w.add_input(input(n, 0));
+      w.add_input(va);
+      w.add_input(vb);
+      w.set_output(0, temp(n, "value"));
+      r.value = w.output(0);
+      if (!where(w, out)) {
+        w.clear_domain();
+        out.push_back(w);
+      }
+    }
+    optionals_[n.output(0)] = r;
+    return true;
+  }
+
   // Where(c, A, B) of two lists of one length (an inlined run-time If's
   // sequence output): one Where per element.
   bool where(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    if (optionals_.count(input(n, 1))) return where_optional(n, out);
     const std::vector<std::string>*a = list(n, 1), *b = list(n, 2);
     if (!a || !b) return false;
     user_assert(a->size() == b->size()) << describe(n) << ": the branches' sequences hold " << a->size() << " and "
@@ -375,63 +501,5 @@ class Unroller {
 }  // namespace
 
 int unroll_static_sequences(onnx::ModelProto& model) { return Unroller(model).run(); }
-
-std::vector<std::pair<std::string, int64_t>> expand_sequence_inputs(onnx::ModelProto& model,
-                                                                     const std::map<std::string, int64_t>& lengths) {
-  onnx::GraphProto& g = *model.mutable_graph();
-  std::set<std::string> initializers;
-  for (auto& t : g.initializer()) initializers.insert(t.name());
-  std::map<std::string, int64_t> unused = lengths;
-  std::vector<std::pair<std::string, int64_t>> expanded;
-  std::vector<onnx::ValueInfoProto> inputs;
-  std::vector<onnx::NodeProto> constructs;
-  for (auto& in : g.input()) {
-    auto it = lengths.find(in.name());
-    if (!in.type().has_sequence_type() || initializers.count(in.name())) {
-      user_assert(it == lengths.end()) << "--sequence-length names '" << in.name() << "', which is no sequence input";
-      inputs.push_back(in);
-      continue;
-    }
-    user_assert(it != lengths.end()) << "model input '" << in.name() << "' is a sequence: give its number of tensors "
-                                     << "with --sequence-length " << in.name() << "=N (its elements become inputs "
-                                     << sequence_element_name(in.name(), 0) << ", ...)";
-    unused.erase(in.name());
-    const onnx::TypeProto& elem = in.type().sequence_type().elem_type();
-    user_assert(elem.has_tensor_type()) << "model input '" << in.name()
-                                        << "' is a sequence of non-tensors, which kilnc does not support";
-    onnx::NodeProto c;
-    c.set_op_type(it->second ? "SequenceConstruct" : "SequenceEmpty");
-    c.set_name(in.name() + "/" + c.op_type());
-    c.add_output(in.name());
-    if (!it->second) {
-      auto* a = c.add_attribute();
-      a->set_name("dtype");
-      a->set_type(onnx::AttributeProto::INT);
-      a->set_i(elem.tensor_type().elem_type());
-    }
-    for (int64_t i = 0; i < it->second; i++) {
-      onnx::ValueInfoProto e;
-      e.set_name(sequence_element_name(in.name(), (size_t)i));
-      *e.mutable_type() = elem;
-      c.add_input(e.name());
-      inputs.push_back(e);
-    }
-    constructs.push_back(c);
-    expanded.push_back({in.name(), it->second});
-  }
-  if (!unused.empty()) user_error << "--sequence-length names '" << unused.begin()->first << "', which is not a model input";
-  if (expanded.empty()) return expanded;
-  g.clear_input();
-  for (auto& in : inputs) *g.add_input() = std::move(in);
-  std::vector<onnx::NodeProto> nodes(constructs.begin(), constructs.end());
-  nodes.insert(nodes.end(), g.node().begin(), g.node().end());
-  g.clear_node();
-  for (auto& n : nodes) *g.add_node() = std::move(n);
-  return expanded;
-}
-
-std::string sequence_element_name(const std::string& sequence, size_t index) {
-  return sequence + "[" + std::to_string(index) + "]";
-}
 
 }  // namespace kiln

@@ -19,12 +19,14 @@
 //   Identity of a list -> the list
 //   Where(c, A, B) of two lists of one length -> one Where per element
 //   SequenceMap        -> its body once per position (subgraph.h)
-// A sequence model output becomes one output per element, NAME[i]
-// (sequence_element_name), and the model's metadata_props records it
-// (kSequenceOutputKey + NAME -> the count); a sequence model input was made
-// a SequenceConstruct of NAME[i] inputs before (onnx_import.cpp,
-// kilnc --sequence-length). Their lengths are compile-time facts; the
-// elements' values are the run's (docs/sequences.md).
+//   Optional(x), Optional() -> an optional: whether it holds a value (a
+//                        bool, constant or computed) and the value
+//   OptionalHasElement -> Identity of that bool
+//   OptionalGetElement -> the value
+//   Where(c, A, B) of two optionals -> a Where of the bools, and of the values
+// Sequence and optional model inputs and outputs are their tensors
+// (boundary_values.h): inputs were expanded before; outputs are expanded
+// here, once nothing else reads what this step dissolved.
 #pragma once
 
 #include <cstddef>
@@ -41,20 +43,5 @@ namespace kiln {
 // Returns the number of sequence operators rewritten (0: the graph is unchanged).
 // Throws UserError for a position out of range or an empty ConcatFromSequence.
 int unroll_static_sequences(onnx::ModelProto& model);
-
-// Every sequence model input (kilnc --sequence-length NAME=N names each)
-// becomes N tensor inputs NAME[0..N-1] in its place, typed by the
-// sequence's element type, and a SequenceConstruct (SequenceEmpty for 0) of
-// them defines NAME. Returns the expanded inputs' names and lengths, in
-// input order. Throws UserError for a sequence input without a length, a
-// length for an input that is no sequence, or a sequence of sequences.
-std::vector<std::pair<std::string, int64_t>> expand_sequence_inputs(onnx::ModelProto& model,
-                                                                     const std::map<std::string, int64_t>& lengths);
-
-// "NAME[i]": the model input or output holding element i of sequence NAME.
-std::string sequence_element_name(const std::string& sequence, size_t index);
-
-// metadata_props key prefix: a sequence model output (expanded), its length as the value.
-inline const std::string kSequenceOutputKey = "kiln.sequence_output:";
 
 }  // namespace kiln

@@ -262,6 +262,49 @@ def _load_sequence(onnx_mod, numpy_helper, path: str, what: str):
         raise Unsupported('%s: cannot convert %s: %s' % (what, os.path.basename(path), e))
 
 
+def _element_tensor_type(t):
+    """The tensor type a tensor, sequence, optional tensor or optional sequence type holds; None otherwise."""
+    for _ in range(3):
+        kind = t.WhichOneof('value')
+        if kind == 'tensor_type':
+            return t.tensor_type
+        if kind not in ('sequence_type', 'optional_type'):
+            return None
+        t = t.sequence_type.elem_type if kind == 'sequence_type' else t.optional_type.elem_type
+    return None
+
+
+def _holds_sequence(t) -> bool:
+    """A sequence type, or an optional of one."""
+    kind = t.WhichOneof('value')
+    if kind == 'optional_type':
+        t = t.optional_type.elem_type
+        kind = t.WhichOneof('value')
+    return kind == 'sequence_type'
+
+
+def _load_optional(onnx_mod, numpy_helper, path: str, what: str):
+    """A serialized OptionalProto's value: None (empty), a numpy array or a list of them."""
+    opt = onnx_mod.OptionalProto()
+    with open(path, 'rb') as f:
+        opt.ParseFromString(f.read())
+    try:
+        if opt.HasField('tensor_value'):
+            return numpy_helper.to_array(opt.tensor_value)
+        if opt.HasField('sequence_value'):
+            if opt.sequence_value.elem_type != onnx_mod.SequenceProto.TENSOR:
+                raise Unsupported('%s: an optional sequence of non-tensors' % what)
+            return [numpy_helper.to_array(t) for t in opt.sequence_value.tensor_values]
+    except Unsupported:
+        raise
+    except Exception as e:  # noqa: BLE001
+        raise Unsupported('%s: cannot convert %s: %s' % (what, os.path.basename(path), e))
+    if opt.elem_type not in (onnx_mod.OptionalProto.UNDEFINED, onnx_mod.OptionalProto.TENSOR,
+                             onnx_mod.OptionalProto.SEQUENCE):
+        raise Unsupported('%s: an optional of neither a tensor nor a sequence' % what)
+    return None
+
+
 def _sequence_args(inputs, sequence_shapes) -> List[str]:
     """kilnc's --sequence-length for each sequence input (a sequence's length
     is a compile-time fact, like a static dimension: docs/sequences.md), and
@@ -271,11 +314,14 @@ def _sequence_args(inputs, sequence_shapes) -> List[str]:
     for vi in inputs:
         if vi.name not in sequence_shapes:
             continue
-        per_set = sequence_shapes[vi.name]
+        per_set = [s for s in sequence_shapes[vi.name] if s is not None]  # (None: an absent optional)
+        if not per_set:
+            raise Unsupported("optional sequence input '%s' is absent in every data set: its length is unknown"
+                              % vi.name)
         if any(s != per_set[0] for s in per_set):
             raise Unsupported("sequence input '%s': the data sets give different lengths or shapes" % vi.name)
         args += ['--sequence-length', '%s=%d' % (vi.name, len(per_set[0]))]
-        declared = vi.type.sequence_type.elem_type.tensor_type
+        declared = _element_tensor_type(vi.type)
         static = declared.HasField('shape') and all(d.HasField('dim_value') for d in declared.shape.dim)
         if not static:
             for k, shape in enumerate(per_set[0]):
@@ -475,14 +521,16 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
     for what, vis in (('input', inputs), ('output', outputs)):
         for vi in vis:
             kind, elem = _value_kind(vi)
-            if kind == 'sequence_type' and vi.type.sequence_type.elem_type.WhichOneof('value') == 'tensor_type':
-                elem = vi.type.sequence_type.elem_type.tensor_type.elem_type  # docs/sequences.md
+            tensor_type = _element_tensor_type(vi.type)
+            if kind in ('sequence_type', 'optional_type') and tensor_type is not None:
+                elem = tensor_type.elem_type  # docs/sequences.md
             elif kind != 'tensor':
                 kind = kind.replace('_type', '')
                 raise Unsupported("%s '%s' is %s %s, not a tensor" % (
                     what, vi.name, 'an' if kind[:1] in 'aeiou' else 'a', kind))
             _check_dtype(onnx, elem, "%s '%s'" % (what, vi.name))
-    sequences = {vi.name for vi in inputs + outputs if _value_kind(vi)[0] == 'sequence_type'}
+    sequences = {vi.name for vi in inputs + outputs if _holds_sequence(vi.type)}
+    optionals = {vi.name for vi in inputs + outputs if _value_kind(vi)[0] == 'optional_type'}
     sequence_shapes = {}  # sequence input -> per data set, its elements' shapes
 
     data_sets = sorted(d for d in glob.glob(os.path.join(case_dir, 'test_data_set_*'))
@@ -500,10 +548,24 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
             pb = os.path.join(ds, 'input_%d.pb' % i)
             if not os.path.isfile(pb):
                 return 'fail', '%s: missing %s' % (ds_name, os.path.basename(pb))
+            value = None
+            if vi.name in optionals:  # kiln run --input NAME=FILE.npy|DIR|none
+                value = _load_optional(onnx, numpy_helper, pb, "input '%s'" % vi.name)
+                if value is None:
+                    feeds.append('%s=none' % vi.name)
+                    if vi.name in sequences:
+                        sequence_shapes.setdefault(vi.name, []).append(None)
+                    continue
+                if not isinstance(value, list):
+                    npy = os.path.join(work, '%s_input_%d.npy' % (ds_name, i))
+                    np.save(npy, np.array(value, order='C', copy=True))
+                    feeds.append('%s=%s' % (vi.name, npy))
+                    continue
             if vi.name in sequences:  # a folder of 0.npy .. N-1.npy (kiln run --input NAME=DIR)
                 folder = os.path.join(work, '%s_input_%d' % (ds_name, i))
                 os.makedirs(folder, exist_ok=True)
-                elems = _load_sequence(onnx, numpy_helper, pb, "input '%s'" % vi.name)
+                elems = value if value is not None else \
+                    _load_sequence(onnx, numpy_helper, pb, "input '%s'" % vi.name)
                 for k, arr in enumerate(elems):
                     np.save(os.path.join(folder, '%d.npy' % k), np.array(arr, order='C', copy=True))
                 sequence_shapes.setdefault(vi.name, []).append([a.shape for a in elems])
@@ -523,6 +585,9 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
             pb = os.path.join(ds, 'output_%d.pb' % i)
             if not os.path.isfile(pb):
                 return 'fail', '%s: missing %s' % (ds_name, os.path.basename(pb))
+            if vi.name in optionals:  # None: absent (nothing written)
+                refs.append((vi.name, ('optional', _load_optional(onnx, numpy_helper, pb, "output '%s'" % vi.name))))
+                continue
             if vi.name in sequences:
                 refs.append((vi.name, _load_sequence(onnx, numpy_helper, pb, "output '%s'" % vi.name)))
                 continue
@@ -643,6 +708,13 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
             note = 'random operator: checked by distribution, not by value'
             continue
         for name, ref in refs:
+            if isinstance(ref, tuple):  # an optional: absent, or its value as below
+                ref = ref[1]
+                stem = os.path.join(out_dir, name.replace('/', '_'))
+                if ref is None:
+                    if os.path.exists(stem) or os.path.exists(stem + '.npy'):
+                        return 'fail', "%soutput '%s': written, but it holds no value" % (prefix, name)
+                    continue
             if isinstance(ref, list):  # a sequence: out_dir/NAME/0.npy ..
                 problem = _compare_sequence(name, ref, os.path.join(out_dir, name.replace('/', '_')))
                 if problem:

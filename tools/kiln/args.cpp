@@ -227,26 +227,62 @@ int OpenSession(const CommandArgs& args, const kiln::Model& model,
   return kExitOk;
 }
 
-// --input NAME=DIR for a sequence input NAME (docs/sequences.md): DIR holds
-// 0.npy .. N-1.npy, one per element (and no N.npy), which become the
-// element inputs' files. Other --inputs are kept as they are.
-static int ExpandSequenceInputs(const kiln::Model& model, const CommandArgs& args,
-                                std::vector<std::pair<std::string, std::string>>* out) {
+// A bool scalar holding `value`.
+static NpyArray BoolScalar(bool value) {
+  NpyArray a;
+  a.dtype = KILN_DTYPE_BOOL;
+  a.data.assign(1, value ? 1 : 0);
+  return a;
+}
+
+// The composite input (sequence or optional, docs/sequences.md) named `name`; false when there is none.
+static bool FindCompositeInput(const kiln::Model& model, const std::string& name, kiln_composite_info_t* out) {
+  for (size_t c = 0; c < model.composite_count(); ++c)
+    if (model.get_composite_info(c, out).ok() && !out->is_output && name == out->name) return true;
+  return false;
+}
+
+// --input for a sequence or optional input NAME (docs/sequences.md): a
+// sequence takes DIR holding 0.npy .. N-1.npy (and no N.npy), which become
+// its element inputs' files (`files`); an optional takes its value's file
+// or DIR, or "none" (its presence false, its tensors zeros: `arrays`).
+// Other --inputs are kept as they are.
+static int ExpandCompositeInputs(const kiln::Model& model, const CommandArgs& args,
+                                 std::vector<std::pair<std::string, std::string>>* files,
+                                 std::vector<std::pair<size_t, NpyArray>>* arrays) {
   for (const auto& input : args.inputs) {
     size_t index = 0;
-    const kiln_composite_info_t* found = nullptr;
     kiln_composite_info_t info;
-    for (size_t c = 0; !found && !model.find_input(input.first.c_str(), &index).ok() && c < model.composite_count();
-         ++c)
-      if (model.get_composite_info(c, &info).ok() && !info.is_output && input.first == info.name) found = &info;
-    if (!found) {
-      out->push_back(input);
+    if (model.find_input(input.first.c_str(), &index).ok() || !FindCompositeInput(model, input.first, &info)) {
+      files->push_back(input);
+      continue;
+    }
+    const bool optional = info.kind == KILN_COMPOSITE_OPTIONAL;
+    if (optional) arrays->push_back({(size_t)info.presence, BoolScalar(input.second != "none")});
+    if (optional && input.second == "none") {
+      for (size_t e = 0; e < info.element_count; ++e) {
+        kiln_tensor_info_t element;
+        if (!model.get_input_info(info.elements[e], &element).ok()) return Fail("--input %s: bad element", info.name);
+        NpyArray zeros;
+        zeros.dtype = element.dtype;
+        zeros.shape.assign(element.shape, element.shape + element.rank);
+        zeros.data.assign(element.byte_size, 0);
+        arrays->push_back({(size_t)info.elements[e], std::move(zeros)});
+      }
+      continue;
+    }
+    if (optional && !info.holds_sequence) {
+      if (!info.element_count) return Fail("--input %s: the optional holds nothing to read", info.name);
+      kiln_tensor_info_t element;
+      if (!model.get_input_info(info.elements[0], &element).ok()) return Fail("--input %s: bad element", info.name);
+      files->push_back({element.name, input.second});
       continue;
     }
     struct stat st;
     if (stat(input.second.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return Fail("--input %s: '%s' is no directory; a sequence input takes a directory holding 0.npy .. %zu.npy",
-                  info.name, input.second.c_str(), info.element_count ? info.element_count - 1 : 0);
+      return Fail("--input %s: '%s' is no directory; a sequence input takes a directory holding 0.npy .. %zu.npy%s",
+                  info.name, input.second.c_str(), info.element_count ? info.element_count - 1 : 0,
+                  optional ? " (or 'none')" : "");
     }
     std::string extra = input.second + "/" + std::to_string(info.element_count) + ".npy";
     if (stat(extra.c_str(), &st) == 0) {
@@ -256,7 +292,7 @@ static int ExpandSequenceInputs(const kiln::Model& model, const CommandArgs& arg
     for (size_t e = 0; e < info.element_count; ++e) {
       kiln_tensor_info_t element;
       if (!model.get_input_info(info.elements[e], &element).ok()) return Fail("--input %s: bad element", info.name);
-      out->push_back({element.name, input.second + "/" + std::to_string(e) + ".npy"});
+      files->push_back({element.name, input.second + "/" + std::to_string(e) + ".npy"});
     }
   }
   return kExitOk;
@@ -268,8 +304,14 @@ int ReadInputs(const kiln::Model& model, const CommandArgs& args, std::vector<Np
   arrays->assign(input_count, NpyArray());
   given->assign(input_count, false);
   std::vector<std::pair<std::string, std::string>> inputs;
-  int expanded = ExpandSequenceInputs(model, args, &inputs);
+  std::vector<std::pair<size_t, NpyArray>> literal;
+  int expanded = ExpandCompositeInputs(model, args, &inputs, &literal);
   if (expanded != kExitOk) return expanded;
+  for (auto& [index, array] : literal) {
+    if (index >= input_count) return Fail("bad composite input index %zu", index);
+    (*arrays)[index] = std::move(array);
+    (*given)[index] = true;
+  }
   for (const auto& input : inputs) {
     size_t index = 0;
     kiln_tensor_info_t info;

@@ -95,17 +95,35 @@ bool MakeDirectories(const std::string& path) {
   return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
 }
 
-// For each input (or output) index: the sequence it is an element of and
-// its position there ("" when it is a plain tensor).
-std::vector<std::pair<std::string, size_t>> SequenceElements(const kiln::Model& model, bool outputs) {
-  std::vector<std::pair<std::string, size_t>> of(outputs ? model.output_count() : model.input_count());
+// What an input or output is to the sequences and optionals (docs/sequences.md).
+struct Role {
+  std::string composite;        // the sequence or optional it belongs to ("": a plain tensor)
+  bool presence = false;        // an optional's bool scalar
+  bool in_sequence = false;     // an element of a sequence (DIR/<composite>/<position>.npy)
+  size_t position = 0;          // its position in the sequence
+  int64_t presence_index = -1;  // an optional's value: the index of the optional's bool
+};
+
+std::vector<Role> Roles(const kiln::Model& model, bool outputs) {
+  std::vector<Role> roles(outputs ? model.output_count() : model.input_count());
   for (size_t c = 0; c < model.composite_count(); ++c) {
     kiln_composite_info_t info;
     if (!model.get_composite_info(c, &info).ok() || (info.is_output != 0) != outputs) continue;
-    for (size_t e = 0; e < info.element_count; ++e)
-      if (info.elements[e] < of.size()) of[info.elements[e]] = {info.name, e};
+    const bool optional = info.kind == KILN_COMPOSITE_OPTIONAL;
+    for (size_t e = 0; e < info.element_count; ++e) {
+      if (info.elements[e] >= roles.size()) continue;
+      Role& r = roles[info.elements[e]];
+      r.composite = info.name;
+      r.in_sequence = !optional || info.holds_sequence;
+      r.position = e;
+      r.presence_index = optional ? info.presence : -1;
+    }
+    if (optional && (size_t)info.presence < roles.size()) {
+      roles[(size_t)info.presence].composite = info.name;
+      roles[(size_t)info.presence].presence = true;
+    }
   }
-  return of;
+  return roles;
 }
 
 }  // namespace
@@ -115,7 +133,9 @@ const CommandHelp kRunHelp = {
     "Runs the model on inputs from .npy files (every input needs one) and writes each\n"
     "output to DIR/<output name>.npy ('/' in a name becomes '_'); prints latency_ms=X\n"
     "(the median run). A sequence input takes --input NAME=DIR, DIR holding 0.npy ..\n"
-    "N-1.npy; a sequence output is written to DIR/<name>/0.npy .. (docs/sequences.md).\n"};
+    "N-1.npy; a sequence output is written to DIR/<name>/0.npy ... An optional input\n"
+    "takes its value's FILE.npy or DIR, or 'none'; an optional output holding none is\n"
+    "not written (docs/sequences.md).\n"};
 
 int CmdRun(int argc, char** argv) {
   std::string output_dir;
@@ -148,14 +168,17 @@ int CmdRun(int argc, char** argv) {
   result = ReadInputs(model, args, &arrays, &given);
   if (result != kExitOk) return result;
   size_t input_count = model.input_count();
-  const std::vector<std::pair<std::string, size_t>> input_sequences = SequenceElements(model, false);
+  const std::vector<Role> input_roles = Roles(model, false);
   for (size_t i = 0; i < input_count; ++i) {
     if (!given[i]) {
       kiln_tensor_info_t info;
       model.get_input_info(i, &info);
-      if (!input_sequences[i].first.empty()) {
-        return Fail("missing --input %s=DIR (a sequence: DIR/%zu.npy is %s)", input_sequences[i].first.c_str(),
-                    input_sequences[i].second, DescribeTensor(info).c_str());
+      const Role& role = input_roles[i];
+      if (!role.composite.empty()) {
+        return Fail("missing --input %s=%s (%s)", role.composite.c_str(),
+                    role.presence_index >= 0 || role.presence ? (role.in_sequence ? "DIR|none" : "FILE.npy|none")
+                                                              : "DIR",
+                    role.in_sequence ? "a sequence of .npy files 0.npy, 1.npy, .." : "an optional");
       }
       return Fail("missing --input %s=FILE.npy (%s)", info.name, DescribeTensor(info).c_str());
     }
@@ -180,8 +203,19 @@ int CmdRun(int argc, char** argv) {
   if (!output_dir.empty() && !MakeDirectories(output_dir)) {
     return Fail("cannot create output directory '%s': %s", output_dir.c_str(), strerror(errno));
   }
-  const std::vector<std::pair<std::string, size_t>> output_sequences = SequenceElements(model, true);
+  const std::vector<Role> output_roles = Roles(model, true);
   for (size_t i = 0; i < model.output_count(); ++i) {
+    const Role& role = output_roles[i];
+    if (role.presence) continue;  // said by its value's line
+    if (role.presence_index >= 0) {  // an optional's value: nothing when it holds none
+      const void* flag = nullptr;
+      status = session.get_output_view((size_t)role.presence_index, &flag);
+      if (!status.ok()) return FailStatus(status);
+      if (!*(const uint8_t*)flag) {
+        if (role.position == 0) printf("output %s: none\n", role.composite.c_str());
+        continue;
+      }
+    }
     kiln_tensor_info_t info;
     status = session.get_output_info(i, &info);  // this run's shape (run-time dimensions)
     if (!status.ok()) return FailStatus(status);
@@ -191,10 +225,12 @@ int CmdRun(int argc, char** argv) {
     if (!status.ok()) return FailStatus(status);
     if (!output_dir.empty()) {
       std::string path = output_dir + "/" + SanitizeName(info.name) + ".npy";
-      if (!output_sequences[i].first.empty()) {  // DIR/<sequence>/<position>.npy
-        std::string folder = output_dir + "/" + SanitizeName(output_sequences[i].first.c_str());
+      if (role.in_sequence) {  // DIR/<sequence>/<position>.npy
+        std::string folder = output_dir + "/" + SanitizeName(role.composite.c_str());
         if (!MakeDirectories(folder)) return Fail("cannot create directory '%s': %s", folder.c_str(), strerror(errno));
-        path = folder + "/" + std::to_string(output_sequences[i].second) + ".npy";
+        path = folder + "/" + std::to_string(role.position) + ".npy";
+      } else if (!role.composite.empty()) {  // an optional's tensor: DIR/<optional>.npy
+        path = output_dir + "/" + SanitizeName(role.composite.c_str()) + ".npy";
       }
       std::string error;
       if (!WriteNpy(path, info.dtype, info.shape, info.rank, data, info.byte_size, &error)) {
@@ -206,9 +242,21 @@ int CmdRun(int argc, char** argv) {
     }
     if (i == 0 && top > 0) PrintTop(info, (const uint8_t*)data, top);
   }
-  for (size_t c = 0; !output_dir.empty() && c < model.composite_count(); ++c) {  // empty sequences: empty folders
+  // Empty sequences (an optional's only when it holds one): empty folders.
+  for (size_t c = 0; !output_dir.empty() && c < model.composite_count(); ++c) {
     kiln_composite_info_t info;
     if (!model.get_composite_info(c, &info).ok() || !info.is_output || info.element_count) continue;
+    const bool optional = info.kind == KILN_COMPOSITE_OPTIONAL;
+    if (optional && !info.holds_sequence) continue;
+    if (optional) {
+      const void* flag = nullptr;
+      status = session.get_output_view((size_t)info.presence, &flag);
+      if (!status.ok()) return FailStatus(status);
+      if (!*(const uint8_t*)flag) {
+        printf("output %s: none\n", info.name);
+        continue;
+      }
+    }
     std::string folder = output_dir + "/" + SanitizeName(info.name);
     if (!MakeDirectories(folder)) return Fail("cannot create directory '%s': %s", folder.c_str(), strerror(errno));
     printf("output %s: an empty sequence -> %s\n", info.name, folder.c_str());

@@ -472,21 +472,29 @@ KILN_API kiln_status_t kiln_model_get_binding_info(const kiln_model_t* model, si
                                                    size_t binding,
                                                    kiln_binding_info_t* out_info);
 
-// A model input or output that the ONNX model types as a sequence (since
-// 0.6; docs/sequences.md). kilnc fixed its length (--sequence-length, or
-// what the graph makes); each element is an ordinary model input or output,
-// named NAME[i], set and read with the calls above.
+// A model input or output that the ONNX model types as a sequence or an
+// optional (since 0.6; docs/sequences.md), made of ordinary model inputs or
+// outputs (set and read with the calls above):
+//   a sequence NAME of N tensors (N fixed by kilnc --sequence-length or by
+//     the graph): NAME[0] .. NAME[N-1];
+//   an optional NAME: a bool scalar NAME.present (true: it holds a value)
+//     and its value, a tensor NAME.value or a sequence's NAME[0] .. (none
+//     for an output that never holds one). An absent optional input: set
+//     NAME.present to false and its value's tensors to anything (zeros).
 typedef enum kiln_composite_kind_e {  // same values as kiln.fb.CompositeKind
   KILN_COMPOSITE_SEQUENCE = 0,  // a sequence of tensors
+  KILN_COMPOSITE_OPTIONAL = 1,  // a value or none
 } kiln_composite_kind_t;
 
 typedef struct kiln_composite_info_t {
   size_t struct_size;          // sizeof(kiln_composite_info_t) as the caller compiled it
   const char* name;            // the ONNX value's name, owned by the model
-  kiln_composite_kind_t kind;  // KILN_COMPOSITE_SEQUENCE
-  int is_output;               // nonzero: `elements` are output indices, else input indices
-  size_t element_count;        // the sequence's length (may be 0)
+  kiln_composite_kind_t kind;  // sequence or optional
+  int is_output;               // nonzero: the indices below are output indices, else input indices
+  size_t element_count;        // the value's tensors: a sequence's length; an optional tensor's 1 (0: never set)
   const uint32_t* elements;    // `element_count` input (or output) indices in order, owned by the model
+  int64_t presence;            // an optional: the index of its bool scalar; -1 for a sequence
+  int holds_sequence;          // an optional: nonzero when its value is a sequence (of `elements`)
 } kiln_composite_info_t;
 
 #define KILN_COMPOSITE_INFO_MIN_SIZE sizeof(kiln_composite_info_t)

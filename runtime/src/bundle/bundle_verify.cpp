@@ -284,12 +284,43 @@ static kiln_status_t kiln_bundle_verify_composites(const fb::Bundle* bundle) {
       status = kiln_make_status(KILN_INVALID_BUNDLE, "bundle: composite %u has no name", c);
       break;
     }
-    if (composite->kind() != fb::CompositeKind::Sequence) {
+    const bool optional = composite->kind() == fb::CompositeKind::Optional;
+    if (!optional && composite->kind() != fb::CompositeKind::Sequence) {
       status = kiln_make_status(KILN_INVALID_BUNDLE, "bundle: composite %u: unknown kind %u", c,
                                 (unsigned)composite->kind());
       break;
     }
     uint32_t count = composite->output() ? output_count : input_count;
+    const uint32_t elements_count = composite->elements() ? composite->elements()->size() : 0;
+    if (optional && !composite->sequence() && elements_count > 1) {
+      status = kiln_make_status(KILN_INVALID_BUNDLE,
+                                "bundle: composite %u: an optional tensor has %u elements", c,
+                                elements_count);
+      break;
+    }
+    // An optional's presence: a bool scalar among the same list, no element of anything.
+    int32_t presence = composite->presence();
+    if (optional != (presence >= 0) || (optional && (uint32_t)presence >= count)) {
+      status = kiln_make_status(KILN_INVALID_BUNDLE, "bundle: composite %u: bad presence %d", c,
+                                presence);
+      break;
+    }
+    if (optional) {
+      const auto* list = composite->output() ? bundle->outputs() : bundle->inputs();
+      const fb::Tensor* flag = bundle->tensors()->Get(list->Get((uint32_t)presence));
+      if (flag->dtype() != fb::DType::Bool || (flag->shape() && flag->shape()->size() != 0)) {
+        status = kiln_make_status(KILN_INVALID_BUNDLE,
+                                  "bundle: composite %u: its presence is no bool scalar", c);
+        break;
+      }
+      uint8_t* used = composite->output() ? used_outputs : used_inputs;
+      if (used[presence]) {
+        status = kiln_make_status(KILN_INVALID_BUNDLE,
+                                  "bundle: composite %u: its presence is used twice", c);
+        break;
+      }
+      used[presence] = 1;
+    }
     const auto* elements = composite->elements();
     for (uint32_t e = 0; elements && e < elements->size(); ++e) {
       uint32_t at = elements->Get(e);

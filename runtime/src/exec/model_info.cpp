@@ -144,6 +144,8 @@ kiln_status_t kiln_model_get_composite_info(const kiln_model_t* model, size_t in
   uint32_t count = 0;
   info.elements = kiln_model_list(source->elements(), &count);
   info.element_count = count;
+  info.presence = source->kind() == fb::CompositeKind::Optional ? source->presence() : -1;
+  info.holds_sequence = source->kind() == fb::CompositeKind::Optional && source->sequence() ? 1 : 0;
   return kiln_model_write_info(info, KILN_COMPOSITE_INFO_MIN_SIZE, "kiln_composite_info_t",
                                out_info);
 }
