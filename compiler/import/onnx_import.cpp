@@ -305,8 +305,11 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   };
   for (auto& in : *g->mutable_input()) {
     if (initializer_names.count(in.name()) || !in.type().has_tensor_type()) continue;
-    auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
     auto it = options.input_shapes.find(in.name());
+    user_assert(in.type().tensor_type().has_shape() || it != options.input_shapes.end())
+        << "model input '" << in.name() << "' has no shape, not even a rank; give it one with --input-shape "
+        << in.name() << "=D0,D1,... (a scalar: --input-shape " << in.name() << "=)";
+    auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
     if (it == options.input_shapes.end()) {  // the model's own dimensions: named ones need --dim
       for (auto& d : *shape->mutable_dim()) {
         if (d.has_dim_value() || !d.has_dim_param()) continue;
@@ -430,9 +433,6 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
                                      : " (" + readers + " reads it)")
                  << "; a Loop needs a constant trip count";
     }
-    user_assert(!in.type().has_tensor_type() || in.type().tensor_type().has_shape())
-        << "model input '" << in.name() << "' has no shape, not even a rank; give it one with --input-shape "
-        << in.name() << "=D0,D1,... (a scalar: --input-shape " << in.name() << "=)";
     graph::Value v;
     v.name = in.name();
     std::string dyn;

@@ -50,7 +50,7 @@ kiln_cli::OptionTable option_table(std::vector<std::string>* storage) {
       {kInputShape, "--input-shape", Arity::kValue, "NAME=D,D,..",
        "shape of model input NAME (repeatable); a dimension is a size, a range\n"
        "LO..HI of sizes known only at run time (one bundle serves them all), or ?\n"
-       "for the model's own name for it, bounded with --dim"},
+       "for the model's own name for it, bounded with --dim; NAME= is a scalar"},
       {kDim, "--dim", Arity::kValue, "NAME=LO..HI",
        "bounds of the model's dimension NAME (a dim_param of its inputs), known only\n"
        "at run time (repeatable)"},
@@ -128,6 +128,7 @@ std::pair<int64_t, int64_t> parse_range(const std::string& item, const std::stri
 
 std::vector<kiln::DimSpec> parse_dims(const std::string& text, const std::string& arg) {
   std::vector<kiln::DimSpec> dims;
+  if (text.empty()) return dims;  // NAME=: a scalar
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -141,7 +142,6 @@ std::vector<kiln::DimSpec> parse_dims(const std::string& text, const std::string
     }
     dims.push_back(d);
   }
-  user_assert(!dims.empty()) << "no dimensions in " << arg;
   return dims;
 }
 

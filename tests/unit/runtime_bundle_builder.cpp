@@ -114,6 +114,11 @@ std::vector<uint8_t> TestBundle::Build() const {
     constraint_offsets.push_back(
         fb::CreateShapeConstraintDirect(fbb, c.expr, c.message.empty() ? nullptr : c.message.c_str()));
   }
+  std::vector<flatbuffers::Offset<fb::Composite>> composite_offsets;
+  for (const TestComposite& c : composites) {
+    composite_offsets.push_back(fb::CreateCompositeDirect(fbb, c.name.empty() ? nullptr : c.name.c_str(), c.kind,
+                                                          c.output, &c.elements, c.presence, c.sequence));
+  }
   auto memory = fb::CreateMemoryPlan(fbb, arena_bytes, 64);
   auto root = fb::CreateBundleDirect(
       fbb, version_major, version_minor, min_runtime_minor, "kiln unit tests", &tensor_offsets,
@@ -121,7 +126,8 @@ std::vector<uint8_t> TestBundle::Build() const {
       &dispatch_offsets, /*data_segment_offset=*/64, /*data_segment_size=*/1,
       /*content_hash=*/write_hash ? 1 : 0,  // placeholders, patched below
       symbols.empty() ? nullptr : &symbol_offsets, shape_exprs.empty() ? nullptr : &expr_offsets,
-      shape_constraints.empty() ? nullptr : &constraint_offsets);
+      shape_constraints.empty() ? nullptr : &constraint_offsets,
+      composites.empty() ? nullptr : &composite_offsets);
   fb::FinishSizePrefixedBundleBuffer(fbb, root);
 
   std::vector<uint8_t> file(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());

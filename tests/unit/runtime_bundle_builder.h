@@ -81,6 +81,16 @@ struct TestConstraint {
   std::string message;  // empty: no message
 };
 
+// Bundle.composites entry (minor 8): a sequence or optional input or output.
+struct TestComposite {
+  std::string name;  // empty: no name
+  kiln::fb::CompositeKind kind = kiln::fb::CompositeKind::Sequence;
+  bool output = false;
+  std::vector<uint32_t> elements;
+  int32_t presence = -1;
+  bool sequence = false;
+};
+
 struct TestBundle {
   uint16_t version_major = KILN_BUNDLE_VERSION_MAJOR;
   uint16_t version_minor = KILN_BUNDLE_VERSION_MINOR;
@@ -102,6 +112,7 @@ struct TestBundle {
   std::vector<TestSymbol> symbols;
   std::vector<std::vector<kiln::fb::ShapeInstr>> shape_exprs;  // each one's code (written even when empty)
   std::vector<TestConstraint> shape_constraints;
+  std::vector<TestComposite> composites;  // (minor 8) absent when empty
 
   // Serializes the bundle file.
   std::vector<uint8_t> Build() const;

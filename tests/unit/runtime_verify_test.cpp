@@ -300,3 +300,95 @@ TEST_CASE("verify: not a bundle") {
   CHECK(kiln_status_code(status) == KILN_IO_ERROR);
   kiln_status_free(status);
 }
+
+// A bundle whose inputs are a sequence of two tensors and whose outputs are
+// an optional tensor (its value y0 and its bool y.present).
+TestBundle CompositeBundle() {
+  TestBundle b = MinimalBundle();
+  b.tensors = {
+      {"x[0]", fb::DType::Float32, {4}, fb::Storage::Arena, 0},
+      {"x[1]", fb::DType::Float32, {4}, fb::Storage::Arena, 64},
+      {"y.value", fb::DType::Float32, {4}, fb::Storage::Arena, 128},
+      {"y.present", fb::DType::Bool, {}, fb::Storage::Arena, 192},
+      {"w", fb::DType::Float32, {4}, fb::Storage::Constant, 0},
+  };
+  b.inputs = {0, 1};
+  b.outputs = {2, 3};
+  b.nodes = {};
+  b.arena_bytes = 256;
+  b.composites = {{"x", fb::CompositeKind::Sequence, false, {0, 1}, -1, false},
+                  {"y", fb::CompositeKind::Optional, true, {0}, 1, false}};
+  return b;
+}
+
+TEST_CASE("verify: sequence and optional inputs and outputs (composites)") {
+  kiln_model_t* model = NULL;
+  std::vector<uint8_t> file = CompositeBundle().Build();
+  REQUIRE(kiln_model_load_memory(file.data(), file.size(), &model) == NULL);
+  REQUIRE(kiln_model_composite_count(model) == 2);
+  kiln_composite_info_t info;
+  kiln_composite_info_init(&info);
+  REQUIRE(kiln_model_get_composite_info(model, 0, &info) == NULL);
+  CHECK(std::string(info.name) == "x");
+  CHECK(info.kind == KILN_COMPOSITE_SEQUENCE);
+  CHECK(info.is_output == 0);
+  REQUIRE(info.element_count == 2);
+  CHECK(info.elements[0] == 0);
+  CHECK(info.elements[1] == 1);
+  CHECK(info.presence == -1);
+  REQUIRE(kiln_model_get_composite_info(model, 1, &info) == NULL);
+  CHECK(std::string(info.name) == "y");
+  CHECK(info.kind == KILN_COMPOSITE_OPTIONAL);
+  CHECK(info.is_output == 1);
+  CHECK(info.element_count == 1);
+  CHECK(info.presence == 1);
+  CHECK(info.holds_sequence == 0);
+  kiln_status_t status = kiln_model_get_composite_info(model, 2, &info);
+  CHECK(kiln_status_code(status) == KILN_INVALID_ARGUMENT);
+  kiln_status_free(status);
+  status = kiln_model_get_composite_info(model, 0, NULL);
+  CHECK(kiln_status_code(status) == KILN_INVALID_ARGUMENT);
+  kiln_status_free(status);
+  kiln_model_free(model);
+  CHECK(kiln_model_composite_count(NULL) == 0);
+  // Bundles before minor 8 have none.
+  file = MinimalBundle().Build();
+  REQUIRE(kiln_model_load_memory(file.data(), file.size(), &model) == NULL);
+  CHECK(kiln_model_composite_count(model) == 0);
+  kiln_model_free(model);
+}
+
+TEST_CASE("verify: bad composites are rejected") {
+  struct Case {
+    const char* what;
+    void (*breaks)(TestBundle*);
+    const char* message;
+  };
+  const Case cases[] = {
+      {"no name", [](TestBundle* b) { b->composites[0].name.clear(); }, "has no name"},
+      {"unknown kind", [](TestBundle* b) { b->composites[0].kind = (fb::CompositeKind)7; }, "unknown kind"},
+      {"element out of range", [](TestBundle* b) { b->composites[0].elements[1] = 2; }, "out of range"},
+      {"element twice", [](TestBundle* b) { b->composites[0].elements[1] = 0; }, "an element twice"},
+      {"element of two composites",
+       [](TestBundle* b) { b->composites.push_back({"z", fb::CompositeKind::Sequence, false, {1}, -1, false}); },
+       "an element twice"},
+      {"optional without presence", [](TestBundle* b) { b->composites[1].presence = -1; }, "bad presence"},
+      {"sequence with presence", [](TestBundle* b) { b->composites[0].presence = 0; }, "bad presence"},
+      {"presence out of range", [](TestBundle* b) { b->composites[1].presence = 2; }, "bad presence"},
+      {"presence no bool", [](TestBundle* b) { b->tensors[3].dtype = fb::DType::UInt8; }, "no bool scalar"},
+      {"presence not a scalar", [](TestBundle* b) { b->tensors[3].shape = {1}; }, "no bool scalar"},
+      {"presence is its element", [](TestBundle* b) { b->composites[1].elements = {1}; }, "an element twice"},
+      {"presence is another's element",
+       [](TestBundle* b) { b->composites.push_back({"z", fb::CompositeKind::Sequence, true, {1}, -1, false}); },
+       "an element twice"},
+      {"optional tensor of two", [](TestBundle* b) { b->composites[1].elements = {0, 0}; }, "has 2 elements"},
+  };
+  for (const Case& c : cases) {
+    std::string what = c.what;
+    CAPTURE(what);
+    TestBundle b = CompositeBundle();
+    c.breaks(&b);
+    std::string error = LoadError(b.Build(), 0, KILN_INVALID_BUNDLE);
+    CHECK(Contains(error, c.message));
+  }
+}

@@ -80,6 +80,17 @@ void PrintJson(const ModelContents& c) {
   out += "  \"data_segment_bytes\": " + std::to_string(info.data_segment_size) + ",\n";
   out += "  \"inputs\": " + JsonTensorList(c.inputs) + ",\n";
   out += "  \"outputs\": " + JsonTensorList(c.outputs) + ",\n";
+  out += "  \"composites\": [";  // sequences and optionals (docs/sequences.md)
+  for (size_t i = 0; i < c.composites.size(); ++i) {
+    const kiln_composite_info_t& k = c.composites[i];
+    std::string elements;
+    for (size_t e = 0; e < k.element_count; ++e) elements += (e ? ", " : "") + std::to_string(k.elements[e]);
+    out += std::string(i ? ", " : "") + "{\"name\": " + JsonString(k.name) + ", \"kind\": \"" +
+           (k.kind == KILN_COMPOSITE_OPTIONAL ? "optional" : "sequence") + "\", \"output\": " +
+           (k.is_output ? "true" : "false") + ", \"elements\": [" + elements + "], \"presence\": " +
+           std::to_string(k.presence) + ", \"holds_sequence\": " + (k.holds_sequence ? "true" : "false") + "}";
+  }
+  out += "],\n";
   out += "  \"tensors\": [";
   for (size_t i = 0; i < c.tensors.size(); ++i) {
     const kiln_tensor_info_t& t = c.tensors[i];
@@ -182,6 +193,18 @@ void PrintText(const ModelContents& c) {
   printf("signature: %s\n", DescribeSignature(info).c_str());
   printf("inputs:  %s\n", NameList(c.inputs).c_str());
   printf("outputs: %s\n", NameList(c.outputs).c_str());
+  for (const kiln_composite_info_t& k : c.composites) {  // docs/sequences.md
+    const auto& list = k.is_output ? c.outputs : c.inputs;
+    std::string elements;
+    for (size_t e = 0; e < k.element_count; ++e) elements += (e ? ", " : "") + std::string(list[k.elements[e]].name);
+    if (k.kind == KILN_COMPOSITE_OPTIONAL) {
+      printf("%s %s: an optional %s [%s], present when %s\n", k.is_output ? "output" : "input", k.name,
+             k.holds_sequence ? "sequence" : "tensor", elements.c_str(), list[(size_t)k.presence].name);
+    } else {
+      printf("%s %s: a sequence of %zu [%s]\n", k.is_output ? "output" : "input", k.name, k.element_count,
+             elements.c_str());
+    }
+  }
   printf("memory plan: arena %" PRIu64 " bytes, alignment %u\n", info.arena_bytes, info.arena_alignment);
   printf("constants: %u tensors, %" PRIu64 " bytes (data segment %" PRIu64 " bytes)\n",
          info.constant_count, info.constant_bytes, info.data_segment_size);

@@ -155,6 +155,8 @@ kiln::Status ReadModelContents(const kiln::Model& model, ModelContents* out) {
   if (status.ok()) status = ReadAll(info.library_count, &out->libraries, library);
   if (status.ok()) status = ReadAll(info.kernel_count, &out->kernels, kernel);
   if (status.ok()) status = ReadAll(info.dispatch_count, &out->dispatches, dispatch);
+  auto composite = [&](size_t i, kiln_composite_info_t* x) { return model.get_composite_info(i, x); };
+  if (status.ok()) status = ReadAll(model.composite_count(), &out->composites, composite);
   return status;
 }
 

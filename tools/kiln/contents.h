@@ -25,6 +25,7 @@ struct ModelContents {
   std::vector<kiln_kernel_info_t> kernels;    // by index
   std::vector<kiln_dispatch_info_t> dispatches;               // in run order
   std::vector<std::vector<kiln_binding_info_t>> bindings;     // per dispatch
+  std::vector<kiln_composite_info_t> composites;              // sequence and optional inputs and outputs
 };
 
 // Reads every accessor of `model` into `out` (which must not outlive it).
