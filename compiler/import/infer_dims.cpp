@@ -1027,24 +1027,28 @@ class DimInference {
         require_equal(s[1], x[1], "the channels of output_shape and X");
         return DimExprs(s.begin(), s.end());
       }
-      case OpDims::Stft: {  // [batch, frames, bins, 2]; frame_step may be a symbol, the frame length is static
+      case OpDims::Stft: {  // [batch, frames, bins, 2]; frame_step and frame_length may be symbols
         DimExprs x = in_dims(0);
         if (x.size() != 3 || !const_of(x[1])) fail("a signal [batch, length, 1 or 2] of static length is needed");
         Expr step = need_sym(1, "frame_step").at(0);
         require(step >= Expr(1), "frame_step must be positive");
-        int64_t length = -1;
+        Expr length;
         if (has(2)) {
           DimExprs w = in_dims(2);
           if (w.size() != 1 || !const_of(w[0])) fail("the window must be 1-D and static");
-          length = *const_of(w[0]);
+          length = w[0];
         } else {
-          auto fl = need_consts(3, "frame_length");
+          const std::vector<Expr>& fl = need_sym(3, "frame_length");
           if (fl.size() != 1) fail("frame_length must be a scalar");
           length = fl[0];
         }
-        if (length < 1 || length > *const_of(x[1])) fail("the frame length must be 1 to the signal's length");
-        int64_t bins = node_->attr_int("onesided", 1) != 0 ? length / 2 + 1 : length;
-        return {x[0], simp((x[1] - Expr(length)) / tir::max(step, Expr(1)) + Expr(1)), Expr(bins), Expr(2)};
+        if (auto c = const_of(length)) {
+          if (*c < 1 || *c > *const_of(x[1])) fail("the frame length must be 1 to the signal's length");
+        } else {
+          require(length >= Expr(1) && length <= x[1], "the frame length must be 1 to the signal's length");
+        }
+        Expr bins = node_->attr_int("onesided", 1) != 0 ? simp(length / Expr(2) + Expr(1)) : length;
+        return {x[0], simp((x[1] - length) / tir::max(step, Expr(1)) + Expr(1)), bins, Expr(2)};
       }
       case OpDims::InputValue: {  // the copy keeps the input's shape; each element is a symbol in [lo, hi]
         DimExprs x = in_dims(0);

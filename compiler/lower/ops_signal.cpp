@@ -9,11 +9,12 @@
 //   Blackman  0.42 - 0.5 cos(x) + 0.08 cos(2x)
 // computed in float32 and cast to output_datatype. The size is a
 // compile-time constant, or a data symbol (kilnc --input-value); so is
-// STFT's frame step, while DFT and STFT lengths are compile-time constants.
+// STFT's frame step and frame length, while DFT lengths are compile-time constants.
 #include <cmath>
 #include <cstring>
 
 #include "lower/op_lowering.h"
+#include "tir/simplify.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
@@ -68,27 +69,49 @@ int64_t const_scalar(OpContext& ctx, size_t i, const char* what) {
   return v[0];
 }
 
+// The twiddles cos and sin of 2 pi m / N as a float64 constant: [N, 2] for
+// a constant N, indexed by m; for N a run-time size (a data symbol of at
+// most kMaxRunTimeDftLength), [hi + 1, hi, 2] holding every N's, indexed by
+// (N, m). `at(N, m)` reads component c of one.
+constexpr int64_t kMaxRunTimeDftLength = 512;
+
+std::function<Expr(const Expr& m, int c)> twiddles(OpContext& ctx, const Expr& N) {
+  const int64_t* fixed = tir::as_const_int(N);
+  const int64_t hi = fixed ? *fixed : tir::bounds_of(N).max;
+  user_assert(fixed || hi <= kMaxRunTimeDftLength)
+      << ctx.node().describe() << ": a transform length known only at run time may be at most " << kMaxRunTimeDftLength
+      << " (its --input-value range reaches " << hi << ")";
+  const int64_t lengths = fixed ? 1 : hi + 1;
+  std::vector<uint8_t> bytes((size_t)(lengths * hi) * 16, 0);
+  for (int64_t l = 0; l < lengths; l++) {
+    const int64_t n = fixed ? *fixed : l;
+    for (int64_t m = 0; n > 0 && m < n; m++) {
+      double cs[2] = {std::cos(2.0 * M_PI * (double)m / (double)n), std::sin(2.0 * M_PI * (double)m / (double)n)};
+      memcpy(bytes.data() + (l * hi + m) * 16, cs, 16);
+    }
+  }
+  graph::Shape shape = fixed ? graph::Shape{hi, 2} : graph::Shape{lengths, hi, 2};
+  te::Tensor tw = ctx.tensor_of(ctx.graph.add_constant(ctx.graph.unique_name(ctx.node().name + ".twiddles"),
+                                                       graph::DType::F64, shape, std::move(bytes)));
+  if (fixed) return [=](const Expr& m, int c) { return tw({m, Expr(c)}); };
+  return [=](const Expr& m, int c) { return tw({N, m, Expr(c)}); };
+}
+
 // Sum over n in [0, count) of the complex x(n) times e^(sign 2 pi i k n / N),
 // component c (0 real, 1 imaginary) of the result, times `scale`. The
-// twiddles cos and sin of 2 pi m / N are a float64 constant [N, 2], indexed
-// by m = k n mod N (exact integers), and the sum is float64: a bin that
-// cancels to 0 stays within float32 rounding of 0 (in float32 the error
-// grows with the signal's magnitude: 3e-5 on a 10-point transform of 0..99).
-te::Tensor dft_sum(OpContext& ctx, const std::string& name, const te::Dims& out, int64_t count, int64_t N, double sign,
-                   double scale, const std::function<Expr(const Indices& o)>& bin,
+// twiddles (above) are indexed by m = k n mod N (exact integers), and the
+// sum is float64: a bin that cancels to 0 stays within float32 rounding of 0
+// (in float32 the error grows with the signal's magnitude: 3e-5 on a
+// 10-point transform of 0..99). N and count may be run-time sizes.
+te::Tensor dft_sum(OpContext& ctx, const std::string& name, const te::Dims& out, const Expr& count, const Expr& N,
+                   double sign, double scale, const std::function<Expr(const Indices& o)>& bin,
                    const std::function<Expr(const Indices& o)>& component,
                    const std::function<std::pair<Expr, Expr>(const Indices& o, const Expr& n)>& x) {
-  std::vector<uint8_t> bytes((size_t)N * 16);
-  for (int64_t m = 0; m < N; m++) {
-    double cs[2] = {std::cos(2.0 * M_PI * (double)m / (double)N), std::sin(2.0 * M_PI * (double)m / (double)N)};
-    memcpy(bytes.data() + m * 16, cs, 16);
-  }
-  te::Tensor tw = ctx.tensor_of(ctx.graph.add_constant(ctx.graph.unique_name(ctx.node().name + ".twiddles"),
-                                                       graph::DType::F64, {N, 2}, std::move(bytes)));
+  auto tw = twiddles(ctx, N);
   const tir::Type f64 = tir::Float(64), f32 = tir::Float(32);
   te::Tensor sum = te::reduce(name + "_sum", out, {count}, te::ReduceKind::Sum, f64, [=](const Indices& o, const Indices& r) {
-    Expr m = (bin(o) * r[0]) % Expr(N);
-    Expr c = tw({m, Expr(0)}), s = tw({m, Expr(1)});
+    Expr m = (bin(o) * r[0]) % N;
+    Expr c = tw(m, 0), s = tw(m, 1);
     auto [re32, im32] = x(o, r[0]);
     Expr re = tir::cast(f64, re32), im = tir::cast(f64, im32), sg = tir::make_const(f64, sign);
     // (re + i im)(c + i sign s) = (re c - sign im s) + i (im c + sign re s)
@@ -125,7 +148,7 @@ void lower_dft(OpContext& ctx) {
   user_assert(ys == want) << n.describe() << ": unexpected output shape";
   te::Tensor x = ctx.in(0);
   const bool complex = xs.back() == 2;
-  ctx.set_output(0, dft_sum(ctx, "dft", ys, std::min(N, L), L, inverse ? 1.0 : -1.0, inverse ? 1.0 / (double)L : 1.0,
+  ctx.set_output(0, dft_sum(ctx, "dft", ys, Expr(std::min(N, L)), Expr(L), inverse ? 1.0 : -1.0, inverse ? 1.0 / (double)L : 1.0,
                             [=](const Indices& o) { return o[axis]; }, [=](const Indices& o) { return o.back(); },
                             [=](const Indices& o, const Expr& t) {
                               Indices i(o.begin(), o.end());
@@ -141,8 +164,10 @@ void lower_dft(OpContext& ctx) {
 // optional frame_length (else W) -> [B, frames, bins, 2] with frames =
 // (T - frame_length) / frame_step + 1 and bins = frame_length / 2 + 1
 // (onesided, the default for real signals) or frame_length: the DFT of each
-// frame times the window. frame_step and frame_length must be compile-time
-// constants (they decide the shape).
+// frame times the window. frame_step and frame_length are compile-time
+// constants or data symbols (kilnc --input-value: they decide the shape);
+// a run-time frame length reads its twiddles from a table of every length
+// in its range (at most kMaxRunTimeDftLength).
 void lower_stft(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   const graph::Shape xs = ctx.in_shape(0);
@@ -156,24 +181,34 @@ void lower_stft(OpContext& ctx) {
   const Expr step_e = steps[0];
   const int64_t* step_c = tir::as_const_int(step_e);  // null: a symbol
   const bool has_window = ctx.has_input(2);
-  int64_t length = ctx.has_input(3) ? const_scalar(ctx, 3, "frame_length") : -1;
+  // frame_length: a constant, or a data symbol (kilnc --input-value) when no window gives it.
+  Expr length_e;
+  if (ctx.has_input(3)) {
+    const std::vector<Expr> lengths = int_exprs(ctx, 3, "frame_length");
+    user_assert(lengths.size() == 1) << n.describe() << ": frame_length must be a scalar";
+    length_e = lengths[0];
+  }
   if (has_window) {
     const graph::Shape ws = ctx.in_shape(2);
-    user_assert(ws.size() == 1 && (length < 0 || ws[0] == length))
+    const int64_t* given = length_e.defined() ? tir::as_const_int(length_e) : nullptr;
+    user_assert(ws.size() == 1 && (!length_e.defined() || (given && *given == ws[0])))
         << n.describe() << ": the window must be 1-D, as long as frame_length";
-    length = ws[0];
+    length_e = Expr(ws[0]);
   }
-  user_assert(length >= 1 && (!step_c || *step_c >= 1) && length <= xs[1])
+  user_assert(length_e.defined()) << n.describe() << ": needs frame_length or a window";
+  const int64_t* length_c = tir::as_const_int(length_e);  // null: a symbol (infer_dims checked its range)
+  user_assert((!length_c || (*length_c >= 1 && *length_c <= xs[1])) && (!step_c || *step_c >= 1))
       << n.describe() << ": needs frame_length (or a window) of 1 to " << xs[1] << " samples and a positive frame_step";
   const bool onesided = n.attr_int("onesided", 1) != 0;
-  const int64_t bins = onesided ? length / 2 + 1 : length;
   const te::Dims ys = ctx.out_dims(0);
-  if (step_c)
+  if (step_c && length_c) {
+    const int64_t length = *length_c, bins = onesided ? length / 2 + 1 : length;
     user_assert(ctx.out_shape(0) == graph::Shape({xs[0], (xs[1] - length) / *step_c + 1, bins, 2}))
         << n.describe() << ": unexpected output shape";
+  }
   te::Tensor x = ctx.in(0), w = has_window ? ctx.in(2) : te::Tensor();
   const bool complex = xs[2] == 2;
-  ctx.set_output(0, dft_sum(ctx, "stft", ys, length, length, -1.0, 1.0, [](const Indices& o) { return o[2]; },
+  ctx.set_output(0, dft_sum(ctx, "stft", ys, length_e, length_e, -1.0, 1.0, [](const Indices& o) { return o[2]; },
                             [](const Indices& o) { return o[3]; },
                             [=](const Indices& o, const Expr& t) {
                               Expr at = o[1] * step_e + t;
