@@ -55,6 +55,7 @@ enum class OpDims : uint8_t {
   None, Same, Broadcast, Conv, ConvTranspose, Pool, GlobalPool, MatMul, Gemm, Reshape, Flatten, Squeeze, Unsqueeze,
   Shape, Size, Concat, Transpose, Reduce, TopK, Gather, GatherElements, GatherND, Slice, Expand, Tile, Pad, Split, DepthToSpace,
   SpaceToDepth, ConstantOfShape, Range, Resize, NonZero, Compress, NonMaxSuppression, Unique, Condition, InputValue, Window, Stft, MaxUnpool,
+  MelWeightMatrix,
 };
 
 // One row of the table.

@@ -1027,6 +1027,12 @@ class DimInference {
         require_equal(s[1], x[1], "the channels of output_shape and X");
         return DimExprs(s.begin(), s.end());
       }
+      case OpDims::MelWeightMatrix: {  // [dft_length / 2 + 1, num_mel_bins]: constants or symbols
+        Expr bins = need_sym(0, "num_mel_bins").at(0), length = need_sym(1, "dft_length").at(0);
+        require(bins >= Expr(1), "num_mel_bins must be positive");
+        require(length >= Expr(1), "dft_length must be positive");
+        return {simp(length / Expr(2) + Expr(1)), bins};
+      }
       case OpDims::Stft: {  // [batch, frames, bins, 2]; frame_step and frame_length may be symbols
         DimExprs x = in_dims(0);
         if (x.size() != 3 || !const_of(x[1])) fail("a signal [batch, length, 1 or 2] of static length is needed");

@@ -268,7 +268,7 @@ class Unroller {
     const int64_t size = (int64_t)in->size();
     if (op == "SequenceInsert") {
       auto p = position(n, 2, size, size, size);
-      if (!p) return false;
+      if (!p) return run_time_insert(n, *in, out);
       std::vector<std::string> l = *in;
       l.insert(l.begin() + *p, input(n, 1));
       lists_[n.output(0)] = l;
@@ -277,7 +277,7 @@ class Unroller {
     if (op == "SequenceErase" || op == "SequenceAt") {
       user_assert(size > 0) << describe(n) << ": the sequence is empty";
       auto p = position(n, 1, size, size - 1, size - 1);
-      if (!p) return false;
+      if (!p) return run_time_at_or_erase(n, *in, out);
       if (op == "SequenceAt") {
         emit(out, n, "Identity", {(*in)[(size_t)*p]}, {n.output(0)});
       } else {
@@ -310,6 +310,84 @@ class Unroller {
       return true;
     }
     return false;
+  }
+
+  // Positions known only at run time (an input): each element of the result
+  // is a Where over the candidates, so every tensor involved must have one
+  // static shape. (An out-of-range position, ONNX's error, picks an end.)
+  bool alike(const std::vector<std::string>& names) const {
+    const std::vector<int64_t>* first = nullptr;
+    for (auto& name : names) {
+      auto it = shapes_.find(name);
+      if (it == shapes_.end() || (first && it->second != *first)) return false;
+      first = &it->second;
+    }
+    return true;
+  }
+  std::string int64_scalar(const onnx::NodeProto& n, int64_t value) {
+    TP t;
+    t.set_name(temp(n, "const"));
+    t.set_data_type(TP::INT64);
+    t.add_int64_data(value);
+    new_initializers_.push_back(t);
+    return t.name();
+  }
+  // The position input as an int64 scalar in [0, size] (a negative one counts from the end).
+  std::string run_time_position(const onnx::NodeProto& n, int i, int64_t size, std::vector<onnx::NodeProto>& out) {
+    std::string p = temp(n, "position"), negative = temp(n, "negative"), wrapped = temp(n, "wrapped");
+    std::string scalar = temp(n, "position_scalar");
+    set_int(emit(out, n, "Cast", {input(n, i)}, {p}), "to", TP::INT64);
+    emit(out, n, "Reshape", {p, ints_initializer(n, {})}, {scalar});
+    emit(out, n, "Less", {scalar, int64_scalar(n, 0)}, {negative});
+    emit(out, n, "Add", {scalar, int64_scalar(n, size)}, {wrapped});
+    std::string r = temp(n, "position_in_range");
+    emit(out, n, "Where", {negative, wrapped, scalar}, {r});
+    return r;
+  }
+  std::string is(const onnx::NodeProto& n, const std::string& p, const char* op, int64_t k,
+                 std::vector<onnx::NodeProto>& out) {  // p == k, or k < p ("Less")
+    std::string c = temp(n, "condition");
+    if (std::string(op) == "Equal") emit(out, n, "Equal", {p, int64_scalar(n, k)}, {c});
+    else emit(out, n, "Less", {int64_scalar(n, k), p}, {c});
+    return c;
+  }
+  std::string where(const onnx::NodeProto& n, const std::string& c, const std::string& a, const std::string& b,
+                    std::vector<onnx::NodeProto>& out) {
+    std::string r = temp(n, "element");
+    emit(out, n, "Where", {c, a, b}, {r});
+    return r;
+  }
+  bool run_time_insert(const onnx::NodeProto& n, const std::vector<std::string>& l, std::vector<onnx::NodeProto>& out) {
+    std::vector<std::string> all = l;
+    all.push_back(input(n, 1));
+    if (input(n, 2).empty() || !alike(all)) return false;
+    const int64_t size = (int64_t)l.size();
+    std::string p = run_time_position(n, 2, size, out), t = input(n, 1);
+    std::vector<std::string> r;
+    for (int64_t k = 0; k <= size; k++) {  // k < p: l[k]; k == p: t; k > p: l[k - 1]
+      std::string at = k == 0 ? t : where(n, is(n, p, "Equal", k, out), t, l[(size_t)k - 1], out);
+      if (k == 0 && size > 0) at = where(n, is(n, p, "Equal", 0, out), t, l[0], out);
+      if (k > 0 && k < size) at = where(n, is(n, p, "Less", k, out), l[(size_t)k], at, out);
+      r.push_back(at);
+    }
+    lists_[n.output(0)] = r;
+    return true;
+  }
+  bool run_time_at_or_erase(const onnx::NodeProto& n, const std::vector<std::string>& l,
+                            std::vector<onnx::NodeProto>& out) {
+    if (!alike(l)) return false;
+    const int64_t size = (int64_t)l.size();
+    std::string p = run_time_position(n, 1, size, out);
+    if (n.op_type() == "SequenceAt") {
+      std::string r = l[0];
+      for (int64_t k = 1; k < size; k++) r = where(n, is(n, p, "Equal", k, out), l[(size_t)k], r, out);
+      emit(out, n, "Identity", {r}, {n.output(0)});
+      return true;
+    }
+    std::vector<std::string> r;  // k < p: l[k]; else l[k + 1]
+    for (int64_t k = 0; k + 1 < size; k++) r.push_back(where(n, is(n, p, "Less", k, out), l[(size_t)k], l[(size_t)k + 1], out));
+    lists_[n.output(0)] = r;
+    return true;
   }
 
   // A bool scalar constant (a new initializer).

@@ -120,9 +120,10 @@ std::pair<int64_t, int64_t> parse_range(const std::string& item, const std::stri
   bool ok = !lo_text.empty() && *end == '\0' && lo >= least && lo <= (1ll << 31);
   long long hi = strtoll(hi_text.c_str(), &end, 10);
   ok = ok && !hi_text.empty() && *end == '\0' && hi >= lo && hi <= (1ll << 31);
-  user_assert(ok) << "bad " << (least > 0 ? "dimension" : "value range") << " '" << item << "' in " << arg << ": "
-                  << (least > 0 ? "a size D > 0, a range LO..HI with 0 < LO <= HI <= 2^31" : "LO..HI with 0 <= LO <= HI <= 2^31")
-                  << (dots == std::string::npos && least > 0 ? ", or ?" : "");
+  const bool dim = arg.rfind("--input-shape", 0) == 0 || arg.rfind("--dim", 0) == 0;
+  user_assert(ok) << "bad " << (dim ? "dimension" : "value range") << " '" << item << "' in " << arg << ": "
+                  << (dim ? "a size D >= 0, a range LO..HI with 0 < LO <= HI <= 2^31" : "LO..HI with 0 <= LO <= HI <= 2^31")
+                  << (dots == std::string::npos && dim ? ", or ?" : "");
   return {lo, hi};
 }
 
@@ -136,7 +137,8 @@ std::vector<kiln::DimSpec> parse_dims(const std::string& text, const std::string
     if (item == "?") {
       d.named = true;
     } else {
-      auto [lo, hi] = parse_range(item, arg);
+      // A static size may be 0 (an empty tensor); a range's least size is 1.
+      auto [lo, hi] = parse_range(item, arg, item.find("..") == std::string::npos ? 0 : 1);
       d.lo = lo;
       d.hi = hi;
     }

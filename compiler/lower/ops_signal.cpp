@@ -1,5 +1,5 @@
 // Signal processing (opset 17): the window functions HannWindow,
-// HammingWindow and BlackmanWindow; DFT and STFT.
+// HammingWindow and BlackmanWindow; DFT, STFT and MelWeightMatrix.
 //
 // A window of `size` samples is a sum of cosines of 2 pi n / N, with N =
 // size (periodic = 1, the default: one period of a longer window, for
@@ -217,6 +217,46 @@ void lower_stft(OpContext& ctx) {
                               if (has_window) re = re * w({t}), im = im * w({t});
                               return std::make_pair(re, im);
                             }));
+}
+
+// MelWeightMatrix (opset 17): num_mel_bins M, dft_length L, sample_rate,
+// lower and upper edge (Hz) -> [L / 2 + 1, M] triangular filters, as ONNX's
+// reference computes them: M + 2 points evenly spaced in mel between the
+// edges (mel = 2595 log10(1 + hz / 700)), each back in Hz and then in
+// spectrogram bins, f = floor((L + 1) hz / sample_rate); filter i rises from
+// f(i) to 1 at f(i + 1) and falls to f(i + 2). M and L are constants or data
+// symbols (kilnc --input-value); the rest are read at run time. Computed in
+// float32 (kernels' transcendentals are float32) and cast to output_datatype.
+void lower_mel_weight_matrix(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  const te::Dims y = ctx.out_dims(0);
+  user_assert(y.size() == 2) << n.describe() << ": expects a 2-D output";
+  const tir::Type out = graph::dtype_to_tir(ctx.value(ctx.output(0)).dtype);
+  user_assert(out.is_float() || out.is_int() || out.is_uint()) << n.describe() << ": output_datatype must be a number type";
+  const std::vector<Expr> lengths = int_exprs(ctx, 1, "dft_length");
+  user_assert(lengths.size() == 1) << n.describe() << ": dft_length must be a scalar";
+  const tir::Type f32 = tir::Float(32);
+  auto f = [=](double v) { return tir::make_const(f32, v); };
+  const Expr bins = tir::cast(f32, y[1]), length = tir::cast(f32, lengths[0]);
+  const Expr rate = scalar_input(ctx, 2, f32), lower = scalar_input(ctx, 3, f32), upper = scalar_input(ctx, 4, f32);
+  auto mel = [=](const Expr& hz) {  // 2595 log10(1 + hz / 700)
+    return f(2595.0 / std::log(10.0)) * tir::Call::make(tir::Intrinsic::Log, {f(1.0) + hz / f(700.0)});
+  };
+  const Expr low = mel(lower), step = (mel(upper) - low) / (bins + f(2.0));
+  auto bin = [=](const Expr& t) {  // point t in spectrogram bins (a whole number, as float32)
+    Expr hz = f(700.0) * (tir::Call::make(tir::Intrinsic::Exp, {(tir::cast(f32, t) * step + low) *
+                                                                f(std::log(10.0) / 2595.0)}) - f(1.0));
+    return tir::Call::make(tir::Intrinsic::Floor, {(length + f(1.0)) * hz / rate});
+  };
+  ctx.set_output(0, te::compute("mel_weights", y, [=](const Indices& i) {
+    Expr j = tir::cast(f32, i[0]);
+    Expr left = bin(i[1]), center = bin(i[1] + Expr(1)), right = bin(i[1] + Expr(2));
+    Expr rising = (j - left) / tir::max(center - left, f(1.0));
+    Expr falling = (right - j) / tir::max(right - center, f(1.0));
+    Expr w = select(tir::EQ::make(j, center), f(1.0),
+                    select(j >= left && j < center, rising, select(j > center && j < right, falling, f(0.0))));
+    return tir::cast(out, w);
+  }));
 }
 
 }  // namespace kiln::lower

@@ -22,7 +22,8 @@ compiled ONCE with its dimensions as ranges and checked at several shapes agains
   input_values sizes decided by integer inputs' values read at run time (kilnc --input-value):
                Pad with pads in 0..5 (constant and reflect, within ONNX Runtime's reflect limit), a HannWindow and a Range of
                length `size` in 1..32, its window scaled by Range's float positions, and an
-               STFT (Hann window of 16) with frame_step in 1..16, and one with a frame_length in 1..24
+               STFT (Hann window of 16) with frame_step in 1..16, and one with a frame_length in 1..24;
+  mel_weights  MelWeightMatrix with its sizes in ranges and its rate and edges read at run time
   shape_outputs  shapes computed from run-time dimensions that are model outputs through
                forwarding operators (Identity of a float Cast of Shape, Reshape of a
                product): computed, not aliased to storage they do not have
@@ -260,6 +261,16 @@ def input_values(rng) -> onnx.ModelProto:
                   helper.make_tensor_value_info('spectrum2', F, [1, 'frames2', 'bins2', 2])], opset=17)
 
 
+def mel_weights(rng) -> onnx.ModelProto:
+    """MelWeightMatrix with every input read at run time (the two sizes given ranges)."""
+    i32 = TensorProto.INT32
+    nodes = [helper.make_node('MelWeightMatrix', ['bins', 'length', 'rate', 'low', 'high'], ['weights'])]
+    return model(nodes, [], [helper.make_tensor_value_info('bins', i32, []), helper.make_tensor_value_info('length', i32, []),
+                             helper.make_tensor_value_info('rate', i32, []), helper.make_tensor_value_info('low', F, []),
+                             helper.make_tensor_value_info('high', F, [])],
+                 [helper.make_tensor_value_info('weights', F, ['spectrum_bins', 'mel_bins'])], opset=17)
+
+
 def shape_outputs(rng) -> onnx.ModelProto:
     nodes = [helper.make_node('Shape', ['x'], ['s']), helper.make_node('Cast', ['s'], ['sf'], to=F),
              helper.make_node('Identity', ['sf'], ['y']), helper.make_node('Mul', ['s', 'two'], ['s2']),
@@ -439,6 +450,10 @@ def main() -> int:
                    # imaginary part of an even length's Nyquist bin, which kiln's float64 ones do not)
                    for p, s, st, fl in (([0, 0, 0, 0], 2, 1, 1), ([1, 2, 3, 4], 10, 16, 23), ([3, 5, 3, 5], 32, 5, 7),
                                         ([0, 3, 2, 0], 7, 8, 15))]))
+    cases.append(('mel_weights', mel_weights(rng), ['--input-value', 'bins=1..64', '--input-value', 'length=1..512'],
+                  [{'bins': np.array(b, np.int32), 'length': np.array(n, np.int32), 'rate': np.array(r, np.int32),
+                    'low': np.array(lo, np.float32), 'high': np.array(hi, np.float32)}
+                   for b, n, r, lo, hi in ((8, 16, 8192, 0, 4096), (40, 512, 16000, 20, 8000), (4, 64, 8000, 300, 3400))]))
     cases.append(('shape_outputs', shape_outputs(rng), ['--dim', 'n=1..8'], [{'x': (n,)} for n in (1, 4, 8)]))
     cases.append(('run_time_axes', run_time_axes(rng), [],
                   [{'x': (3, 4, 5), 'axes': i64(a)} for a in ((0, 2), (-1, 1), (2, 0), (1, -3))]))

@@ -292,3 +292,39 @@ TEST_CASE("boundary: an element name the model already uses is a user error") {
   o.sequence_lengths["x"] = 1;
   CHECK(import_error(m, o).find("already has a value of that name") != std::string::npos);
 }
+
+TEST_CASE("sequences: positions read at run time pick elements of one shape") {
+  // s = [a, b, c]; at = s[p]; ins = insert(s, t, p) -> concat; era = erase(s, p) -> concat.
+  onnx::ModelProto m = model(13);
+  auto* g = m.mutable_graph();
+  for (const char* name : {"a", "b", "c", "t"}) tensor_value(g->mutable_input(), name, TP::FLOAT, {2});
+  tensor_value(g->mutable_input(), "p", TP::INT64, {});
+  node(g, "SequenceConstruct", {"a", "b", "c"}, {"s"});
+  node(g, "SequenceAt", {"s", "p"}, {"at"});
+  node(g, "SequenceInsert", {"s", "t", "p"}, {"si"});
+  int_attr(node(g, "ConcatFromSequence", {"si"}, {"ins"}), "axis", 0);
+  node(g, "SequenceErase", {"s", "p"}, {"se"});
+  int_attr(node(g, "ConcatFromSequence", {"se"}, {"era"}), "axis", 0);
+  tensor_value(g->mutable_output(), "at", TP::FLOAT, {2});
+  tensor_value(g->mutable_output(), "ins", TP::FLOAT, {8});
+  tensor_value(g->mutable_output(), "era", TP::FLOAT, {4});
+  kiln::graph::Graph graph = kiln::import_onnx_bytes(m.SerializeAsString(), ".", {});
+  const std::vector<std::vector<float>> x = {{1, 2}, {3, 4}, {5, 6}, {7, 8}};  // a, b, c, t
+  for (int64_t p : {0, 1, 2, -1, -3}) {
+    CAPTURE(p);
+    std::vector<uint8_t> pos(8);
+    memcpy(pos.data(), &p, 8);
+    auto out = kiln::evaluate_graph(graph, {floats(x[0]), floats(x[1]), floats(x[2]), floats(x[3]), pos});
+    const int64_t k = p < 0 ? p + 3 : p;
+    std::vector<std::vector<float>> s = {x[0], x[1], x[2]};
+    CHECK(as_floats(out[0]) == s[(size_t)k]);
+    std::vector<std::vector<float>> ins = s, era = s;
+    ins.insert(ins.begin() + k, x[3]);
+    era.erase(era.begin() + k);
+    std::vector<float> ins_flat, era_flat;
+    for (auto& v : ins) ins_flat.insert(ins_flat.end(), v.begin(), v.end());
+    for (auto& v : era) era_flat.insert(era_flat.end(), v.begin(), v.end());
+    CHECK(as_floats(out[1]) == ins_flat);
+    CHECK(as_floats(out[2]) == era_flat);
+  }
+}
