@@ -152,7 +152,7 @@ def kilnc_cases():
         Case('kilnc', '--kernels', 'static', base(), exists('m.kernels.o'),
              files=['m.kiln', 'm.kernels.o', 'm.kernels.h'], bad='x', bad_rc=1),
         Case('kilnc', '--max-arena', '1M', base(), files=kiln_file, bad='1K', bad_rc=1),
-        Case('kilnc', '--input-shape', 'input=1,3,64,64', base(), files=kiln_file, bad='input=0', bad_rc=1),
+        Case('kilnc', '--input-shape', 'input=1,3,64,64', base(), files=kiln_file, bad='input=1,3,x,64', bad_rc=1),
         # A named dimension bounded: the bundle takes 1 to 4 rows (kiln inspect shows the range).
         Case('kilnc', '--dim', 'n=1..4', lambda ctx: [ctx['named_onnx'], '-o', '{out}/m.kiln'], files=kiln_file,
              bad='n=4..1', bad_rc=1),
@@ -161,6 +161,9 @@ def kilnc_cases():
         # The pads of a Pad read at run time within 0..3 (the output is planned for 10 elements).
         Case('kilnc', '--input-value', 'pads=0..3', lambda ctx: [ctx['pad_onnx'], '-o', '{out}/m.kiln'], files=kiln_file,
              bad='pads=3..0', bad_rc=1),
+        # A sequence input of three tensors (docs/sequences.md): inputs xs[0..2].
+        Case('kilnc', '--sequence-length', 'xs=3', lambda ctx: [ctx['seq_onnx'], '-o', '{out}/m.kiln'], files=kiln_file,
+             bad='xs=-1', bad_rc=1),
         Case('kilnc', '--sign-key', '{key}', base(), lambda ctx, proc, out: check(
             open(os.path.join(out, 'm.kiln'), 'rb').read()[-8:] == b'KILNSIG1', 'no signature trailer'),
             files=kiln_file, bad='{tensor}', bad_rc=1),
@@ -295,6 +298,15 @@ def check_options(args):
     pad_onnx = os.path.join(args.workdir, 'pad_values.onnx')
     with open(pad_onnx, 'wb') as f:
         f.write(padded.SerializeToString())
+    # A model with a sequence input (kilnc --sequence-length): y = ConcatFromSequence(xs).
+    sequenced = helper.make_model(helper.make_graph(
+        [helper.make_node('ConcatFromSequence', ['xs'], ['y'], axis=0)], 'sequenced',
+        [helper.make_value_info('xs', helper.make_sequence_type_proto(
+            helper.make_tensor_type_proto(TensorProto.FLOAT, [2])))],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, ['n'])]), opset_imports=[helper.make_opsetid('', 13)])
+    seq_onnx = os.path.join(args.workdir, 'sequence_input.onnx')
+    with open(seq_onnx, 'wb') as f:
+        f.write(sequenced.SerializeToString())
     # A tuning log (kilnc --tuning-log) and a measurement server (kiln bench --rpc).
     tunelog = os.path.join(args.workdir, 'tune.jsonl')
     run([args.kilnc, 'tune', demo_onnx(args), '--log', tunelog, '--trials', '2', '--repeats', '1',
@@ -313,7 +325,7 @@ def check_options(args):
         check_all_options(args, {
             'bundle': bundle, 'vulkan_bundle': vulkan_bundle, 'input': demo_input(args), 'trace': trace,
             'tensor': tensor, 'onnx': demo_onnx(args), 'index': 0, 'key': key, 'pubkey': pubkey,
-            'signed_bundle': signed_bundle, 'named_onnx': named_onnx, 'pad_onnx': pad_onnx, 'rpc': rpc,
+            'signed_bundle': signed_bundle, 'named_onnx': named_onnx, 'pad_onnx': pad_onnx, 'seq_onnx': seq_onnx, 'rpc': rpc,
             'tunelog': tunelog})
     finally:
         server.kill()
