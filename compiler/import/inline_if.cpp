@@ -27,12 +27,7 @@ bool bool_scalar(const onnx::TensorProto& t, bool* out) {
 class IfInliner {
  public:
   IfInliner(onnx::GraphProto& g, RunTimeIfs* run_time, bool both) : g_(g), run_time_(run_time), both_(both), inliner_(g) {
-    for (auto& t : g.initializer()) initializers_[t.name()] = &t;
-    for (auto& i : g.input()) initializers_.erase(i.name());  // an input may override it
-    for (auto& n : g.node())
-      if (n.op_type() == "Constant" && n.output_size() == 1)
-        for (auto& a : n.attribute())
-          if (a.name() == "value" && a.has_t()) initializers_[n.output(0)] = &a.t();
+    initializers_ = graph_constants(g, /*inputs_override=*/true);
   }
 
   bool made_sequence_where() const { return sequence_where_; }

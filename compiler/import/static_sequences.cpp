@@ -25,11 +25,7 @@ class Unroller {
     for (auto& o : m.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
     // (An initializer that is also a graph input is a constant to kilnc, as in onnx_import.cpp.)
-    for (auto& t : g_.initializer()) constants_[t.name()] = &t;
-    for (auto& n : g_.node())  // (the import left Constant nodes in their `value` form)
-      if (n.op_type() == "Constant" && n.output_size() == 1)
-        for (auto& a : n.attribute())
-          if (a.name() == "value" && a.has_t()) constants_[n.output(0)] = &a.t();
+    constants_ = graph_constants(g_, /*inputs_override=*/false);
     shapes_ = static_shapes(g_);
     for (auto& r : composite_records(m))  // optional inputs (boundary_values.h)
       if (r.optional && !r.output) {
@@ -214,12 +210,6 @@ class Unroller {
     a->set_type(onnx::AttributeProto::INTS);
     for (int64_t x : v) a->add_ints(x);
   }
-  static void set_int(onnx::NodeProto& m, const char* name, int64_t v) {
-    auto* a = m.add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(v);
-  }
   // Unsqueeze / Squeeze / Split with `axes` or `split` an attribute (opset < 13) or an input.
   onnx::NodeProto& emit_with_ints(std::vector<onnx::NodeProto>& out, const onnx::NodeProto& from, const std::string& op,
                                   const std::string& x, const char* name, const std::vector<int64_t>& v,
@@ -306,7 +296,7 @@ class Unroller {
           emit_with_ints(out, n, "Unsqueeze", p, "axes", {axis}, {u});
           p = u;
         }
-      set_int(emit(out, n, "Concat", parts, {n.output(0)}), "axis", axis);
+      set_int_attribute(emit(out, n, "Concat", parts, {n.output(0)}), "axis", axis);
       return true;
     }
     return false;
@@ -336,7 +326,7 @@ class Unroller {
   std::string run_time_position(const onnx::NodeProto& n, int i, int64_t size, std::vector<onnx::NodeProto>& out) {
     std::string p = temp(n, "position"), negative = temp(n, "negative"), wrapped = temp(n, "wrapped");
     std::string scalar = temp(n, "position_scalar");
-    set_int(emit(out, n, "Cast", {input(n, i)}, {p}), "to", TP::INT64);
+    set_int_attribute(emit(out, n, "Cast", {input(n, i)}, {p}), "to", TP::INT64);
     emit(out, n, "Reshape", {p, ints_initializer(n, {})}, {scalar});
     emit(out, n, "Less", {scalar, int64_scalar(n, 0)}, {negative});
     emit(out, n, "Add", {scalar, int64_scalar(n, size)}, {wrapped});
@@ -561,7 +551,7 @@ class Unroller {
     }
     std::vector<std::string> parts, elems;
     for (size_t k = 0; k < sizes.size(); k++) parts.push_back(temp(n, "part"));
-    if (!parts.empty()) set_int(emit_with_ints(out, n, "Split", input(n, 0), "split", sizes, parts), "axis", axis);
+    if (!parts.empty()) set_int_attribute(emit_with_ints(out, n, "Split", input(n, 0), "split", sizes, parts), "axis", axis);
     for (auto& p : parts) {
       if (!squeeze) {
         elems.push_back(p);

@@ -100,6 +100,25 @@ std::vector<std::string> SubgraphInliner::inline_graph(const onnx::GraphProto& b
   return results;
 }
 
+std::map<std::string, const onnx::TensorProto*> graph_constants(const onnx::GraphProto& g, bool inputs_override) {
+  std::map<std::string, const onnx::TensorProto*> constants;
+  for (auto& t : g.initializer()) constants[t.name()] = &t;
+  if (inputs_override)
+    for (auto& i : g.input()) constants.erase(i.name());
+  for (auto& n : g.node())  // (the import left Constant nodes in their `value` form)
+    if (n.op_type() == "Constant" && n.output_size() == 1)
+      for (auto& a : n.attribute())
+        if (a.name() == "value" && a.has_t()) constants[n.output(0)] = &a.t();
+  return constants;
+}
+
+void set_int_attribute(onnx::NodeProto& n, const char* name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
 const onnx::GraphProto* graph_attribute(const onnx::NodeProto& n, const char* name) {
   for (auto& a : n.attribute())
     if (a.name() == name && a.has_g()) return &a.g();

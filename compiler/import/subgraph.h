@@ -10,6 +10,8 @@
 // enclosing graph (outer-scope references) kept.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,6 +39,14 @@ class SubgraphInliner {
   onnx::GraphProto& g_;
   std::set<std::string> taken_;  // names in use in the model, subgraphs included
 };
+
+// The constants of `g` by name: its initializers and its Constant nodes'
+// `value`s. With `inputs_override`, an initializer that is also a graph
+// input is not one (the input may override it; ONNX's IR 3 rule).
+std::map<std::string, const onnx::TensorProto*> graph_constants(const onnx::GraphProto& g, bool inputs_override);
+
+// Adds an INT attribute `name` = v to `n`.
+void set_int_attribute(onnx::NodeProto& n, const char* name, int64_t v);
 
 // The first graph attribute of `n` named `name`; null when it has none.
 const onnx::GraphProto* graph_attribute(const onnx::NodeProto& n, const char* name);

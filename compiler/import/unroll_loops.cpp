@@ -34,12 +34,7 @@ class LoopUnroller {
   explicit LoopUnroller(onnx::ModelProto& m) : g_(*m.mutable_graph()), inliner_(g_) {
     for (auto& o : m.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
-    for (auto& t : g_.initializer()) constants_[t.name()] = &t;
-    for (auto& i : g_.input()) constants_.erase(i.name());  // an input may override it
-    for (auto& n : g_.node())
-      if (n.op_type() == "Constant" && n.output_size() == 1)
-        for (auto& a : n.attribute())
-          if (a.name() == "value" && a.has_t()) constants_[n.output(0)] = &a.t();
+    constants_ = graph_constants(g_, /*inputs_override=*/true);
     shapes_ = static_shapes(g_);
   }
 
@@ -100,12 +95,6 @@ class LoopUnroller {
     out.push_back(std::move(m));
     return out.back();
   }
-  static void set_int(onnx::NodeProto& m, const char* name, int64_t v) {
-    auto* a = m.add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(v);
-  }
   // Unsqueeze on `axis` (an attribute before opset 13, an input since).
   std::string unsqueeze(std::vector<onnx::NodeProto>& out, const std::string& base, const std::string& x, int64_t axis) {
     std::string y = inliner_.fresh(base + "/unsqueezed");
@@ -124,7 +113,7 @@ class LoopUnroller {
   std::string take(std::vector<onnx::NodeProto>& out, const std::string& base, const std::string& x, int64_t axis,
                    int64_t index) {
     std::string y = inliner_.fresh(base + "/slice");
-    set_int(emit(out, base, "Gather", {x, constant(base + "/index", TP::INT64, {index}, true)}, {y}), "axis", axis);
+    set_int_attribute(emit(out, base, "Gather", {x, constant(base + "/index", TP::INT64, {index}, true)}, {y}), "axis", axis);
     return y;
   }
   // Stacks `parts` (each Unsqueezed on `axis`) into `result` with a Concat.
@@ -132,7 +121,7 @@ class LoopUnroller {
              int64_t axis, const std::string& result) {
     std::vector<std::string> grown;
     for (auto& p : parts) grown.push_back(unsqueeze(out, base, p, axis));
-    set_int(emit(out, base, "Concat", grown, {result}), "axis", axis);
+    set_int_attribute(emit(out, base, "Concat", grown, {result}), "axis", axis);
   }
   bool constant_true(const std::string& name) const {
     auto v = ints(name);
