@@ -6,7 +6,8 @@
 Writes OUT_DIR/<harness>/ for each harness:
   fuzz_onnx_import  small onnx.helper models (Add, Conv+Relu, MatMul+Softmax,
                     a Shape->Gather->Concat->Reshape chain, opset 6, Constant
-                    and Clip, ONNX Runtime's com.microsoft QLinear* / QGemm)
+                    and Clip, sequence and optional inputs and outputs with a
+                    Scan, ONNX Runtime's com.microsoft QLinear* / QGemm)
                     and demo/shapes_cnn.onnx;
   fuzz_bundle       bundles kilnc compiles from them (CPU, --target=vulkan,
                     one signed with a fresh Ed25519 key), each behind the mode
@@ -92,6 +93,27 @@ def onnx_models(rng):
                              else_branch=helper.make_graph(
                                  [helper.make_node("Neg", ["x"], ["e"])], "else", [], [value("e", [2, 3])]))],
             [value("x", [2, 3])], [value("y", [2, 3])], [numpy_helper.from_array(np.array(True), "cond")]),
+        # Sequences and optionals at the boundary, and a Scan unrolled (docs/sequences.md):
+        # bundles with a composites table (compiled with --sequence-length xs=2).
+        "sequences": model([
+            helper.make_node("SequenceInsert", ["xs", "t"], ["ys"]),
+            helper.make_node("OptionalHasElement", ["o"], ["has"]),
+            helper.make_node("Identity", ["o"], ["oo"]),
+            helper.make_node("Scan", ["t0", "t"], ["fin", "run"], num_scan_inputs=1,
+                             body=helper.make_graph([helper.make_node("Add", ["s", "e"], ["s2"]),
+                                                     helper.make_node("Identity", ["s2"], ["p"])], "body",
+                                                    [value("s", []), value("e", [])], [value("s2", []), value("p", [])]))],
+            [helper.make_value_info("xs", helper.make_sequence_type_proto(
+                helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))),
+             helper.make_value_info("o", helper.make_optional_type_proto(
+                 helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))),
+             value("t", [3]), value("t0", [])],
+            [helper.make_value_info("ys", helper.make_sequence_type_proto(
+                helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))),
+             value("has", [], TensorProto.BOOL),
+             helper.make_value_info("oo", helper.make_optional_type_proto(
+                 helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))),
+             value("fin", []), value("run", [3])], opset=16),
     }
     for name, m in models.items():
         onnx.checker.check_model(m)
@@ -219,11 +241,12 @@ def main():
         subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", key], check=True,
                        capture_output=True)
         builds = [("add", []), ("conv_relu", []), ("matmul_softmax", []), ("shapes_cnn", []),
+                  ("sequences", ["--sequence-length", "xs=2"]),
                   ("add", ["--target=vulkan"]), ("conv_relu", ["--target=vulkan"]),
                   ("matmul_softmax", ["--target=vulkan"])]
         elf_count = spirv_count = 0
         for name, extra in builds:
-            tag = name + ("_vulkan" if extra else "")
+            tag = name + ("_vulkan" if "--target=vulkan" in extra else "")
             bundle_path = os.path.join(work, tag + ".kiln")
             data = compile_bundle(args.kilnc, onnx_paths[name], bundle_path, extra)
             if data is None:
@@ -240,7 +263,7 @@ def main():
                         write(os.path.join(out, "fuzz_spirv", f"{tag}_{spirv_count}_main.spv"), b"\x01" + module)
                         spirv_count += 1
         for name, extra in [("add", []), ("add", ["--target=vulkan"])]:
-            tag = name + "_signed" + ("_vulkan" if extra else "")
+            tag = name + "_signed" + ("_vulkan" if "--target=vulkan" in extra else "")
             data = compile_bundle(args.kilnc, onnx_paths[name], os.path.join(work, tag + ".kiln"),
                                   extra + ["--sign-key=" + key])
             if data is None:
