@@ -247,12 +247,11 @@ int CmdRun(int argc, char** argv) {
     kiln_composite_info_t info;
     if (!model.get_composite_info(c, &info).ok() || !info.is_output || info.element_count) continue;
     const bool optional = info.kind == KILN_COMPOSITE_OPTIONAL;
-    if (optional && !info.holds_sequence) continue;
-    if (optional) {
+    if (optional) {  // (an optional tensor with no elements never holds one)
       const void* flag = nullptr;
       status = session.get_output_view((size_t)info.presence, &flag);
       if (!status.ok()) return FailStatus(status);
-      if (!*(const uint8_t*)flag) {
+      if (!*(const uint8_t*)flag || !info.holds_sequence) {
         printf("output %s: none\n", info.name);
         continue;
       }
