@@ -49,6 +49,12 @@ void add_composite_record(onnx::ModelProto& model, const CompositeRecord& r) {
   p->set_value(kind + (r.sequence ? " " + std::to_string(r.count) : std::string()));
 }
 
+void clear_composite_records(onnx::ModelProto& model) {
+  auto* props = model.mutable_metadata_props();
+  for (int i = props->size() - 1; i >= 0; i--)
+    if (props->Get(i).key().rfind(kKey, 0) == 0) props->DeleteSubrange(i, 1);
+}
+
 std::vector<CompositeRecord> composite_records(const onnx::ModelProto& model) {
   std::vector<CompositeRecord> records;
   for (auto& p : model.metadata_props()) {

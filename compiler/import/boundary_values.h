@@ -45,6 +45,9 @@ std::string optional_presence_name(const std::string& optional);
 std::string optional_value_name(const std::string& optional);
 
 void add_composite_record(onnx::ModelProto& model, const CompositeRecord& record);
+// Removes every record (the import's first step: a model's own metadata
+// must not pose as kilnc's).
+void clear_composite_records(onnx::ModelProto& model);
 // The records, in the order they were added. Throws InternalError for a malformed one.
 std::vector<CompositeRecord> composite_records(const onnx::ModelProto& model);
 

@@ -1031,7 +1031,9 @@ class DimInference {
         Expr bins = need_sym(0, "num_mel_bins").at(0), length = need_sym(1, "dft_length").at(0);
         require(bins >= Expr(1), "num_mel_bins must be positive");
         require(length >= Expr(1), "dft_length must be positive");
-        return {simp(length / Expr(2) + Expr(1)), bins};
+        // (The run checks the conditions; the extents are clamped so that a
+        // symbol computed from an input, its range reaching below 1, still bounds them.)
+        return {simp(tir::max(length, Expr(1)) / Expr(2) + Expr(1)), simp(tir::max(bins, Expr(1)))};
       }
       case OpDims::Stft: {  // [batch, frames, bins, 2]; frame_step and frame_length may be symbols
         DimExprs x = in_dims(0);
@@ -1052,6 +1054,7 @@ class DimInference {
           if (*c < 1 || *c > *const_of(x[1])) fail("the frame length must be 1 to the signal's length");
         } else {
           require(length >= Expr(1) && length <= x[1], "the frame length must be 1 to the signal's length");
+          length = simp(tir::max(length, Expr(1)));  // (the run checks it; bounds the extents below)
         }
         Expr bins = node_->attr_int("onesided", 1) != 0 ? simp(length / Expr(2) + Expr(1)) : length;
         return {x[0], simp((x[1] - length) / tir::max(step, Expr(1)) + Expr(1)), bins, Expr(2)};

@@ -280,6 +280,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   }
 
   // Sequence and optional inputs: their tensors (boundary_values.h).
+  clear_composite_records(model);
   expand_composite_inputs(model, options.sequence_lengths);
 
   // Apply --input-shape overrides to the graph inputs: static dimensions

@@ -27,8 +27,10 @@ class Unroller {
     // (An initializer that is also a graph input is a constant to kilnc, as in onnx_import.cpp.)
     constants_ = graph_constants(g_, /*inputs_override=*/false);
     shapes_ = static_shapes(g_);
-    for (auto& r : composite_records(m))  // optional inputs (boundary_values.h)
-      if (r.optional && !r.output) {
+    std::set<std::string> inputs;
+    for (auto& i : g_.input()) inputs.insert(i.name());
+    for (auto& r : composite_records(m))  // optional inputs (boundary_values.h) whose typed input is left
+      if (r.optional && !r.output && inputs.count(r.name)) {
         optionals_[r.name] = {optional_presence_name(r.name), optional_value_name(r.name)};
         optional_inputs_.insert(r.name);
       }
@@ -41,13 +43,13 @@ class Unroller {
       if (rewrite(n, out)) rewritten++;
       else out.push_back(n);
     }
-    if (!rewritten) return 0;
+    if (!rewritten && optional_inputs_.empty()) return 0;
     // All or nothing: no sequence this step dissolved may be read by what is
     // left, subgraphs (If, Loop bodies reading outer values) included. What
     // is left may still learn a length (a Loop's trip count is often a
     // SequenceLength, and unrolling the Loop dissolves the rest).
     for (auto& n : out)
-      if (reads_list(n)) return lengths_only();
+      if (reads_list(n)) return rewritten ? lengths_only() : 0;
     std::vector<onnx::ValueInfoProto> outputs;
     for (auto& o : g_.output()) {
       if (lists_.count(o.name()) || optionals_.count(o.name())) expand_output(o, out, outputs);
@@ -64,7 +66,7 @@ class Unroller {
       if (!optional_inputs_.count(i.name())) inputs.push_back(i);
     g_.clear_input();
     for (auto& i : inputs) *g_.add_input() = std::move(i);
-    return rewritten;
+    return rewritten + (int)optional_inputs_.size();
   }
 
  private:
@@ -117,7 +119,7 @@ class Unroller {
       r.optional = true;
       r.empty = opt->second.value.empty();
       if (type->has_optional_type()) type = &type->optional_type().elem_type();
-      emit(out, o, "Identity", {opt->second.presence}, {optional_presence_name(o.name())});
+      output_of(o, opt->second.presence, optional_presence_name(o.name()), out);
       onnx::ValueInfoProto p;
       p.set_name(optional_presence_name(o.name()));
       p.mutable_type()->mutable_tensor_type()->set_elem_type(TP::BOOL);
@@ -140,17 +142,23 @@ class Unroller {
       onnx::ValueInfoProto e;
       e.set_name(names[i]);
       if (type->has_tensor_type()) *e.mutable_type() = *type;
-      emit(out, o, "Identity", {sources[i]}, {e.name()});
+      output_of(o, sources[i], e.name(), out);
       outputs.push_back(e);
     }
     add_composite_record(m_, r);
   }
 
-  void emit(std::vector<onnx::NodeProto>& out, const onnx::ValueInfoProto& from, const std::string& op,
-            std::vector<std::string> inputs, std::vector<std::string> outputs) {
+  // Output tensor `name` of model output `o` holds `source`: an Identity,
+  // unless it is `source` itself (a model input passed through).
+  void output_of(const onnx::ValueInfoProto& o, const std::string& source, const std::string& name,
+                 std::vector<onnx::NodeProto>& out) {
+    if (source == name) return;
+    user_assert(!inliner_.taken(name)) << "model output '" << o.name() << "' would become tensor '" << name
+                                       << "', but the model already has a value of that name";
+    inliner_.take(name);
     onnx::NodeProto n;
-    n.set_name(from.name());
-    emit(out, n, op, inputs, outputs);
+    n.set_name(o.name());
+    emit(out, n, "Identity", {source}, {name});
   }
 
   bool reads_list(const onnx::NodeProto& n) const {
@@ -480,6 +488,7 @@ class Unroller {
     const onnx::GraphProto* body = graph_attribute(n, "body");
     if (!body) return false;
     const size_t size = list(n, 0)->size();
+    if (!may_unroll(g_, out.size(), (int64_t)size, *body)) return false;
     for (int i = 1; i < n.input_size(); i++) {
       const std::vector<std::string>* l = list(n, i);
       if (!l && !lists_.count(input(n, i)) && is_sequence_somewhere(input(n, i))) return false;

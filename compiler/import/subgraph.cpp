@@ -1,5 +1,6 @@
 #include "import/subgraph.h"
 
+#include <algorithm>
 #include <map>
 
 namespace kiln {
@@ -61,9 +62,27 @@ SubgraphInliner::SubgraphInliner(onnx::GraphProto& g) : g_(g) {
 
 std::string SubgraphInliner::fresh(const std::string& base) {
   std::string name = base;
-  for (int k = 1; taken_.count(name); k++) name = base + "_" + std::to_string(k);
+  int& k = next_[base];  // (loops ask for one base per iteration: start where the last one ended)
+  if (k == 0) k = 1;
+  for (; taken_.count(name); k++) name = base + "_" + std::to_string(k);
   taken_.insert(name);
   return name;
+}
+
+int64_t count_nodes(const onnx::GraphProto& g) {
+  int64_t n = g.node_size();
+  for (auto& node : g.node())
+    for (auto& a : node.attribute()) {
+      if (a.has_g()) n += count_nodes(a.g());
+      for (auto& sub : a.graphs()) n += count_nodes(sub);
+    }
+  return n;
+}
+
+bool may_unroll(const onnx::GraphProto& g, size_t pending, int64_t copies, const onnx::GraphProto& body) {
+  const int64_t per_copy = std::max<int64_t>(count_nodes(body), 1);
+  if (copies < 0 || copies > kMaxUnrolledNodes / per_copy) return false;
+  return (int64_t)g.node_size() + (int64_t)pending + copies * per_copy <= kMaxGraphNodes;
 }
 
 std::vector<std::string> SubgraphInliner::inline_graph(const onnx::GraphProto& body,

@@ -27,6 +27,10 @@ class SubgraphInliner {
 
   // A name used nowhere in the model (subgraphs included): `base`, or `base_K`.
   std::string fresh(const std::string& base);
+  // Whether `name` is used anywhere in the model (or was given out by fresh).
+  bool taken(const std::string& name) const { return taken_.count(name) != 0; }
+  // Marks `name` used.
+  void take(const std::string& name) { taken_.insert(name); }
 
   // Appends `body`'s nodes to `out`, its values renamed under `prefix` and
   // each node given a fresh name; body input k reads `bound[k]` (inputs past
@@ -37,8 +41,21 @@ class SubgraphInliner {
 
  private:
   onnx::GraphProto& g_;
-  std::set<std::string> taken_;  // names in use in the model, subgraphs included
+  std::set<std::string> taken_;       // names in use in the model, subgraphs included
+  std::map<std::string, int> next_;  // base -> the next suffix to try (fresh stays linear)
 };
+
+// The nodes of `g` and of every graph nested in it.
+int64_t count_nodes(const onnx::GraphProto& g);
+
+// At most this many nodes are copied per loop, and a graph that unrolling
+// would grow past kMaxGraphNodes is left alone (kilnc names the node).
+constexpr int64_t kMaxUnrolledNodes = 1 << 16;
+constexpr int64_t kMaxGraphNodes = 1 << 18;
+
+// Whether `copies` copies of `body` may join graph `g` (holding `pending`
+// nodes not in it yet): overflow-safe, both limits above.
+bool may_unroll(const onnx::GraphProto& g, size_t pending, int64_t copies, const onnx::GraphProto& body);
 
 // The constants of `g` by name: its initializers and its Constant nodes'
 // `value`s. With `inputs_override`, an initializer that is also a graph

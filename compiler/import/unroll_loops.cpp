@@ -166,7 +166,7 @@ class LoopUnroller {
     user_assert(body->input_size() == carried + 2 && scans >= 0 && n.output_size() <= carried + scans)
         << describe(n) << ": the body's inputs and outputs do not match the loop's";
     const int64_t m = std::max<int64_t>((*trips)[0], 0);
-    if (m * std::max(body->node_size(), 1) > kMaxUnrolledNodes) return false;
+    if (!may_unroll(g_, out.size(), m, *body)) return false;
     if (m == 0 && scans > 0) return false;  // empty scan outputs: their shape is the body's to say
     std::string base = n.name().empty() ? n.output(0) : n.name();
     std::string cond = constant(base + "/true", TP::BOOL, {1}, true);
@@ -195,7 +195,9 @@ class LoopUnroller {
                  const std::vector<std::vector<int64_t>>& input_shapes, std::vector<std::string>* finals,
                  std::vector<std::vector<std::string>>* scanned, std::vector<onnx::NodeProto>& out) {
     const int num_in = (int)inputs.size();
-    std::vector<int64_t> axes = ints_attr(n, "scan_input_axes"), dirs = ints_attr(n, "scan_input_directions");
+    // (Opset 8 calls the input directions `directions`; its axes are the sequence axis.)
+    std::vector<int64_t> axes = ints_attr(n, "scan_input_axes");
+    std::vector<int64_t> dirs = ints_attr(n, opset_ < 9 ? "directions" : "scan_input_directions");
     if (axes.empty()) axes.assign((size_t)num_in, 0);
     if (dirs.empty()) dirs.assign((size_t)num_in, 0);
     user_assert((int)axes.size() == num_in && (int)dirs.size() == num_in)
@@ -210,7 +212,7 @@ class LoopUnroller {
           << describe(n) << ": the scan inputs' scanned axes differ (" << trips << " and " << shape[(size_t)axis] << ")";
       trips = shape[(size_t)axis];
     }
-    if (trips <= 0 || trips * std::max(body.node_size(), 1) > kMaxUnrolledNodes) return false;
+    if (trips <= 0 || !may_unroll(g_, out.size(), trips, body)) return false;
     for (int64_t i = 0; i < trips; i++) {
       std::vector<std::string> bound = state;
       for (int k = 0; k < num_in; k++)
@@ -257,7 +259,10 @@ class LoopUnroller {
         user_assert(s.size() >= 2) << describe(n) << ": a scan input needs a batch and a sequence axis";
         batch = s[0];
       }
-      if (batch <= 0 || batch * std::max(body->node_size(), 1) > kMaxUnrolledNodes) return false;
+      // (Every batch entry scans every slice: batch * length copies.)
+      const int64_t length = shapes[0][1];
+      if (batch <= 0 || length <= 0 || batch > kMaxUnrolledNodes / length || !may_unroll(g_, out.size(), batch * length, *body))
+        return false;
     }
     std::vector<std::vector<std::string>> final_parts((size_t)num_state), output_parts((size_t)num_out);
     for (int64_t b = 0; b < batch; b++) {

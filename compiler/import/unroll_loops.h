@@ -17,15 +17,13 @@
 // SequenceMap over a sequence of known length is static_sequences.h's.
 // Loops ending on a run-time condition, or with a trip count known only at
 // run time, are left alone (kilnc names the node later). A loop whose copies
-// would exceed kMaxUnrolledNodes nodes is left alone too.
+// would exceed kMaxUnrolledNodes nodes (nested graphs counted), or grow the
+// graph past kMaxGraphNodes, is left alone too (subgraph.h).
 #pragma once
 
 #include <onnx/onnx_pb.h>
 
 namespace kiln {
-
-// At most this many body nodes are copied per loop.
-constexpr int kMaxUnrolledNodes = 1 << 16;
 
 // Returns the number of Loop and Scan nodes unrolled (0: the graph is unchanged).
 int unroll_static_loops(onnx::ModelProto& model);

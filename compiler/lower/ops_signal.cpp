@@ -197,6 +197,7 @@ void lower_stft(OpContext& ctx) {
   }
   user_assert(length_e.defined()) << n.describe() << ": needs frame_length or a window";
   const int64_t* length_c = tir::as_const_int(length_e);  // null: a symbol (infer_dims checked its range)
+  if (!length_c) length_e = tir::simplify(tir::max(length_e, Expr(1)));  // as infer_dims bounds it
   user_assert((!length_c || (*length_c >= 1 && *length_c <= xs[1])) && (!step_c || *step_c >= 1))
       << n.describe() << ": needs frame_length (or a window) of 1 to " << xs[1] << " samples and a positive frame_step";
   const bool onesided = n.attr_int("onesided", 1) != 0;

@@ -329,14 +329,15 @@ def _sequence_args(inputs, sequence_shapes) -> List[str]:
     return args
 
 
-def _data_shape_args(inputs, sequences, converted) -> List[str]:
+def _data_shape_args(inputs, sequences, optionals, converted) -> List[str]:
     """--input-shape NAME=<the data's shape> for each tensor input whose declared
     shape has a named or missing dimension, when every data set gives it one shape."""
     import numpy as np
     args = []
     for i, vi in enumerate(inputs):
         t = vi.type.tensor_type
-        if vi.name in sequences or (t.HasField('shape') and all(d.HasField('dim_value') for d in t.shape.dim)):
+        if vi.name in sequences or vi.name in optionals or \
+                (t.HasField('shape') and all(d.HasField('dim_value') for d in t.shape.dim)):
             continue
         shapes = {np.load(feeds[i].split('=', 1)[1], allow_pickle=False, mmap_mode='r').shape
                   for _, feeds, _ in converted}
@@ -636,7 +637,7 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
     # as for any model kilnc compiles for the shapes it will run; the values
     # are still the run's. All data sets must agree.
     if rc == 1 and 'dynamic dimension' in err:
-        shaped = _data_shape_args(inputs, sequences, converted)
+        shaped = _data_shape_args(inputs, sequences, optionals, converted)
         if shaped:
             kilnc_args = kilnc_args + shaped
             rc, err = run_kilnc([kilnc, model_path, '-o', bundle] + kilnc_args, bundle, timeout, store, 0)

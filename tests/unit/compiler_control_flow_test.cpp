@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -157,8 +158,17 @@ TEST_CASE("control flow: a Loop with a constant trip count is unrolled") {
   CHECK(as_floats(out[1]) == std::vector<float>{11.f, 13.f, 16.f, 20.f});  // the running sums
 }
 
-TEST_CASE("control flow: a Loop that may end early, or runs 0 times with scans, is left for kilnc to name") {
-  for (auto m : {running_sum_loop(4, true), running_sum_loop(0, false)}) {
+TEST_CASE("control flow: a Loop that may end early, runs 0 times with scans, or is too long, is left for kilnc to name") {
+  // (2^62 iterations of a 5-node body: the size check must not overflow.)
+  for (auto m : {running_sum_loop(4, true), running_sum_loop(0, false), running_sum_loop(int64_t(1) << 62, false),
+                 running_sum_loop(INT64_MAX, false), running_sum_loop(70000, false)}) {
+    // (The huge ones declare a scan output too large to hold: a user error
+    // naming the Loop, also fine; what must not happen is unrolling.)
+    std::string error = import_error(m);
+    if (!error.empty()) {
+      CHECK_MESSAGE(error.find("Loop") != std::string::npos, error);
+      continue;
+    }
     kiln::graph::Graph g = kiln::import_onnx_bytes(m.SerializeAsString(), ".", {});
     bool loop = false;
     for (auto& n : g.nodes) loop |= n.op == "Loop";
@@ -180,7 +190,8 @@ TEST_CASE("control flow: Scan (opset 9 and opset 8's batch axis) is unrolled, in
     if (batched) ins.insert(ins.begin(), "");
     auto* scan = node(g, "Scan", ins, {"final", "partial"});
     int_attr(scan, "num_scan_inputs", 1);
-    if (!batched) ints_attr(scan, "scan_input_directions", {1});  // reversed: 5,6 then 3,4 then 1,2
+    // Reversed (opset 8 calls it `directions`): 5,6 then 3,4 then 1,2.
+    ints_attr(scan, batched ? "directions" : "scan_input_directions", {1});
     auto* body = scan->add_attribute();
     body->set_name("body");
     body->set_type(onnx::AttributeProto::GRAPH);
@@ -198,8 +209,7 @@ TEST_CASE("control flow: Scan (opset 9 and opset 8's batch axis) is unrolled, in
     for (auto& n : graph.nodes) CHECK(n.op != "Scan");
     auto out = kiln::evaluate_graph(graph, {floats({0, 0}), floats({1, 2, 3, 4, 5, 6})});
     CHECK(as_floats(out[0]) == std::vector<float>{9, 12});
-    if (batched) CHECK(as_floats(out[1]) == std::vector<float>{1, 2, 4, 6, 9, 12});
-    else CHECK(as_floats(out[1]) == std::vector<float>{5, 6, 8, 10, 9, 12});
+    CHECK(as_floats(out[1]) == std::vector<float>{5, 6, 8, 10, 9, 12});
   }
 }
 
@@ -327,4 +337,48 @@ TEST_CASE("sequences: positions read at run time pick elements of one shape") {
     CHECK(as_floats(out[1]) == ins_flat);
     CHECK(as_floats(out[2]) == era_flat);
   }
+}
+
+TEST_CASE("boundary: passthrough, name collisions and a model's own composite metadata") {
+  // A sequence input that is also the output: its elements are both.
+  onnx::ModelProto m = model(13);
+  auto* g = m.mutable_graph();
+  auto* s_in = g->add_input();
+  s_in->set_name("s");
+  auto* st = s_in->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type();
+  st->set_elem_type(TP::FLOAT);
+  st->mutable_shape()->add_dim()->set_dim_value(2);
+  *g->add_output() = *s_in;
+  kiln::ImportOptions o;
+  o.sequence_lengths["s"] = 2;
+  kiln::graph::Graph graph = kiln::import_onnx_bytes(m.SerializeAsString(), ".", o);
+  REQUIRE(graph.composites.size() == 2);
+  CHECK(graph.composites[1].output);
+  CHECK(graph.composites[1].elements == std::vector<int>{0, 1});
+  CHECK(graph.outputs == graph.inputs);
+  // A model output named like an element the expansion would make is refused.
+  onnx::ModelProto c = model(13);
+  g = c.mutable_graph();
+  tensor_value(g->mutable_input(), "x", TP::FLOAT, {2});
+  node(g, "Relu", {"x"}, {"y"});
+  node(g, "SequenceConstruct", {"y", "x"}, {"s"});
+  node(g, "Neg", {"x"}, {"s[0]"});
+  auto* s_out = g->add_output();
+  s_out->set_name("s");
+  *s_out->mutable_type() = s_in->type();
+  tensor_value(g->mutable_output(), "s[0]", TP::FLOAT, {2});
+  CHECK(import_error(c).find("would become tensor 's[0]'") != std::string::npos);
+  // Composite records in the model's own metadata are not kilnc's.
+  onnx::ModelProto p = model(13);
+  g = p.mutable_graph();
+  tensor_value(g->mutable_input(), "x", TP::FLOAT, {2});
+  node(g, "Relu", {"x"}, {"y"});
+  tensor_value(g->mutable_output(), "y", TP::FLOAT, {2});
+  for (const char* key : {"kiln.composite:out:y", "kiln.composite:in:x"}) {
+    auto* prop = p.add_metadata_props();
+    prop->set_key(key);
+    prop->set_value("seq 2");
+  }
+  graph = kiln::import_onnx_bytes(p.SerializeAsString(), ".", {});
+  CHECK(graph.composites.empty());
 }

@@ -260,9 +260,20 @@ static int ExpandCompositeInputs(const kiln::Model& model, const CommandArgs& ar
     const bool optional = info.kind == KILN_COMPOSITE_OPTIONAL;
     if (optional) arrays->push_back({(size_t)info.presence, BoolScalar(input.second != "none")});
     if (optional && input.second == "none") {
+      // Zeros of the value's shape: it must be static (a run-time dimension
+      // would have to agree with the other inputs sharing it), and no larger
+      // than a session may plan (the bundle is untrusted).
+      const uint64_t limit = args.max_arena_bytes ? args.max_arena_bytes : KILN_DEFAULT_MAX_ARENA_BYTES;
       for (size_t e = 0; e < info.element_count; ++e) {
         kiln_tensor_info_t element;
         if (!model.get_input_info(info.elements[e], &element).ok()) return Fail("--input %s: bad element", info.name);
+        if (element.dynamic) {
+          return Fail("--input %s=none: its value's shape is known only at run time; give a file of zeros of the "
+                      "shape you run instead", info.name);
+        }
+        if (element.byte_size > limit) {
+          return Fail("--input %s=none: its value (%s) is larger than --max-arena allows", info.name, element.name);
+        }
         NpyArray zeros;
         zeros.dtype = element.dtype;
         zeros.shape.assign(element.shape, element.shape + element.rank);
