@@ -7,31 +7,17 @@ and bench/ort_bench.js for bench/run_bench.py. Run it with the python of the Ope
 
 Compile properties: INFERENCE_PRECISION_HINT=f32 (no bf16/f16 downconversion),
 PERFORMANCE_HINT=LATENCY, NUM_STREAMS=1, INFERENCE_NUM_THREADS=N. Every float input is filled
-once with the seeded values `kiln bench` uses (xorshift64*, [-1, 1)); integer inputs get [0, 10).
+once with the seeded values `kiln bench` uses (xorshift64*, [-1, 1)); integer inputs get [0, 10)
+(bench/bench_feeds.py).
 W untimed runs, then K timed runs of one infer request, each timed on its own. The last line is
   median_ms=X min_ms=Y mean_ms=Z iterations=K
 Exit status 0, or 1 with "ov_bench: error: ..." on stderr.
 """
 
 import argparse
-import statistics
 import sys
-import time
 
-import numpy as np
-
-
-def random_values(n: int) -> np.ndarray:
-    """n values in [0, 1) from xorshift64*, the generator and seed of `kiln bench`."""
-    mask = (1 << 64) - 1
-    state = 0x9E3779B97F4A7C15
-    out = np.empty(n, np.float64)
-    for i in range(n):
-        state ^= state >> 12
-        state = (state ^ (state << 25)) & mask
-        state ^= state >> 27
-        out[i] = (((state * 2685821657736338717) & mask) >> 11) / 9007199254740992.0
-    return out
+from bench_feeds import input_values, time_runs
 
 
 def main() -> int:
@@ -48,25 +34,10 @@ def main() -> int:
     compiled = core.compile_model(core.read_model(args.model), 'CPU', {
         'INFERENCE_PRECISION_HINT': 'f32', 'PERFORMANCE_HINT': 'LATENCY', 'NUM_STREAMS': '1',
         'INFERENCE_NUM_THREADS': str(args.threads)})
-    feeds = {}
-    for port in compiled.inputs:
-        shape = [int(d) for d in port.get_shape()]
-        n = int(np.prod(shape)) if shape else 1
-        dtype = port.get_element_type().to_dtype()
-        if np.issubdtype(dtype, np.floating):
-            feeds[port.get_any_name()] = (random_values(n) * 2 - 1).astype(dtype).reshape(shape)
-        else:
-            feeds[port.get_any_name()] = np.random.default_rng(0).integers(0, 10, shape).astype(dtype)
+    feeds = {port.get_any_name(): input_values(port.get_shape(), port.get_element_type().to_dtype())
+             for port in compiled.inputs}
     request = compiled.create_infer_request()
-    for _ in range(args.warmup):
-        request.infer(feeds)
-    times = []
-    for _ in range(args.iterations):
-        start = time.perf_counter()
-        request.infer(feeds)
-        times.append((time.perf_counter() - start) * 1e3)
-    print('median_ms=%.4f min_ms=%.4f mean_ms=%.4f iterations=%d'
-          % (statistics.median(times), min(times), statistics.fmean(times), len(times)))
+    time_runs(lambda: request.infer(feeds), args.warmup, args.iterations)
     return 0
 
 

@@ -6,6 +6,7 @@
       [--threads 1,2] [--quick] [--reexport] [--ort-dir tests/ort]
       [--no-int8] [--int8-venv DIR] [--no-openvino] [--openvino-venv DIR]
       [--no-vulkan] [--vulkan-iterations K] [--vulkan-budget S] [--no-dynamic]
+      [--kiln-tuning-log F] [--tvm] [--tvm-venv DIR] [--tvm-trials T] [--tvm-time-budget MIN]
 
 Steps (docs/performance.md explains them):
  1. measures the float32 FMA peak of this machine (bench/fma_peak.c) and,
@@ -34,6 +35,11 @@ Steps (docs/performance.md explains them):
     int8 model also by kiln and ONNX Runtime on its quantized model, back to
     back, the order reversing every round; kiln / the best peer (the faster of
     ONNX Runtime and OpenVINO) is reported beside kiln / ONNX Runtime;
+    with --kiln-tuning-log F, kiln also runs the models compiled with
+    `kilnc --tuning-log F`; with --tvm (off by default: slow), Apache TVM
+    runs them untuned and tuned by MetaSchedule with Kiln's trial budget
+    (bench/bench_tvm.py: T trials x the model's Kiln workloads, tuned
+    before the rounds, cached in OUT/tvm/), in the same rounds;
  7. profiles ResNet-18 at 1 thread with `kiln bench --profile` (when this
     kiln has it) and reports the five heaviest dispatches;
  8. unless --no-vulkan, when a Vulkan device is available: compiles the
@@ -80,6 +86,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_dynamic  # noqa: E402
+import bench_tvm  # noqa: E402
 from bench_chart import render_chart  # noqa: E402
 from bench_common import BENCH_DIR, REPO, STARTUP_RE, BenchError, log, parse_timing, run_tool  # noqa: E402
 from bench_config import DYNAMIC_CASES, FILE_MODELS, INT8_MODELS, INT8_VARIANT, MODELS, PROFILE_MODEL, PROFILE_TOP, TRANSFORMERS  # noqa: E402
@@ -516,7 +523,7 @@ def time_ort(node: str, ort_dir: str, path: str, threads: int, iterations: int, 
     return parse_timing(out, 'ort_bench.js %s' % name)
 
 
-ENGINES = ('kiln', 'ort', 'ov', 'kiln_int8', 'ort_int8')
+ENGINES = ('kiln', 'ort', 'ov', 'kiln_int8', 'ort_int8') + bench_tvm.ENGINES
 INT8_ENGINES = ('kiln_int8', 'ort_int8')
 OPENVINO_REQUIREMENTS = os.path.join(BENCH_DIR, 'requirements-openvino.txt')
 
@@ -553,6 +560,10 @@ def time_engine(engine: str, name: str, info, int8, t: int, args, kiln: str, nod
         return time_ort(node, args.ort_dir, info[name]['onnx'], t, args.iterations, args.warmup, name)
     if engine == 'ov':
         return time_ov(args.ov_python, info[name]['onnx'], t, args.iterations, args.warmup, name)
+    if engine == 'kiln_tuned':
+        return time_kiln(kiln, info[name]['kiln_tuned'], t, args.iterations, args.warmup, name + ' (tuned)')
+    if engine in bench_tvm.TVM_ENGINES:
+        return bench_tvm.time_engine(engine, name, info, t, args)
     entry = int8['models'][name]
     label = '%s (%s)' % (name, INT8_VARIANT)
     if engine == 'kiln_int8':
@@ -573,9 +584,11 @@ def run_rounds(names, info, args, threads_list, kiln, node, meter, int8=None):
             for name in names:
                 engines = ['kiln', 'ort'] + (['ov'] if args.ov_python and name not in ov_failed else [])
                 engines += list(INT8_ENGINES) if int8_timed(int8, name) else []
+                engines += bench_tvm.engines(args, name, t)
                 line = []
                 for engine in (engines if r % 2 == 0 else engines[::-1]):
-                    if engine in INT8_ENGINES and not int8_timed(int8, name):
+                    if (engine in INT8_ENGINES and not int8_timed(int8, name)) or \
+                            (engine in bench_tvm.TVM_ENGINES and name in args.tvm_failed):
                         continue
                     try:
                         res = time_engine(engine, name, info, int8, t, args, kiln, node)
@@ -584,6 +597,11 @@ def run_rounds(names, info, args, threads_list, kiln, node, meter, int8=None):
                             ov_failed[name] = str(e)
                             runs[name] = {tt: dict(runs[name][tt], ov=[]) for tt in threads_list}
                             log('threads %d round %d/%d %-20s OpenVINO FAILED: %s' % (t, r + 1, args.rounds, name, e))
+                            continue
+                        if engine in bench_tvm.TVM_ENGINES:  # TVM then stops timing the model
+                            args.tvm_failed[name] = str(e)
+                            runs[name] = {tt: dict(runs[name][tt], tvm=[], tvm_tuned=[]) for tt in threads_list}
+                            log('threads %d round %d/%d %-20s %s FAILED: %s' % (t, r + 1, args.rounds, name, engine, e))
                             continue
                         if engine not in INT8_ENGINES:
                             raise
@@ -911,6 +929,7 @@ def parse_args(argv):
     p.add_argument('--vulkan-budget', type=float, default=180.0,
                    help='seconds the Vulkan measurements may take; models that would overrun it are skipped '
                         '(default 180)')
+    bench_tvm.add_args(p)
     args = p.parse_args(argv)
     args.rounds = args.rounds if args.rounds is not None else (1 if args.quick else 4)
     args.iterations = args.iterations if args.iterations is not None else (3 if args.quick else 10)
@@ -935,6 +954,7 @@ def parse_args(argv):
     args.ort_dir = os.path.abspath(args.ort_dir)
     args.int8_venv = os.path.abspath(args.int8_venv or os.path.join(args.build, 'tests', 'e2e', 'int8-venv'))
     args.openvino_venv = os.path.abspath(args.openvino_venv or os.path.join(args.build, 'bench-openvino-venv'))
+    bench_tvm.check_args(p, args)
     return args
 
 
@@ -1007,11 +1027,13 @@ def main(argv) -> int:
         compile_models(names, info, kilnc)
         args.ov_python, args.ov_failed = prepare_openvino(args), {}
         int8 = None if args.no_int8 else prepare_int8(names, info, args, kilnc)
+        tuned = bench_tvm.prepare(names, info, args, kilnc, venv_python, file_sha256, stamp_matches, write_stamp)
         runs = run_rounds(names, info, args, args.threads_list, kiln, node, meters, int8)
         peaks = meter.peaks()
         int8_peaks = int8_meter.peaks() if int8_meter else None
         log_peaks(meter, int8_meter, final=True)
         rows, geo = summarize(names, info, runs, args.threads_list, peaks)
+        bench_tvm.summarize(names, runs, args.threads_list, tuned, args, median_and_min)
         if int8 is not None and int8['available']:
             int8['peak'] = {str(t): p for t, p in int8_peaks.items()}
             int8['summary'], int8_geo = summarize_int8(names, info, runs, args.threads_list, int8_peaks, rows, int8)
@@ -1041,7 +1063,7 @@ def main(argv) -> int:
         elapsed = time.monotonic() - started
         md = render_markdown(machine, peaks, names, info, rows, geo, profile, args, args.threads_list, elapsed,
                              vulkan, int8)
-        md += '\n' + '\n'.join(bench_dynamic.render(dynamic))
+        md += '\n' + '\n'.join(bench_tvm.render(tuned, args, fmt_ms) + bench_dynamic.render(dynamic))
         chart = os.path.join(args.out, 'chart.png')
         render_chart(chart, names, rows, geo, args.threads_list, peaks)
         with open(os.path.join(args.out, 'results.md'), 'w') as f:
@@ -1066,6 +1088,7 @@ def main(argv) -> int:
             'vulkan': vulkan,
             'int8': int8_json(int8, args.out),
             'dynamic': dynamic,
+            'tuned': tuned,
             'wall_s': elapsed,
         }
         with open(os.path.join(args.out, 'results.json'), 'w') as f:
