@@ -194,22 +194,12 @@ class Unroller {
   }
   // An int64 initializer `values` (1-D), named after node n (added when the rewrite holds).
   std::string ints_initializer(const onnx::NodeProto& n, const std::vector<int64_t>& values) {
-    TP t;
-    t.set_name(temp(n, "const"));
-    t.set_data_type(TP::INT64);
-    t.add_dims((int64_t)values.size());
-    for (int64_t v : values) t.add_int64_data(v);
-    new_initializers_.push_back(t);
-    return t.name();
+    new_initializers_.push_back(int_tensor(temp(n, "const"), TP::INT64, values, false));
+    return new_initializers_.back().name();
   }
   onnx::NodeProto& emit(std::vector<onnx::NodeProto>& out, const onnx::NodeProto& from, const std::string& op,
                         std::vector<std::string> inputs, std::vector<std::string> outputs) {
-    onnx::NodeProto m;
-    m.set_op_type(op);
-    m.set_name(from.name() + "/" + op + "." + std::to_string(fresh_++));
-    for (auto& i : inputs) m.add_input(i);
-    for (auto& o : outputs) m.add_output(o);
-    out.push_back(m);
+    out.push_back(make_node(op, from.name() + "/" + op + "." + std::to_string(fresh_++), inputs, outputs));
     return out.back();
   }
   static void set_ints(onnx::NodeProto& m, const char* name, const std::vector<int64_t>& v) {
@@ -323,12 +313,8 @@ class Unroller {
     return true;
   }
   std::string int64_scalar(const onnx::NodeProto& n, int64_t value) {
-    TP t;
-    t.set_name(temp(n, "const"));
-    t.set_data_type(TP::INT64);
-    t.add_int64_data(value);
-    new_initializers_.push_back(t);
-    return t.name();
+    new_initializers_.push_back(int_tensor(temp(n, "const"), TP::INT64, {value}, true));
+    return new_initializers_.back().name();
   }
   // The position input as an int64 scalar in [0, size] (a negative one counts from the end).
   std::string run_time_position(const onnx::NodeProto& n, int i, int64_t size, std::vector<onnx::NodeProto>& out) {
@@ -390,12 +376,8 @@ class Unroller {
 
   // A bool scalar constant (a new initializer).
   std::string bool_constant(const onnx::NodeProto& n, bool value) {
-    TP t;
-    t.set_name(temp(n, value ? "true" : "false"));
-    t.set_data_type(TP::BOOL);
-    t.add_int32_data(value ? 1 : 0);
-    new_initializers_.push_back(t);
-    return t.name();
+    new_initializers_.push_back(int_tensor(temp(n, value ? "true" : "false"), TP::BOOL, {value ? 1 : 0}, true));
+    return new_initializers_.back().name();
   }
 
   // Optional(x) / Optional() / OptionalHasElement / OptionalGetElement /

@@ -131,6 +131,28 @@ std::map<std::string, const onnx::TensorProto*> graph_constants(const onnx::Grap
   return constants;
 }
 
+onnx::NodeProto make_node(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& outputs) {
+  onnx::NodeProto m;
+  m.set_op_type(op);
+  m.set_name(name);
+  for (auto& i : inputs) m.add_input(i);
+  for (auto& o : outputs) m.add_output(o);
+  return m;
+}
+
+onnx::TensorProto int_tensor(const std::string& name, int type, const std::vector<int64_t>& values, bool scalar) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(type);
+  if (!scalar) t.add_dims((int64_t)values.size());
+  for (int64_t v : values) {
+    if (type == onnx::TensorProto::INT64) t.add_int64_data(v);
+    else t.add_int32_data((int32_t)v);
+  }
+  return t;
+}
+
 void set_int_attribute(onnx::NodeProto& n, const char* name, int64_t v) {
   auto* a = n.add_attribute();
   a->set_name(name);

@@ -62,6 +62,14 @@ bool may_unroll(const onnx::GraphProto& g, size_t pending, int64_t copies, const
 // input is not one (the input may override it; ONNX's IR 3 rule).
 std::map<std::string, const onnx::TensorProto*> graph_constants(const onnx::GraphProto& g, bool inputs_override);
 
+// A node `op` named `name` reading `inputs`, writing `outputs`.
+onnx::NodeProto make_node(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& outputs);
+
+// An integer tensor `name` of `type` (INT64, INT32 or BOOL) holding
+// `values`: a scalar when `scalar` (one value), else 1-D.
+onnx::TensorProto int_tensor(const std::string& name, int type, const std::vector<int64_t>& values, bool scalar);
+
 // Adds an INT attribute `name` = v to `n`.
 void set_int_attribute(onnx::NodeProto& n, const char* name, int64_t v);
 

@@ -74,25 +74,12 @@ class LoopUnroller {
   }
   // An integer constant: a scalar (`dims` empty) or 1-D tensor.
   std::string constant(const std::string& base, TP::DataType type, const std::vector<int64_t>& values, bool scalar) {
-    TP t;
-    t.set_name(inliner_.fresh(base));
-    t.set_data_type(type);
-    if (!scalar) t.add_dims((int64_t)values.size());
-    for (int64_t v : values) {
-      if (type == TP::INT64) t.add_int64_data(v);
-      else t.add_int32_data((int32_t)v);
-    }
-    new_initializers_.push_back(t);
-    return t.name();
+    new_initializers_.push_back(int_tensor(inliner_.fresh(base), type, values, scalar));
+    return new_initializers_.back().name();
   }
   onnx::NodeProto& emit(std::vector<onnx::NodeProto>& out, const std::string& base, const std::string& op,
                         std::vector<std::string> inputs, std::vector<std::string> outputs) {
-    onnx::NodeProto m;
-    m.set_op_type(op);
-    m.set_name(inliner_.fresh(base + "/" + op));
-    for (auto& i : inputs) m.add_input(i);
-    for (auto& o : outputs) m.add_output(o);
-    out.push_back(std::move(m));
+    out.push_back(make_node(op, inliner_.fresh(base + "/" + op), inputs, outputs));
     return out.back();
   }
   // Unsqueeze on `axis` (an attribute before opset 13, an input since).
