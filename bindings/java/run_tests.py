@@ -11,7 +11,7 @@ machine's JVM against the build's libkiln_jni.
    `kiln inspect --json` (inputs, outputs, memory plan), written to
    DIR/expected.properties with the input and logits as raw float32 files;
    the same for the demo compiled with run-time height and width, run at
-   one shape in its range;
+   one shape in its range; a string Identity model (StringTest);
 3. checks libkiln_jni: it implements every `native` method of Native.java,
    exports nothing else (no kiln_*), and needs only the C library;
 4. runs `mvn test` (build directory DIR/maven), offline first (-o: Maven
@@ -94,6 +94,7 @@ def expected_properties(args, bundle):
     props['runtime.version'] = re.search(r'#define KILN_VERSION_STRING "([^"]+)"', header).group(1)
     props['runtime.abi'] = re.search(r'#define KILN_ABI_VERSION (\d+)', header).group(1)
     props.update(dynamic_properties(args))
+    props.update(strings_properties(args))
     path = os.path.join(work, 'expected.properties')
     with open(path, 'w') as f:
         for key, value in sorted(props.items()):
@@ -131,6 +132,21 @@ def dynamic_properties(args):
             'dynamic.input.values': os.path.join(work, 'dynamic_input.f32'),
             'dynamic.output.shape': ','.join(map(str, y.shape)),
             'dynamic.output.values': os.path.join(work, 'dynamic_output.f32')}
+
+
+def strings_properties(args):
+    """A string Identity model, x -> y [2, 3] of strings with 4 bytes each (kilnc --string-bytes 4)."""
+    from onnx import TensorProto, helper, save
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node('Identity', ['x'], ['y'])], 'strings',
+        [helper.make_tensor_value_info('x', TensorProto.STRING, [2, 3])],
+        [helper.make_tensor_value_info('y', TensorProto.STRING, [2, 3])]),
+        opset_imports=[helper.make_opsetid('', 13)])
+    onnx_path = os.path.join(args.workdir, 'strings.onnx')
+    save(model, onnx_path)
+    bundle = os.path.join(args.workdir, 'strings.kiln')
+    check_call([args.kilnc, onnx_path, '-o', bundle, '--string-bytes', '4'])
+    return {'strings.bundle': bundle}
 
 
 def check_library(args):

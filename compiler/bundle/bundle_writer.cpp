@@ -84,16 +84,19 @@ Layout make_layout(const graph::Graph& g, const LoweredProgram& p, const MemoryP
 
 fb::DType to_fb(graph::DType t) { return static_cast<fb::DType>(static_cast<uint8_t>(t)); }
 
-// The library blobs of a bundle: [SpirV][ELF] (each only when non-empty);
+// The library blobs of a bundle: [SpirV][ELF] (a Vulkan bundle with
+// kernels always has its SpirV library, even with every kernel on the
+// host: it still runs in a Vulkan session; the ELF only when non-empty);
 // static kernels have no blob (their library entry comes last).
 struct Libraries {
   std::string spirv, elf;
+  bool vulkan = false;                     // a Vulkan bundle: the SpirV library is there
   const StaticKernels* statics = nullptr;  // CPU kernels linked into the application
   std::vector<uint64_t> spirv_offsets;  // per kernel: its module's offset in `spirv`
   bool has_cpu() const { return !elf.empty() || statics; }
   std::vector<const std::string*> blobs() const {
     std::vector<const std::string*> r;
-    if (!spirv.empty()) r.push_back(&spirv);
+    if (vulkan) r.push_back(&spirv);
     if (!elf.empty()) r.push_back(&elf);
     return r;
   }
@@ -145,7 +148,8 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
     tensors.push_back(fb::CreateTensorDirect(b, v.name.c_str(), to_fb(v.dtype), &v.shape,
                                              l.tensor_is_const[t] ? fb::Storage::Constant : fb::Storage::Arena,
                                              l.tensor_offset[t], v.byte_size(), dynamic_dims.empty() ? nullptr : &dynamic_dims,
-                                             min_shape.empty() ? nullptr : &min_shape));
+                                             min_shape.empty() ? nullptr : &min_shape,
+                                             v.dtype == graph::DType::String ? (uint64_t)v.string_bytes : 0));
   }
   auto indices = [&](const std::vector<int>& values) {
     std::vector<uint32_t> r;
@@ -167,8 +171,8 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
   auto memory = fb::CreateMemoryPlan(b, plan.arena_bytes, (uint32_t)plan.alignment);
   std::vector<flatbuffers::Offset<fb::KernelLibrary>> libraries;
   // A model without kernels (all constant or aliases) has no library.
-  uint32_t spirv_index = 0, elf_index = libs.spirv.empty() ? 0 : 1;
-  if (!libs.spirv.empty())
+  uint32_t spirv_index = 0, elf_index = libs.vulkan ? 1 : 0;
+  if (libs.vulkan)
     libraries.push_back(fb::CreateKernelLibraryDirect(b, fb::LibraryFormat::SpirV, target.triple.c_str(),
                                                       target.cpu.c_str(), target.features.c_str(),
                                                       l.library_offset.at(spirv_index), libs.spirv.size(),
@@ -186,7 +190,7 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
                                                         l.library_offset.at(elf_index), libs.elf.size(),
                                                         fb::VulkanFeature::NONE));
   }
-  const bool mixed = !libs.spirv.empty() && libs.has_cpu();
+  const bool mixed = libs.vulkan && libs.has_cpu();
   std::vector<bool> on_host(p.kernels.size(), !spirv);
   for (size_t i = 0; spirv && i < p.kernels.size(); i++) on_host[i] = !spirv->kernels.at(i).cpu_reason.empty();
   std::vector<std::vector<uint32_t>> downloads(p.kernels.size()), uploads(p.kernels.size());
@@ -284,7 +288,8 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
   // run it; a Vulkan bundle needs 0.2, a heterogeneous one 0.3, one with
   // static kernels 0.4.
   // Run-time dimensions need 0.5, sizes a kernel computes (data symbols) 0.6.
-  uint16_t min_runtime_minor = data_symbols ? 6 : dynamic ? 5 : libs.statics ? 4 : mixed ? 3 : !libs.spirv.empty() ? 2 : 1;
+  // A Vulkan bundle with every kernel on the host has an empty SpirV library: 0.9.
+  uint16_t min_runtime_minor = libs.vulkan && libs.spirv.empty() ? 9 : data_symbols ? 6 : dynamic ? 5 : libs.statics ? 4 : mixed ? 3 : libs.vulkan ? 2 : 1;
   auto root = fb::CreateBundleDirect(b, KILN_BUNDLE_VERSION_MAJOR, KILN_BUNDLE_VERSION_MINOR, min_runtime_minor,
                                      producer.c_str(), &tensors, &inputs, &outputs, &nodes, memory, &libraries,
                                      &kernels, &dispatches, segment_offset, l.segment_size,
@@ -339,6 +344,7 @@ std::string write_bundle(const graph::Graph& g, const LoweredProgram& p, const M
   libs.statics = static_kernels;
   internal_assert(!static_kernels || cpu_library.empty()) << "static kernels and a CPU library";
   if (spirv) {
+    libs.vulkan = !spirv->kernels.empty();  // no kernels at all: no library (as for the CPU)
     for (auto& k : spirv->kernels) {
       libs.spirv_offsets.push_back(libs.spirv.size());
       libs.spirv.append(reinterpret_cast<const char*>(k.words.data()), k.words.size() * 4);

@@ -99,6 +99,11 @@ SpirvLibrary compile_kernels_spirv(const std::vector<KernelDef>& kernels, const 
     report_progress(options.progress, "compiling SPIR-V", library.kernels.size(), kernels.size(), "kernels");
     SpirvKernel out;
     out.binding_count = (uint32_t)k.params.size();
+    if (!k.host_only.empty()) {
+      out.cpu_reason = k.host_only;
+      library.kernels.push_back(std::move(out));
+      continue;
+    }
     try {
       GlslKernel glsl = emit_glsl(k);
       if (options.glsl_out) *options.glsl_out += glsl.source;

@@ -27,6 +27,7 @@ size_t dtype_size(DType t) {
     case DType::U32: return 4;
     case DType::U64: return 8;
     case DType::BF16: return 2;
+    case DType::String: return 1;
   }
   return 0;
 }
@@ -46,6 +47,7 @@ const char* dtype_name(DType t) {
     case DType::U32: return "uint32";
     case DType::U64: return "uint64";
     case DType::BF16: return "bfloat16";
+    case DType::String: return "string";
   }
   return "?";
 }
@@ -65,8 +67,26 @@ tir::Type dtype_to_tir(DType t) {
     case DType::U32: return tir::UInt(32);
     case DType::U64: return tir::UInt(64);
     case DType::BF16: return tir::UInt(16);  // the bits; Cast converts (tir::Intrinsic::Bf16ToF32)
+    case DType::String: return tir::UInt(8);  // the table's bytes (lower/string_table.h reads and writes it)
   }
   return tir::Float(32);
+}
+
+std::vector<uint8_t> string_table(const std::vector<std::string>& strings, int64_t* out_bytes) {
+  uint64_t total = 0;
+  for (auto& x : strings) total += x.size();
+  user_assert(total < (1ull << 32)) << "a string tensor holds " << total << " bytes; string tensors hold less than 4 GiB";
+  std::vector<uint8_t> table(4 * (strings.size() + 1));
+  uint32_t at = 0;
+  for (size_t i = 0; i <= strings.size(); i++) {
+    for (int b = 0; b < 4; b++) table[4 * i + (size_t)b] = (uint8_t)(at >> (8 * b));
+    if (i < strings.size()) {
+      table.insert(table.end(), strings[i].begin(), strings[i].end());
+      at += (uint32_t)strings[i].size();
+    }
+  }
+  *out_bytes = (int64_t)total;
+  return table;
 }
 
 int64_t num_elements(const Shape& s) {
@@ -141,6 +161,7 @@ double Value::const_at(int64_t i) const {
     case DType::U64: { uint64_t v; memcpy(&v, p, 8); return (double)v; }
     case DType::BF16: { uint16_t b; memcpy(&b, p, 2); uint32_t w = (uint32_t)b << 16; float v; memcpy(&v, &w, 4); return v; }
     case DType::F16: internal_error << "const_at on float16 " << name;
+    case DType::String: internal_error << "const_at on string " << name;
   }
   return 0;
 }

@@ -21,13 +21,24 @@ namespace kiln::graph {
 // Element types; the numbering is the bundle's (kiln.fb.DType).
 enum class DType : uint8_t {
   F32 = 0, F16 = 1, F64 = 2, I8 = 3, I16 = 4, I32 = 5, I64 = 6, U8 = 7, Bool = 8, U16 = 9, U32 = 10, U64 = 11,
-  BF16 = 12  // bfloat16: stored as the upper half of a float32 (tir::UInt(16) bits), computed in float32
+  BF16 = 12,  // bfloat16: stored as the upper half of a float32 (tir::UInt(16) bits), computed in float32
+  // A string table (u32 offsets, then UTF-8 bytes; docs/bundle.md#string-tensors):
+  // kernels see its bytes (tir::UInt(8)), Value::byte_size counts the table.
+  String = 13
 };
 
-size_t dtype_size(DType t);
+size_t dtype_size(DType t);  // bytes per element (String: 1, the bytes of its table as kernels see them)
 
 const char* dtype_name(DType t);
 tir::Type dtype_to_tir(DType t);
+
+// The string table (docs/bundle.md#string-tensors) of `strings`: u32
+// offsets, then their bytes; *out_bytes gets the bytes area's size. A user
+// error past 2^32 - 1 bytes.
+std::vector<uint8_t> string_table(const std::vector<std::string>& strings, int64_t* out_bytes);
+// Bytes the text of one number takes at most (Cast to string:
+// lower/string_table.cpp writes it, import/string_values.cpp plans for it).
+constexpr int64_t kNumberTextBytes = 24;
 
 using Shape = std::vector<int64_t>;
 int64_t num_elements(const Shape& s);
@@ -80,13 +91,22 @@ struct Value {
   std::vector<tir::Expr> sym;
   std::shared_ptr<std::vector<uint8_t>> data;  // bytes if constant, else null
   int producer = -1;                           // index of the producing node, -1 for inputs/constants
+  // String values: the capacity of the table's bytes area (what the
+  // strings may hold in all; import/string_values.cpp), 0 otherwise.
+  int64_t string_bytes = 0;
 
   bool is_constant() const { return data != nullptr; }
   bool is_dynamic() const { return !dims.empty(); }
   // The dimensions as expressions (constants for a static shape).
   DimExprs dim_exprs() const;
   int64_t elements() const { return num_elements(shape); }
-  size_t byte_size() const { return (size_t)elements() * dtype_size(dtype); }
+  // Bytes the value occupies (a string table: its offsets and bytes area).
+  size_t byte_size() const {
+    return dtype == DType::String ? 4 * ((size_t)elements() + 1) + (size_t)string_bytes
+                                  : (size_t)elements() * dtype_size(dtype);
+  }
+  // Elements of the value's kernel buffer (a string table: its bytes).
+  int64_t storage_elements() const { return dtype == DType::String ? (int64_t)byte_size() : elements(); }
   // Element i of a constant, converted (int and float dtypes).
   double const_at(int64_t i) const;
   int64_t const_int_at(int64_t i) const;

@@ -18,6 +18,7 @@ constexpr uint32_t kCommutesWithQuant = 1u << 3; // commutes with per-tensor qua
 constexpr uint32_t kDataShape = 1u << 4;         // output size known only after the kernel ran (a data symbol)
 constexpr uint32_t kValueShape = 1u << 5;        // output size may come from a run-time input's values (then a data symbol)
 constexpr uint32_t kPreviewTraining = 1u << 6;   // of domain ai.onnx.preview.training (ONNX's optimizers)
+constexpr uint32_t kStrings = 1u << 7;           // takes or gives string tensors (import/string_values.cpp)
 
 // Parameter operands (the Params column): a bit per input position.
 constexpr uint32_t kNoParams = 0;
@@ -55,7 +56,7 @@ enum class OpDims : uint8_t {
   None, Same, Broadcast, Conv, ConvTranspose, Pool, GlobalPool, MatMul, Gemm, Reshape, Flatten, Squeeze, Unsqueeze,
   Shape, Size, Concat, Transpose, Reduce, TopK, Gather, GatherElements, GatherND, Slice, Expand, Tile, Pad, Split, DepthToSpace,
   SpaceToDepth, ConstantOfShape, Range, Resize, NonZero, Compress, NonMaxSuppression, Unique, Condition, InputValue, Window, Stft, MaxUnpool,
-  MelWeightMatrix,
+  MelWeightMatrix, StringNormalizer,
 };
 
 // One row of the table.
@@ -78,6 +79,7 @@ struct OpTraits {
   bool keeps_finite() const { return (flags & kKeepsFinite) != 0; }
   bool nondeterministic() const { return (flags & kNondeterministic) != 0; }
   bool data_shape() const { return (flags & kDataShape) != 0; }
+  bool strings() const { return (flags & kStrings) != 0; }
   bool value_shape() const { return (flags & kValueShape) != 0; }
   bool axis_operands() const { return (flags & kAxisOperands) != 0; }
   bool commutes_with_quant() const { return (flags & kCommutesWithQuant) != 0; }

@@ -47,8 +47,12 @@ namespace {
 constexpr uint64_t kSmallBytes = 1 << 20;
 
 // Unknown operators (not in the operator table) are nondeterministic too.
+// String tables are left to the kernels (a folded table would keep its
+// kernel's slack bytes, and a constant's table is exactly its strings).
 bool never_fold(const Graph& g, const Node& n) {
   if (n.traits().nondeterministic() || g.defines_symbol(n)) return true;
+  for (int v : n.outputs)
+    if (v >= 0 && g.values[(size_t)v].dtype == DType::String) return true;
   for (auto& [k, a] : n.attrs)
     if (a.kind == Attr::Kind::Graph) return true;
   return false;

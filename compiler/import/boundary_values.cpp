@@ -8,6 +8,7 @@ namespace kiln {
 namespace {
 
 const std::string kKey = "kiln.composite:";  // + "in:" or "out:" + the name
+const std::string kRangeKey = "kiln.range:";   // + the value's name; "LO HI NODE"
 
 onnx::NodeProto construct(const std::string& output, const std::vector<std::string>& elements, int32_t dtype) {
   onnx::NodeProto c;
@@ -52,7 +53,31 @@ void add_composite_record(onnx::ModelProto& model, const CompositeRecord& r) {
 void clear_composite_records(onnx::ModelProto& model) {
   auto* props = model.mutable_metadata_props();
   for (int i = props->size() - 1; i >= 0; i--)
-    if (props->Get(i).key().rfind(kKey, 0) == 0) props->DeleteSubrange(i, 1);
+    if (props->Get(i).key().rfind(kKey, 0) == 0 || props->Get(i).key().rfind(kRangeKey, 0) == 0)
+      props->DeleteSubrange(i, 1);
+}
+
+void add_range_check(onnx::ModelProto& model, const RangeCheck& check) {
+  auto* p = model.add_metadata_props();
+  p->set_key(kRangeKey + check.value);
+  p->set_value(std::to_string(check.lo) + " " + std::to_string(check.hi) + " " + check.node);
+}
+
+std::vector<RangeCheck> range_checks(const onnx::ModelProto& model) {
+  std::vector<RangeCheck> checks;
+  for (auto& p : model.metadata_props()) {
+    if (p.key().rfind(kRangeKey, 0) != 0) continue;
+    RangeCheck c;
+    c.value = p.key().substr(kRangeKey.size());
+    const std::string& v = p.value();
+    size_t first = v.find(' '), second = first == std::string::npos ? first : v.find(' ', first + 1);
+    internal_assert(second != std::string::npos) << "bad range record " << p.key();
+    c.lo = std::stoll(v.substr(0, first));
+    c.hi = std::stoll(v.substr(first + 1, second - first - 1));
+    c.node = v.substr(second + 1);
+    checks.push_back(c);
+  }
+  return checks;
 }
 
 std::vector<CompositeRecord> composite_records(const onnx::ModelProto& model) {

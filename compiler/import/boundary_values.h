@@ -45,11 +45,25 @@ std::string optional_presence_name(const std::string& optional);
 std::string optional_value_name(const std::string& optional);
 
 void add_composite_record(onnx::ModelProto& model, const CompositeRecord& record);
-// Removes every record (the import's first step: a model's own metadata
-// must not pose as kilnc's).
+// Removes every record, range checks too (the import's first step: a
+// model's own metadata must not pose as kilnc's).
 void clear_composite_records(onnx::ModelProto& model);
 // The records, in the order they were added. Throws InternalError for a malformed one.
 std::vector<CompositeRecord> composite_records(const onnx::ModelProto& model);
+
+// A value the import checks at run time (ONNX's errors the graph cannot
+// express: a sequence position known only at run time must lie in its
+// range): an int64 scalar `value` in [lo, hi].
+// The importer copies it through a kiln.InputValue node, whose data
+// symbol the runtime checks right after it (docs/sequences.md).
+struct RangeCheck {
+  std::string value;  // the checked value
+  int64_t lo = 0;     // least allowed
+  int64_t hi = 0;     // greatest allowed
+  std::string node;   // the ONNX node it belongs to (the check is named "NODE.position")
+};
+void add_range_check(onnx::ModelProto& model, const RangeCheck& check);
+std::vector<RangeCheck> range_checks(const onnx::ModelProto& model);
 
 // Every sequence and optional model input becomes its tensors, in its
 // place: a sequence NAME (kilnc --sequence-length NAME=N names each) is then

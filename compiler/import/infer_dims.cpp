@@ -1005,6 +1005,13 @@ class DimInference {
         return {selected, Expr(3)};
       }
       case OpDims::Unique: return unique(extra);
+      case OpDims::StringNormalizer: {  // [K] or [1, K]: the strings kept, at least 1 (an empty one)
+        DimExprs x = in_dims(0);
+        if (x.empty() || x.size() > 2) fail("X must be [C] or [1, C]");
+        Expr kept = data_symbol(std::max<int64_t>(val(in(0)).elements(), 1), 1, 1);
+        if (x.size() == 1) return {kept};
+        return {x[0], kept};
+      }
       case OpDims::Window: return {need_sym(0, "the window size").at(0)};  // its length: the size's value
       case OpDims::MaxUnpool: {  // output_shape's values (symbols from --input-value), else ONNX's (static)
         DimExprs x = in_dims(0);

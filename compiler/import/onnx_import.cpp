@@ -15,7 +15,10 @@
 #include "import/external_data.h"
 #include "import/contrib_ops.h"
 #include "import/fold_shapes.h"
+#include "import/gradient.h"
 #include "import/infer_dims.h"
+#include "import/string_values.h"
+#include "import/subgraph.h"
 #include "import/inline_if.h"
 #include "import/boundary_values.h"
 #include "import/validate.h"
@@ -43,6 +46,7 @@ DType dtype_from_onnx(int t, const std::string& what) {
     case onnx::TensorProto::UINT64: return DType::U64;
     case onnx::TensorProto::BOOL: return DType::Bool;
     case onnx::TensorProto::BFLOAT16: return DType::BF16;
+    case onnx::TensorProto::STRING: return DType::String;
     default:
       user_error << what << " has ONNX element type " << onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)t)
                  << ", which kilnc does not support yet";
@@ -84,7 +88,12 @@ graph::Value value_from_tensor(const onnx::TensorProto& t) {
   check_size(v, "tensor '" + t.name() + "'");
   std::vector<uint8_t> bytes;
   internal_assert(t.data_location() != onnx::TensorProto::EXTERNAL) << "tensor '" << t.name() << "': external data left unread";
-  if (t.has_raw_data()) {
+  if (v.dtype == DType::String) {
+    user_assert(!t.has_raw_data() && t.string_data_size() == v.elements())
+        << "tensor '" << t.name() << "' holds " << t.string_data_size() << " strings but its shape "
+        << graph::shape_str(v.shape) << " needs " << v.elements();
+    bytes = graph::string_table({t.string_data().begin(), t.string_data().end()}, &v.string_bytes);
+  } else if (t.has_raw_data()) {
     bytes.assign(t.raw_data().begin(), t.raw_data().end());
   } else {
     switch (v.dtype) {
@@ -101,6 +110,7 @@ graph::Value value_from_tensor(const onnx::TensorProto& t) {
       case DType::U16: append_as<decltype(t.int32_data()), uint16_t>(bytes, t.int32_data()); break;
       case DType::U32: append_as<decltype(t.uint64_data()), uint32_t>(bytes, t.uint64_data()); break;
       case DType::U64: append_as<decltype(t.uint64_data()), uint64_t>(bytes, t.uint64_data()); break;
+      case DType::String: break;  // above
     }
   }
   user_assert(bytes.size() == v.byte_size()) << "tensor '" << t.name() << "' holds " << bytes.size()
@@ -237,6 +247,28 @@ graph::Value constant_node_value(const onnx::NodeProto& n) {
   graph::Value v = value_from_tensor(a.t());
   v.name = n.output(0);
   return v;
+}
+
+// A kiln.InputValue node copying value `source` (an integer tensor of at
+// most 16 elements) as `name`: each element becomes a data symbol in
+// [lo, hi] that the runtime checks right after the copy (infer_dims.cpp).
+// Returns the copy; readers read it instead.
+int checked_copy(graph::Graph& out, int source, const std::string& name, int64_t lo, int64_t hi) {
+  graph::Value copy = out.values[(size_t)source];
+  copy.name = out.unique_name(name);
+  copy.producer = (int)out.nodes.size();
+  graph::Node node;
+  node.op = "kiln.InputValue";
+  node.name = copy.name;
+  node.inputs = {source};
+  node.outputs = {out.add_value(std::move(copy))};
+  for (auto& [attr, v] : {std::make_pair("lo", lo), std::make_pair("hi", hi)}) {
+    graph::Attr a;
+    a.i = v;
+    node.attrs[attr] = a;
+  }
+  out.nodes.push_back(std::move(node));
+  return out.nodes.back().outputs[0];
 }
 
 }  // namespace
@@ -384,6 +416,8 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
 
   // Shape inference, with shape computations evaluated at compile time.
   fold_shape_computations(model);
+  // Gradient nodes: their derivative nodes, then types for those (gradient.h).
+  if (expand_gradients(model) > 0) fold_shape_computations(model);
   // Ifs whose condition is still unknown: both branches, predicated (inline_if.h).
   // One level at a time: an inner If's condition may fold once its
   // branch is in the main graph (16 levels at most).
@@ -402,6 +436,11 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   for (auto& n : g->node())
     if (graph::op_traits(n.op_type()).role == graph::OpRole::Import)
       for (auto& o : n.output()) constants.insert(o);
+  // Run-time sequence positions, checked through a kiln.InputValue each.
+  std::map<std::string, RangeCheck> checks;
+  if (options.run_time_checks)
+    for (auto& c : range_checks(model)) checks[c.value] = c;
+  dynamic |= !checks.empty();
   for (auto& n : g->node()) {
     const graph::OpTraits& t = graph::op_traits(n.op_type());
     dynamic |= t.data_shape();
@@ -463,36 +502,17 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     user_assert((t.is_int() || t.is_uint()) && x.dtype != DType::Bool && !x.is_dynamic() && x.elements() <= 16)
         << "--input-value " << name << ": the input is " << graph::dtype_name(x.dtype) << graph::shape_str(x.shape)
         << "; value ranges are for integer inputs of at most 16 elements with a static shape";
-    graph::Value copy = x;
-    copy.name = out.unique_name(name + ".value");
-    copy.producer = (int)out.nodes.size();
-    graph::Node node;
-    node.op = "kiln.InputValue";
-    node.name = copy.name;
-    node.inputs = {it->second};
-    node.outputs = {out.add_value(std::move(copy))};
-    for (auto& [attr, v] : {std::make_pair("lo", range.first), std::make_pair("hi", range.second)}) {
-      graph::Attr a;
-      a.i = v;
-      node.attrs[attr] = a;
-    }
     input_ids[name] = it->second;
-    value_ids[name] = node.outputs[0];
-    out.nodes.push_back(std::move(node));
+    value_ids[name] = checked_copy(out, it->second, name + ".value", range.first, range.second);
   }
 
   std::set<int> unknown_rank;      // (run-time dimensions) values whose rank ONNX did not know
   std::set<std::string> consumed;  // values some node (subgraphs' included) or the model's outputs read
-  std::function<void(const onnx::GraphProto&)> reads = [&](const onnx::GraphProto& graph) {
-    for (auto& n : graph.node()) {
-      for (auto& in : n.input()) consumed.insert(in);
-      for (auto& a : n.attribute()) {
-        if (a.has_g()) reads(a.g());
-        for (auto& sub : a.graphs()) reads(sub);
-      }
-    }
-  };
-  reads(*g);
+  {
+    std::vector<std::string> names;
+    for (auto& n : g->node()) node_reads(n, true, &names);
+    consumed.insert(names.begin(), names.end());
+  }
   for (auto& o : g->output()) consumed.insert(o.name());
   for (int ni = 0; ni < g->node_size(); ni++) {
     const auto& n = g->node(ni);
@@ -580,6 +600,12 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
       node.outputs.push_back(id);
     }
     out.nodes.push_back(std::move(node));
+    // A run-time sequence position: readers read it range-checked.
+    for (auto& o : n.output()) {
+      auto c = checks.find(o);
+      if (c != checks.end() && value_ids.count(o))
+        value_ids[o] = checked_copy(out, value_ids[o], c->second.node + ".position", c->second.lo, c->second.hi);
+    }
   }
 
   user_assert(g->output_size() > 0) << "the model has no outputs: there is nothing to compute";
@@ -607,6 +633,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     infer_run_time_dims(out, unknown_rank);
     for (auto& v : out.values) check_size(v, "value '" + v.name + "' (at its largest)");
   }
+  size_string_values(out, options.string_bytes);
   for (auto& n : out.nodes) {  // a run-time If's branches must give its outputs the same shapes
     auto m = run_time_ifs.merges.find(n.name);
     if (m == run_time_ifs.merges.end() || n.inputs.size() != 3) continue;

@@ -51,6 +51,13 @@ struct ImportOptions {
   // --sequence-length: a sequence model input's element count (its elements
   // become inputs NAME[0..N-1]; docs/sequences.md).
   std::map<std::string, int64_t> sequence_lengths;
+  // --string-bytes: bytes per element a string model input's table holds
+  // (docs/bundle.md#string-tensors).
+  int64_t string_bytes = 64;
+  // Values the runtime checks (a run-time sequence position in range,
+  // boundary_values.h RangeCheck) get their kiln.InputValue node; off for
+  // targets without data symbols (Vulkan), where they go unchecked.
+  bool run_time_checks = true;
 };
 
 // `bytes`: a serialized ModelProto; external data is read from `model_dir`.

@@ -302,7 +302,9 @@ class Unroller {
 
   // Positions known only at run time (an input): each element of the result
   // is a Where over the candidates, so every tensor involved must have one
-  // static shape. (An out-of-range position, ONNX's error, picks an end.)
+  // static shape. An out-of-range position (ONNX's error) fails the run: the
+  // normalized position is range-checked (boundary_values.h, RangeCheck;
+  // on targets without run-time checks it picks an end).
   bool alike(const std::vector<std::string>& names) const {
     const std::vector<int64_t>* first = nullptr;
     for (auto& name : names) {
@@ -316,8 +318,10 @@ class Unroller {
     new_initializers_.push_back(int_tensor(temp(n, "const"), TP::INT64, {value}, true));
     return new_initializers_.back().name();
   }
-  // The position input as an int64 scalar in [0, size] (a negative one counts from the end).
-  std::string run_time_position(const onnx::NodeProto& n, int i, int64_t size, std::vector<onnx::NodeProto>& out) {
+  // The position input as an int64 scalar (a negative one counts from the
+  // end), checked at run time to lie in [0, hi].
+  std::string run_time_position(const onnx::NodeProto& n, int i, int64_t size, int64_t hi,
+                                std::vector<onnx::NodeProto>& out) {
     std::string p = temp(n, "position"), negative = temp(n, "negative"), wrapped = temp(n, "wrapped");
     std::string scalar = temp(n, "position_scalar");
     set_int_attribute(emit(out, n, "Cast", {input(n, i)}, {p}), "to", TP::INT64);
@@ -326,6 +330,7 @@ class Unroller {
     emit(out, n, "Add", {scalar, int64_scalar(n, size)}, {wrapped});
     std::string r = temp(n, "position_in_range");
     emit(out, n, "Where", {negative, wrapped, scalar}, {r});
+    add_range_check(m_, {r, 0, hi, n.name().empty() ? n.op_type() : n.name()});
     return r;
   }
   std::string is(const onnx::NodeProto& n, const std::string& p, const char* op, int64_t k,
@@ -346,7 +351,7 @@ class Unroller {
     all.push_back(input(n, 1));
     if (input(n, 2).empty() || !alike(all)) return false;
     const int64_t size = (int64_t)l.size();
-    std::string p = run_time_position(n, 2, size, out), t = input(n, 1);
+    std::string p = run_time_position(n, 2, size, size, out), t = input(n, 1);
     std::vector<std::string> r;
     for (int64_t k = 0; k <= size; k++) {  // k < p: l[k]; k == p: t; k > p: l[k - 1]
       std::string at = k == 0 ? t : where(n, is(n, p, "Equal", k, out), t, l[(size_t)k - 1], out);
@@ -361,7 +366,9 @@ class Unroller {
                             std::vector<onnx::NodeProto>& out) {
     if (!alike(l)) return false;
     const int64_t size = (int64_t)l.size();
-    std::string p = run_time_position(n, 1, size, out);
+    user_assert(size > 0) << n.op_type() << " node '" << n.name() << "': the sequence is empty, so every position is "
+                          << "out of range";
+    std::string p = run_time_position(n, 1, size, size - 1, out);
     if (n.op_type() == "SequenceAt") {
       std::string r = l[0];
       for (int64_t k = 1; k < size; k++) r = where(n, is(n, p, "Equal", k, out), l[(size_t)k], r, out);

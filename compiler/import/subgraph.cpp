@@ -166,4 +166,16 @@ const onnx::GraphProto* graph_attribute(const onnx::NodeProto& n, const char* na
   return nullptr;
 }
 
+void node_reads(const onnx::NodeProto& n, bool subgraphs, std::vector<std::string>* out) {
+  out->insert(out->end(), n.input().begin(), n.input().end());
+  if (!subgraphs) return;
+  for (auto& a : n.attribute()) {
+    auto visit = [&](const onnx::GraphProto& g) {
+      for (auto& inner : g.node()) node_reads(inner, true, out);
+    };
+    if (a.has_g()) visit(a.g());
+    for (auto& sub : a.graphs()) visit(sub);
+  }
+}
+
 }  // namespace kiln

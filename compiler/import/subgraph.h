@@ -73,6 +73,11 @@ onnx::TensorProto int_tensor(const std::string& name, int type, const std::vecto
 // Adds an INT attribute `name` = v to `n`.
 void set_int_attribute(onnx::NodeProto& n, const char* name, int64_t v);
 
+// The names node `n` reads: its inputs, and, with `subgraphs`, every input
+// of every node of the graphs nested in it (their own values too: a
+// superset of what it reads from outside), appended to *out.
+void node_reads(const onnx::NodeProto& n, bool subgraphs, std::vector<std::string>* out);
+
 // The first graph attribute of `n` named `name`; null when it has none.
 const onnx::GraphProto* graph_attribute(const onnx::NodeProto& n, const char* name);
 

@@ -62,6 +62,9 @@ kiln_cli::OptionTable option_table(std::vector<std::string>* storage) {
        "model input NAME, a sequence, holds N tensors (0..4096): inputs NAME[0] ..\n"
        "NAME[N-1] of the bundle, shaped by the model or --input-shape 'NAME[i]=..'\n"
        "(repeatable; docs/sequences.md)"},
+      {kStringBytes, "--string-bytes", Arity::kValue, "N",
+       "bytes per element (on average) that string model inputs may hold, 1..65536\n"
+       "(default 64): each input's table is sized for N times its elements"},
       {kFreezeInput, "--freeze-input", Arity::kValue, "NAME=FILE",
        "make model input NAME a constant holding FILE, a serialized ONNX TensorProto\n"
        "(as in ONNX test data); for shape-deciding inputs (repeatable)"},
@@ -195,6 +198,7 @@ void apply_option(int id, const std::string& v, CommandLine* line) {
       options->import.sequence_lengths[v.substr(0, eq)] = parse_count(v.substr(eq + 1), "--sequence-length", 0, 4096);
       break;
     }
+    case kStringBytes: options->import.string_bytes = parse_count(v, "--string-bytes", 1, 65536); break;
     case kFreezeInput: {
       auto eq = v.find('=');
       user_assert(eq != std::string::npos && eq > 0) << "--freeze-input takes NAME=FILE";

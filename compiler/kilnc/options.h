@@ -14,7 +14,7 @@
 namespace kiln::kilnc {
 
 enum OptionId {
-  kOutput, kTarget, kVulkanFeatures, kVulkanSharedMemory, kKernels, kMaxArena, kInputShape, kDim, kInputValue, kSequenceLength, kFreezeInput,
+  kOutput, kTarget, kVulkanFeatures, kVulkanSharedMemory, kKernels, kMaxArena, kInputShape, kDim, kInputValue, kSequenceLength, kStringBytes, kFreezeInput,
   kSignKey, kPrintPublicKey, kDumpAfter, kDumpGraphAfter, kDisableGraphPass, kDumpGraph, kReport, kListOperators,
   kVersion, kHelp, kTuningLog, kTuningThreads,
   // kilnc tune's own (kilnc/cmd_tune.cpp)

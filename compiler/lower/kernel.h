@@ -36,6 +36,9 @@ struct KernelDef {
   // symbols in [0, 1], or 1 minus them); undefined: always.
   tir::Expr predicate;
   std::vector<std::pair<int, int>> inplace;  // (input param, output param) that may share storage
+  // Non-empty: the kernel runs on the host CPU even in a Vulkan bundle, for
+  // this reason (string tables: byte-serial text processing).
+  std::string host_only;
 };
 
 // Fills k.workgroup_count, k.workgroup_dynamic and k.symbols from k.body

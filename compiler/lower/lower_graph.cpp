@@ -16,13 +16,14 @@ KernelDef copy_kernel(graph::Graph& g, int from, int to, int kernel_id, bool gpu
   KernelDef k;
   k.name = "k" + std::to_string(kernel_id) + "_copy_output";
   const graph::Value& v = g.values[to];
-  auto src = tir::make_buffer(g.values[from].name, graph::dtype_to_tir(v.dtype), v.elements(), 0);
-  auto dst = tir::make_buffer(v.name, graph::dtype_to_tir(v.dtype), v.elements(), 1);
+  // A string table is copied whole, bytes area included.
+  auto src = tir::make_buffer(g.values[from].name, graph::dtype_to_tir(v.dtype), v.storage_elements(), 0);
+  auto dst = tir::make_buffer(v.name, graph::dtype_to_tir(v.dtype), v.storage_elements(), 1);
   k.params = {src, dst};
   k.param_values = {from, to};
   k.access = {Access::Read, Access::Write};
-  te::Tensor in = te::placeholder(src->name, {v.elements()}, src->dtype);
-  te::Stage stage(te::compute("copy", {v.elements()}, [in](const te::Indices& i) { return in(i); }));
+  te::Tensor in = te::placeholder(src->name, {v.storage_elements()}, src->dtype);
+  te::Stage stage(te::compute("copy", {v.storage_elements()}, [in](const te::Indices& i) { return in(i); }));
   if (gpu) lower::default_gpu_schedule(stage);
   else te::default_cpu_schedule(stage);
   k.body = te::lower_stage(stage, dst, [&](const te::TensorNode* n) { return n == in.get() ? src : nullptr; });

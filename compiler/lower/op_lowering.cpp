@@ -39,7 +39,7 @@ namespace {
 // Adds graph value v as the next parameter of kernel k; returns its buffer.
 tir::Buffer add_kernel_param(KernelDef& k, const graph::Graph& g, int v, Access access) {
   const graph::Value& val = g.values[v];
-  auto b = tir::make_buffer(val.name, graph::dtype_to_tir(val.dtype), val.elements(), (int)k.params.size());
+  auto b = tir::make_buffer(val.name, graph::dtype_to_tir(val.dtype), val.storage_elements(), (int)k.params.size());
   if (val.is_constant() && access == Access::Read) {
     auto c = std::make_shared<tir::BufferNode>(*b);
     c->constant = true;

@@ -217,6 +217,10 @@ void lower_dropout_training(OpContext& ctx);
 // of `dims` whose elements, row-major, are v's formulas over the symbols.
 te::Tensor symbolic_tensor(const graph::Value& v, const std::string& name, const te::Dims& dims);
 
+// Cast and CastLike to or from string tensors (ops_text.cpp; lower_cast
+// and lower_cast_like hand them over).
+void lower_cast_string(OpContext& ctx);
+
 // BatchNormalization with training_mode=1 (ops_norm.cpp; lower_batchnorm hands it over).
 void lower_batchnorm_training(OpContext& ctx);
 

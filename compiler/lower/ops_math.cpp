@@ -296,6 +296,7 @@ Expr convert_element(Expr x, graph::DType from, graph::DType to) {
 void lower_cast(OpContext& ctx) {
   graph::DType to = ctx.value(ctx.output(0)).dtype;
   graph::DType from = ctx.in_dtype(0);
+  if (to == graph::DType::String || from == graph::DType::String) return lower_cast_string(ctx);
   lower_nary(ctx, [to, from](const std::vector<Expr>& v) { return convert_element(v[0], from, to); });
 }
 
@@ -313,6 +314,7 @@ void lower_variadic(OpContext& ctx) {
 
 void lower_cast_like(OpContext& ctx) {
   graph::DType to = ctx.value(ctx.output(0)).dtype, from = ctx.in_dtype(0);
+  if (to == graph::DType::String || from == graph::DType::String) return lower_cast_string(ctx);
   te::Tensor x = ctx.in(0);
   ctx.set_output(0, te::compute("castlike", x.dims(), [=](const Indices& i) { return convert_element(x(i), from, to); }));
 }

@@ -1,7 +1,12 @@
-// Text: TfIdfVectorizer over integer token ids (strings are not a runtime
-// element type yet).
+// Text: string tensors (Cast and CastLike to and from string,
+// StringNormalizer) and TfIdfVectorizer over integer or string tokens.
 //
-// Each row of X ([C] or [N, C] int32/int64 ids) is scanned for the n-grams
+// String kernels are serial, hand-written TIR over string tables
+// (lower/string_table.h, docs/bundle.md#string-tensors) and run on the host
+// CPU even in a Vulkan bundle (KernelDef::host_only).
+//
+// TfIdfVectorizer: each row of X ([C] or [N, C] int32/int64 ids; string
+// tokens first become their positions among the pool's strings) is scanned for the n-grams
 // of the pool (pool_int64s, grouped by length: ngram_counts[i] is where the
 // (i+1)-grams start), n from min_gram_length to max_gram_length, the tokens
 // of an n-gram max_skip_count + 1 apart at most (every gap from 1 to that;
@@ -11,21 +16,208 @@
 // hand-written kernel, a workgroup per row; the pool and its columns and
 // weights are constant buffers it loops over.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <map>
 
 #include "lower/op_lowering.h"
 #include "lower/serial_tir.h"
+#include "lower/string_table.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {
 
 using namespace serial;  // NOLINT: the builders are this file's vocabulary
+using graph::DType;
+
+namespace {
+
+const char* const kStringKernels = "string tables run on the CPU";
+
+// A string's number (strings::parse_number) as stored in a `to` tensor:
+// floats rounded from the float64; integers from the exact integer part of
+// a plain decimal ("100.5" is 100), else the float64 truncated toward zero
+// (NaN: 0), both saturated to the type; bool whether it is not 0.
+Expr from_parsed(const strings::Parsed& p, DType to) {
+  const Expr v = p.value.get();
+  const tir::Type f64 = tir::Float(64), u64 = tir::UInt(64);
+  if (to == DType::BF16) return tir::Call::make(tir::Intrinsic::F32ToBf16, {tir::cast(tir::Float(32), v)});
+  const tir::Type t = graph::dtype_to_tir(to);
+  if (t.is_float()) return tir::cast(t, v);
+  if (to == DType::Bool) return tir::cast(t, tir::select(tir::NE::make(v, tir::make_const(f64, 0)), Expr(1), Expr(0)));
+  const bool is_signed = t.is_int();
+  // The type's range: [-2^(b-1), 2^(b-1) - 1] or [0, 2^b - 1] (as u64 bits: 2^64 - 1 is -1).
+  const int64_t most = is_signed ? (int64_t)((1ull << (t.bits - 1)) - 1) : t.bits == 64 ? -1 : (int64_t)((1ull << t.bits) - 1);
+  const Expr m = p.magnitude.get(), top = tir::IntImm::make(u64, most);
+  Expr exact;  // from the integer part, in u64 bits
+  Expr positive = tir::select(tir::LT::make(top, m), top, m);
+  if (is_signed) {
+    const Expr least = tir::IntImm::make(u64, most) + tir::IntImm::make(u64, 1);  // |minimum|, 2^(b-1)
+    Expr negated = tir::select(tir::LT::make(least, m), least, m);
+    exact = tir::select(tir::EQ::make(p.negative.get(), Expr(1)), tir::IntImm::make(u64, 0) - negated, positive);
+  } else {
+    exact = tir::select(tir::EQ::make(p.negative.get(), Expr(1)), tir::IntImm::make(u64, 0), positive);
+  }
+  // Other text (an exponent, NaN, INF) through the float64, within the range
+  // (below 2^63 for the conversion through Index).
+  const double lo = is_signed ? -std::ldexp(1.0, t.bits - 1) : 0;
+  const double hi = std::min(is_signed ? std::ldexp(1.0, t.bits - 1) - 1 : std::ldexp(1.0, t.bits) - 1, 9223372036854774784.0);
+  Expr f = tir::select(tir::NE::make(v, v), tir::make_const(f64, 0), tir::clamp(v, tir::make_const(f64, lo), tir::make_const(f64, hi)));
+  Expr approx = tir::cast(u64, tir::cast(tir::Index(), f));
+  return tir::cast(t, tir::select(tir::EQ::make(p.plain.get(), Expr(1)), exact, approx));
+}
+
+// ASCII and Latin-1 lowercase of a stopword, as strings::to_lower maps bytes.
+std::string host_lower(const std::string& s) {
+  std::string r = s;
+  for (size_t i = 0; i < r.size(); i++) {
+    unsigned char c = (unsigned char)r[i], prev = i ? (unsigned char)s[i - 1] : 0;
+    if ((c >= 'A' && c <= 'Z') || (prev == 0xC3 && c >= 0x80 && c <= 0x9E && c != 0x97)) r[i] = (char)(c + 32);
+  }
+  return r;
+}
+
+}  // namespace
+
+// Cast / CastLike with a string side: numbers to their text
+// (strings::format_number), text to numbers (strings::parse_number), and
+// string to string (the same table).
+void lower_cast_string(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  const DType from = ctx.in_dtype(0), to = ctx.value(ctx.output(0)).dtype;
+  const int in = ctx.input(0), out = ctx.output(0);
+  if (from == to) {
+    ctx.aliases.push_back({out, in});
+    return;
+  }
+  const Expr count = te::num_elements(ctx.in_dims(0));
+  const graph::Value& x = ctx.value(in);
+  user_assert(x.sym.empty() || x.is_constant() || x.producer >= 0)
+      << n.describe() << ": kilnc does not spell a shape known only at run time as text; cast it to string "
+      << "outside the model, or give the input static shapes";
+  if (to == DType::String) {
+    user_assert(strings::formats(from))
+        << n.describe() << ": kilnc casts float32, float16, bfloat16 and integers up to 32 bits unsigned (64 signed) to "
+        << "string, not " << graph::dtype_name(from) << "; cast to one of those first";
+    ctx.emit_tir("cast_to_string", [&](const OpContext::BindFn& bind) {
+      tir::Buffer X = bind(in, Access::Read), Y = bind(out, Access::Write);
+      strings::Writer w{Y, strings::bytes_start(count)};
+      Expr i = index_var("i");
+      Stmt each = block({strings::format_number(tir::Load::make(X, i), from, w), strings::set_offset(Y, i + Expr(1), w.at.get())});
+      return allocate({w.at.b}, block({w.at.set(Expr(0)), strings::set_offset(Y, Expr(0), Expr(0)), loop(i, count, each)}));
+    });
+  } else {
+    ctx.emit_tir("cast_from_string", [&](const OpContext::BindFn& bind) {
+      tir::Buffer X = bind(in, Access::Read), Y = bind(out, Access::Write);
+      Expr i = index_var("i"), start = strings::bytes_start(count);
+      strings::Parsed v;
+      Stmt parse = strings::parse_number(X, start + strings::offset(X, i), start + strings::offset(X, i + Expr(1)), v);
+      return loop(i, count, allocate(v.buffers(), block({parse, tir::Store::make(Y, i, from_parsed(v, to))})));
+    });
+  }
+  ctx.kernels.back().host_only = kStringKernels;
+}
+
+// StringNormalizer: X [C] or [1, C] without its stopwords (compared exactly,
+// or after lowercasing both with is_case_sensitive 0), each kept string
+// lowercased or uppercased (case_change_action LOWER / UPPER; NONE keeps
+// it), into Y [K] or [1, K]; K, a data symbol, is at least 1: when nothing
+// is left Y holds one empty string. Case mapping covers ASCII and Latin-1
+// letters (their UTF-8 length never changes); `locale` is not read.
+void lower_string_normalizer(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  user_assert(ctx.in_dtype(0) == DType::String) << n.describe() << ": X must be a string tensor";
+  const te::Dims x = ctx.in_dims(0);
+  user_assert(x.size() == 1 || (x.size() == 2 && tir::as_const_int(x[0]) && *tir::as_const_int(x[0]) == 1))
+      << n.describe() << ": X must be [C] or [1, C]";
+  const std::string action = n.attr_string("case_change_action", "NONE");
+  user_assert(action == "NONE" || action == "LOWER" || action == "UPPER")
+      << n.describe() << ": case_change_action must be NONE, LOWER or UPPER, not '" << action << "'";
+  const bool sensitive = n.attr_int("is_case_sensitive", 0) != 0;
+  std::vector<std::string> stop = n.has_attr("stopwords") ? n.attrs.at("stopwords").strings : std::vector<std::string>();
+  if (!sensitive)
+    for (auto& w : stop) w = host_lower(w);
+  int64_t stop_bytes = 0;
+  std::vector<uint8_t> table = graph::string_table(stop, &stop_bytes);
+  const int64_t table_size = (int64_t)table.size(), S = (int64_t)stop.size();
+  const int stop_v = ctx.graph.add_constant(ctx.graph.unique_name(n.name + ".stopwords"), DType::U8, {table_size}, std::move(table));
+  const int in = ctx.input(0), out = ctx.output(0), count = ctx.output(1);
+  const Expr C = te::num_elements(x);
+  ctx.emit_tir("string_normalizer", [&](const OpContext::BindFn& bind) {
+    tir::Buffer X = bind(in, Access::Read), Y = bind(out, Access::Write), K = bind(count, Access::Write);
+    tir::Buffer W = bind(stop_v, Access::Read);
+    Expr xs = strings::bytes_start(C), ws = strings::bytes_start(Expr(S));
+    Local stopped("stopped", tir::Index()), same("same", tir::Index()), kept("kept", tir::Index());
+    Expr i = index_var("i"), s = index_var("s"), p = index_var("p");
+    Expr begin = index_var("begin"), end = index_var("end");
+    auto mapped = [&](const Expr& pos, const std::string& how) {  // byte pos of X, case-changed
+      Expr c = strings::byte_at(X, pos), prev = tir::select(pos > begin, strings::byte_at(X, pos - Expr(1)), Expr(0));
+      return how == "LOWER" ? strings::to_lower(c, prev) : how == "UPPER" ? strings::to_upper(c, prev) : c;
+    };
+    // For string i (bound as [begin, end)): `body` with stopped = whether it is a stopword.
+    auto with_string = [&](Stmt body) {
+      Expr w0 = ws + strings::offset(W, s), wlen = strings::offset(W, s + Expr(1)) - strings::offset(W, s);
+      auto x_byte = [&](const Expr& q) { return mapped(begin + q, sensitive ? "NONE" : "LOWER"); };
+      Stmt compare = block({strings::equal(x_byte, end - begin, W, w0, wlen, same),
+                            when(tir::EQ::make(same.get(), Expr(1)), stopped.set(Expr(1)))});
+      return tir::LetStmt::make(begin, xs + strings::offset(X, i), tir::LetStmt::make(end, xs + strings::offset(X, i + Expr(1)),
+          block({stopped.set(Expr(0)), loop(s, Expr(S), compare), body})));
+    };
+    Expr keep = tir::EQ::make(stopped.get(), Expr(0));
+    Stmt count_pass = block({kept.set(Expr(0)), loop(i, C, with_string(when(keep, kept.set(kept.get() + Expr(1)))))});
+    Expr k = index_var("k");
+    strings::Writer w{Y, strings::bytes_start(k)};
+    Stmt copy = loop(p, end - begin, w.put(mapped(begin + p, action)));
+    Stmt write_pass = block({w.at.set(Expr(0)), kept.set(Expr(0)), strings::set_offset(Y, Expr(0), Expr(0)),
+                             loop(i, C, with_string(when(keep, block({copy, kept.set(kept.get() + Expr(1)),
+                                                                       strings::set_offset(Y, kept.get(), w.at.get())})))),
+                             when(tir::EQ::make(kept.get(), Expr(0)), strings::set_offset(Y, Expr(1), Expr(0)))});
+    Stmt body = block({count_pass, tir::LetStmt::make(k, tir::max(kept.get(), Expr(1)),
+                                                      block({tir::Store::make(K, Expr(0), k), write_pass}))});
+    return allocate({stopped.b, same.b, kept.b, w.at.b}, body);
+  });
+  ctx.kernels.back().host_only = kStringKernels;
+}
+
+// String tokens: each element of input 0, as its position in `vocabulary`
+// (-1 when it is none of them), into a new int64 intermediate of its shape.
+static int token_ids(OpContext& ctx, const std::vector<std::string>& vocabulary) {
+  const graph::Node& n = ctx.node();
+  const graph::Value& x = ctx.value(ctx.input(0));
+  graph::Value ids;
+  ids.name = ctx.graph.unique_name(n.name + ".ids");
+  ids.dtype = DType::I64;
+  ids.shape = x.shape;
+  ids.producer = ctx.node_index;
+  const int ids_v = ctx.graph.add_value(std::move(ids));
+  int64_t bytes = 0;
+  std::vector<uint8_t> table = graph::string_table(vocabulary, &bytes);
+  const int64_t table_size = (int64_t)table.size(), V = (int64_t)vocabulary.size(), count = x.elements();
+  const int vocab_v = ctx.graph.add_constant(ctx.graph.unique_name(n.name + ".vocabulary"), DType::U8, {table_size},
+                                             std::move(table));
+  const int in = ctx.input(0);
+  ctx.emit_tir("token_ids", [&](const OpContext::BindFn& bind) {
+    tir::Buffer X = bind(in, Access::Read), P = bind(vocab_v, Access::Read), Y = bind(ids_v, Access::Write);
+    Expr i = index_var("i"), t = index_var("t");
+    Expr xs = strings::bytes_start(Expr(count)), ps = strings::bytes_start(Expr(V));
+    Expr begin = xs + strings::offset(X, i), length = strings::offset(X, i + Expr(1)) - strings::offset(X, i);
+    Local same("same", tir::Index()), id("id", tir::Index());
+    auto x_byte = [&](const Expr& q) { return strings::byte_at(X, begin + q); };
+    Stmt match = block({strings::equal(x_byte, length, P, ps + strings::offset(P, t),
+                                       strings::offset(P, t + Expr(1)) - strings::offset(P, t), same),
+                        when(tir::EQ::make(same.get(), Expr(1)) && tir::EQ::make(id.get(), Expr(-1)), id.set(t))});
+    return allocate({same.b, id.b}, loop(i, Expr(count), block({id.set(Expr(-1)), loop(t, Expr(V), match),
+                                                                tir::Store::make(Y, i, id.get())})));
+  });
+  ctx.kernels.back().host_only = kStringKernels;
+  return ids_v;
+}
 
 void lower_tfidf_vectorizer(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   const graph::DType xt = ctx.in_dtype(0);
-  user_assert(xt == graph::DType::I32 || xt == graph::DType::I64)
-      << n.describe() << ": kilnc supports TfIdfVectorizer on int32 and int64 token ids only (no string tensors yet)";
+  user_assert(xt == graph::DType::I32 || xt == graph::DType::I64 || xt == DType::String)
+      << n.describe() << ": kilnc supports TfIdfVectorizer on int32, int64 and string tokens, not " << graph::dtype_name(xt);
   const graph::Shape xs = ctx.in_shape(0), ys = ctx.out_shape(0);
   user_assert(xs.size() == 1 || xs.size() == 2) << n.describe() << ": X must be [C] or [N, C]";
   const int64_t rows = xs.size() == 2 ? xs[0] : 1, C = xs.back();
@@ -36,7 +228,19 @@ void lower_tfidf_vectorizer(OpContext& ctx) {
   std::vector<int64_t> counts = n.attr_ints("ngram_counts", {}), indexes = n.attr_ints("ngram_indexes", {});
   std::vector<int64_t> pool = n.attr_ints("pool_int64s", {});
   std::vector<double> weights = n.has_attr("weights") ? n.attrs.at("weights").floats : std::vector<double>();
-  user_assert(!n.has_attr("pool_strings")) << n.describe() << ": pool_strings needs string tensors, not supported yet";
+  // String tokens: the pool becomes positions in its vocabulary (its
+  // distinct strings), and X the same positions (token_ids).
+  std::vector<std::string> vocabulary;
+  user_assert((xt == DType::String) == n.has_attr("pool_strings") && !(n.has_attr("pool_strings") && n.has_attr("pool_int64s")))
+      << n.describe() << ": string tokens need pool_strings, integer tokens pool_int64s";
+  if (xt == DType::String) {
+    std::map<std::string, int64_t> position;
+    for (const std::string& token : n.attrs.at("pool_strings").strings) {
+      auto it = position.emplace(token, (int64_t)vocabulary.size()).first;
+      if (it->second == (int64_t)vocabulary.size()) vocabulary.push_back(token);
+      pool.push_back(it->second);
+    }
+  }
   user_assert(min_n >= 1 && max_n >= min_n && max_skip >= 0 && (int64_t)counts.size() >= max_n)
       << n.describe() << ": needs 1 <= min_gram_length <= max_gram_length <= len(ngram_counts) and max_skip_count >= 0";
   // The pool's n-grams: per length, [first element, first n-gram index, how many).
@@ -75,7 +279,7 @@ void lower_tfidf_vectorizer(OpContext& ctx) {
   const int pool_v = ints("pool", pool), cols_v = ints("columns", indexes);
   const int weights_v = ctx.graph.add_constant(ctx.graph.unique_name(n.name + ".weights"), graph::DType::F32,
                                                {(int64_t)std::max<size_t>(wf.size(), 1)}, std::move(wb));
-  const int in = ctx.input(0), out = ctx.output(0);
+  const int in = xt == DType::String ? token_ids(ctx, vocabulary) : ctx.input(0), out = ctx.output(0);
   const tir::Type f32 = tir::Float(32), i64 = tir::Int(64);
   ctx.emit_tir("tfidf", [&](const OpContext::BindFn& bind) {
     tir::Buffer X = bind(in, Access::Read), Y = bind(out, Access::Write);

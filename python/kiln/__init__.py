@@ -21,7 +21,7 @@ from ._errors import CompileError, Error
 from . import _kiln
 from ._compile import compile
 
-__all__ = ["compile", "Model", "Session", "TensorInfo", "Error", "CompileError",
+__all__ = ["compile", "Model", "Session", "TensorInfo", "Composite", "Error", "CompileError",
            "__version__", "runtime_version", "abi_version"]
 
 #: The package's version (the meson project's).
@@ -41,13 +41,31 @@ class TensorInfo(NamedTuple):
     name: str
     dtype: np.dtype
     shape: Tuple[int, ...]
-    nbytes: int  # at ``shape``
+    nbytes: int  # at ``shape`` (strings: the largest string table)
     min_shape: Tuple[int, ...] = ()
+    #: Strings (``dtype`` numpy's ``str``): the UTF-8 bytes all of the
+    #: tensor's strings may hold together (``compile(..., string_bytes=N)``
+    #: gives an input N per element); 0 for other dtypes.
+    string_bytes: int = 0
+
+
+class Composite(NamedTuple):
+    """A sequence or optional the ONNX model takes or gives, as the bundle's
+    tensors hold it (docs/sequences.md): a sequence input ``xs`` of length 3
+    is inputs ``xs[0]``, ``xs[1]``, ``xs[2]``; an optional ``o`` is the bool
+    scalar ``o.present`` and its value ``o.value`` (or its sequence's
+    tensors)."""
+    name: str
+    kind: str  # 'sequence' or 'optional'
+    is_output: bool
+    tensors: Tuple[str, ...]  # the input (or output) names holding its tensors, in order
+    presence: Optional[str]  # an optional: the name of its bool scalar; None for a sequence
+    holds_sequence: bool  # an optional whose value is a sequence (of ``tensors``)
 
 
 def _infos(described) -> Tuple[TensorInfo, ...]:
-    return tuple(TensorInfo(name, np.dtype(dtype), shape, nbytes, least)
-                 for name, dtype, shape, nbytes, least in described)
+    return tuple(TensorInfo(name, np.dtype(dtype), shape, nbytes, least, string_bytes)
+                 for name, dtype, shape, nbytes, least, string_bytes in described)
 
 
 class _Closable:
@@ -99,6 +117,10 @@ class Session(_Closable):
         memory: valid until the next run of this session, which overwrites
         them in place (they keep the session alive, even after close()).
         ``copy=True`` returns writable arrays of their own.
+
+        String inputs take numpy str arrays (or bytes arrays, lists of str);
+        string outputs are numpy str arrays of their own, with or without
+        ``copy`` (docs/python.md, Strings).
         """
         return self._core.run(inputs, copy)
 
@@ -126,13 +148,15 @@ class Model(_Closable):
     """A loaded, verified bundle (Model.load). Immutable: any number of threads
     may use it and make sessions of it."""
 
-    __slots__ = ("_core", "inputs", "outputs")
+    __slots__ = ("_core", "inputs", "outputs", "composites")
 
     def __init__(self, core: Any) -> None:
         self._core = core
         #: The model's inputs and outputs, in order.
         self.inputs: Tuple[TensorInfo, ...] = _infos(core.inputs)
         self.outputs: Tuple[TensorInfo, ...] = _infos(core.outputs)
+        #: Its sequence and optional inputs and outputs (empty for most models).
+        self.composites: Tuple[Composite, ...] = tuple(Composite(*c) for c in core.composites)
 
     @classmethod
     def load(cls, source: Union[str, "os.PathLike[str]", bytes, bytearray, memoryview], *,

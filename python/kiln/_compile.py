@@ -124,6 +124,8 @@ def compile(model: Union[PathLike, bytes, Any],
             vulkan_shared_memory: bool = False,
             freeze_inputs: Optional[Mapping[str, Any]] = None,
             input_values: Optional[Mapping[str, Any]] = None,
+            string_bytes: int = 64,
+            sequence_lengths: Optional[Mapping[str, int]] = None,
             disable_graph_passes: Iterable[str] = (),
             sign_key: Optional[PathLike] = None,
             model_dir: Optional[PathLike] = None) -> Union[bytes, str]:
@@ -137,8 +139,20 @@ def compile(model: Union[PathLike, bytes, Any],
     ``sign_key``: an Ed25519 private key (PEM) that signs the bundle
     (kilnc --sign-key; Model.load(..., trusted_keys=[...]) checks it). The
     GIL is released while compiling; compilations in several threads run one
-    after another.
+    after another. ``string_bytes``: the bytes per element a string model
+    input may hold, 1..65536 (kilnc --string-bytes; docs/python.md, Strings).
+    ``sequence_lengths``: {name: N} for each sequence model input, 0..4096
+    (kilnc --sequence-length; Model.composites describes the result).
     """
+    lengths = {}
+    for seq, n in (sequence_lengths or {}).items():
+        if not isinstance(seq, str):
+            raise TypeError("sequence_lengths: names are str, not %s" % type(seq).__name__)
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 4096:
+            raise ValueError("sequence_lengths[%r] is an int in 0..4096, not %r" % (seq, n))
+        lengths[seq] = n
+    if isinstance(string_bytes, bool) or not isinstance(string_bytes, int) or not 1 <= string_bytes <= 65536:
+        raise ValueError("string_bytes is an int in 1..65536, not %r" % (string_bytes,))
     if kernels not in ("dynamic", "static"):
         raise ValueError("kernels is 'dynamic' or 'static', not %r" % (kernels,))
     if vulkan_features not in _VULKAN_FEATURES:
@@ -159,7 +173,7 @@ def compile(model: Union[PathLike, bytes, Any],
         vulkan_features=_VULKAN_FEATURES[vulkan_features], vulkan_shared_memory=bool(vulkan_shared_memory),
         disabled_graph_passes=[str(p) for p in disable_graph_passes],
         sign_key=os.fsdecode(os.fspath(sign_key)) if sign_key is not None else "",
-        input_values=_input_values(input_values))
+        input_values=_input_values(input_values), string_bytes=string_bytes, sequence_lengths=lengths)
     if not out_path:
         return bundle
     with open(out_path, "wb") as f:

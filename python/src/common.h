@@ -65,10 +65,10 @@ PyObject* raise_status(kiln_status_t status);
 //===----------------------------------------------------------------------===//
 
 struct DtypeInfo {
-  char kind;           // 'f' float, 'i' signed, 'u' unsigned, 'b' bool (numpy's kinds)
-  size_t size;         // bytes per element
-  const char* numpy;   // numpy's name ("float32"; "uint16" for bfloat16's bits)
-  const char* format;  // the buffer protocol's format character ("f")
+  char kind;           // 'f' float, 'i' signed, 'u' unsigned, 'b' bool, 'U' strings (numpy's kinds)
+  size_t size;         // bytes per element (0 for strings: a string table, kiln.h)
+  const char* numpy;   // numpy's name ("float32"; "uint16" for bfloat16's bits; "str")
+  const char* format;  // the buffer protocol's format character ("f"; nullptr for strings)
 };
 // nullptr for a dtype this binding does not know.
 const DtypeInfo* dtype_info(kiln_dtype_t dtype);
@@ -114,10 +114,12 @@ struct TensorDesc {
   const DtypeInfo* info;        // never nullptr (unknown dtypes are refused at load)
   std::vector<int64_t> shape;   // its largest shape (the only one where static)
   std::vector<int64_t> min_shape;  // its least shape (equal to `shape` where static)
-  size_t byte_size;             // bytes at `shape`
+  size_t byte_size;             // bytes at `shape` (strings: the largest table)
+  uint64_t string_bytes;        // strings: what the table's strings may hold in all (else 0)
   // Whether some dimension is known only at run time (a bundle compiled with
   // input_shapes ranges): inputs then take any shape in [min_shape, shape].
   bool dynamic() const { return min_shape != shape; }
+  bool strings() const { return dtype == KILN_DTYPE_STRING; }
 };
 
 // The descriptions of a model's inputs or outputs; false with kiln.Error set.
@@ -199,8 +201,9 @@ struct InputBuffer {
 };
 // Fills `out` from `value` for input `desc`: its memory as it is when it is
 // C-contiguous with the input's dtype (buffer protocol or DLPack), else
-// converted by kiln._convert.convert_input. false with an exception set
-// (kiln.Error INVALID_ARGUMENT for a wrong shape or an impossible dtype).
+// converted by kiln._convert.convert_input; a string input's table made by
+// kiln._convert.string_table. false with an exception set (kiln.Error
+// INVALID_ARGUMENT for a wrong shape or an impossible dtype).
 bool acquire_input(PyObject* value, const TensorDesc& desc, InputBuffer* out);
 
 }  // namespace kilnpy

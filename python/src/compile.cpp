@@ -81,6 +81,16 @@ bool read_values(PyObject* dict, kiln::ImportOptions* import) {
   });
 }
 
+// {name: count} -> sequence_lengths (kiln._compile checked the counts)
+bool read_lengths(PyObject* dict, kiln::ImportOptions* import) {
+  return each_entry(dict, [&](const std::string& name, PyObject* value) {
+    long long n = PyLong_AsLongLong(value);
+    if (n == -1 && PyErr_Occurred()) return false;
+    import->sequence_lengths[name] = n;
+    return true;
+  });
+}
+
 PyObject* to_bytes(const std::string& s) { return PyBytes_FromStringAndSize(s.data(), (Py_ssize_t)s.size()); }
 
 }  // namespace
@@ -89,17 +99,18 @@ PyObject* compile(PyObject*, PyObject* args, PyObject* kwargs) {
   static const char* kKeywords[] = {"data", "path", "name", "model_dir", "target", "input_shapes",
                                     "frozen_inputs", "static_kernels", "output", "max_arena",
                                     "vulkan_features", "vulkan_shared_memory", "disabled_graph_passes",
-                                    "sign_key", "input_values", nullptr};
+                                    "sign_key", "input_values", "string_bytes", "sequence_lengths", nullptr};
   PyObject *data = nullptr, *path = nullptr, *shapes = nullptr, *frozen = nullptr, *disabled = nullptr;
-  PyObject* values = nullptr;
+  PyObject *values = nullptr, *lengths = nullptr;
   const char *name = nullptr, *model_dir = nullptr, *target = nullptr, *output = nullptr, *sign_key = "";
   int static_kernels = 0, vulkan_shared_memory = 0;
   unsigned long long max_arena = 0;
-  unsigned int vulkan_features = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOsssO!O!psKIpO!|sO!", (char**)kKeywords, &data, &path,
+  unsigned int vulkan_features = 0, string_bytes = 64;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOsssO!O!psKIpO!|sO!IO!", (char**)kKeywords, &data, &path,
                                    &name, &model_dir, &target, &PyDict_Type, &shapes, &PyDict_Type,
                                    &frozen, &static_kernels, &output, &max_arena, &vulkan_features,
-                                   &vulkan_shared_memory, &PyList_Type, &disabled, &sign_key, &PyDict_Type, &values))
+                                   &vulkan_shared_memory, &PyList_Type, &disabled, &sign_key, &PyDict_Type, &values,
+                                   &string_bytes, &PyDict_Type, &lengths))
     return nullptr;
 
   std::string model_bytes, model_path, target_text = target;
@@ -114,6 +125,7 @@ PyObject* compile(PyObject*, PyObject* args, PyObject* kwargs) {
   kiln::CompileOptions options;
   if (!read_shapes(shapes, &options.import) || !read_frozen(frozen, &options.import)) return nullptr;
   if (values && !read_values(values, &options.import)) return nullptr;
+  if (lengths && !read_lengths(lengths, &options.import)) return nullptr;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(disabled); i++) {
     std::string pass;
     if (!to_string(PyList_GET_ITEM(disabled, i), &pass)) return nullptr;
@@ -124,6 +136,7 @@ PyObject* compile(PyObject*, PyObject* args, PyObject* kwargs) {
   options.vulkan_features = vulkan_features;
   options.vulkan_shared_memory = vulkan_shared_memory != 0;
   options.sign_key = sign_key;
+  options.import.string_bytes = string_bytes;  // kilnc --string-bytes (checked by kiln.compile)
   std::string model_name = name, dir = model_dir, output_path = output;
 
   kiln::CompileOutput out;

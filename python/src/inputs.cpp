@@ -5,7 +5,8 @@
 // copies it into the session's arena. Anything else is converted by
 // kiln._convert.convert_input (numpy, same_kind casting) and counted in
 // kiln._stats()["input_copies"]. The shape must be the input's, or, for a
-// bundle with run-time dimensions, within its range.
+// bundle with run-time dimensions, within its range. A string input is
+// always packed into a new string table (kiln._convert.string_table).
 #include "common.h"
 #include "dlpack.h"
 
@@ -160,9 +161,46 @@ bool convert(PyObject* value, const TensorDesc& desc, InputBuffer* out) {
   return true;
 }
 
+// A string input's table: kiln._convert.string_table(value, input name) ->
+// (table bytes, shape).
+bool string_input(PyObject* value, const TensorDesc& desc, InputBuffer* out) {
+  static PyObject* packer = nullptr;
+  if (!packer) {
+    Ref module(PyImport_ImportModule("kiln._convert"));
+    if (!module || !(packer = PyObject_GetAttrString(module.get(), "string_table"))) return false;
+  }
+  Ref result(PyObject_CallFunction(packer, "Os", value, desc.name.c_str()));
+  if (!result) return false;
+  PyObject* table = PyTuple_GetItem(result.get(), 0);
+  PyObject* shape = PyTuple_GetItem(result.get(), 1);
+  if (!table || !shape || !PyBytes_Check(table) || !PyTuple_Check(shape)) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "kiln: string_table gave no (bytes, shape)");
+    return false;
+  }
+  std::vector<int64_t> dims((size_t)PyTuple_GET_SIZE(shape));
+  for (size_t d = 0; d < dims.size(); d++) {
+    dims[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, (Py_ssize_t)d));
+    if (dims[d] == -1 && PyErr_Occurred()) return false;
+  }
+  if (!shape_matches((int)dims.size(), dims.data(), desc, out)) {
+    shape_error((int)dims.size(), dims.data(), desc);
+    return false;
+  }
+  out->data = PyBytes_AS_STRING(table);
+  out->size = (size_t)PyBytes_GET_SIZE(table);
+  out->keep = std::move(result);  // holds the bytes
+  out->copied = true;
+  return true;
+}
+
 }  // namespace
 
 bool acquire_input(PyObject* value, const TensorDesc& desc, InputBuffer* out) {
+  if (desc.strings()) {  // always a new table (numpy's strings are UTF-32)
+    if (!string_input(value, desc, out)) return false;
+    g_stats.input_copies++;
+    return true;
+  }
   int taken = try_buffer(value, desc, out);
   if (taken == 0) taken = try_dlpack(value, desc, out);
   if (taken < 0) return false;

@@ -73,7 +73,7 @@ PyObject* model_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   return box(type, std::move(state));
 }
 
-// ((name, dtype name, shape, byte size, min shape), ...)
+// ((name, dtype name, shape, byte size, min shape, string bytes), ...)
 PyObject* describe(const std::vector<TensorDesc>& tensors) {
   Ref tuple(PyTuple_New((Py_ssize_t)tensors.size()));
   if (!tuple) return nullptr;
@@ -81,8 +81,8 @@ PyObject* describe(const std::vector<TensorDesc>& tensors) {
     const TensorDesc& t = tensors[i];
     Ref shape(dims_tuple(t.shape)), least(dims_tuple(t.min_shape));
     if (!shape || !least) return nullptr;
-    PyObject* item = Py_BuildValue("(ssOnO)", t.name.c_str(), t.info->numpy, shape.get(), (Py_ssize_t)t.byte_size,
-                                   least.get());
+    PyObject* item = Py_BuildValue("(ssOnOK)", t.name.c_str(), t.info->numpy, shape.get(), (Py_ssize_t)t.byte_size,
+                                   least.get(), (unsigned long long)t.string_bytes);
     if (!item) return nullptr;
     PyTuple_SET_ITEM(tuple.get(), (Py_ssize_t)i, item);
   }
@@ -92,6 +92,39 @@ PyObject* describe(const std::vector<TensorDesc>& tensors) {
 PyObject* model_inputs(PyObject* self, void*) { return describe(unbox<ModelState>(self).inputs); }
 
 PyObject* model_outputs(PyObject* self, void*) { return describe(unbox<ModelState>(self).outputs); }
+
+// ((name, 'sequence' | 'optional', is_output, (tensor names...), presence
+// name or None, holds_sequence), ...): kiln_model_get_composite_info, with
+// input or output indices as names.
+PyObject* model_composites(PyObject* self, void*) {
+  const ModelState& state = unbox<ModelState>(self);
+  if (!check_open(state.core, "model")) return nullptr;
+  const size_t count = kiln_model_composite_count(state.core->model);
+  Ref tuple(PyTuple_New((Py_ssize_t)count));
+  if (!tuple) return nullptr;
+  for (size_t i = 0; i < count; i++) {
+    kiln_composite_info_t c;
+    kiln_composite_info_init(&c);
+    if (kiln_status_t status = kiln_model_get_composite_info(state.core->model, i, &c)) return raise_status(status);
+    const std::vector<TensorDesc>& among = c.is_output ? state.outputs : state.inputs;
+    Ref names(PyTuple_New((Py_ssize_t)c.element_count));
+    if (!names) return nullptr;
+    for (size_t k = 0; k < c.element_count; k++) {  // indices the runtime verified
+      PyObject* name = PyUnicode_FromString(among.at(c.elements[k]).name.c_str());
+      if (!name) return nullptr;
+      PyTuple_SET_ITEM(names.get(), (Py_ssize_t)k, name);
+    }
+    if (c.presence < 0) Py_INCREF(Py_None);
+    Ref presence(c.presence >= 0 ? PyUnicode_FromString(among.at((size_t)c.presence).name.c_str()) : Py_None);
+    if (!presence) return nullptr;
+    PyObject* item = Py_BuildValue("(ssOOOO)", c.name, c.kind == KILN_COMPOSITE_OPTIONAL ? "optional" : "sequence",
+                                   c.is_output ? Py_True : Py_False, names.get(), presence.get(),
+                                   c.holds_sequence ? Py_True : Py_False);
+    if (!item) return nullptr;
+    PyTuple_SET_ITEM(tuple.get(), (Py_ssize_t)i, item);
+  }
+  return tuple.release();
+}
 
 PyObject* model_closed(PyObject* self, void*) { return PyBool_FromLong(!unbox<ModelState>(self).core); }
 
@@ -131,6 +164,8 @@ PyMethodDef kModelMethods[] = {
 PyGetSetDef kModelGetSet[] = {
     {"inputs", model_inputs, nullptr, "((name, dtype, shape, nbytes), ...)", nullptr},
     {"outputs", model_outputs, nullptr, "((name, dtype, shape, nbytes), ...)", nullptr},
+    {"composites", model_composites, nullptr,
+     "((name, 'sequence'|'optional', is_output, tensor names, presence name|None, holds_sequence), ...)", nullptr},
     {"closed", model_closed, nullptr, "True after close()", nullptr},
     {"device", model_device, nullptr, "'cpu' or 'vulkan': what the bundle was compiled for", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr},

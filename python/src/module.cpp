@@ -25,6 +25,7 @@ const DtypeInfo kDtypes[] = {
     {'u', 4, "uint32", "I"},   // KILN_DTYPE_UINT32
     {'u', 8, "uint64", "Q"},   // KILN_DTYPE_UINT64
     {'u', 2, "uint16", "H"},   // KILN_DTYPE_BFLOAT16: numpy has none; its bits as uint16 (docs/python.md)
+    {'U', 0, "str", nullptr},  // KILN_DTYPE_STRING: a string table, to and from numpy str arrays (_convert.py)
 };
 
 PyObject* version(PyObject*, PyObject*) { return PyUnicode_FromString(kiln_version()); }
@@ -147,7 +148,7 @@ bool describe_tensors(const kiln_model_t* model, bool outputs, std::vector<Tenso
     }
     std::vector<int64_t> shape(info.shape, info.shape + info.rank);
     std::vector<int64_t> least = info.min_shape ? std::vector<int64_t>(info.min_shape, info.min_shape + info.rank) : shape;
-    out->push_back(TensorDesc{info.name, info.dtype, dtype, shape, least, info.byte_size});
+    out->push_back(TensorDesc{info.name, info.dtype, dtype, shape, least, info.byte_size, info.string_bytes});
   }
   return true;
 }

@@ -3,7 +3,8 @@
 // runs and reads the outputs without the GIL, and returns numpy arrays that
 // view the session's arena (kiln_session_get_output_view) through an
 // OutputView, which keeps the session alive; or, with copy=True, arrays of
-// their own filled by kiln_session_get_output.
+// their own filled by kiln_session_get_output. String outputs are always
+// arrays of their own (numpy str arrays, made from the tables).
 #include <cstring>
 #include <memory>
 
@@ -117,9 +118,10 @@ struct OwnedOutputs {
     if (!empty) return false;
     buffers.reset(new Py_buffer[outputs.size()]);
     for (const TensorDesc& t : outputs) {
-      Ref shape(dims_tuple(t.shape));
+      // A string output: room for its largest table (StringOutputs makes its array).
+      Ref shape(t.strings() ? PyLong_FromSize_t(t.byte_size) : dims_tuple(t.shape));
       if (!shape) return false;
-      Ref array(PyObject_CallFunction(empty.get(), "Os", shape.get(), t.info->numpy));
+      Ref array(PyObject_CallFunction(empty.get(), "Os", shape.get(), t.strings() ? "uint8" : t.info->numpy));
       if (!array || PyObject_GetBuffer(array.get(), &buffers[held], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
         return false;
       held++;
@@ -148,6 +150,45 @@ struct OwnedOutputs {
     memcpy(out.buf, b.buf, (size_t)bytes);
     PyBuffer_Release(&out);
     return array.release();
+  }
+};
+
+// String outputs: each run copies their tables (kiln_session_get_output)
+// into buffers made beforehand (at their largest), and
+// kiln._convert.string_array makes numpy str arrays of them, copy or not.
+struct StringOutputs {
+  std::vector<Ref> tables;    // per output: a bytearray for a string output, else empty
+  std::vector<size_t> sizes;  // per output: its table's size after the run
+  bool make(const std::vector<TensorDesc>& outputs) {
+    tables.resize(outputs.size());
+    sizes.assign(outputs.size(), 0);
+    for (size_t j = 0; j < outputs.size(); j++) {
+      if (!outputs[j].strings()) continue;
+      tables[j].reset(PyByteArray_FromStringAndSize(nullptr, (Py_ssize_t)outputs[j].byte_size));
+      if (!tables[j]) return false;
+    }
+    return true;
+  }
+  // Copies output j's table (no GIL needed).
+  kiln_status_t read(kiln_session_t* session, size_t j, std::vector<int64_t>* dims) {
+    kiln_tensor_info_t info;
+    kiln_tensor_info_init(&info);
+    kiln_status_t status = kiln_session_get_output_info(session, j, &info);
+    if (status) return status;
+    dims->assign(info.shape, info.shape + info.rank);
+    sizes[j] = info.byte_size;  // at most the largest table (the runtime checked it)
+    return kiln_session_get_output(session, j, PyByteArray_AS_STRING(tables[j].get()), info.byte_size);
+  }
+  // Output j as a new numpy str array of `dims`.
+  PyObject* take(size_t j, const std::vector<int64_t>& dims) {
+    static PyObject* unpacker = nullptr;
+    if (!unpacker) {
+      Ref module(PyImport_ImportModule("kiln._convert"));
+      if (!module || !(unpacker = PyObject_GetAttrString(module.get(), "string_array"))) return nullptr;
+    }
+    Ref shape(dims_tuple(dims));
+    if (!shape) return nullptr;
+    return PyObject_CallFunction(unpacker, "OnO", tables[j].get(), (Py_ssize_t)sizes[j], shape.get());
   }
 };
 
@@ -198,6 +239,8 @@ PyObject* session_run(PyObject* self, PyObject* args, PyObject* kwargs) {
   // without the GIL); a run at smaller input shapes fills their first bytes.
   OwnedOutputs owned;
   if (copy && !owned.make(s->outputs)) return nullptr;
+  StringOutputs strings;
+  if (!strings.make(s->outputs)) return nullptr;
   std::vector<const void*> views(s->outputs.size(), nullptr);
   bool dynamic = false;  // outputs' shapes may differ from run to run (input ranges, or sizes a kernel computes)
   for (const TensorDesc& t : s->inputs) dynamic |= t.dynamic();
@@ -216,6 +259,10 @@ PyObject* session_run(PyObject* self, PyObject* args, PyObject* kwargs) {
     }
     if (!status) status = kiln_session_run(core->session);
     for (size_t j = 0; j < views.size() && !status; j++) {
+      if (s->outputs[j].strings()) {
+        status = strings.read(core->session, j, &out_dims[j]);
+        continue;
+      }
       size_t bytes = s->outputs[j].byte_size;
       if (dynamic) {  // this run's shape
         kiln_tensor_info_t info;
@@ -240,7 +287,9 @@ PyObject* session_run(PyObject* self, PyObject* args, PyObject* kwargs) {
   Ref result(PyDict_New());
   if (!result) return nullptr;
   for (size_t j = 0; j < views.size(); j++) {
-    Ref array(copy ? owned.take(j, out_dims[j]) : view_array(core, views[j], s->outputs[j], out_dims[j], asarray.get()));
+    Ref array(s->outputs[j].strings() ? strings.take(j, out_dims[j])
+              : copy                    ? owned.take(j, out_dims[j])
+                                        : view_array(core, views[j], s->outputs[j], out_dims[j], asarray.get()));
     if (!array || PyDict_SetItemString(result.get(), s->outputs[j].name.c_str(), array.get()) < 0) return nullptr;
   }
   return result.release();

@@ -16,14 +16,16 @@ bundle with `kiln run` and compares every output with the reference:
 
   floating point   numpy.allclose(rtol=1e-3, atol=1e-5), NaN == NaN, infinities must match
   integer, bool    exactly
-  all              dtype and shape exactly (a scalar is not a 1-element tensor)
+  string           exactly, string by string (as numpy unicode, '<U' .npy both ways)
+  all              dtype and shape exactly (a scalar is not a 1-element tensor; strings:
+                   any '<U' width)
 
 Each case gets one status:
 
   pass         every output of every data set matches
   unsupported  kilnc exit 1 (the first line of its message is the reason), or the
-               case's inputs/outputs cannot be expressed as .npy tensors (sequence,
-               optional, map, string, ... types)
+               case's inputs/outputs cannot be expressed as .npy tensors or folders
+               (map, complex, ... types)
   fail         an output mismatches (max abs/rel error given), has the wrong dtype or
                shape, or is missing; or `kiln run` exits 1
   bug          kilnc exit 3 (internal compiler error) or any other unexpected kilnc exit
@@ -213,6 +215,8 @@ def _check_dtype(onnx_mod, elem_type: int, what: str) -> None:
                 np_type = None
     if elem_type == onnx_mod.TensorProto.BFLOAT16:
         return  # .npy '|V2' (bf16_bits)
+    if elem_type == onnx_mod.TensorProto.STRING:
+        return  # .npy '<U' (_as_npy)
     if np_type is None or str(np.dtype(np_type)) not in KILN_NPY_DTYPES:
         raise Unsupported('%s has element type %s, which kiln run cannot read or write as .npy'
                           % (what, name))
@@ -239,14 +243,33 @@ def bf16_values(bits):
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
+def _as_npy(arr, what: str = 'a tensor'):
+    """An ONNX string tensor (numpy_helper gives an object array of bytes) as
+    numpy unicode ('<U'), what kiln run reads and writes; other arrays as they are."""
+    import numpy as np
+    if arr.dtype != object:
+        return arr
+    try:
+        items = [s.decode('utf-8') if isinstance(s, bytes) else str(s) for s in arr.ravel().tolist()]
+    except UnicodeDecodeError as e:
+        raise Unsupported('%s holds a string that is not UTF-8: %s' % (what, e))
+    return np.array(items, dtype=str).reshape(arr.shape)
+
+
+def _npy_dtype_ok(arr) -> bool:
+    """Whether kiln run reads and writes `arr`'s dtype as .npy (bfloat16 aside)."""
+    return str(arr.dtype) in KILN_NPY_DTYPES or arr.dtype.kind == 'U'
+
+
 def _load_tensor(onnx_mod, numpy_helper, path: str, what: str):
     tensor = onnx_mod.TensorProto()
     with open(path, 'rb') as f:
         tensor.ParseFromString(f.read())
     try:
-        return numpy_helper.to_array(tensor)
+        arr = numpy_helper.to_array(tensor)
     except Exception as e:  # noqa: BLE001 - any conversion problem makes the case unsupported
         raise Unsupported('%s: cannot convert %s: %s' % (what, os.path.basename(path), e))
+    return _as_npy(arr, what)
 
 
 def _load_sequence(onnx_mod, numpy_helper, path: str, what: str):
@@ -257,9 +280,10 @@ def _load_sequence(onnx_mod, numpy_helper, path: str, what: str):
     if seq.elem_type != onnx_mod.SequenceProto.TENSOR:
         raise Unsupported('%s: a sequence of non-tensors' % what)
     try:
-        return [numpy_helper.to_array(t) for t in seq.tensor_values]
+        arrays = [numpy_helper.to_array(t) for t in seq.tensor_values]
     except Exception as e:  # noqa: BLE001
         raise Unsupported('%s: cannot convert %s: %s' % (what, os.path.basename(path), e))
+    return [_as_npy(a, what) for a in arrays]
 
 
 def _element_tensor_type(t):
@@ -290,11 +314,11 @@ def _load_optional(onnx_mod, numpy_helper, path: str, what: str):
         opt.ParseFromString(f.read())
     try:
         if opt.HasField('tensor_value'):
-            return numpy_helper.to_array(opt.tensor_value)
+            return _as_npy(numpy_helper.to_array(opt.tensor_value), what)
         if opt.HasField('sequence_value'):
             if opt.sequence_value.elem_type != onnx_mod.SequenceProto.TENSOR:
                 raise Unsupported('%s: an optional sequence of non-tensors' % what)
-            return [numpy_helper.to_array(t) for t in opt.sequence_value.tensor_values]
+            return [_as_npy(numpy_helper.to_array(t), what) for t in opt.sequence_value.tensor_values]
     except Unsupported:
         raise
     except Exception as e:  # noqa: BLE001
@@ -369,6 +393,17 @@ def _compare_sequence(name: str, ref, folder: str) -> Optional[str]:
 def compare(name: str, got, ref) -> Optional[str]:
     """None when got matches ref, else the reason."""
     import numpy as np
+    if ref.dtype.kind == 'U':  # strings: equal, element by element ('<U' widths may differ)
+        if got.dtype.kind != 'U':
+            return "output '%s': dtype %s, expected strings" % (name, got.dtype)
+        if got.shape != ref.shape:
+            return "output '%s': shape %s, expected %s" % (name, list(got.shape), list(ref.shape))
+        differ = got != ref
+        if not differ.any():
+            return None
+        at = tuple(int(i) for i in np.argwhere(differ)[0]) if ref.ndim else ()
+        return "output '%s': %d of %d strings differ (at %s: got %r, expected %r)" % (
+            name, int(differ.sum()), ref.size, list(at), str(got[at]), str(ref[at]))
     if got.dtype != ref.dtype:
         return "output '%s': dtype %s, expected %s" % (name, got.dtype, ref.dtype)
     if got.shape != ref.shape:
@@ -575,7 +610,7 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
             arr = _load_tensor(onnx, numpy_helper, pb, "input '%s'" % vi.name)
             if _value_kind(vi)[1] == onnx.TensorProto.BFLOAT16:
                 arr = bf16_bits(arr).view('V2')  # kiln run's bfloat16 .npy
-            elif str(arr.dtype) not in KILN_NPY_DTYPES:
+            elif not _npy_dtype_ok(arr):
                 raise Unsupported("input '%s' has dtype %s, which kiln run cannot read"
                                   % (vi.name, arr.dtype))
             npy = os.path.join(work, '%s_input_%d.npy' % (ds_name, i))
@@ -595,7 +630,7 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
             ref = _load_tensor(onnx, numpy_helper, pb, "output '%s'" % vi.name)
             if _value_kind(vi)[1] == onnx.TensorProto.BFLOAT16:
                 ref = bf16_bits(ref).view('V2')
-            elif str(ref.dtype) not in KILN_NPY_DTYPES:
+            elif not _npy_dtype_ok(ref):
                 raise Unsupported("output '%s' has dtype %s, which kiln run cannot write"
                                   % (vi.name, ref.dtype))
             refs.append((vi.name, ref))

@@ -118,6 +118,15 @@ def b(m):
     return lambda _d: m.SerializeToString()
 
 
+def short_strings(name):
+    """A string tensor of shape [3] holding two strings."""
+    t = onnx.TensorProto()
+    t.name, t.data_type = name, TensorProto.STRING
+    t.dims.extend([3])
+    t.string_data.extend([b'a', b'b'])
+    return t
+
+
 def raw(data):
     return lambda _d: data
 
@@ -224,8 +233,13 @@ def cases(workdir: str) -> dict:
                                      [helper.make_tensor('k', TensorProto.INT64, [1], [9])])), 'error', ['topk0']),
         'initializer_wrong_size': (b(model([helper.make_node('Add', ['x', 'w'], ['y'], name='add0')], [vi('x', [4])],
                                            [vi('y', [4])], [short_tensor()])), 'error', ["'w'"]),
+        # String tensors (docs/bundle.md#string-tensors): a constant copied out compiles; one
+        # whose shape claims more strings than it holds is refused, naming it.
         'string_tensor': (b(model([helper.make_node('Identity', ['s'], ['y'], name='id0')], [], [vi('y', [2], TensorProto.STRING)],
-                                  [helper.make_tensor('s', TensorProto.STRING, [2], [b'a', b'b'])])), 'error', []),
+                                  [helper.make_tensor('s', TensorProto.STRING, [2], [b'a', b'b'])])), 'ok', []),
+        'string_count_mismatch': (b(model([helper.make_node('Identity', ['s'], ['y'], name='id1')], [],
+                                          [vi('y', [3], TensorProto.STRING)], [short_strings('s')])),
+                                  'error', ["'s'"]),
         'constant_without_value': (b(model([helper.make_node('Constant', [], ['c'], name='const0'),
                                             helper.make_node('Add', ['x', 'c'], ['y'], name='add0')],
                                            [vi('x', [4])], [vi('y', [4])])), 'error', []),

@@ -103,14 +103,24 @@ volatile uint64_t g_sink;  // keeps reads of returned bytes from being optimized
 void CheckTensor(const kiln_tensor_info_t& t, const kiln_model_info_t& info, const uint8_t* file,
                  size_t size) {
   CheckString(t.name);
-  FUZZ_CHECK(kiln_dtype_size(t.dtype) != 0);
+  const bool string = t.dtype == KILN_DTYPE_STRING;  // a string table (docs/bundle.md#string-tensors)
+  FUZZ_CHECK(string ? t.string_bytes <= 0xFFFFFFFFull : kiln_dtype_size(t.dtype) != 0 && t.string_bytes == 0);
   FUZZ_CHECK(t.index < info.tensor_count);
-  uint64_t bytes = kiln_dtype_size(t.dtype);
+  uint64_t elements = 1;
   for (uint32_t d = 0; d < t.rank; ++d) {
     FUZZ_CHECK(t.shape != NULL && t.shape[d] >= 0);
-    FUZZ_CHECK(!__builtin_mul_overflow(bytes, (uint64_t)t.shape[d], &bytes));
+    FUZZ_CHECK(!__builtin_mul_overflow(elements, (uint64_t)t.shape[d], &elements));
   }
+  uint64_t bytes = 0;
+  FUZZ_CHECK(string ? !__builtin_mul_overflow(elements + 1, 4, &bytes) &&
+                          !__builtin_add_overflow(bytes, t.string_bytes, &bytes)
+                    : !__builtin_mul_overflow(elements, kiln_dtype_size(t.dtype), &bytes));
   FUZZ_CHECK(bytes == t.byte_size);
+  if (string && t.storage == KILN_STORAGE_CONSTANT) {  // a verified table: offsets[n] == string_bytes
+    uint32_t last;
+    memcpy(&last, (const uint8_t*)t.data + 4 * elements, 4);
+    FUZZ_CHECK(last == t.string_bytes);
+  }
   if (t.storage == KILN_STORAGE_CONSTANT) {
     FUZZ_CHECK(t.byte_size == 0 || Inside(t.data, t.byte_size, file, size));
     FUZZ_CHECK(t.offset <= info.data_segment_size && t.byte_size <= info.data_segment_size - t.offset);

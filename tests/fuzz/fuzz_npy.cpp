@@ -6,12 +6,14 @@
 // failure is false with a non-empty message naming the file; success gives a
 // dtype the runtime knows, a shape of at most 32 non-negative dimensions and
 // exactly product(shape) * element size data bytes, which are the input's
-// last bytes.
+// last bytes; or, for strings, a valid string table of product(shape)
+// strings (kiln.hpp).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln/kiln.hpp"
 #include "npy.h"
 
 #define FUZZ_CHECK(cond)                                                     \
@@ -32,6 +34,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(!error.empty() && error.find("input.npy") != std::string::npos);
   } else {
     FUZZ_CHECK(error.empty());
+    FUZZ_CHECK(array.shape.size() <= 32);
+    if (array.dtype == KILN_DTYPE_STRING) {
+      uint64_t count = 1;
+      for (int64_t d : array.shape) {
+        FUZZ_CHECK(d >= 0);
+        FUZZ_CHECK(!__builtin_mul_overflow(count, (uint64_t)d, &count));
+      }
+      std::vector<std::string> strings;
+      FUZZ_CHECK(kiln::UnpackStrings(array.data.data(), array.data.size(), (size_t)count, &strings));
+      FUZZ_CHECK(strcmp(kiln_tool::NpyDescr(array.dtype), "<U") == 0);
+      free(copy);
+      return 0;
+    }
     uint64_t bytes = kiln_dtype_size(array.dtype);
     FUZZ_CHECK(bytes != 0);
     FUZZ_CHECK(array.shape.size() <= 32);

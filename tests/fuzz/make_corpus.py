@@ -7,7 +7,7 @@ Writes OUT_DIR/<harness>/ for each harness:
   fuzz_onnx_import  small onnx.helper models (Add, Conv+Relu, MatMul+Softmax,
                     a Shape->Gather->Concat->Reshape chain, opset 6, Constant
                     and Clip, sequence and optional inputs and outputs with a
-                    Scan, ONNX Runtime's com.microsoft QLinear* / QGemm)
+                    Scan, string tensors, ONNX Runtime's com.microsoft QLinear* / QGemm)
                     and demo/shapes_cnn.onnx;
   fuzz_bundle       bundles kilnc compiles from them (CPU, --target=vulkan,
                     one signed with a fresh Ed25519 key), each behind the mode
@@ -115,6 +115,15 @@ def onnx_models(rng):
                  helper.make_tensor_type_proto(TensorProto.FLOAT, [3]))),
              value("fin", []), value("run", [3])], opset=16),
     }
+    # String tensors (docs/bundle.md#string-tensors): a string constant, a
+    # string input, text to numbers and back, StringNormalizer.
+    models["strings"] = model([
+        helper.make_node("StringNormalizer", ["s"], ["n"], case_change_action="LOWER", stopwords=["b"]),
+        helper.make_node("Cast", ["c"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["f"], ["t"], to=TensorProto.STRING)],
+        [value("s", [3], TensorProto.STRING)],
+        [value("n", ["k"], TensorProto.STRING), value("t", [2], TensorProto.STRING)],
+        [helper.make_tensor("c", TensorProto.STRING, [2], [b"1.5", b"-2e3"])], opset=17)
     for name, m in models.items():
         onnx.checker.check_model(m)
     # ONNX Runtime's quantized contrib operators (domain com.microsoft),
@@ -189,7 +198,10 @@ def npy_files(rng):
         files[f"v{version[0]}_f4.npy"] = buffer.getvalue()
     for name, array in [("fortran", np.asfortranarray(rng.standard_normal((3, 4)).astype(np.float32))),
                         ("bigendian", rng.standard_normal((4,)).astype(">f4")),
-                        ("unsupported_u2", np.arange(6, dtype=np.uint16))]:
+                        ("unsupported_u2", np.arange(6, dtype=np.uint16)),
+                        ("unicode", np.array([["a", "été", ""], ["x" * 9, "€", "z"]])),
+                        ("unicode_be", np.array(["ab", "c"], dtype=">U2")),
+                        ("bytes", np.array([b"ab", b"", b"xyz"]))]:
         buffer = io.BytesIO()
         np.save(buffer, array)
         files[name + ".npy"] = buffer.getvalue()
@@ -241,7 +253,7 @@ def main():
         subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", key], check=True,
                        capture_output=True)
         builds = [("add", []), ("conv_relu", []), ("matmul_softmax", []), ("shapes_cnn", []),
-                  ("sequences", ["--sequence-length", "xs=2"]),
+                  ("sequences", ["--sequence-length", "xs=2"]), ("strings", []),
                   ("add", ["--target=vulkan"]), ("conv_relu", ["--target=vulkan"]),
                   ("matmul_softmax", ["--target=vulkan"])]
         elf_count = spirv_count = 0

@@ -43,11 +43,11 @@ def assert_matches(got: Dict[str, np.ndarray], ref: Dict[str, np.ndarray], rtol:
         np.testing.assert_allclose(g, r, rtol=rtol, atol=atol, err_msg=name)
 
 
-def onnx_graph_model(nodes: List, inputs: List, outputs: List, initializers=()):
-    """A checked ONNX model (opset 13) of hand-written nodes."""
+def onnx_graph_model(nodes: List, inputs: List, outputs: List, initializers=(), opset: int = 13):
+    """A checked ONNX model (opset 13 unless given) of hand-written nodes."""
     from onnx import checker, helper
     graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="kiln-python-tests")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="kiln-python-tests")
     model.ir_version = 8
     checker.check_model(model)
     return model

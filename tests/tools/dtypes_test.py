@@ -4,7 +4,10 @@ of each type, each concatenated with itself (data movement, exact for every type
 through float32 and back, exact too); kilnc
 compiles it, `kiln run` feeds seeded arrays of each type and the outputs must come back with
 the same dtype, twice as many rows and equal values. A .npy of the wrong type is refused by
-name.
+name. Strings (docs/bundle.md#string-tensors) go through an Identity model of their own (no
+Concat of strings), on the CPU and, with --vulkan, in a Vulkan bundle: numpy unicode in, the
+same strings out as '<U' (their longest length); a sequence of strings and an optional string
+given as 'none' take the same files.
 
   dtypes_test.py dtypes --kilnc PATH --kiln PATH --source-root DIR --workdir DIR [--vulkan]
 """
@@ -43,6 +46,75 @@ def sample(rng, name):
     a = rng.integers(info.min, info.max, (3, 4), dtype=dt, endpoint=True)
     a[0, 0], a[0, 1] = info.min, info.max
     return a
+
+
+def check_strings(args) -> bool:
+    """y = Identity(x) of strings [3, 4]: `kiln run` reads numpy unicode and writes it back."""
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node('Identity', ['x_string'], ['y_string'])], 'strings',
+        [helper.make_tensor_value_info('x_string', TensorProto.STRING, [3, 4])],
+        [helper.make_tensor_value_info('y_string', TensorProto.STRING, [3, 4])]),
+        opset_imports=[helper.make_opsetid('', 13)])
+    onnx.checker.check_model(m)
+    model = os.path.join(args.workdir, 'strings.onnx')
+    onnx.save(m, model)
+    # Empty, ASCII, Latin-1, CJK, an emoji (4 UTF-8 bytes), an interior NUL.
+    a = np.array([['', 'kiln', 'été', '中文'], ['\U0001f600', 'a\x00b', ' x ', 'ÀÉÎ'],
+                  ['z' * 16, 'é' * 8, '\t', '€']])
+    x = os.path.join(args.workdir, 'x_string.npy')
+    np.save(x, a)
+    ok = True
+    for target in [[]] + ([['--target=vulkan']] if args.vulkan else []):
+        name = 'vulkan' if target else 'cpu'
+        bundle = os.path.join(args.workdir, 'strings_%s.kiln' % name)
+        out = os.path.join(args.workdir, 'strings_out_' + name)
+        device = ['--device', 'vulkan', '--validation'] if target else []
+        proc = subprocess.run([args.kilnc, model, '-o', bundle] + target, capture_output=True, text=True)
+        if proc.returncode == 0:
+            proc = subprocess.run([args.kiln, 'run', bundle, '--input', 'x_string=' + x, '--output-dir', out] + device,
+                                  capture_output=True, text=True)
+        if proc.returncode != 0:
+            print('string (%s): FAIL: %s' % (name, proc.stderr.strip()))
+            ok = False
+            continue
+        got = np.load(os.path.join(out, 'y_string.npy'))
+        good = got.dtype == np.dtype('<U16') and got.shape == a.shape and np.array_equal(got, a)
+        print('%-8s %s -> %s %s (%s): %s' % ('string', a.shape, got.dtype, got.shape, name, 'PASS' if good else 'FAIL'))
+        ok &= good
+    ok &= check_string_composites(args)
+    return ok
+
+
+def check_string_composites(args) -> bool:
+    """Strings in sequences and optionals (docs/sequences.md) take the same .npy files: a sequence
+    of two string tensors through Identity (a folder in, a folder out), and an optional string
+    input given as 'none' (a table of empty strings, never read)."""
+    seq = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.STRING, [2]))
+    opt = helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.STRING, [2]))
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node('Identity', ['xs'], ['ys']), helper.make_node('OptionalHasElement', ['o'], ['has'])],
+        'string_composites', [helper.make_value_info('xs', seq), helper.make_value_info('o', opt)],
+        [helper.make_value_info('ys', seq), helper.make_tensor_value_info('has', TensorProto.BOOL, [])]),
+        opset_imports=[helper.make_opsetid('', 16)])
+    onnx.checker.check_model(m)
+    model, bundle = (os.path.join(args.workdir, 'string_composites' + e) for e in ('.onnx', '.kiln'))
+    onnx.save(m, model)
+    folder, out = os.path.join(args.workdir, 'xs'), os.path.join(args.workdir, 'string_composites_out')
+    os.makedirs(folder)
+    elements = [np.array(['a', 'bé']), np.array(['', '\U0001f600'])]
+    for k, a in enumerate(elements):
+        np.save(os.path.join(folder, '%d.npy' % k), a)
+    proc = subprocess.run([args.kilnc, model, '-o', bundle, '--sequence-length', 'xs=2'], capture_output=True, text=True)
+    if proc.returncode == 0:
+        proc = subprocess.run([args.kiln, 'run', bundle, '--input', 'xs=' + folder, '--input', 'o=none',
+                               '--output-dir', out], capture_output=True, text=True)
+    good = proc.returncode == 0
+    if good:
+        got = [np.load(os.path.join(out, 'ys', '%d.npy' % k)) for k in range(2)]
+        good = all(g.dtype.kind == 'U' and np.array_equal(g, a) for g, a in zip(got, elements)) and \
+            not np.load(os.path.join(out, 'has.npy'))
+    print('string sequence and optional (none): %s %s' % ('PASS' if good else 'FAIL', proc.stderr.strip()))
+    return good
 
 
 def main() -> int:
@@ -98,6 +170,7 @@ def main() -> int:
     refused = proc.returncode == 1 and 'x_uint32' in proc.stderr and 'uint32' in proc.stderr
     print('an int32 .npy for a uint32 input: %s (%s)' % ('PASS' if refused else 'FAIL', proc.stderr.strip()))
     ok &= refused
+    ok &= check_strings(args)
     print('dtypes: %s' % ('PASS' if ok else 'FAIL'))
     return 0 if ok else 1
 

@@ -164,6 +164,9 @@ def kilnc_cases():
         # A sequence input of three tensors (docs/sequences.md): inputs xs[0..2].
         Case('kilnc', '--sequence-length', 'xs=3', lambda ctx: [ctx['seq_onnx'], '-o', '{out}/m.kiln'], files=kiln_file,
              bad='xs=-1', bad_rc=1),
+        # A string input's table sized for 8 bytes per element (docs/bundle.md#string-tensors).
+        Case('kilnc', '--string-bytes', '8', lambda ctx: [ctx['str_onnx'], '-o', '{out}/m.kiln'], files=kiln_file,
+             bad='0', bad_rc=1),
         Case('kilnc', '--sign-key', '{key}', base(), lambda ctx, proc, out: check(
             open(os.path.join(out, 'm.kiln'), 'rb').read()[-8:] == b'KILNSIG1', 'no signature trailer'),
             files=kiln_file, bad='{tensor}', bad_rc=1),
@@ -307,6 +310,14 @@ def check_options(args):
     seq_onnx = os.path.join(args.workdir, 'sequence_input.onnx')
     with open(seq_onnx, 'wb') as f:
         f.write(sequenced.SerializeToString())
+    # A model with a string input (kilnc --string-bytes): y = Cast(s, to=FLOAT).
+    stringed = helper.make_model(helper.make_graph(
+        [helper.make_node('Cast', ['s'], ['y'], to=TensorProto.FLOAT)], 'stringed',
+        [helper.make_tensor_value_info('s', TensorProto.STRING, [3])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, [3])]), opset_imports=[helper.make_opsetid('', 13)])
+    str_onnx = os.path.join(args.workdir, 'string_input.onnx')
+    with open(str_onnx, 'wb') as f:
+        f.write(stringed.SerializeToString())
     # A tuning log (kilnc --tuning-log) and a measurement server (kiln bench --rpc).
     tunelog = os.path.join(args.workdir, 'tune.jsonl')
     run([args.kilnc, 'tune', demo_onnx(args), '--log', tunelog, '--trials', '2', '--repeats', '1',
@@ -325,7 +336,7 @@ def check_options(args):
         check_all_options(args, {
             'bundle': bundle, 'vulkan_bundle': vulkan_bundle, 'input': demo_input(args), 'trace': trace,
             'tensor': tensor, 'onnx': demo_onnx(args), 'index': 0, 'key': key, 'pubkey': pubkey,
-            'signed_bundle': signed_bundle, 'named_onnx': named_onnx, 'pad_onnx': pad_onnx, 'seq_onnx': seq_onnx, 'rpc': rpc,
+            'signed_bundle': signed_bundle, 'named_onnx': named_onnx, 'pad_onnx': pad_onnx, 'seq_onnx': seq_onnx, 'str_onnx': str_onnx, 'rpc': rpc,
             'tunelog': tunelog})
     finally:
         server.kill()

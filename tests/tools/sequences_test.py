@@ -138,6 +138,30 @@ def main() -> int:
     proc = run([args.kiln, 'run', bundle, '--input', 'xs=' + folder, '--input', 'k=' + os.path.join(w, 'k.npy')])
     check('a missing optional says how to give it or none',
           proc.returncode == 1 and 'missing --input o=FILE.npy|none' in proc.stderr, proc.stderr.strip())
+
+    # A run-time position: in range (negative ones from the end), and out of range, which fails the run.
+    at_model, at_bundle = os.path.join(w, 'at.onnx'), os.path.join(w, 'at.kiln')
+    elem = helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3])
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node('SequenceAt', ['xs', 'p'], ['y'], name='pick')], 'at',
+        [helper.make_value_info('xs', helper.make_sequence_type_proto(elem)),
+         helper.make_tensor_value_info('p', TensorProto.INT64, [])],
+        [helper.make_tensor_value_info('y', TensorProto.FLOAT, [2, 3])]), opset_imports=[helper.make_opsetid('', 16)])
+    onnx.save(m, at_model)
+    proc = run([args.kilnc, at_model, '-o', at_bundle, '--sequence-length', 'xs=3'])
+    check('kilnc: SequenceAt at a run-time position', proc.returncode == 0, proc.stderr.strip())
+    for p, want in ((1, xs[1]), (-1, xs[2]), (3, None), (-4, None)):
+        pf = os.path.join(w, 'p.npy')
+        np.save(pf, np.array(p, np.int64))
+        out = os.path.join(w, 'at_out')
+        proc = run([args.kiln, 'run', at_bundle, '--input', 'xs=' + folder, '--input', 'p=' + pf, '--output-dir', out])
+        if want is not None:
+            good = proc.returncode == 0 and np.array_equal(np.load(os.path.join(out, 'y.npy')), want)
+            check('SequenceAt at run-time position %d' % p, good, proc.stderr.strip())
+        else:
+            check('SequenceAt at run-time position %d: the run fails, naming the position' % p,
+                  proc.returncode != 0 and 'pick.position' in proc.stderr and 'outside the range 0..2' in proc.stderr,
+                  proc.stderr.strip())
     ok = all(results)
     print('sequences: %s' % ('PASS' if ok else 'FAIL'))
     return 0 if ok else 1

@@ -3,6 +3,7 @@
 // sequences and optionals as model inputs and outputs (boundary_values.h,
 // static_sequences.h). Results are computed with the compiler itself
 // (driver/evaluate.h) and compared with what ONNX's semantics give.
+#include <algorithm>
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
@@ -318,7 +319,21 @@ TEST_CASE("sequences: positions read at run time pick elements of one shape") {
   tensor_value(g->mutable_output(), "at", TP::FLOAT, {2});
   tensor_value(g->mutable_output(), "ins", TP::FLOAT, {8});
   tensor_value(g->mutable_output(), "era", TP::FLOAT, {4});
-  kiln::graph::Graph graph = kiln::import_onnx_bytes(m.SerializeAsString(), ".", {});
+  // Each normalized position is range-checked at run time through a
+  // kiln.InputValue (a data symbol: [0, 2] for At and Erase, [0, 3] for
+  // Insert), which the in-process evaluator cannot run: checked here, then
+  // compiled without the checks (tools_sequences runs them).
+  {
+    kiln::graph::Graph checked = kiln::import_onnx_bytes(m.SerializeAsString(), ".", {});
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    for (auto& n : checked.nodes)
+      if (n.op == "kiln.InputValue") ranges.push_back({n.attr_int("lo", -1), n.attr_int("hi", -1)});
+    std::sort(ranges.begin(), ranges.end());
+    CHECK(ranges == std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {0, 2}, {0, 3}});
+  }
+  kiln::ImportOptions unchecked;
+  unchecked.run_time_checks = false;
+  kiln::graph::Graph graph = kiln::import_onnx_bytes(m.SerializeAsString(), ".", unchecked);
   const std::vector<std::vector<float>> x = {{1, 2}, {3, 4}, {5, 6}, {7, 8}};  // a, b, c, t
   for (int64_t p : {0, 1, 2, -1, -3}) {
     CAPTURE(p);

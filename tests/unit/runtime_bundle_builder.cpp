@@ -40,8 +40,9 @@ std::vector<uint8_t> TestBundle::Build() const {
   for (const TestTensor& t : tensors) {
     uint64_t byte_size = t.byte_size;
     if (byte_size == kAuto) {
-      byte_size = ElementSize(t.dtype);
-      for (int64_t d : t.shape) byte_size *= (uint64_t)d;
+      uint64_t elements = 1;
+      for (int64_t d : t.shape) elements *= (uint64_t)d;
+      byte_size = t.dtype == fb::DType::String ? 4 * (elements + 1) + t.string_bytes : elements * ElementSize(t.dtype);
     }
     auto name = t.name.empty() ? 0 : fbb.CreateString(t.name);
     auto shape = fbb.CreateVector(t.shape);
@@ -56,6 +57,7 @@ std::vector<uint8_t> TestBundle::Build() const {
     tb.add_byte_size(byte_size);
     if (!t.dynamic_dims.empty()) tb.add_dynamic_dims(dynamic_dims);
     if (!t.min_shape.empty()) tb.add_min_shape(min_shape);
+    if (t.string_bytes) tb.add_string_bytes(t.string_bytes);
     tensor_offsets.push_back(tb.Finish());
   }
   std::vector<flatbuffers::Offset<fb::Node>> node_offsets;
@@ -137,7 +139,7 @@ std::vector<uint8_t> TestBundle::Build() const {
   Store64(&file, FieldOffset(file, fb::Bundle::VT_DATA_SEGMENT_SIZE), size);
   size_t data_start = (file.size() + 63) / 64 * 64;
   file.resize(data_start + data.size(), 0);
-  memcpy(file.data() + data_start, data.data(), data.size());
+  if (!data.empty()) memcpy(file.data() + data_start, data.data(), data.size());
   if (write_hash) RehashBundle(&file, FindHashFields(file));
   return file;
 }
@@ -301,6 +303,16 @@ std::string Message(kiln_status_t status) {
   std::string text = kiln_status_message(status);
   kiln_status_free(status);
   return text;
+}
+
+std::string LoadError(const TestBundle& b, kiln_status_code_t expected_code) {
+  std::vector<uint8_t> file = b.Build();
+  kiln_model_t* model = NULL;
+  kiln_status_t status = kiln_model_load_memory(file.data(), file.size(), &model);
+  kiln_model_free(model);
+  if (!status) return "";
+  CHECK(kiln_status_code(status) == expected_code);
+  return Message(status);
 }
 
 bool Contains(const std::string& text, const char* words) {

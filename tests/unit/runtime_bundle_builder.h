@@ -24,9 +24,10 @@ struct TestTensor {
   std::vector<int64_t> shape;                          // dimensions
   kiln::fb::Storage storage = kiln::fb::Storage::Arena;
   uint64_t offset = 0;                                 // arena or data segment offset
-  uint64_t byte_size = kAuto;                          // kAuto: from dtype and shape
+  uint64_t byte_size = kAuto;                          // kAuto: from dtype and shape (and string_bytes)
   std::vector<int32_t> dynamic_dims = {};              // run-time dimensions (minor 5); absent when empty
   std::vector<int64_t> min_shape = {};                 // least dimensions (minor 5); absent when empty
+  uint64_t string_bytes = 0;                           // String tensors (minor 9): the bytes area's capacity
 };
 
 struct TestNode {
@@ -162,6 +163,9 @@ std::string WriteTemp(const std::vector<uint8_t>& bytes);
 // Model load options with `flags` (KILN_MODEL_LOAD_*), the limits at their defaults.
 kiln_model_load_options_t LoadOptions(uint32_t flags);
 
+// Builds and loads `b`: "" on success, else the error message (its code
+// checked against `expected_code`).
+std::string LoadError(const TestBundle& b, kiln_status_code_t expected_code = KILN_INVALID_BUNDLE);
 // A status's message; frees the status ("OK" for NULL).
 std::string Message(kiln_status_t status);
 // Whether `text` contains `words` (if not, says so in the test's log).

@@ -22,6 +22,7 @@ namespace {
 
 using kiln_test::AddScaleBundle;
 using kiln_test::Contains;
+using kiln_test::LoadError;
 using kiln_test::MinimalBundle;
 using Op = fb::ShapeOp;
 using Code = std::vector<fb::ShapeInstr>;
@@ -81,16 +82,6 @@ TestBundle DataSymbolAddScale() {
   b.tensors[3].min_shape = {1, 0};
   b.dispatches[1].workgroup_count_exprs = {3, -1, -1};
   return b;
-}
-
-// Loads `b` and returns "" on success, else the error message, checking its code.
-std::string LoadError(const TestBundle& b, kiln_status_code_t expected_code = KILN_INVALID_BUNDLE) {
-  std::vector<uint8_t> file = b.Build();
-  kiln::Model model;
-  kiln::Status status = kiln::Model::LoadMemory(file.data(), file.size(), &model);
-  if (status.ok()) return "";
-  CHECK(status.code() == expected_code);
-  return status.message();
 }
 
 // A bundle loaded, with a CPU session on `threads` threads.

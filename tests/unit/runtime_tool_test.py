@@ -5,7 +5,8 @@
 
 out = (a + b) * 2 where b[i] = 0.5 * i. Checks run (outputs, --top, errors),
 inspect (text, --json and --dot) and bench (with its start-up lines and --input),
-profile (its trace and table), and that bad input exits 1 cleanly. Then `kiln bench --device vulkan --startup` on the unit
+profile (its trace and table), and that bad input exits 1 cleanly; .npy strings
+through a string identity bundle (check_strings). Then `kiln bench --device vulkan --startup` on the unit
 tests' vector-add Vulkan bundle (skipped without lavapipe).
 """
 import json
@@ -32,6 +33,88 @@ def read_npy_f32(path):
     assert "'descr': '<f4'" in header, header
     body = data[10 + hlen:]
     return list(struct.unpack('<%df' % (len(body) // 4), body)), header
+
+
+def write_unicode_npy(path, shape, strings, width=None, order='<'):
+    """A numpy '<U{width}' (or '>U') .npy of `strings` (code points padded with NULs)."""
+    width = max([len(t) for t in strings] + [1]) if width is None else width
+    payload = b''.join(struct.pack(order + '%dI' % width, *([ord(c) for c in t] + [0] * (width - len(t))))
+                       for t in strings)
+    write_npy(path, '%sU%d' % (order, width), shape, payload)
+
+
+def read_unicode_npy(path):
+    """(descr, shape, strings) of a '<U' .npy, each string without its padding NULs."""
+    data = open(path, 'rb').read()
+    hlen = struct.unpack('<H', data[8:10])[0]
+    header = eval(data[10:10 + hlen].decode())  # a dict literal the test itself checks
+    width = int(header['descr'][2:])
+    body = data[10 + hlen:]
+    units = struct.unpack('<%dI' % (len(body) // 4), body)
+    strings = [''.join(chr(u) for u in units[i:i + width]).rstrip('\0') for i in range(0, len(units), width)]
+    return header['descr'], header['shape'], strings
+
+
+def check_strings(tests, kiln, work):
+    """A string identity bundle (the unit tests' x -> y, [2, 3], 64 bytes of
+    strings): .npy unicode and bytes in, unicode out; bad string .npy files
+    and inputs past the capacity refused with a message."""
+    bundle = os.path.join(work, 'strings.kiln')
+    env = dict(os.environ, KILN_TEST_WRITE_STRING_BUNDLE=bundle)
+    subprocess.run([tests, '-tc=strings: write the string bundle*'], env=env, check=True, capture_output=True)
+    out = os.path.join(work, 'strings_out')
+    strings = ['a', 'été', '', 'x' * 9, '€ uro', 'z\0q']
+    x = os.path.join(work, 'x.npy')
+    write_unicode_npy(x, (2, 3), strings)
+    run([kiln, 'run', bundle, '--input', 'x=' + x, '--output-dir', out, '--iterations', '2'])
+    assert read_unicode_npy(os.path.join(out, 'y.npy')) == ('<U9', (2, 3), strings)
+    write_unicode_npy(x, (2, 3), ['ab', 'c', '', 'd', 'e', 'f'], order='>')
+    run([kiln, 'run', bundle, '--input', 'x=' + x, '--output-dir', out])
+    assert read_unicode_npy(os.path.join(out, 'y.npy')) == ('<U2', (2, 3), ['ab', 'c', '', 'd', 'e', 'f'])
+    # Bytes ('|S'), invalid UTF-8 included: each ill-formed sequence reads as U+FFFD.
+    write_npy(x, '|S3', (2, 3), b'ab\0' + b'\0\0\0' + b'\xff\xfeA' + b'\xe2\x82\xac' + b'\xe2\x82x' + b'\xc0\xafz')
+    run([kiln, 'run', bundle, '--input', 'x=' + x, '--output-dir', out])
+    assert read_unicode_npy(os.path.join(out, 'y.npy')) == (
+        '<U3', (2, 3), ['ab', '', '\ufffd\ufffdA', '€', '\ufffdx', '\ufffd\ufffdz'])
+    write_unicode_npy(x, (2, 3), [''] * 6, width=0)  # '<U0': every string empty
+    run([kiln, 'run', bundle, '--input', 'x=' + x, '--output-dir', out])
+    assert read_unicode_npy(os.path.join(out, 'y.npy')) == ('<U1', (2, 3), [''] * 6)
+
+    # Refused, with a message.
+    def refused(words):
+        proc = run([kiln, 'run', bundle, '--input', 'x=' + x], 1)
+        assert words in proc.stderr, (words, proc.stderr)
+    write_unicode_npy(x, (2, 3), ['a', 'b', 'c', 'd', 'e', '\U0010ffff'])
+    run([kiln, 'run', bundle, '--input', 'x=' + x])  # the last code point
+    write_npy(x, '<U1', (2, 3), struct.pack('<6I', 97, 98, 99, 100, 101, 0x110000))
+    refused('string element 5 holds 0x110000, which is no Unicode code point')
+    write_npy(x, '<U1', (2, 3), struct.pack('<6I', 97, 0xD800, 99, 100, 101, 102))
+    refused('string element 1 holds 0xD800')
+    write_npy(x, '<U2', (2, 3), b'\0' * 44)
+    refused('has 44 data bytes, its header describes 48')
+    write_npy(x, '|U2', (2, 3), b'\0' * 48)
+    refused("unsupported dtype '|U2'")
+    write_npy(x, '<U99999999999', (2, 3), b'')
+    refused("unsupported dtype '<U99999999999'")
+    write_npy(x, '<U1073741824', (1 << 62, 2), b'')
+    refused('shape too large')
+    write_npy(x, '<U0', (1 << 40,), b'')
+    refused('strings of width 0, more than')
+    write_unicode_npy(x, (2, 3), ['y' * 22, 'z' * 22, 'w' * 22, '', '', ''])
+    refused("string input 'x' holds 66 bytes, more than the 64 the bundle was compiled for (kilnc --string-bytes)")
+    write_npy(x, '<f4', (2, 3), b'\0' * 24)
+    refused('is float32[2,3] but the model expects string[2,3]')
+    write_unicode_npy(x, (2, 3), strings)
+    proc = run([kiln, 'run', bundle, '--input', 'x=' + x, '--top', '1'], 1)
+    assert '--top needs scores' in proc.stderr, proc.stderr
+
+    # inspect: the dtype and the capacity; bench fills strings by itself.
+    proc = run([kiln, 'inspect', bundle])
+    assert 'inputs:  x:string[2,3] (64 bytes of strings)' in proc.stdout, proc.stdout
+    info = json.loads(run([kiln, 'inspect', bundle, '--json']).stdout)
+    assert info['inputs'][0]['dtype'] == 'string' and info['inputs'][0]['string_bytes'] == 64, info['inputs']
+    assert info['tensors'][1]['string_bytes'] == 64 and info['tensors'][1]['byte_size'] == 4 * 7 + 64, info['tensors']
+    run([kiln, 'bench', bundle, '--iterations', '3'])
 
 
 def run(cmd, expect_rc=0):
@@ -185,6 +268,8 @@ def main():
     run([kiln, 'run', os.path.join(work, 'missing.kiln')], 1)
     run([kiln, 'frobnicate'], 2)
     run([kiln, 'run', bundle, '--top'], 2)
+
+    check_strings(tests, kiln, work)
 
     # Vulkan: the start-up lines with a pipeline; the second load is seeded
     # with the first session's pipeline cache.

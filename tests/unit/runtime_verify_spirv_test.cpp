@@ -172,3 +172,19 @@ TEST_CASE("verify spirv: dispatches and tensor offsets") {
        }},
   });
 }
+
+TEST_CASE("verify spirv: an empty SpirV library (every kernel on the host) needs min_runtime_minor 9") {
+  TestBundle b = HeterogeneousBundle();
+  b.kernels.erase(b.kernels.begin());  // only the host kernel is left
+  b.spirv.clear();
+  b.dispatches.erase(b.dispatches.begin());
+  b.dispatches[0].kernel = 0;
+  b.libraries[0].size = 0;
+  b.min_runtime_minor = 9;
+  CHECK(VerifyError(b) == "");
+  b.min_runtime_minor = 3;
+  CHECK(Contains(VerifyError(b), "library 0: empty blob"));
+  b.min_runtime_minor = 9;  // an ELF library may never be empty
+  b.libraries[1].size = 0;
+  CHECK(Contains(VerifyError(b), "library 1: empty blob"));
+}

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kiln/kiln.h"
+#include "kiln/kiln.hpp"
 #include "runtime_bundle_builder.h"
 #include "runtime_test_config.h"
 #include "runtime_vulkan_util.h"
@@ -30,8 +30,11 @@ void CountMessage(void* user_data, int, const char* text) {
 }
 
 // c = a + 0.5 * b: a is the input (arena 0), b a constant, c the output
-// (arena 256); one dispatch of the vector-add shader with {n, scale}.
-std::vector<uint8_t> AddBundle(const std::vector<uint8_t>& spirv) {
+// (arena 256); one dispatch of the vector-add shader with {n, scale}. With
+// `strings`, also a string input s [3] (32 bytes of strings, arena 512), a
+// string output t sharing its slot (t is s after a run) and a string output
+// e [2] at 768 that nothing writes (docs/bundle.md#string-tensors).
+std::vector<uint8_t> AddBundle(const std::vector<uint8_t>& spirv, bool strings = false) {
   kiln_test::TestBundle b;
   int64_t n = kElements;
   b.tensors = {{"a", fb::DType::Float32, {n}, fb::Storage::Arena, 0},
@@ -52,6 +55,16 @@ std::vector<uint8_t> AddBundle(const std::vector<uint8_t>& spirv) {
   dispatch.bindings = {{0, fb::Access::Read}, {1, fb::Access::Read}, {2, fb::Access::Write}};
   dispatch.push_constants = {kElements, scale_bits};
   b.dispatches = {dispatch};
+  if (strings) {
+    b.tensors.push_back({"s", fb::DType::String, {3}, fb::Storage::Arena, 512});
+    b.tensors.push_back({"t", fb::DType::String, {3}, fb::Storage::Arena, 512});
+    b.tensors.push_back({"e", fb::DType::String, {2}, fb::Storage::Arena, 768});
+    b.tensors[3].string_bytes = b.tensors[4].string_bytes = 32;
+    b.tensors[5].string_bytes = 8;
+    b.inputs = {0, 3};
+    b.outputs = {2, 4, 5};
+    b.arena_bytes = 1024;
+  }
   return b.Build();
 }
 
@@ -82,7 +95,7 @@ struct VulkanModel {
   int messages = 0;
   std::string skip;
 
-  bool Open() {
+  bool Open(bool strings = false) {
     std::vector<uint8_t> spirv = kiln_test::ReadFile(RUNTIME_TEST_VULKAN_VECTOR_ADD_SPV);
     if (spirv.empty()) {
       skip = "the test shader was not compiled (no glslangValidator)";
@@ -102,7 +115,7 @@ struct VulkanModel {
       skip = "no lavapipe device";
       return false;
     }
-    file = AddBundle(spirv);
+    file = AddBundle(spirv, strings);
     status = kiln_model_load_memory(file.data(), file.size(), &model);  // used in place when aligned
     REQUIRE_MESSAGE(status == NULL, Message(status));
     options.vulkan_device = index + 1;
@@ -213,6 +226,45 @@ TEST_CASE("vulkan session: start-up timing (kiln_session_get_load_stats)") {
   CHECK(stats.pipeline_cache_used == 1);
   CHECK(stats.pipeline_create_ns > 0);
   kiln_session_free(session);
+  CHECK(m.messages == 0);
+}
+
+TEST_CASE("vulkan session: string inputs and outputs go through the device arena") {
+  VulkanModel m;
+  if (!m.Open(true)) {
+    kiln_test::SkipOrFail(m.skip);
+    return;
+  }
+  kiln::Session session(m.CreateSession());
+  // A session of its own writes strings into a device arena that a new
+  // session may get again (device memory is not zeroed).
+  REQUIRE(session.set_input_strings(1, {"old", "strings", "here"}).ok());
+  REQUIRE(session.run().ok());
+  session = kiln::Session(m.CreateSession());
+  // Before any run: empty strings (the session zeroed their offsets).
+  std::vector<std::string> strings;
+  REQUIRE(session.get_output_strings(1, &strings).ok());
+  CHECK(strings == std::vector<std::string>{"", "", ""});
+  REQUIRE(session.get_output_strings(2, &strings).ok());
+  CHECK(strings == std::vector<std::string>{"", ""});
+  const std::vector<std::string> want = {"vulkan", "", "\xe2\x82\xac uro"};
+  for (int run = 0; run < 2; ++run) {  // the run reuses s's slot (t): set it each time
+    REQUIRE(session.set_input_strings(1, want).ok());
+    RunAndCheck(session.get(), 1.0f + (float)run);
+    kiln_tensor_info_t info;
+    REQUIRE(session.get_output_info(1, &info).ok());
+    CHECK(info.byte_size == 4 * 4 + 6 + 7);
+    std::vector<uint8_t> table(info.byte_size);
+    REQUIRE(session.get_output(1, table.data(), table.size()).ok());
+    std::vector<uint8_t> expected;
+    REQUIRE(kiln::PackStrings(want, &expected));
+    CHECK(table == expected);
+    REQUIRE(session.get_output_strings(1, &strings).ok());
+    CHECK(strings == want);
+  }
+  kiln::Status status = session.set_input_strings(1, {"x", "y"});  // two strings for [3]
+  CHECK(status.code() == KILN_INVALID_ARGUMENT);
+  session = kiln::Session();
   CHECK(m.messages == 0);
 }
 

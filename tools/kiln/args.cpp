@@ -29,6 +29,15 @@ struct Random {
   double Uniform() { return (double)(Next() >> 11) / 9007199254740992.0; }  // [0, 1)
 };
 
+// A string table of `count` one-digit strings "0".."9".
+std::vector<uint8_t> DigitStrings(size_t count, Random* random) {
+  std::vector<std::string> strings(count);
+  for (std::string& s : strings) s.assign(1, (char)('0' + (int)(random->Uniform() * 10)));
+  std::vector<uint8_t> table;
+  kiln::PackStrings(strings, &table);  // count bytes: fits
+  return table;
+}
+
 // Fills a buffer of `dtype` elements: floats in [-1, 1), integers in [0, 10), bools 0/1.
 void Fill(kiln_dtype_t dtype, std::vector<uint8_t>* bytes, Random* random) {
   size_t size = kiln_dtype_size(dtype);
@@ -274,10 +283,11 @@ static int ExpandCompositeInputs(const kiln::Model& model, const CommandArgs& ar
         if (element.byte_size > limit) {
           return Fail("--input %s=none: its value (%s) is larger than --max-arena allows", info.name, element.name);
         }
-        NpyArray zeros;
+        NpyArray zeros;  // (strings: a table of empty strings)
         zeros.dtype = element.dtype;
         zeros.shape.assign(element.shape, element.shape + element.rank);
-        zeros.data.assign(element.byte_size, 0);
+        zeros.data.assign(element.dtype == KILN_DTYPE_STRING ? element.byte_size - element.string_bytes
+                                                               : element.byte_size, 0);
         arrays->push_back({(size_t)info.elements[e], std::move(zeros)});
       }
       continue;
@@ -373,6 +383,15 @@ int PrepareInputs(const kiln::Model& model, const CommandArgs& args,
     model.get_input_info(i, &info);
     if ((*given)[i]) {
       (*inputs)[i] = std::move(arrays[i]);
+    } else if (info.dtype == KILN_DTYPE_STRING) {  // one-digit strings, at the largest shape
+      size_t count = kiln::ElementCount(info.shape, info.rank);
+      if (count > info.string_bytes) {
+        return Fail("input %s: %zu strings of one digit exceed its %llu bytes of strings; give it with --input",
+                    info.name, count, (unsigned long long)info.string_bytes);
+      }
+      (*inputs)[i].dtype = info.dtype;
+      (*inputs)[i].shape.assign(info.shape, info.shape + info.rank);
+      (*inputs)[i].data = DigitStrings(count, &random);
     } else {  // the largest shape of a run-time dimension
       (*inputs)[i].dtype = info.dtype;
       (*inputs)[i].shape.assign(info.shape, info.shape + info.rank);

@@ -40,9 +40,31 @@ const char* DeviceName(kiln_device_kind_t device) {
   return device == KILN_DEVICE_VULKAN ? "vulkan" : device == KILN_DEVICE_HOST ? "host" : "cpu";
 }
 
+// A string tensor's capacity (the bytes its strings may hold in all):
+// ", \"string_bytes\": N" for JSON, " (N bytes of strings)" for text; "" for
+// other dtypes.
+std::string StringBytes(const kiln_tensor_info_t& t, bool json) {
+  if (t.dtype != KILN_DTYPE_STRING) return "";
+  std::string bytes = std::to_string(t.string_bytes);
+  return json ? ", \"string_bytes\": " + bytes : " (" + bytes + " bytes of strings)";
+}
+
 //===--------------------------------------------------------------------===//
 // JSON
 //===--------------------------------------------------------------------===//
+
+// "\"shape\": [..]" of the largest sizes, and with run-time dimensions
+// "\"min_shape\": [..]" of the least (ShapeText's LO..HI is no JSON).
+std::string JsonShape(const kiln_tensor_info_t& t) {
+  auto list = [&](const int64_t* dims) {
+    std::string s = "[";
+    for (uint32_t d = 0; d < t.rank; ++d) s += (d ? ", " : "") + std::to_string(dims[d]);
+    return s + "]";
+  };
+  std::string out = "\"shape\": " + list(t.shape);
+  if (t.dynamic && t.min_shape) out += ", \"min_shape\": " + list(t.min_shape);
+  return out;
+}
 
 std::string JsonTensorList(const std::vector<kiln_tensor_info_t>& list) {
   std::string out = "[";
@@ -50,8 +72,8 @@ std::string JsonTensorList(const std::vector<kiln_tensor_info_t>& list) {
     const kiln_tensor_info_t& t = list[i];
     if (i) out += ", ";
     out += "{\"name\": " + JsonString(t.name) + ", \"tensor\": " + std::to_string(t.index) +
-           ", \"dtype\": \"" + kiln_dtype_name(t.dtype) + "\", \"shape\": " + ShapeText(t) +
-           ", \"byte_size\": " + std::to_string(t.byte_size) + "}";
+           ", \"dtype\": \"" + kiln_dtype_name(t.dtype) + "\", " + JsonShape(t) +
+           ", \"byte_size\": " + std::to_string(t.byte_size) + StringBytes(t, true) + "}";
   }
   return out + "]";
 }
@@ -96,9 +118,9 @@ void PrintJson(const ModelContents& c) {
     const kiln_tensor_info_t& t = c.tensors[i];
     out += std::string(i ? ",\n    " : "\n    ") + "{\"index\": " + std::to_string(i) +
            ", \"name\": " + JsonString(t.name) + ", \"dtype\": \"" + kiln_dtype_name(t.dtype) +
-           "\", \"shape\": " + ShapeText(t) + ", \"storage\": \"" + StorageName(t.storage) +
+           "\", " + JsonShape(t) + ", \"storage\": \"" + StorageName(t.storage) +
            "\", \"offset\": " + std::to_string(t.offset) + ", \"byte_size\": " +
-           std::to_string(t.byte_size) + "}";
+           std::to_string(t.byte_size) + StringBytes(t, true) + "}";
   }
   out += "],\n  \"nodes\": [";
   for (size_t i = 0; i < c.nodes.size(); ++i) {
@@ -175,7 +197,7 @@ void PrintJson(const ModelContents& c) {
 
 std::string NameList(const std::vector<kiln_tensor_info_t>& list) {
   std::string out;
-  for (size_t i = 0; i < list.size(); ++i) out += (i ? ", " : "") + TensorText(list[i]);
+  for (size_t i = 0; i < list.size(); ++i) out += (i ? ", " : "") + TensorText(list[i]) + StringBytes(list[i], false);
   return out;
 }
 
@@ -213,8 +235,9 @@ void PrintText(const ModelContents& c) {
          "storage", "dtype", "offset", "bytes", "shape", "name");
   for (size_t i = 0; i < c.tensors.size(); ++i) {
     const kiln_tensor_info_t& t = c.tensors[i];
-    printf("  %5zu  %-9s %-8s %12" PRIu64 " %12zu  %-20s %s\n", i, StorageName(t.storage),
-           kiln_dtype_name(t.dtype), t.offset, t.byte_size, ShapeText(t).c_str(), t.name);
+    printf("  %5zu  %-9s %-8s %12" PRIu64 " %12zu  %-20s %s%s\n", i, StorageName(t.storage),
+           kiln_dtype_name(t.dtype), t.offset, t.byte_size, ShapeText(t).c_str(), t.name,
+           StringBytes(t, false).c_str());
   }
 
   printf("\nnodes (%zu):\n", c.nodes.size());

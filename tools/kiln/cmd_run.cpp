@@ -49,6 +49,7 @@ double ElementAsDouble(kiln_dtype_t dtype, const uint8_t* data, size_t i) {
     case KILN_DTYPE_UINT16: { uint16_t v; memcpy(&v, data + 2 * i, 2); return v; }
     case KILN_DTYPE_UINT32: { uint32_t v; memcpy(&v, data + 4 * i, 4); return v; }
     case KILN_DTYPE_UINT64: { uint64_t v; memcpy(&v, data + 8 * i, 8); return (double)v; }
+    case KILN_DTYPE_STRING: return 0.0;  // no scores (CmdRun refuses --top on strings)
   }
   return 0.0;
 }
@@ -162,6 +163,10 @@ int CmdRun(int argc, char** argv) {
   kiln::Model model;
   int result = OpenModel(args, &model);
   if (result != kExitOk) return result;
+  kiln_tensor_info_t first;
+  if (top > 0 && model.get_output_info(0, &first).ok() && first.dtype == KILN_DTYPE_STRING) {
+    return Fail("--top needs scores, but the first output ('%s') holds strings", first.name);
+  }
   // Every model input needs an --input of matching dtype and shape.
   std::vector<NpyArray> arrays;
   std::vector<bool> given;

@@ -134,7 +134,8 @@ int OpenSession(const CommandArgs& args, const kiln::Model& model,
 int ReadInputs(const kiln::Model& model, const CommandArgs& args, std::vector<NpyArray>* arrays,
                std::vector<bool>* given);
 // Every input's bytes: from its --input file, or pseudo-random (a fixed
-// seed: floats in [-1, 1), integers in [0, 10)). `given` as ReadInputs'.
+// seed: floats in [-1, 1), integers in [0, 10), strings of one digit).
+// `given` as ReadInputs'.
 int PrepareInputs(const kiln::Model& model, const CommandArgs& args,
                   std::vector<NpyArray>* inputs, std::vector<bool>* given);
 // Copies `inputs` into the session (before every run: the memory plan may

@@ -10,6 +10,9 @@
 
 #include <new>
 
+#include "kiln/kiln.hpp"
+#include "utf.h"
+
 namespace kiln_tool {
 
 namespace {
@@ -46,6 +49,89 @@ bool DescrToDtype(std::string descr, kiln_dtype_t* out, std::string* error) {
   }
   *error = "unsupported dtype '" + descr + "'";
   return false;
+}
+
+// Largest .npy of strings the tool writes (its fixed width makes one long
+// string cost every element that much).
+constexpr uint64_t kMaxStringNpyBytes = 1ull << 32;
+// Most elements a string array of width 0 ('<U0': every string empty) may have.
+constexpr uint64_t kMaxEmptyStrings = 1ull << 24;
+
+// A numpy string dtype: fixed-width unicode ('<U{k}', '>U{k}', '=U{k}':
+// k UTF-32 code units per element) or bytes ('|S{k}', also '<S', '>S',
+// '=S': k bytes). False when `descr` is neither.
+struct StringDescr {
+  bool unicode = false;     // 'U' (else 'S')
+  bool big_endian = false;  // '>U'
+  uint64_t width = 0;       // k
+  uint64_t unit = 1;        // bytes per code unit: 4 for 'U', 1 for 'S'
+};
+
+bool ParseStringDescr(const std::string& descr, StringDescr* out) {
+  if (descr.size() < 3 || !strchr("<>=|", descr[0]) || (descr[1] != 'U' && descr[1] != 'S')) return false;
+  out->unicode = descr[1] == 'U';
+  out->big_endian = descr[0] == '>';
+  out->unit = out->unicode ? 4 : 1;
+  out->width = 0;
+  for (size_t i = 2; i < descr.size(); ++i) {
+    if (descr[i] < '0' || descr[i] > '9' || out->width > (UINT32_MAX - 9) / 10) return false;
+    out->width = out->width * 10 + (uint64_t)(descr[i] - '0');
+  }
+  return !(out->unicode && descr[0] == '|');  // UTF-32 has a byte order
+}
+
+// The `count` fixed-width elements at `data` (`descr`) as a string table in
+// *out: each element's trailing NULs stripped (numpy's padding), UTF-32
+// encoded as UTF-8. False with a message for a code point that is no
+// Unicode scalar value, or more than a table's 2^32 - 1 bytes of strings.
+bool StringsToTable(const uint8_t* data, uint64_t count, const StringDescr& descr, std::vector<uint8_t>* out,
+                    std::string* error) {
+  // Elements of width 0 take no bytes of the file, but a string each here.
+  if (descr.width == 0 && count > kMaxEmptyStrings) {
+    *error = "holds " + std::to_string(count) + " strings of width 0, more than " +
+             std::to_string(kMaxEmptyStrings);
+    return false;
+  }
+  std::vector<std::string> strings;
+  try {
+    strings.resize((size_t)count);  // at most the file's bytes (or kMaxEmptyStrings)
+  } catch (const std::bad_alloc&) {
+    *error = "out of memory for its " + std::to_string(count) + " strings";
+    return false;
+  }
+  const uint64_t element_bytes = descr.width * descr.unit;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint8_t* element = data + i * element_bytes;
+    uint64_t length = descr.width;  // in code units, without the trailing NULs
+    auto unit = [&](uint64_t j) -> uint32_t {
+      const uint8_t* p = element + j * descr.unit;
+      if (!descr.unicode) return p[0];
+      return descr.big_endian ? (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]
+                              : (uint32_t)p[3] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[1] << 8 | p[0];
+    };
+    while (length > 0 && unit(length - 1) == 0) --length;
+    std::string& text = strings[(size_t)i];
+    if (!descr.unicode) {
+      text.assign((const char*)element, (size_t)length);  // bytes as they are (the runtime does not check UTF-8)
+      continue;
+    }
+    for (uint64_t j = 0; j < length; ++j) {
+      uint32_t code_point = unit(j);
+      if (!IsScalarValue(code_point)) {
+        char text_point[16];
+        snprintf(text_point, sizeof(text_point), "0x%X", code_point);
+        *error = "string element " + std::to_string(i) + " holds " + text_point +
+                 ", which is no Unicode code point (a surrogate or past U+10FFFF)";
+        return false;
+      }
+      AppendUtf8(code_point, &text);
+    }
+  }
+  if (!kiln::PackStrings(strings, out)) {
+    *error = "its strings hold more than the 4 GiB - 1 bytes of UTF-8 a string tensor can take";
+    return false;
+  }
+  return true;
 }
 
 // Tokenizer over the header dict.
@@ -182,6 +268,7 @@ bool ReadAll(FILE* file, const std::string& path, std::vector<uint8_t>* out, std
 }  // namespace
 
 const char* NpyDescr(kiln_dtype_t dtype) {
+  if (dtype == KILN_DTYPE_STRING) return "<U";  // and the width (WriteNpy)
   for (const DescrEntry& entry : kDescrs) {
     if (entry.dtype == dtype) return entry.descr;
   }
@@ -246,16 +333,24 @@ bool ParseNpy(const uint8_t* data, size_t size, const std::string& path, NpyArra
     *error = prefix + "fortran_order arrays are not supported (save a C-contiguous array)";
     return false;
   }
-  if (!DescrToDtype(descr, &array.dtype, &parse_error)) {
+  StringDescr strings;
+  const bool string = ParseStringDescr(descr, &strings);
+  if (string) {
+    array.dtype = KILN_DTYPE_STRING;
+  } else if (!DescrToDtype(descr, &array.dtype, &parse_error)) {
     *error = prefix + parse_error;
     return false;
   }
-  uint64_t byte_size = kiln_dtype_size(array.dtype);
+  uint64_t byte_size = 1, count = 1;  // bytes and elements
+  bool fits = !__builtin_mul_overflow(string ? strings.width : 1, string ? strings.unit : kiln_dtype_size(array.dtype),
+                                      &byte_size);
   for (int64_t d : array.shape) {
-    if (__builtin_mul_overflow(byte_size, (uint64_t)d, &byte_size)) {
-      *error = prefix + "shape too large";
-      return false;
-    }
+    fits = fits && !__builtin_mul_overflow(byte_size, (uint64_t)d, &byte_size) &&
+           !__builtin_mul_overflow(count, (uint64_t)d, &count);
+  }
+  if (!fits) {
+    *error = prefix + "shape too large";
+    return false;
   }
   size_t data_start = header_start + header_length;
   if (size - data_start != byte_size) {
@@ -263,15 +358,25 @@ bool ParseNpy(const uint8_t* data, size_t size, const std::string& path, NpyArra
              " data bytes, its header describes " + std::to_string(byte_size);
     return false;
   }
-  array.data.assign(data + data_start, data + size);
+  if (string) {  // count elements in byte_size <= size bytes (or all empty): no overflow
+    if (!StringsToTable(data + data_start, count, strings, &array.data, &parse_error)) {
+      *error = prefix + parse_error;
+      return false;
+    }
+  } else {
+    array.data.assign(data + data_start, data + size);
+  }
   *out = std::move(array);
   return true;
 }
 
-bool WriteNpy(const std::string& path, kiln_dtype_t dtype, const int64_t* shape, uint32_t rank,
-              const void* data, size_t byte_size, std::string* error) {
+namespace {
+
+// Writes a version 1.0 .npy file of `descr` elements.
+bool WriteNpyFile(const std::string& path, const std::string& descr, const int64_t* shape, uint32_t rank,
+                  const void* data, size_t byte_size, std::string* error) {
   std::string header = "{'descr': '";
-  header += NpyDescr(dtype);
+  header += descr;
   header += "', 'fortran_order': False, 'shape': (";
   for (uint32_t d = 0; d < rank; ++d) {
     header += std::to_string(shape[d]);
@@ -300,6 +405,59 @@ bool WriteNpy(const std::string& path, kiln_dtype_t dtype, const int64_t* shape,
   ok = (fclose(file) == 0) && ok;
   if (!ok) *error = "cannot write '" + path + "'";
   return ok;
+}
+
+// The string table of `byte_size` bytes at `data` (`count` strings) as
+// numpy's '<U{k}' elements in *out, k the longest string's code points (at
+// least 1); sets *descr.
+bool TableToUnicode(const void* data, size_t byte_size, uint64_t count, std::string* descr,
+                    std::vector<uint8_t>* out, std::string* error) {
+  std::vector<std::string> strings;
+  if (count > SIZE_MAX / 4 || !kiln::UnpackStrings(data, byte_size, (size_t)count, &strings)) {
+    *error = "the runtime gave no table of " + std::to_string(count) + " strings";
+    return false;
+  }
+  std::vector<std::vector<uint32_t>> code_points(strings.size());
+  uint64_t width = 1;
+  for (size_t i = 0; i < strings.size(); ++i) {
+    DecodeUtf8((const uint8_t*)strings[i].data(), strings[i].size(), &code_points[i]);
+    if (code_points[i].size() > width) width = code_points[i].size();
+  }
+  uint64_t total = 0;  // < 2^32 * 2^32 * 4: no overflow before the check
+  if (__builtin_mul_overflow(count, width * 4, &total) || total > kMaxStringNpyBytes) {
+    *error = std::to_string(count) + " strings of up to " + std::to_string(width) +
+             " code points make a '<U' .npy of more than 4 GiB";
+    return false;
+  }
+  out->assign((size_t)total, 0);
+  for (size_t i = 0; i < code_points.size(); ++i) {
+    uint8_t* element = out->data() + i * width * 4;
+    for (size_t j = 0; j < code_points[i].size(); ++j) {
+      uint32_t c = code_points[i][j];
+      uint8_t bytes[4] = {(uint8_t)c, (uint8_t)(c >> 8), (uint8_t)(c >> 16), (uint8_t)(c >> 24)};
+      memcpy(element + 4 * j, bytes, 4);
+    }
+  }
+  *descr = "<U" + std::to_string(width);
+  return true;
+}
+
+}  // namespace
+
+bool WriteNpy(const std::string& path, kiln_dtype_t dtype, const int64_t* shape, uint32_t rank,
+              const void* data, size_t byte_size, std::string* error) {
+  if (dtype != KILN_DTYPE_STRING) return WriteNpyFile(path, NpyDescr(dtype), shape, rank, data, byte_size, error);
+  uint64_t count = 1;
+  for (uint32_t d = 0; d < rank; ++d) {
+    if (shape[d] < 0 || __builtin_mul_overflow(count, (uint64_t)shape[d], &count)) count = UINT64_MAX;
+  }
+  std::string descr;
+  std::vector<uint8_t> unicode;
+  if (!TableToUnicode(data, byte_size, count, &descr, &unicode, error)) {
+    *error = "'" + path + "': " + *error;
+    return false;
+  }
+  return WriteNpyFile(path, descr, shape, rank, unicode.data(), unicode.size(), error);
 }
 
 }  // namespace kiln_tool

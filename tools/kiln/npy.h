@@ -1,5 +1,10 @@
 // .npy files (NumPy format 1.0/2.0/3.0), C order, little-endian, the dtypes
-// of kiln_dtype_t: '<f4' '<f2' '<f8' '|i1' '<i2' '<i4' '<i8' '|u1' '|b1'.
+// of kiln_dtype_t: '<f4' '<f2' '<f8' '|i1' '<i2' '<i4' '<i8' '|u1' '|b1'
+// '<u2' '<u4' '<u8', bfloat16 as '|V2', and strings: read from numpy's
+// fixed-width unicode ('<U{k}', '>U{k}': UTF-32) or bytes ('|S{k}') arrays,
+// whose trailing NULs are padding, into a string table of UTF-8 (kiln.hpp);
+// written as '<U{k}', k the longest string's code points (at least 1),
+// with each ill-formed UTF-8 sequence read as U+FFFD.
 #ifndef KILN_TOOLS_KILN_NPY_H_
 #define KILN_TOOLS_KILN_NPY_H_
 
@@ -15,7 +20,7 @@ namespace kiln_tool {
 struct NpyArray {
   kiln_dtype_t dtype = KILN_DTYPE_FLOAT32;  // element type
   std::vector<int64_t> shape;               // dimensions (empty: a scalar)
-  std::vector<uint8_t> data;                // product(shape) * element size bytes
+  std::vector<uint8_t> data;                // product(shape) * element size bytes; strings: their table
 };
 
 // Reads the whole regular file `path` (refusing one larger than this
@@ -29,10 +34,11 @@ bool ReadNpy(const std::string& path, NpyArray* out, std::string* error);
 // tests/fuzz/fuzz_npy.cpp calls it directly.
 bool ParseNpy(const uint8_t* data, size_t size, const std::string& path, NpyArray* out,
               std::string* error);
-// Writes a version 1.0 .npy file.
+// Writes a version 1.0 .npy file (a string tensor: `data` is its table, of
+// `byte_size` bytes).
 bool WriteNpy(const std::string& path, kiln_dtype_t dtype, const int64_t* shape,
               uint32_t rank, const void* data, size_t byte_size, std::string* error);
-// The descr string for a dtype ("<f4", ...).
+// The descr string for a dtype ("<f4", ...; strings: "<U", without the width).
 const char* NpyDescr(kiln_dtype_t dtype);
 
 }  // namespace kiln_tool

@@ -140,10 +140,21 @@ typedef enum kiln_dtype_e {  // same values as kiln.fb.DType
   KILN_DTYPE_UINT32 = 10,  // since 0.6 bundles
   KILN_DTYPE_UINT64 = 11,  // since 0.6 bundles
   KILN_DTYPE_BFLOAT16 = 12,  // since 0.7 bundles: the upper 16 bits of a float32
+  // Since 0.9 bundles: UTF-8 strings, passed as a *string table* (no fixed
+  // element size; kiln_dtype_size gives 0). A table of n strings is
+  //   uint32_t offsets[n + 1];  // native (little-endian) order: offsets[0] = 0,
+  //                             // non-decreasing; string i is bytes[offsets[i] .. offsets[i + 1])
+  //   uint8_t bytes[offsets[n]];  // no terminators; UTF-8 (not checked)
+  // and its size is 4 * (n + 1) + offsets[n] bytes. kiln_session_set_input
+  // takes exactly such a table (its byte_size is that size, the bytes at most
+  // the input's kiln_tensor_info_t.string_bytes); kiln_session_get_output_info
+  // gives an output's table size after the run, and kiln_session_get_output
+  // copies the table (docs/bundle.md#string-tensors).
+  KILN_DTYPE_STRING = 13,
 } kiln_dtype_t;
 
 KILN_API const char* kiln_dtype_name(kiln_dtype_t dtype);  // "float32", ...
-KILN_API size_t kiln_dtype_size(kiln_dtype_t dtype);       // bytes per element; 0 if unknown
+KILN_API size_t kiln_dtype_size(kiln_dtype_t dtype);       // bytes per element; 0 if unknown or STRING
 
 // Where a tensor's bytes live (same values as kiln.fb.Storage).
 typedef enum kiln_storage_e {
@@ -171,6 +182,11 @@ typedef struct kiln_tensor_info_t {
   // holds each dimension's largest size, `byte_size` the largest byte size.
   uint32_t dynamic;
   const int64_t* min_shape;  // `rank` least sizes (equal to `shape` where static), owned by the model
+  // -- since 0.9: string tensors (KILN_DTYPE_STRING) --
+  // The capacity of the table's bytes area (0 for other dtypes). For a
+  // string tensor `byte_size` is the largest table: 4 * (elements + 1) +
+  // string_bytes; a session's output info gives the last run's table size.
+  uint64_t string_bytes;
 } kiln_tensor_info_t;
 
 #define KILN_TENSOR_INFO_MIN_SIZE KILN_STRUCT_SIZE_THROUGH(kiln_tensor_info_t, byte_size)
@@ -611,7 +627,10 @@ KILN_API kiln_status_t kiln_session_create(const kiln_model_t* model,
 KILN_API void kiln_session_free(kiln_session_t* session);
 
 // Copies `byte_size` bytes (must equal the input's byte_size at its current
-// shape, see kiln_session_set_input_shape) into the input.
+// shape, see kiln_session_set_input_shape) into the input. A string input
+// (KILN_DTYPE_STRING) takes a string table of the current shape's element
+// count instead, checked before anything is copied (KILN_INVALID_ARGUMENT
+// naming the offset, or the capacity string_bytes; the previous input stays).
 KILN_API kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index,
                                               const void* data, size_t byte_size);
 
@@ -643,6 +662,8 @@ KILN_API kiln_status_t kiln_session_get_output_info(kiln_session_t* session, siz
 // spread over the session's threads, with a barrier after each dispatch. A
 // kernel failing stops the run with KILN_INTERNAL naming the dispatch, the
 // kernel and the workgroup (with several threads: the first failure seen).
+// A string input must be set again after its shape changed, or after a run
+// when the bundle lets that run reuse its memory: else KILN_INVALID_ARGUMENT.
 KILN_API kiln_status_t kiln_session_run(kiln_session_t* session);
 
 // Copies the output into `data` (`byte_size` must equal its byte_size at
@@ -650,7 +671,8 @@ KILN_API kiln_status_t kiln_session_run(kiln_session_t* session);
 KILN_API kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index,
                                                void* data, size_t byte_size);
 // Zero-copy view of an output, valid until the next run or free (Vulkan:
-// a host copy, downloaded by this call).
+// a host copy, downloaded by this call); a string output's: its checked
+// table, of kiln_session_get_output_info's byte_size.
 KILN_API kiln_status_t kiln_session_get_output_view(kiln_session_t* session, size_t index,
                                                     const void** out_data);
 

@@ -2,6 +2,8 @@
 // fallible methods return kiln::Status, which owns a kiln_status_t. Methods
 // mirror the C functions without their kiln_<noun>_ prefix, and set the
 // struct_size of the info structs they fill (to this header's sizeof).
+// String tensors: kiln::PackStrings / kiln::UnpackStrings convert between
+// strings and the string tables the C API passes.
 //
 //   kiln::Model model;
 //   kiln::Status status = kiln::Model::LoadFile("model.kiln", &model);
@@ -12,10 +14,90 @@
 #define KILN_KILN_HPP_
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <string>
+#include <vector>
 
 #include "kiln/kiln.h"
 
 namespace kiln {
+
+//===----------------------------------------------------------------------===//
+// String tables (KILN_DTYPE_STRING): what kiln_session_set_input takes and
+// kiln_session_get_output gives for a string tensor of n elements,
+//   uint32_t offsets[n + 1];  // native order; offsets[0] = 0, non-decreasing
+//   uint8_t bytes[offsets[n]];  // string i is bytes[offsets[i] .. offsets[i + 1])
+// (kiln.h, at KILN_DTYPE_STRING; docs/bundle.md#string-tensors).
+//===----------------------------------------------------------------------===//
+
+// Packs `count` strings, string i being the sizes[i] bytes at data[i], into
+// a table in *out (replacing it). False (and *out empty) when the strings
+// hold 2^32 bytes or more, which no table can.
+inline bool PackStrings(const char* const* data, const size_t* sizes, size_t count, std::vector<uint8_t>* out) {
+  out->clear();
+  uint64_t total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    total += sizes[i];
+    if (total > UINT32_MAX) return false;
+  }
+  if (count >= (SIZE_MAX - total) / 4) return false;
+  out->resize(4 * (count + 1) + (size_t)total);
+  uint8_t* offsets = out->data();
+  uint8_t* bytes = offsets + 4 * (count + 1);
+  uint32_t offset = 0;
+  memcpy(offsets, &offset, 4);
+  for (size_t i = 0; i < count; ++i) {
+    if (sizes[i]) memcpy(bytes + offset, data[i], sizes[i]);
+    offset += (uint32_t)sizes[i];
+    memcpy(offsets + 4 * (i + 1), &offset, 4);
+  }
+  return true;
+}
+
+inline bool PackStrings(const std::vector<std::string>& strings, std::vector<uint8_t>* out) {
+  std::vector<const char*> data(strings.size());
+  std::vector<size_t> sizes(strings.size());
+  for (size_t i = 0; i < strings.size(); ++i) {
+    data[i] = strings[i].data();
+    sizes[i] = strings[i].size();
+  }
+  return PackStrings(data.data(), sizes.data(), strings.size(), out);
+}
+
+// Unpacks the table of `count` strings in the `size` bytes at `table` (any
+// alignment) into *out. False (and *out empty) when the bytes are no such
+// table: too few for the offsets, offsets[0] not 0, an offset decreasing or
+// past the end, or bytes left after the last string.
+inline bool UnpackStrings(const void* table, size_t size, size_t count, std::vector<std::string>* out) {
+  out->clear();
+  if (count >= SIZE_MAX / 4 || size < 4 * (count + 1)) return false;
+  const uint8_t* offsets = static_cast<const uint8_t*>(table);
+  const char* bytes = reinterpret_cast<const char*>(offsets + 4 * (count + 1));
+  const size_t room = size - 4 * (count + 1);
+  uint32_t begin = 0;
+  memcpy(&begin, offsets, 4);
+  if (begin != 0) return false;
+  std::vector<std::string> strings(count);
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t end;
+    memcpy(&end, offsets + 4 * (i + 1), 4);
+    if (end < begin || end > room) return false;
+    strings[i].assign(bytes + begin, end - begin);
+    begin = end;
+  }
+  if (begin != room) return false;
+  *out = std::move(strings);
+  return true;
+}
+
+// The element count of a tensor's `rank` dimensions (a string table's n).
+inline size_t ElementCount(const int64_t* shape, uint32_t rank) {
+  size_t count = 1;
+  for (uint32_t d = 0; d < rank; ++d) count *= (size_t)shape[d];
+  return count;
+}
 
 // Owns one handle of a C object and frees it with `Free` (which accepts
 // NULL): move-only, empty (nullptr) by default. Status, Model and Session
@@ -164,6 +246,14 @@ class Session : public Owner<kiln_session_t*, kiln_session_free> {
   Status set_input(size_t index, const void* data, size_t byte_size) {
     return Status(kiln_session_set_input(get(), index, data, byte_size));
   }
+  // A string input (KILN_DTYPE_STRING) from strings, one per element of its
+  // current shape (in row-major order). A total of 2^32 bytes or more is
+  // refused by the runtime (the table is then empty).
+  Status set_input_strings(size_t index, const std::vector<std::string>& strings) {
+    std::vector<uint8_t> table;
+    PackStrings(strings, &table);
+    return set_input(index, table.data(), table.size());
+  }
   Status set_input_shape(size_t index, const int64_t* shape, uint32_t rank) {
     return Status(kiln_session_set_input_shape(get(), index, shape, rank));
   }
@@ -181,6 +271,17 @@ class Session : public Owner<kiln_session_t*, kiln_session_free> {
   }
   Status get_output_view(size_t index, const void** out_data) {
     return Status(kiln_session_get_output_view(get(), index, out_data));
+  }
+  // A string output (KILN_DTYPE_STRING) as strings, one per element of its
+  // current shape (row-major), read from the table the runtime checked.
+  Status get_output_strings(size_t index, std::vector<std::string>* out) {
+    kiln_tensor_info_t info;
+    Status status = get_output_info(index, &info);
+    const void* table = nullptr;
+    if (status.ok()) status = get_output_view(index, &table);
+    out->clear();
+    if (status.ok()) UnpackStrings(table, info.byte_size, ElementCount(info.shape, info.rank), out);
+    return status;
   }
   Status set_profiling(bool enabled) {
     return Status(kiln_session_set_profiling(get(), enabled ? 1 : 0));

@@ -1,6 +1,7 @@
 // Element types (kiln_dtype_t mirrors kiln.fb.DType value for value).
 #include "base/dtype.h"
 
+#include "base/checked_math.h"
 #include "kiln/kiln.h"
 
 const char* kiln_dtype_name(kiln_dtype_t dtype) {
@@ -18,11 +19,16 @@ const char* kiln_dtype_name(kiln_dtype_t dtype) {
     case KILN_DTYPE_UINT32: return "uint32";
     case KILN_DTYPE_UINT64: return "uint64";
     case KILN_DTYPE_BFLOAT16: return "bfloat16";
+    case KILN_DTYPE_STRING: return "string";
   }
   return "unknown";
 }
 
 size_t kiln_dtype_size(kiln_dtype_t dtype) { return kiln_dtype_code_size((uint32_t)dtype); }
+
+bool kiln_dtype_code_known(uint32_t code) {
+  return code == KILN_DTYPE_STRING || kiln_dtype_code_size(code) != 0;
+}
 
 size_t kiln_dtype_code_size(uint32_t code) {
   switch (code) {
@@ -39,8 +45,19 @@ size_t kiln_dtype_code_size(uint32_t code) {
     case KILN_DTYPE_UINT32: return 4;
     case KILN_DTYPE_UINT64: return 8;
     case KILN_DTYPE_BFLOAT16: return 2;
+    case KILN_DTYPE_STRING: return 0;  // a string table: no element size (kiln_dtype_tensor_bytes)
   }
   return 0;
+}
+
+bool kiln_dtype_tensor_bytes(uint32_t code, uint64_t elements, uint64_t string_bytes, uint64_t* out_bytes) {
+  if (code == KILN_DTYPE_STRING) {
+    uint64_t offsets;  // 4 * (elements + 1)
+    return kiln_add_u64(elements, 1, &offsets) && kiln_mul_u64(offsets, 4, &offsets) &&
+           kiln_add_u64(offsets, string_bytes, out_bytes);
+  }
+  size_t size = kiln_dtype_code_size(code);
+  return size != 0 && kiln_mul_u64(elements, size, out_bytes);
 }
 
 const char* kiln_status_code_name(kiln_status_code_t code) {

@@ -13,6 +13,7 @@
 #include "base/checked_math.h"
 #include "base/dtype.h"
 #include "base/hash.h"
+#include "base/string_table.h"
 #include "bundle/bundle_verify_shapes.h"
 #include "bundle/bundle_verify_spirv.h"
 #include "kiln/kiln.h"
@@ -157,43 +158,72 @@ static kiln_status_t kiln_bundle_verify_hash(const uint8_t* data, const fb::Bund
 // Tensors
 //===----------------------------------------------------------------------===//
 
+// Largest string_bytes of a string tensor (its offsets are uint32_t).
+#define KILN_BUNDLE_MAX_STRING_BYTES 0xFFFFFFFFull
+
+// A tensor's dtype and byte_size: a known dtype, dimensions >= 0, and
+// byte_size equal to what dtype and shape make (a string table's: its
+// offsets and string_bytes; docs/bundle.md#string-tensors). Sets
+// *out_elements to the element count.
+static kiln_status_t kiln_bundle_verify_tensor_size(const fb::Tensor* tensor, uint32_t index, const char* name,
+                                                    uint64_t* out_elements) {
+  const uint32_t dtype = (uint32_t)tensor->dtype();
+  if (!kiln_dtype_code_known(dtype)) {
+    return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: tensor %u ('" KILN_NAME_FMT "'): unknown dtype %u", index,
+                            name, dtype);
+  }
+  const bool string = dtype == KILN_DTYPE_STRING;
+  if (string && tensor->string_bytes() > KILN_BUNDLE_MAX_STRING_BYTES) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: tensor %u ('" KILN_NAME_FMT "'): string_bytes %llu is not below 2^32", index,
+                            name, (unsigned long long)tensor->string_bytes());
+  }
+  if (!string && tensor->string_bytes() != 0) {
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: tensor %u ('" KILN_NAME_FMT "'): string_bytes %llu on a %s tensor (only string "
+                            "tensors have a bytes area)",
+                            index, name, (unsigned long long)tensor->string_bytes(),
+                            kiln_dtype_name((kiln_dtype_t)dtype));
+  }
+  uint64_t elements = 1, expected = 0;
+  bool fits = true;
+  for (uint32_t d = 0; tensor->shape() && d < tensor->shape()->size(); ++d) {
+    int64_t dim = kiln_bundle_dim(tensor->shape(), d);
+    if (dim < 0) {
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "bundle: tensor %u ('" KILN_NAME_FMT "'): dimension %u is negative (%lld)", index, name,
+                              d, (long long)dim);
+    }
+    fits = fits && kiln_mul_u64(elements, (uint64_t)dim, &elements);  // (a later 0 does not make it fit)
+  }
+  if (!fits || !kiln_dtype_tensor_bytes(dtype, elements, tensor->string_bytes(), &expected)) {
+    return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: tensor %u ('" KILN_NAME_FMT "'): shape size overflows 64 bits",
+                            index, name);
+  }
+  if (expected != tensor->byte_size()) {
+    if (string) {
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "bundle: tensor %u ('" KILN_NAME_FMT "'): byte_size %llu does not match its string table "
+                              "(4 * (%llu + 1) offsets + %llu string_bytes = %llu)",
+                              index, name, (unsigned long long)tensor->byte_size(), (unsigned long long)elements,
+                              (unsigned long long)tensor->string_bytes(), (unsigned long long)expected);
+    }
+    return kiln_make_status(KILN_INVALID_BUNDLE,
+                            "bundle: tensor %u ('" KILN_NAME_FMT "'): byte_size %llu does not match dtype and shape (%llu)",
+                            index, name, (unsigned long long)tensor->byte_size(), (unsigned long long)expected);
+  }
+  *out_elements = elements;
+  return NULL;
+}
+
 static kiln_status_t kiln_bundle_verify_tensor(const fb::Tensor* tensor, uint32_t index,
                                                const kiln_bundle_view_t* view) {
   const char* name = kiln_name_or_unnamed(tensor->name());
   if (!tensor->name()) {
     return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: tensor %u has no name", index);
   }
-  size_t element_size = kiln_dtype_code_size((uint32_t)tensor->dtype());
-  if (element_size == 0) {
-    return kiln_make_status(KILN_INVALID_BUNDLE,
-                            "bundle: tensor %u ('" KILN_NAME_FMT "'): unknown dtype %u",
-                            index, name, (unsigned)tensor->dtype());
-  }
-  uint64_t expected = element_size;
-  if (tensor->shape()) {
-    for (uint32_t d = 0; d < tensor->shape()->size(); ++d) {
-      int64_t dim = kiln_bundle_dim(tensor->shape(), d);
-      if (dim < 0) {
-        return kiln_make_status(KILN_INVALID_BUNDLE,
-                                "bundle: tensor %u ('" KILN_NAME_FMT
-                                "'): dimension %u is negative (%lld)",
-                                index, name, d, (long long)dim);
-      }
-      if (!kiln_mul_u64(expected, (uint64_t)dim, &expected)) {
-        return kiln_make_status(KILN_INVALID_BUNDLE,
-                                "bundle: tensor %u ('" KILN_NAME_FMT
-                                "'): shape size overflows 64 bits",
-                                index, name);
-      }
-    }
-  }
-  if (expected != tensor->byte_size()) {
-    return kiln_make_status(KILN_INVALID_BUNDLE,
-                            "bundle: tensor %u ('" KILN_NAME_FMT
-                            "'): byte_size %llu does not match dtype and shape (%llu)",
-                            index, name, (unsigned long long)tensor->byte_size(),
-                            (unsigned long long)expected);
-  }
+  uint64_t elements = 0;
+  KILN_RETURN_IF_ERROR(kiln_bundle_verify_tensor_size(tensor, index, name, &elements));
   // The API hands byte_size out as a size_t (kiln_tensor_info_t).
   kiln_status_t status = kiln_size_from_u64(tensor->byte_size(), "byte_size", NULL);
   if (status) return kiln_status_annotate(status, "bundle: tensor %u ('" KILN_NAME_FMT "')", index, name);
@@ -225,6 +255,15 @@ static kiln_status_t kiln_bundle_verify_tensor(const fb::Tensor* tensor, uint32_
                                 index, name, (unsigned long long)tensor->offset(),
                                 (unsigned long long)tensor->byte_size(),
                                 view->data_segment_size);
+      }
+      if (tensor->dtype() == fb::DType::String) {  // its table, exactly byte_size bytes
+        size_t used = 0;
+        kiln_status_t table =
+            kiln_string_table_check(view->data_segment + tensor->offset(), (size_t)tensor->byte_size(), elements,
+                                    true, KILN_INVALID_BUNDLE, &used);
+        if (table) {
+          return kiln_status_annotate(table, "bundle: tensor %u ('" KILN_NAME_FMT "'): string constant", index, name);
+        }
       }
       return NULL;
   }
@@ -407,7 +446,10 @@ static kiln_status_t kiln_bundle_verify_libraries(const fb::Bundle* bundle,
       }
       continue;
     }
-    if (library->size() == 0) {
+    // A Vulkan bundle whose every kernel runs on the host (since 0.9: string
+    // tables) keeps an empty SpirV library, which no kernel can use (a
+    // module is at least its 20-byte header inside the blob).
+    if (library->size() == 0 && (library->format() != fb::LibraryFormat::SpirV || bundle->min_runtime_minor() < 9)) {
       return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: library %u: empty blob", i);
     }
     if (!kiln_is_aligned(library->offset(), KILN_BUNDLE_ALIGNMENT)) {

@@ -98,6 +98,7 @@ void kiln_model_describe_tensor(const kiln_model_t* model, uint32_t index,
                        ? model->view.data_segment + tensor->offset() : NULL;
   out_info->dynamic = tensor->dynamic_dims() != NULL;
   out_info->min_shape = model->tensor_min_shapes[index];
+  out_info->string_bytes = tensor->string_bytes();  // 0 unless a string tensor (verified)
 }
 
 //===----------------------------------------------------------------------===//

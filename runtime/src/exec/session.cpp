@@ -8,11 +8,20 @@
 // with KILN_INVALID_ARGUMENT (one atomic exchange per call), so two
 // threads sharing a session by mistake get an error instead of silently
 // wrong outputs or a thread pool waiting forever.
+//
+// String inputs and outputs (docs/bundle.md#string-tensors) are tables
+// whose size varies: their tables are checked here, an input's before
+// anything is copied, an output's (which kernels wrote) before its size is
+// handed out. A stale table would give wrong strings (kernels clamp what
+// they read to the slot, decision 54, but cannot tell), so a run refuses a
+// string input whose slot may no longer hold the table last set (see
+// kiln_session_string_inputs_ready).
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/allocator.h"
 #include "base/clock.h"
+#include "base/string_table.h"
 #include "base/struct_size.h"
 #include "exec/backend.h"
 #include "exec/session_shapes.h"
@@ -26,8 +35,96 @@ struct kiln_session_t {
   uint32_t dispatch_count;              // dispatches a run executes (the bundle's)
   kiln_session_load_stats_t load_stats; // start-up timing (kiln_session_get_load_stats)
   kiln_session_shapes_t shapes;         // current input and output shapes (run-time dimensions)
+  uint8_t* string_inputs;               // per input: KILN_STRING_INPUT_* bits (0 for other dtypes)
   uint32_t busy;                        // 1 while a call is inside (atomic; see the top of the file)
 };
+
+// kiln_session_t.string_inputs: the input is a string table; a run may
+// overwrite its slot (another tensor shares its bytes, or a kernel writes
+// it); it must be set again before the next run (its shape changed, or a
+// run overwrote it).
+#define KILN_STRING_INPUT 1u
+#define KILN_STRING_INPUT_SHARED 2u
+#define KILN_STRING_INPUT_STALE 4u
+
+// Whether a run may overwrite Arena tensor `index`'s bytes: a dispatch
+// writes it, or another Arena tensor overlaps it (the memory plan reuses
+// the slot once the tensor is dead).
+static bool kiln_session_tensor_shared(const fb::Bundle* bundle, uint32_t index) {
+  const fb::Tensor* tensor = bundle->tensors()->Get(index);
+  uint64_t begin = tensor->offset(), end = begin + tensor->byte_size();  // verified in the arena
+  for (uint32_t t = 0; t < bundle->tensors()->size(); ++t) {
+    const fb::Tensor* other = bundle->tensors()->Get(t);
+    if (t != index && other->storage() == fb::Storage::Arena && other->offset() < end &&
+        begin < other->offset() + other->byte_size()) {
+      return true;
+    }
+  }
+  uint32_t dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
+  for (uint32_t d = 0; d < dispatch_count; ++d) {
+    const auto* bindings = bundle->dispatches()->Get(d)->bindings();
+    for (uint32_t b = 0; bindings && b < bindings->size(); ++b) {
+      if (bindings->Get(b)->tensor() == index && bindings->Get(b)->access() != fb::Access::Read) return true;
+    }
+  }
+  return false;
+}
+
+// kiln_session_t.string_inputs for `model`.
+static kiln_status_t kiln_session_find_string_inputs(const kiln_model_t* model, uint8_t** out_flags) {
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(model->input_count, out_flags));
+  for (size_t i = 0; i < model->input_count; ++i) {
+    if (model->inputs[i].dtype != KILN_DTYPE_STRING) continue;
+    (*out_flags)[i] = KILN_STRING_INPUT;
+    if (kiln_session_tensor_shared(model->view.bundle, model->inputs[i].index)) (*out_flags)[i] |= KILN_STRING_INPUT_SHARED;
+  }
+  return NULL;
+}
+
+// Before a run: every string input holds the table last set (or the
+// zeroed slot's empty strings).
+static kiln_status_t kiln_session_string_inputs_ready(const kiln_session_t* session) {
+  for (size_t i = 0; i < session->model->input_count; ++i) {
+    if (!(session->string_inputs[i] & KILN_STRING_INPUT_STALE)) continue;
+    return kiln_make_status(KILN_INVALID_ARGUMENT,
+                            "run: string input '%.64s' must be set (kiln_session_set_input) after a change of its "
+                            "shape or a run, which may reuse its memory",
+                            session->model->inputs[i].name);
+  }
+  return NULL;
+}
+
+// Checks string input `index`'s table (`byte_size` bytes at `data`) at the
+// input's current shape, before anything is copied.
+static kiln_status_t kiln_session_check_string_input(const kiln_session_t* session, size_t index, const void* data,
+                                                     size_t byte_size) {
+  const kiln_tensor_info_t* input = &session->model->inputs[index];
+  uint64_t count = kiln_shape_elements(session->shapes.input_shapes[index], input->rank);
+  size_t used = 0;
+  kiln_status_t status = kiln_string_table_check(data, byte_size, count, true, KILN_INVALID_ARGUMENT, &used);
+  if (status) return kiln_status_annotate(status, "set_input: string input '%.64s'", input->name);
+  uint64_t bytes = used - 4 * (count + 1);  // offsets[count]
+  if (bytes > input->string_bytes) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT,
+                            "set_input: string input '%.64s' holds %llu bytes, more than the %llu the bundle was "
+                            "compiled for (kilnc --string-bytes)",
+                            input->name, (unsigned long long)bytes, (unsigned long long)input->string_bytes);
+  }
+  return NULL;
+}
+
+// String output `index` after the last run: the backend's view of its
+// slot and the used size of the table the kernels wrote there (checked:
+// a bad table is KILN_INTERNAL). Shapes are resolved.
+static kiln_status_t kiln_session_string_output(kiln_session_t* session, size_t index, const void** out_view,
+                                                size_t* out_used) {
+  const kiln_tensor_info_t* output = &session->model->outputs[index];
+  KILN_RETURN_IF_ERROR(session->backend->get_output_view(session->state, index, out_view));
+  uint64_t count = kiln_shape_elements(session->shapes.output_shapes[index], output->rank);
+  kiln_status_t status = kiln_string_table_check(*out_view, session->shapes.output_bytes[index], count, false,
+                                                 KILN_INTERNAL, out_used);
+  return kiln_status_annotate(status, "string output '%.64s' (a kernel wrote no valid string table)", output->name);
+}
 
 // Resolves changed input shapes and hands the new values to the backend
 // (exec/session_shapes.h); a no-op when nothing changed.
@@ -118,9 +215,11 @@ kiln_status_t kiln_session_create(const kiln_model_t* model,
   session->dispatch_count = model->dispatch_count;
   session->load_stats = model->load_stats;
   kiln_status_t status = kiln_session_shapes_create(model, &session->shapes);
+  if (!status) status = kiln_session_find_string_inputs(model, &session->string_inputs);
   if (!status) status = session->backend->create(model, options, &session->load_stats, &session->state);
   if (status) {
     kiln_session_shapes_free(&session->shapes);
+    free(session->string_inputs);
     free(session);
     return status;
   }
@@ -133,6 +232,7 @@ void kiln_session_free(kiln_session_t* session) {
   if (!session) return;
   session->backend->free(session->state);
   kiln_session_shapes_free(&session->shapes);
+  free(session->string_inputs);
   free(session);
 }
 
@@ -146,14 +246,18 @@ kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index, cons
                             model->input_count);
   }
   const kiln_tensor_info_t* input = &model->inputs[index];
-  if (byte_size != session->shapes.input_bytes[index]) {
+  const bool string = session->string_inputs[index] != 0;  // a table, whose size its offsets say
+  if (!string && byte_size != session->shapes.input_bytes[index]) {
     return kiln_make_status(KILN_INVALID_ARGUMENT,
                             "set_input: input '%.64s' takes %zu bytes, got %zu",
                             input->name, session->shapes.input_bytes[index], byte_size);
   }
-  if (byte_size && !data) return kiln_make_status(KILN_INVALID_ARGUMENT, "set_input: NULL data");
+  if ((byte_size || string) && !data) return kiln_make_status(KILN_INVALID_ARGUMENT, "set_input: NULL data");
   KILN_RETURN_IF_ERROR(kiln_session_enter(session, "set_input"));
-  return kiln_session_leave(session, session->backend->write_input(session->state, input, data, byte_size));
+  kiln_status_t status = string ? kiln_session_check_string_input(session, index, data, byte_size) : NULL;
+  if (!status) status = session->backend->write_input(session->state, input, data, byte_size);
+  if (!status) session->string_inputs[index] &= (uint8_t)~KILN_STRING_INPUT_STALE;
+  return kiln_session_leave(session, status);
 }
 
 kiln_status_t kiln_session_set_input_shape(kiln_session_t* session, size_t index, const int64_t* shape,
@@ -164,7 +268,13 @@ kiln_status_t kiln_session_set_input_shape(kiln_session_t* session, size_t index
                             session->model->input_count);
   }
   KILN_RETURN_IF_ERROR(kiln_session_enter(session, "set_input_shape"));
-  return kiln_session_leave(session, kiln_session_shapes_set_input(&session->shapes, index, shape, rank));
+  const int64_t* before = session->shapes.input_shapes[index];
+  bool changed = rank == session->model->inputs[index].rank && rank && memcmp(before, shape, rank * sizeof(int64_t));
+  kiln_status_t status = kiln_session_shapes_set_input(&session->shapes, index, shape, rank);
+  // A string table's offsets depend on its element count: the one set
+  // before no longer fits the new shape.
+  if (!status && changed && session->string_inputs[index]) session->string_inputs[index] |= KILN_STRING_INPUT_STALE;
+  return kiln_session_leave(session, status);
 }
 
 // Input or output `index` (`output`: which) at the session's current shapes.
@@ -182,6 +292,10 @@ static kiln_status_t kiln_session_get_io_info(kiln_session_t* session, size_t in
   kiln_tensor_info_t info = output ? session->model->outputs[index] : session->model->inputs[index];
   info.shape = output ? session->shapes.output_shapes[index] : session->shapes.input_shapes[index];
   info.byte_size = output ? session->shapes.output_bytes[index] : session->shapes.input_bytes[index];
+  const void* view = NULL;  // a string output: the size of the table the last run wrote
+  status = output && info.dtype == KILN_DTYPE_STRING ? kiln_session_string_output(session, index, &view, &info.byte_size)
+                                                     : NULL;
+  if (status) return kiln_session_leave(session, kiln_status_annotate(status, "%s", what));
   return kiln_session_leave(session, kiln_struct_write(&info, sizeof(info), KILN_TENSOR_INFO_MIN_SIZE,
                                                        "kiln_tensor_info_t", out_info));
 }
@@ -202,8 +316,13 @@ kiln_status_t kiln_session_run(kiln_session_t* session) {
   uint64_t start = first ? kiln_now_nanoseconds() : 0;
   kiln_status_t status = kiln_session_update_shapes(session);
   if (status) return kiln_session_leave(session, kiln_status_annotate(status, "run"));
+  status = kiln_session_string_inputs_ready(session);
+  if (status) return kiln_session_leave(session, status);
   kiln_session_shapes_begin_run(&session->shapes);
   status = session->backend->run(session->state, &session->shapes);
+  for (size_t i = 0; i < session->model->input_count; ++i) {  // (a failed run may have written too)
+    if (session->string_inputs[i] & KILN_STRING_INPUT_SHARED) session->string_inputs[i] |= KILN_STRING_INPUT_STALE;
+  }
   if (first && !status) {
     uint64_t end = kiln_now_nanoseconds();
     session->load_stats.first_run_ns = end - start ? end - start : 1;
@@ -267,6 +386,10 @@ kiln_status_t kiln_session_get_output(kiln_session_t* session, size_t index, voi
   if (status) return kiln_session_leave(session, status);
   kiln_tensor_info_t output = session->model->outputs[index];
   output.byte_size = session->shapes.output_bytes[index];  // the current shape's bytes
+  const void* view = NULL;  // a string output: exactly the table the last run wrote
+  status = output.dtype == KILN_DTYPE_STRING ? kiln_session_string_output(session, index, &view, &output.byte_size)
+                                            : NULL;
+  if (status) return kiln_session_leave(session, kiln_status_annotate(status, "get_output"));
   if (byte_size != output.byte_size) {
     return kiln_session_leave(session, kiln_make_status(KILN_INVALID_ARGUMENT,
                                                         "get_output: output '%.64s' has %zu bytes, buffer has %zu",
@@ -288,6 +411,14 @@ kiln_status_t kiln_session_get_output_view(kiln_session_t* session, size_t index
                             index, session->model->output_count);
   }
   KILN_RETURN_IF_ERROR(kiln_session_enter(session, "get_output_view"));
+  if (session->model->outputs[index].dtype == KILN_DTYPE_STRING) {  // its table, checked
+    kiln_status_t status = kiln_session_update_shapes(session);
+    const void* view = NULL;
+    size_t used = 0;
+    if (!status) status = kiln_session_string_output(session, index, &view, &used);
+    if (!status) *out_data = view;
+    return kiln_session_leave(session, kiln_status_annotate(status, "get_output_view"));
+  }
   return kiln_session_leave(session, session->backend->get_output_view(session->state, index, out_data));
 }
 

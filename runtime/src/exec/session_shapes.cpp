@@ -77,7 +77,6 @@ kiln_status_t kiln_session_shapes_set_input(kiln_session_shapes_t* shapes, size_
     return kiln_make_status(KILN_INVALID_ARGUMENT, "set_input_shape: input '" KILN_NAME_FMT "' has rank %u, not %u",
                             input->name, input->rank, rank);
   }
-  uint64_t bytes = kiln_dtype_size(input->dtype);
   for (uint32_t d = 0; d < rank; ++d) {
     int64_t least = input->min_shape ? input->min_shape[d] : input->shape[d];
     if (dims[d] < least || dims[d] > input->shape[d]) {
@@ -92,14 +91,21 @@ kiln_status_t kiln_session_shapes_set_input(kiln_session_shapes_t* shapes, size_
                               "%lld..%lld this bundle was compiled for (kilnc --input-shape)",
                               input->name, d, (long long)dims[d], (long long)least, (long long)input->shape[d]);
     }
-    kiln_mul_u64(bytes, (uint64_t)dims[d], &bytes);  // at most the input's byte_size: no overflow
   }
+  uint64_t bytes = 0;  // at most the input's byte_size: no overflow
+  kiln_dtype_tensor_bytes((uint32_t)input->dtype, kiln_shape_elements(dims, rank), input->string_bytes, &bytes);
   if (rank == 0) return NULL;  // a scalar has no shape to change (and `dims` may be NULL)
   if (memcmp(shapes->input_shapes[index], dims, rank * sizeof(int64_t)) == 0) return NULL;  // unchanged
   memcpy(shapes->input_shapes[index], dims, rank * sizeof(int64_t));
   shapes->input_bytes[index] = (size_t)bytes;
   shapes->dirty = shapes->symbol_count > 0;
   return NULL;
+}
+
+uint64_t kiln_shape_elements(const int64_t* dims, uint32_t rank) {
+  uint64_t elements = 1;
+  for (uint32_t d = 0; d < rank; ++d) elements *= (uint64_t)dims[d];
+  return elements;
 }
 
 kiln_status_t kiln_shape_expr_eval(const fb::ShapeExpr* expr, const int64_t* symbols, int64_t* out_value) {
@@ -176,12 +182,13 @@ static kiln_status_t kiln_shapes_check_tensors(kiln_session_shapes_t* shapes) {
   for (uint32_t t = 0; t < model->tensor_count; ++t) {
     const fb::Tensor* tensor = kiln_shapes_tensor(model, t);
     if (!tensor->dynamic_dims()) continue;
-    uint64_t bytes = kiln_dtype_code_size((uint32_t)tensor->dtype());
+    uint64_t elements = 1, bytes = 0;
     bool ok = true;
     for (uint32_t d = 0; ok && d < tensor->dynamic_dims()->size(); ++d) {
       int64_t dim = kiln_shapes_dim(shapes, tensor, d);
-      ok = dim >= 0 && kiln_mul_u64(bytes, (uint64_t)dim, &bytes);
+      ok = dim >= 0 && kiln_mul_u64(elements, (uint64_t)dim, &elements);
     }
+    ok = ok && kiln_dtype_tensor_bytes((uint32_t)tensor->dtype(), elements, tensor->string_bytes(), &bytes);
     if (!ok || bytes > tensor->byte_size()) {
       return kiln_make_status(KILN_INVALID_BUNDLE,
                               "shapes: tensor %u ('" KILN_NAME_FMT "') would need %llu bytes at these input shapes, "
@@ -192,11 +199,11 @@ static kiln_status_t kiln_shapes_check_tensors(kiln_session_shapes_t* shapes) {
   }
   for (size_t o = 0; o < model->output_count; ++o) {
     const fb::Tensor* tensor = kiln_shapes_tensor(model, model->outputs[o].index);
-    uint64_t bytes = kiln_dtype_size(model->outputs[o].dtype);
-    for (uint32_t d = 0; d < model->outputs[o].rank; ++d) {
-      shapes->output_shapes[o][d] = kiln_shapes_dim(shapes, tensor, d);
-      kiln_mul_u64(bytes, (uint64_t)shapes->output_shapes[o][d], &bytes);  // checked above: fits
-    }
+    const kiln_tensor_info_t* output = &model->outputs[o];
+    for (uint32_t d = 0; d < output->rank; ++d) shapes->output_shapes[o][d] = kiln_shapes_dim(shapes, tensor, d);
+    uint64_t bytes = 0;  // checked above: fits (a string output: its largest table at this shape)
+    kiln_dtype_tensor_bytes((uint32_t)output->dtype, kiln_shape_elements(shapes->output_shapes[o], output->rank),
+                            output->string_bytes, &bytes);
     shapes->output_bytes[o] = (size_t)bytes;
   }
   return NULL;

@@ -28,9 +28,9 @@ typedef struct kiln_session_shapes_t {
   int64_t* values;            // expr_count current values of the shape expressions
   int64_t* dims;              // every input's then every output's current dimensions
   int64_t** input_shapes;     // per input: its dimensions, inside `dims`
-  size_t* input_bytes;        // per input: its current byte size
+  size_t* input_bytes;        // per input: its current byte size (a string input: its largest table)
   int64_t** output_shapes;    // per output: its dimensions, inside `dims`
-  size_t* output_bytes;       // per output: its current byte size
+  size_t* output_bytes;       // per output: its current byte size (a string output: its largest table)
   int dirty;                  // input shapes changed since the last successful resolve
   uint64_t* expr_symbols;     // per expression: bit s set when it uses symbol s (at most 64 symbols)
   uint64_t data_symbols;      // bit s set for each data symbol (a kernel's count, schema/bundle.fbs Symbol)
@@ -46,6 +46,10 @@ void kiln_session_shapes_free(kiln_session_shapes_t* shapes);
 // equal the bundle's, run-time ones lie within their range.
 kiln_status_t kiln_session_shapes_set_input(kiln_session_shapes_t* shapes, size_t index, const int64_t* dims,
                                             uint32_t rank);
+
+// The element count of `rank` dimensions, each within a tensor's verified
+// largest shape (so the product does not overflow).
+uint64_t kiln_shape_elements(const int64_t* dims, uint32_t rank);
 
 // Evaluates `expr` with the current symbols: KILN_INVALID_ARGUMENT when the
 // arithmetic overflows or divides by zero.

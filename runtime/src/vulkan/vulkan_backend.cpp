@@ -10,7 +10,9 @@
 // by write_input, outputs downloaded when read. Bindings cover a tensor's
 // bytes rounded up to 4 (shaders address 32-bit words; the memory plan's
 // 256-byte slots leave room). Heterogeneous bundles: host dispatches run
-// between device segments on a host copy of the arena.
+// between device segments on a host copy of the arena. String inputs and
+// outputs (string tables) take the same paths: exec/session.cpp checks
+// their tables and sizes each copy; their offsets are zeroed at creation.
 //
 // Without the Vulkan headers at build time, vulkan_backend_unavailable.cpp
 // provides kiln_vulkan_backend instead and creation fails with
@@ -253,6 +255,33 @@ static kiln_status_t kiln_vulkan_session_create_buffers(kiln_vulkan_session_t* s
   return status;
 }
 
+// String inputs and outputs (string tables, docs/bundle.md#string-tensors)
+// start as tables of empty strings, zero offsets, as in a CPU session's
+// zeroed arena: device memory starts undefined, and kernels (host ones, of
+// a heterogeneous bundle) read an input that was never set.
+static kiln_status_t kiln_vulkan_session_clear_strings(kiln_vulkan_session_t* session) {
+  const kiln_model_t* model = session->model;
+  size_t largest = 0;  // the largest offsets array: byte_size - string_bytes
+  for (size_t i = 0; i < model->input_count + model->output_count; ++i) {
+    const kiln_tensor_info_t* io = i < model->input_count ? &model->inputs[i] : &model->outputs[i - model->input_count];
+    if (io->dtype == KILN_DTYPE_STRING && io->byte_size - io->string_bytes > largest) {
+      largest = (size_t)(io->byte_size - io->string_bytes);  // verified: 4 * (elements + 1) + string_bytes
+    }
+  }
+  if (largest == 0) return NULL;
+  void* zeros = NULL;
+  KILN_RETURN_IF_ERROR(kiln_calloc(largest, 1, &zeros));
+  kiln_status_t status = NULL;
+  for (size_t i = 0; !status && i < model->input_count + model->output_count; ++i) {
+    const kiln_tensor_info_t* io = i < model->input_count ? &model->inputs[i] : &model->outputs[i - model->input_count];
+    if (io->dtype != KILN_DTYPE_STRING) continue;
+    status = kiln_vulkan_buffer_upload(session->device, &session->staging, &session->arena, io->offset, zeros,
+                                       (size_t)(io->byte_size - io->string_bytes));
+  }
+  free(zeros);
+  return status;
+}
+
 // Whether dispatch `index` runs on the host (its kernel has no SPIR-V module).
 static int kiln_vulkan_session_on_host(const fb::Bundle* bundle, uint32_t index) {
   return bundle->kernels()->Get(bundle->dispatches()->Get(index)->kernel())->spirv() == NULL;
@@ -394,6 +423,7 @@ static kiln_status_t kiln_vulkan_session_create(const kiln_model_t* model,
   if (!status) {
     start = kiln_now_nanoseconds();
     status = kiln_vulkan_session_create_buffers(session, stats);
+    if (!status) status = kiln_vulkan_session_clear_strings(session);
     // Allocation only: the constants' upload is parameter_upload_ns.
     uint64_t elapsed = kiln_nanoseconds_since(start);
     stats->buffer_create_ns = elapsed > stats->parameter_upload_ns

@@ -283,19 +283,20 @@ JNIEXPORT jbyteArray JNICALL Java_ai_kiln_Native_modelTensorName(JNIEnv* env, jc
   return Utf8Bytes(env, info.name);
 }
 
-// {dtype, byte_size, bundle index, shape..., min_shape...} of `info`.
+// {dtype, byte_size, bundle index, string_bytes, shape..., min_shape...} of `info`.
 jlongArray TensorMeta(JNIEnv* env, const kiln_tensor_info_t& info) {
-  jsize length = static_cast<jsize>(3 + 2 * info.rank);
+  const jsize kHead = 4;
+  jsize length = static_cast<jsize>(kHead + 2 * info.rank);
   jlongArray meta = env->NewLongArray(length);
   if (!meta) return NULL;
-  jlong head[3] = {static_cast<jlong>(info.dtype), static_cast<jlong>(info.byte_size),
-                   static_cast<jlong>(info.index)};
-  env->SetLongArrayRegion(meta, 0, 3, head);
+  jlong head[kHead] = {static_cast<jlong>(info.dtype), static_cast<jlong>(info.byte_size),
+                       static_cast<jlong>(info.index), static_cast<jlong>(info.string_bytes)};
+  env->SetLongArrayRegion(meta, 0, kHead, head);
   for (uint32_t d = 0; d < info.rank; ++d) {
     jlong dims[2] = {static_cast<jlong>(info.shape[d]),
                      static_cast<jlong>(info.min_shape ? info.min_shape[d] : info.shape[d])};
-    env->SetLongArrayRegion(meta, static_cast<jsize>(3 + d), 1, &dims[0]);
-    env->SetLongArrayRegion(meta, static_cast<jsize>(3 + info.rank + d), 1, &dims[1]);
+    env->SetLongArrayRegion(meta, static_cast<jsize>(kHead + d), 1, &dims[0]);
+    env->SetLongArrayRegion(meta, static_cast<jsize>(kHead + info.rank + d), 1, &dims[1]);
   }
   return meta;
 }

@@ -77,7 +77,7 @@ final class Native {
   static native long modelLoadDirect(ByteBuffer data, int position, int length, byte[] keys);
   static native void modelFree(long model);
   // Inputs (output = false) or outputs: count, and per tensor its name and
-  // {dtype, byte_size, bundle index, shape..., min_shape...}.
+  // {dtype, byte_size, bundle index, string_bytes, shape..., min_shape...}.
   static native int modelTensorCount(long model, boolean output);
   static native byte[] modelTensorName(long model, boolean output, int index);
   static native long[] modelTensorMeta(long model, boolean output, int index);

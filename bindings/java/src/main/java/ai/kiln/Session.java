@@ -29,6 +29,12 @@ import java.util.List;
  * {@link #outputCopy(int)} or {@link #getOutput(int, ByteBuffer)} to keep
  * the values.
  *
+ * <p><b>Strings.</b> A {@link DType#STRING} input is set from a
+ * {@code String[]} ({@link #setInput(int, String[])}); an output's strings
+ * are {@code output(i).toStringArray()}. Their bytes are string tables
+ * (kiln.h): a string output's {@link #outputInfo} gives the size of the table
+ * the last run wrote.
+ *
  * <p>Errors of the runtime are {@link KilnException}s (e.g. a buffer of the
  * wrong size is {@code INVALID_ARGUMENT}); using a closed session is an
  * {@link IllegalStateException}; closing twice is harmless.
@@ -99,6 +105,31 @@ public final class Session implements AutoCloseable {
     checkInput(index);
     if (data == null) throw new NullPointerException("data");
     Native.sessionSetInputArray(handle, index, data, 1, 0, data.length);
+  }
+
+  /**
+   * Sets a {@link DType#STRING} input from strings, one per element of its
+   * current shape (row-major), encoded as UTF-8. Their bytes together may be
+   * at most the input's {@link TensorInfo#stringBytes} ({@code INVALID_ARGUMENT}
+   * naming {@code kilnc --string-bytes} otherwise). When a run may reuse the
+   * input's memory, the next run needs it set again ({@code INVALID_ARGUMENT}
+   * otherwise).
+   */
+  public synchronized void setInput(int index, String[] strings) {
+    checkOpen();
+    TensorInfo info = checkInput(index);
+    if (strings == null) throw new NullPointerException("strings");
+    if (info.dtype() != DType.STRING) {
+      throw new KilnException(KilnException.Code.INVALID_ARGUMENT,
+                              "input '" + info.name() + "' is " + info.dtype() + ", not string");
+    }
+    byte[] table = StringTable.pack(strings);
+    Native.sessionSetInputArray(handle, index, table, 1, 0, table.length);
+  }
+
+  /** Sets the string input called {@code name} (see {@link #setInput(int, String[])}). */
+  public void setInput(String name, String[] strings) {
+    setInput(model.inputIndex(name), strings);
   }
 
   /**

@@ -8,7 +8,8 @@ import java.nio.ByteOrder;
 
 /**
  * Name, element type, shape and bytes of a tensor, the bytes in a direct
- * {@link ByteBuffer} in native byte order.
+ * {@link ByteBuffer} in native byte order (a {@link DType#STRING} tensor's:
+ * its string table, read with {@link #toStringArray}).
  *
  * <p>A <em>view</em> ({@link Session#output}) is read-only and shows the
  * session's output in place: {@link #buffer} throws
@@ -110,6 +111,17 @@ public final class Tensor implements AutoCloseable {
     float[] values = new float[(int) info.elementCount()];
     buffer().asFloatBuffer().get(values);
     return values;
+  }
+
+  /**
+   * The strings of a {@link DType#STRING} tensor (row-major), decoded from its
+   * string table's UTF-8 (an ill-formed sequence reads as U+FFFD).
+   */
+  public String[] toStringArray() {
+    if (dtype() != DType.STRING) {
+      throw new IllegalStateException("'" + name() + "' is " + dtype() + ", not string");
+    }
+    return StringTable.unpack(buffer(), info.elementCount());
   }
 
   /** Detaches the buffer; later calls to {@link #buffer} throw. Idempotent. */

@@ -11,22 +11,26 @@ public final class TensorInfo {
   private final long[] minShape;
   private final long byteSize;
   private final int index;
+  private final long stringBytes;
 
-  TensorInfo(String name, DType dtype, long[] shape, long[] minShape, long byteSize, int index) {
+  TensorInfo(String name, DType dtype, long[] shape, long[] minShape, long byteSize, int index,
+             long stringBytes) {
     this.name = name;
     this.dtype = dtype;
     this.shape = shape.clone();
     this.minShape = minShape.clone();
     this.byteSize = byteSize;
     this.index = index;
+    this.stringBytes = stringBytes;
   }
 
   // From modelTensorMeta / sessionTensorMeta: {dtype, byte_size, bundle index,
-  // shape..., min_shape...}.
+  // string_bytes, shape..., min_shape...}.
   static TensorInfo of(String name, long[] meta) {
-    int rank = (meta.length - 3) / 2;
-    return new TensorInfo(name, DType.of((int) meta[0]), Arrays.copyOfRange(meta, 3, 3 + rank),
-                          Arrays.copyOfRange(meta, 3 + rank, meta.length), meta[1], (int) meta[2]);
+    int rank = (meta.length - 4) / 2;
+    return new TensorInfo(name, DType.of((int) meta[0]), Arrays.copyOfRange(meta, 4, 4 + rank),
+                          Arrays.copyOfRange(meta, 4 + rank, meta.length), meta[1], (int) meta[2],
+                          meta[3]);
   }
 
   /** The tensor's name ("" when the bundle gives none). */
@@ -64,14 +68,29 @@ public final class TensorInfo {
     return shape.length;
   }
 
-  /** Total bytes: the element count times the element size. */
+  /**
+   * Total bytes: the element count times the element size. For {@link DType#STRING},
+   * the string table's: a model's, the largest; a session output's after a run,
+   * the table the run wrote ({@link Session#outputInfo}).
+   */
   public long byteSize() {
     return byteSize;
   }
 
-  /** Number of elements. */
+  /**
+   * For {@link DType#STRING}: the UTF-8 bytes all the tensor's strings may hold
+   * together ({@code kilnc --string-bytes N} gives an input N per element); 0
+   * for other element types.
+   */
+  public long stringBytes() {
+    return stringBytes;
+  }
+
+  /** Number of elements (the product of the shape). */
   public long elementCount() {
-    return byteSize / dtype.size();
+    long count = 1;
+    for (long dim : shape) count *= dim;
+    return count;
   }
 
   /** The tensor's index among all tensors of the bundle. */
