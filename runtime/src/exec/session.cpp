@@ -246,7 +246,9 @@ kiln_status_t kiln_session_set_input(kiln_session_t* session, size_t index, cons
                             model->input_count);
   }
   const kiln_tensor_info_t* input = &model->inputs[index];
-  const bool string = session->string_inputs[index] != 0;  // a table, whose size its offsets say
+  // A table, whose size its offsets say (from the model: nothing of the
+  // session is read before kiln_session_enter).
+  const bool string = input->dtype == KILN_DTYPE_STRING;
   if (!string && byte_size != session->shapes.input_bytes[index]) {
     return kiln_make_status(KILN_INVALID_ARGUMENT,
                             "set_input: input '%.64s' takes %zu bytes, got %zu",
