@@ -21,24 +21,54 @@ using namespace tir;
 // integer division and remainder round toward negative infinity; float
 // division is correctly rounded (Vulkan lets a GPU's OpFDiv be 2.5 ulp off:
 // NVIDIA's is, and quantization's round(x / scale) then picks the wrong
-// integer at ties): the hardware quotient q, corrected by (a - q b) / b with
-// q b computed exactly by Dekker's splitting (not fma: Vulkan does not
-// require fma to be fused, and lavapipe's is not); outside [1e-25, 1e30],
-// where the splitting could overflow or lose bits, the plain quotient.
+// integer at ties). kiln_fdiv divides the significands (scaled into [1, 2),
+// exactly), corrects that quotient q by (a - q b) / b with q b computed
+// exactly by Dekker's product (not fma: Vulkan does not require fma to be
+// fused, and lavapipe's is not), splitting by masking the low 12 bits (no
+// arithmetic a compiler could simplify away), and scales the result back by
+// powers of two (exact); a subnormal result is rounded from the corrected
+// quotient as an integer count of 2^-149, its ties broken by the sign of the
+// exact remainder. q is hidden
+// from the compiler (xor with a zero it cannot know): NVIDIA's otherwise
+// folds a - (a / b) b to 0, `precise` or not, and the correction vanishes
+// (seen on an H200, docs/vulkan.md). Zeros, subnormal, infinite and NaN
+// operands get the plain quotient.
 const char* kPrelude = R"(float kiln_min(float a, float b) { return a < b ? a : b; }
 float kiln_max(float a, float b) { return a > b ? a : b; }
 int kiln_div(int a, int b) { int q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 int kiln_mod(int a, int b) { int r = a - (a / b) * b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
-vec2 kiln_split(float x) { precise float c = 4097.0 * x; precise float h = c - (c - x); return vec2(h, x - h); }
+vec2 kiln_split(float x) { float h = uintBitsToFloat(floatBitsToUint(x) & 0xFFFFF000u); return vec2(h, x - h); }
 float kiln_fdiv(float a, float b) {
-  precise float q = a / b;
-  if (isnan(q) || isinf(q) || q == 0.0 || abs(a) < 1e-25 || abs(a) > 1e30 || abs(b) < 1e-30 || abs(b) > 1e30 ||
-      abs(q) < 1e-30 || abs(q) > 1e30) return q;
-  vec2 qs = kiln_split(q), bs = kiln_split(b);
-  precise float p = q * b;
-  precise float e = ((qs.x * bs.x - p) + qs.x * bs.y + qs.y * bs.x) + qs.y * bs.y;
-  precise float r = (a - p) - e;
-  return q + r / b;
+  float q = a / b;
+  uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
+  int ea = int((ua >> 23) & 255u), eb = int((ub >> 23) & 255u);
+  if (isnan(q) || ea == 0 || eb == 0 || ea == 255 || eb == 255) return q;
+  uint z = gl_NumWorkGroups.x >> 31;
+  float ma = uintBitsToFloat((ua & 0x007FFFFFu) | 0x3F800000u), mb = uintBitsToFloat((ub & 0x007FFFFFu) | 0x3F800000u);
+  vec2 bs = kiln_split(mb);
+  precise float m = uintBitsToFloat(floatBitsToUint(ma / mb) ^ z);
+  vec2 ms = kiln_split(m);
+  precise float p = m * mb;
+  precise float r = (ma - p) - (((ms.x * bs.x - p) + ms.x * bs.y + ms.y * bs.x) + ms.y * bs.y);
+  precise float c = m + r / mb;
+  int d = ea - eb;
+  uint sign = (ua ^ ub) & 0x80000000u;
+  if (d < -126 || (d == -126 && c < 1.0)) {
+    int k = d + 149;
+    if (k < -1) return uintBitsToFloat(sign);
+    precise float t = c * uintBitsToFloat(uint(k + 127) << 23);
+    float f = floor(t), n = roundEven(t);
+    if (t - f == 0.5) {
+      vec2 cs = kiln_split(c);
+      precise float pc = c * mb;
+      precise float rc = (ma - pc) - (((cs.x * bs.x - pc) + cs.x * bs.y + cs.y * bs.x) + cs.y * bs.y);
+      if (rc != 0.0) n = rc > 0.0 ? f + 1.0 : f;
+    }
+    return uintBitsToFloat(sign | uint(n));
+  }
+  c = c * uintBitsToFloat(uint(min(d, 127) + 127) << 23);
+  if (d > 127) c = c * uintBitsToFloat(uint(d) << 23);
+  return uintBitsToFloat(sign | floatBitsToUint(c));
 }
 float kiln_f16(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }
 float kiln_bf16_to_f32(uint b) { return uintBitsToFloat(b << 16); }

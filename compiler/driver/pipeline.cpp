@@ -118,6 +118,7 @@ class Pipeline {
     po.env.blocked_layout = !vulkan;  // no blocked layout on GPUs
     po.env.attention_kernel = !vulkan || options_.vulkan_shared_memory;
     po.env.evaluate = evaluate_graph;
+    po.env.tuning = vulkan ? nullptr : options_.tuning;
     po.progress = options_.progress;
     std::vector<graph::PassStats> pass_stats = graph::run_graph_passes(g, po);
     if (options_.report)

@@ -1,32 +1,57 @@
 // winograd: blocked 3x3 convolutions (stride 1, pad 1) switch to Winograd's
-// F(2x2, 3x3) algorithm, with their weights transformed at compile time.
+// minimal filtering F(r x r, 3x3), r = 2 or 4, with their weights
+// transformed at compile time.
 //
-// Each 2x2 output tile is computed from a 4x4 input tile d as
+// Each r x r output tile is computed from an a x a input tile d (a = r + 2) as
 //   Y = A^T [ sum_c (G g_c G^T) . (B^T d_c B) ] A       (. : element-wise)
-// so the multiplications per output pixel drop from 9 to 16/4 = 4 per input
-// channel (2.25x fewer); the transforms are additions. Here the weights g
-// get their transform U = G g G^T, once, in double precision:
-//   [M/m, C/c, 3, 3, c, m] (layout pass) -> U [M/m, 4, 4, C/c, c, m]
-// and the node gets kiln_winograd=2 (the output tile size); lowering
+// so the multiplications per output pixel drop from 9 to a^2 / r^2 per input
+// channel: 4 with F(2x2, 3x3) (2.25x fewer), 2.25 with F(4x4, 3x3) (4x
+// fewer); the transforms are additions (and, for r = 4, small multiples).
+// Here the weights g get their transform U = G g G^T, once, in double
+// precision:
+//   [M/m, C/c, 3, 3, c, m] (layout pass) -> U [M/m, a, a, C/c, c, m]
+// and the node gets kiln_winograd=r (the output tile size); lowering
 // (lower/ops_winograd.cpp) writes the rest.
 //
-// Where it wins (measured, docs/performance.md): both channel counts at
-// least 64 and even output sizes of 14 or more. Smaller convs are
-// transform-bound. It stops where the transformed weights (16/9 the size)
-// outgrow what one workgroup's sweep over them can keep in L2: at most 4 MB
-// of U (ResNet's 7x7 stage streams its weights from DRAM; there the direct
-// kernel, which prefetches them, is faster), and where a tile row's
-// transformed input (a stack buffer) would pass 128 KB.
+// Which r, if any, is a tuning knob ("winograd" of the conv's
+// conv2d_blocked workload, tune/space.h): 0 (the direct kernel), 2, 4. The
+// hand-written pick (measured, docs/performance.md): Winograd where both
+// channel counts are at least 64 and the output sizes 14 or more (smaller
+// convs are transform-bound); F(4x4, 3x3) where 4 divides the map (ResNet's
+// 56x56 and 28x28 stages: 1.5x faster than F(2x2, 3x3) there), else
+// F(2x2, 3x3) where 2 does (the 14x14 stage). It stops where the transformed
+// weights outgrow what one workgroup's sweep over them can keep in L2: at
+// most 4 MB of U (ResNet's 7x7 stage streams its weights from DRAM; there
+// the direct kernel, which prefetches them, is faster). F(4x4, 3x3)'s
+// transforms have coefficients up to 8 (B^T: 5, G: 1/24), so it rounds more
+// than F(2x2, 3x3) (relative 1e-5 against 1e-6 on one 256-channel sum of
+// random data); on ResNet-18 both stay within 2e-6 of the direct kernel
+// (decision 57).
 #include "graph/passes.h"
+#include "tune/space.h"
 
 namespace kiln::graph {
 
 namespace {
 
-// G (4x3) of F(2x2, 3x3).
-constexpr double kG[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+// G (a x 3) of F(2x2, 3x3) and F(4x4, 3x3) (interpolation points 0, 1, -1,
+// and 2, -2 for r = 4, and infinity).
+constexpr double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                              {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6},  {0, 0, 1}};
 
-bool wants_winograd(const Graph& g, const Node& n) {
+// The stack buffers of a workgroup (lower/ops_winograd.cpp): a tile row's
+// transformed input, a^2 x C x (OW / r) floats, plus its GEMM results
+// (a^2 x the register tile: at most 29 KB for r = 2, 64.5 KB for r = 4 with
+// AVX-512's 28 accumulators). Kernels keep at most about 195 KB of scratch:
+// Kiln's worker threads have 1 MB stacks, the calling thread needs 256 KB
+// (docs/runtime.md). ResNet's 56x56 and 28x28 stages take 126 KB of input
+// buffer with r = 4 (114 KB with r = 2).
+int64_t input_buffer_limit(int64_t r) { return r == 2 ? (128 << 10) : (130 << 10); }
+
+// A 3x3, stride 1, pad 1, ungrouped float32 conv in the blocked layout with
+// static shapes: the convs Winograd can compute.
+bool is_candidate(const Graph& g, const Node& n) {
   if (!n.is(Op::Conv) || n.attr_string("kiln_layout", "") != "NCHWc" || n.has_attr("kiln_winograd")) return false;
   if (n.inputs.size() < 2 || n.inputs[1] < 0 || n.outputs.empty() || n.outputs[0] < 0) return false;
   const Value& w = g.values[n.inputs[1]];
@@ -38,51 +63,86 @@ bool wants_winograd(const Graph& g, const Node& n) {
   if (n.attr_ints("strides", {1, 1}) != std::vector<int64_t>{1, 1}) return false;
   if (n.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return false;
   if (n.attr_string("auto_pad", "NOTSET") != "NOTSET") return false;
-  if (n.attr_ints("pads", {0, 0, 0, 0}) != std::vector<int64_t>{1, 1, 1, 1}) return false;
+  return n.attr_ints("pads", {0, 0, 0, 0}) == std::vector<int64_t>{1, 1, 1, 1};
+}
+
+// Whether F(r x r, 3x3) can compute the candidate: output sizes that r
+// divides, at least 32 channels each way, and its buffers within bounds.
+bool fits(const Value& w, const Value& y, int64_t r) {
   int64_t C = w.shape[1] * w.shape[4], M = w.shape[0] * w.shape[5], OH = y.shape[2], OW = y.shape[3];
-  if (C < 64 || M < 64 || OH % 2 || OW % 2 || OH < 14 || OW < 14) return false;
-  int64_t u_bytes = 16 * C * M * 4;
-  // The kernel keeps a tile row's transformed input on the stack: at most
-  // 128 KB (114 KB for each of ResNet's stages), plus up to 28 KB of GEMM
-  // results; kiln's worker threads have 1 MB stacks (the calling thread
-  // needs 256 KB; see docs/runtime.md).
-  int64_t v_bytes = 16 * C * (OW / 2) * 4;
-  return u_bytes <= (4 << 20) && v_bytes <= (128 << 10);
+  int64_t a = r + 2;
+  if (OH % r || OW % r || C < 32 || M < 32) return false;
+  return a * a * C * (OW / r) * 4 <= input_buffer_limit(r);
+}
+
+// The hand-written pick (see the header): 4, 2 or 0.
+int64_t hand_written(const Value& w, const Value& y) {
+  int64_t C = w.shape[1] * w.shape[4], M = w.shape[0] * w.shape[5];
+  if (C < 64 || M < 64 || y.shape[2] < 14 || y.shape[3] < 14) return 0;
+  for (int64_t r : {4, 2}) {
+    int64_t a = r + 2;
+    if (fits(w, y, r) && a * a * C * M * 4 <= (4 << 20)) return r;
+  }
+  return 0;
+}
+
+// U = G g G^T for every (output block, input block, lane, lane):
+// [MB, CB, 3, 3, c, m] -> [MB, a, a, CB, c, m].
+std::vector<double> transform_weights(const std::vector<double>& wd, const Shape& ws, int64_t r) {
+  int64_t MB = ws[0], CB = ws[1], c = ws[4], m = ws[5], a = r + 2;
+  auto G = [r](int i, int k) { return r == 2 ? kG2[i][k] : kG4[i][k]; };
+  std::vector<double> u((size_t)(MB * a * a * CB * c * m), 0.0);
+  for (int64_t mo = 0; mo < MB; mo++)
+    for (int64_t co = 0; co < CB; co++)
+      for (int64_t ci = 0; ci < c; ci++)
+        for (int64_t mi = 0; mi < m; mi++) {
+          double k[3][3], gk[6][3];
+          for (int kh = 0; kh < 3; kh++)
+            for (int kw = 0; kw < 3; kw++)
+              k[kh][kw] = wd[(size_t)(((((mo * CB + co) * 3 + kh) * 3 + kw) * c + ci) * m + mi)];
+          for (int i = 0; i < a; i++)
+            for (int kw = 0; kw < 3; kw++) gk[i][kw] = G(i, 0) * k[0][kw] + G(i, 1) * k[1][kw] + G(i, 2) * k[2][kw];
+          for (int i = 0; i < a; i++)
+            for (int j = 0; j < a; j++)
+              u[(size_t)(((((mo * a + i) * a + j) * CB + co) * c + ci) * m + mi)] =
+                  gk[i][0] * G(j, 0) + gk[i][1] * G(j, 1) + gk[i][2] * G(j, 2);
+        }
+  return u;
 }
 
 }  // namespace
 
 bool pass_winograd(Graph& g, PassContext& ctx) {
-  int rewritten = 0;
+  int rewritten[5] = {0, 0, 0, 0, 0};
   for (Node& n : g.nodes) {
-    if (!wants_winograd(g, n)) continue;
+    if (!is_candidate(g, n)) continue;
     const Value w = g.values[n.inputs[1]];
-    int64_t MB = w.shape[0], CB = w.shape[1], c = w.shape[4], m = w.shape[5];
-    std::vector<double> wd = constant_as_doubles(w), u((size_t)(MB * 16 * CB * c * m), 0.0);
-    for (int64_t mo = 0; mo < MB; mo++)
-      for (int64_t co = 0; co < CB; co++)
-        for (int64_t ci = 0; ci < c; ci++)
-          for (int64_t mi = 0; mi < m; mi++) {
-            double k[3][3], gk[4][3];
-            for (int kh = 0; kh < 3; kh++)
-              for (int kw = 0; kw < 3; kw++)
-                k[kh][kw] = wd[(size_t)(((((mo * CB + co) * 3 + kh) * 3 + kw) * c + ci) * m + mi)];
-            for (int a = 0; a < 4; a++)
-              for (int kw = 0; kw < 3; kw++) gk[a][kw] = kG[a][0] * k[0][kw] + kG[a][1] * k[1][kw] + kG[a][2] * k[2][kw];
-            for (int a = 0; a < 4; a++)
-              for (int b = 0; b < 4; b++) {
-                double v = gk[a][0] * kG[b][0] + gk[a][1] * kG[b][1] + gk[a][2] * kG[b][2];
-                u[(size_t)(((((mo * 4 + a) * 4 + b) * CB + co) * c + ci) * m + mi)] = v;
-              }
-          }
-    n.inputs[1] = g.add_constant(w.name + ".winograd", w.dtype, {MB, 4, 4, CB, c, m}, doubles_to_bytes(u, w.dtype));
+    const Value& y = g.values[n.outputs[0]];
+    // The knob lives in the conv's direct workload (lower/schedules_cpu.cpp
+    // declares the direct kernel's knobs under the same key).
+    tune::Knobs knobs(ctx.env.tuning, "conv2d_blocked", "f32", y.shape, {w.shape[1], 3, 3, w.shape[4]},
+                      tune::conv_variant({1, 1}, {1, 1}));
+    std::vector<int64_t> options = {0};
+    for (int64_t r : {2, 4})
+      if (fits(w, y, r)) options.push_back(r);
+    int64_t r = knobs.get("winograd", options, hand_written(w, y));
+    if (!r) continue;
+    Shape ws = w.shape;
+    int64_t a = r + 2;
+    std::vector<double> u = transform_weights(constant_as_doubles(w), ws, r);
+    n.inputs[1] = g.add_constant(w.name + ".winograd", w.dtype, {ws[0], a, a, ws[1], ws[4], ws[5]}, doubles_to_bytes(u, w.dtype));
     n.attrs["kiln_winograd"].kind = Attr::Kind::Int;
-    n.attrs["kiln_winograd"].i = 2;
-    rewritten++;
+    n.attrs["kiln_winograd"].i = r;
+    rewritten[r]++;
   }
-  if (rewritten)
-    ctx.detail = std::to_string(rewritten) + (rewritten == 1 ? " convolution" : " convolutions") + " to Winograd F(2x2, 3x3)";
-  return rewritten > 0;
+  std::string detail;
+  for (int r : {2, 4})
+    if (rewritten[r])
+      detail += (detail.empty() ? "" : ", ") + std::to_string(rewritten[r]) +
+                (rewritten[r] == 1 ? " convolution" : " convolutions") + " to Winograd F(" + std::to_string(r) + "x" +
+                std::to_string(r) + ", 3x3)";
+  ctx.detail = detail;
+  return rewritten[2] + rewritten[4] > 0;
 }
 
 }  // namespace kiln::graph

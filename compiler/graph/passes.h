@@ -19,6 +19,8 @@
 #include "support/progress.h"
 #include "target/target.h"
 
+namespace kiln::tune { struct Tuning; }
+
 namespace kiln::graph {
 
 // Runs a graph: inputs[i] holds the bytes of g.inputs[i]; returns the bytes
@@ -38,6 +40,9 @@ struct PassEnvironment {
   // own steps (driver/evaluate.h; the graph layer never generates code
   // itself). Unset: only Shape/Size and alias ops on constants fold.
   GraphEvaluator evaluate;
+  // winograd: the compilation's tuning context (tune/space.h), where the
+  // choice of algorithm is a knob of the conv's workload; null: hand-written.
+  tune::Tuning* tuning = nullptr;
 };
 
 // One pass's environment, and where it reports details.

@@ -254,15 +254,6 @@ void OpContext::require_float32() const {
     }
 }
 
-std::string conv_variant(const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations) {
-  auto join = [](const std::vector<int64_t>& v) {
-    std::string text;
-    for (size_t i = 0; i < v.size(); i++) text += (i ? "x" : "") + std::to_string(v[i]);
-    return text;
-  };
-  return "s" + join(strides) + " d" + join(dilations);
-}
-
 std::vector<Expr> spatial_pads(const OpContext& ctx, const te::Dims& in, const te::Dims& out,
                                const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                                const std::vector<int64_t>& dilations) {

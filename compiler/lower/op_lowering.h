@@ -152,8 +152,6 @@ std::vector<Expr> spatial_pads(const OpContext& ctx, const te::Dims& in, const t
                                const std::vector<int64_t>& dilations);
 // The pads as constants (a DynamicShapeError where one is known only at run time).
 std::vector<int64_t> static_pads(const std::vector<Expr>& pads);
-// A convolution's strides and dilations as its workload's variant (tune/space.h): "s2x2 d1x1".
-std::string conv_variant(const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations);
 int64_t normalize_axis(const OpContext& ctx, int64_t axis, int64_t rank);
 // Which input dimensions a reduction reduces (ops_reduce.cpp, ops_softmax.cpp).
 struct ReduceAxes {

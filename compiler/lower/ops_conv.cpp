@@ -43,7 +43,7 @@ std::vector<std::pair<Expr, Expr>> conv_interior(const te::Dims& xs, const te::D
 
 void lower_conv_blocked(OpContext& ctx) {
   const graph::Node& n = ctx.node();
-  if (n.attr_int("kiln_winograd", 0) == 2) return lower_conv_winograd(ctx);
+  if (n.attr_int("kiln_winograd", 0)) return lower_conv_winograd(ctx);
   te::Tensor x = ctx.in(0), w = ctx.in(1);
   te::Dims xs = x.dims(), os = ctx.out_dims(0);
   graph::Shape ws = w.shape();  // constant weights
@@ -70,7 +70,7 @@ void lower_conv_blocked(OpContext& ctx) {
     }, interior);
   int registers = ctx.vector().registers;
   tune::Tuning* tuning = ctx.tuning();
-  std::string variant = conv_variant(strides, dilations) + (depthwise ? " dw" : "");
+  std::string variant = tune::conv_variant(strides, dilations) + (depthwise ? " dw" : "");
   ctx.schedule_reduction(conv, [registers, w, depthwise, tuning, variant](te::Stage& s) {
     schedule_conv2d_blocked_cpu(s, w, registers, depthwise, tuning, variant);
   });

@@ -120,7 +120,7 @@ void lower_qconv_blocked(OpContext& ctx, const Int8Operands& q) {
   });
   int registers = ctx.vector().registers;
   tune::Tuning* tuning = ctx.tuning();
-  std::string variant = conv_variant(strides, dilations) + (depthwise ? " dw" : "") + (dotted ? " dot" : "");
+  std::string variant = tune::conv_variant(strides, dilations) + (depthwise ? " dw" : "") + (dotted ? " dot" : "");
   ctx.schedule_reduction(acc, [registers, w, depthwise, tuning, variant](te::Stage& s) {
     schedule_conv2d_blocked_cpu(s, w, registers, depthwise, tuning, variant);
   });

@@ -1,4 +1,4 @@
-// Conv 3x3 by Winograd's F(2x2, 3x3) in the blocked layout (see ops_winograd.cpp).
+// Conv 3x3 by Winograd's F(2x2, 3x3) or F(4x4, 3x3) in the blocked layout (see ops_winograd.cpp).
 #pragma once
 
 #include "target/target.h"
@@ -6,14 +6,14 @@
 
 namespace kiln::lower {
 
-// Lowers a Conv marked kiln_winograd=2 by the winograd graph pass.
+// Lowers a Conv marked kiln_winograd=r (2 or 4) by the winograd graph pass.
 void lower_conv_winograd(OpContext& ctx);
 // The conv as a reduction (its formula; see ops_winograd.cpp): x blocked
-// [N, C/c, H, W, c], u the transformed weights [M/m, 4, 4, C/c, c, m], out
-// shape os [N, M/m, H, W, m] (H, W even).
+// [N, C/c, H, W, c], u the transformed weights [M/m, a, a, C/c, c, m] (a = r + 2), out
+// shape os [N, M/m, H, W, m] (r divides H and W).
 te::Tensor winograd_conv(const te::Tensor& x, const te::Tensor& u, const graph::Shape& os);
-// Its CPU schedule: a workgroup per row of 2x2 output tiles, tensorized into
-// input transform, 16 register-tiled GEMMs and output transform. x is the
+// Its CPU schedule: a workgroup per row of r x r output tiles, tensorized into
+// input transform, a^2 register-tiled GEMMs and output transform. x is the
 // blocked input, u the transformed weights.
 void schedule_conv2d_winograd_cpu(te::Stage& s, const te::Tensor& x, const te::Tensor& u, const VectorInfo& target);
 

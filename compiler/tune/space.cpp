@@ -14,6 +14,15 @@ std::string workload_key(const std::string& schedule, const std::string& dtype, 
   return key + "]" + (variant.empty() ? "" : " " + variant);
 }
 
+std::string conv_variant(const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations) {
+  auto join = [](const std::vector<int64_t>& v) {
+    std::string text;
+    for (size_t i = 0; i < v.size(); i++) text += (i ? "x" : "") + std::to_string(v[i]);
+    return text;
+  };
+  return "s" + join(strides) + " d" + join(dilations);
+}
+
 Knobs::Knobs(Tuning* tuning, const std::string& schedule, const std::string& dtype, const std::vector<int64_t>& out,
              const std::vector<int64_t>& reduce, const std::string& variant)
     : tuning_(tuning), key_(workload_key(schedule, dtype, out, reduce, variant)) {
@@ -40,6 +49,7 @@ int64_t Knobs::get(const std::string& name, std::vector<int64_t> options, int64_
   std::sort(options.begin(), options.end());
   options.erase(std::unique(options.begin(), options.end()), options.end());
   if (!space_) return fallback;
+  if (only_if.empty() && !guard_.empty()) return get(name, options, fallback, guard_, guard_value_);
   auto known = std::find_if(space_->knobs.begin(), space_->knobs.end(), [&](const Knob& k) { return k.name == name; });
   if (known == space_->knobs.end()) space_->knobs.push_back({name, options, fallback, only_if, only_if_value});
   if (config_) {
@@ -49,14 +59,27 @@ int64_t Knobs::get(const std::string& name, std::vector<int64_t> options, int64_
   return fallback;
 }
 
+bool Knobs::declared(const std::string& name) const {
+  if (!space_) return false;
+  return std::any_of(space_->knobs.begin(), space_->knobs.end(), [&](const Knob& k) { return k.name == name; });
+}
+
 Config canonical(const Space& space, const Config& c) {
   Config full;
   for (const Knob& k : space.knobs) {
     auto it = c.find(k.name);
     full[k.name] = it != c.end() ? it->second : k.fallback;
   }
-  for (const Knob& k : space.knobs)
-    if (!k.only_if.empty() && full.count(k.only_if) && full[k.only_if] != k.only_if_value) full[k.name] = k.fallback;
+  // In declaration order, so that a knob that depends on an idle knob is idle too.
+  std::vector<std::string> idle;
+  for (const Knob& k : space.knobs) {
+    if (k.only_if.empty() || !full.count(k.only_if)) continue;
+    bool over = std::find(idle.begin(), idle.end(), k.only_if) != idle.end();
+    if (over || full[k.only_if] != k.only_if_value) {
+      full[k.name] = k.fallback;
+      idle.push_back(k.name);
+    }
+  }
   return full;
 }
 

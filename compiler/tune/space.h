@@ -56,6 +56,9 @@ struct Tuning {
 std::string workload_key(const std::string& schedule, const std::string& dtype, const std::vector<int64_t>& out,
                          const std::vector<int64_t>& reduce, const std::string& variant = "");
 
+// A convolution's `variant`: "s1x1 d1x1" for strides 1x1, dilations 1x1.
+std::string conv_variant(const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations);
+
 // A schedule's view of one workload. With a null context every get() returns its fallback.
 class Knobs {
  public:
@@ -69,12 +72,24 @@ class Knobs {
   int64_t get(const std::string& name, std::vector<int64_t> options, int64_t fallback,
               const std::string& only_if = "", int64_t only_if_value = 0);
   const std::string& key() const { return key_; }
+  // Whether knob `name` is in this workload's space (declared earlier, in
+  // this compile or by another part of it: the winograd graph pass).
+  bool declared(const std::string& name) const;
+  // Knobs declared from now on without an `only_if` of their own matter
+  // only when knob `name` is `value` (a conv's direct-kernel knobs, when
+  // its "winograd" knob may pick another algorithm).
+  void guard(const std::string& name, int64_t value) {
+    guard_ = name;
+    guard_value_ = value;
+  }
 
  private:
   Tuning* tuning_;    // null: fallbacks only
   std::string key_;   // the workload's key
   Space* space_ = nullptr;       // its recorded space (in tuning_->spaces)
   const Config* config_ = nullptr;  // the point to compile, if any
+  std::string guard_;               // guard(): the knob later declarations depend on (empty: none)
+  int64_t guard_value_ = 0;         // (its value then)
 };
 
 // `c` with every knob of `space` set (the fallback where `c` has none) and

@@ -110,6 +110,13 @@ TEST_CASE("float32 division is the correctly rounded helper; float64 division is
   GlslKernel g = emit_glsl(k);
   INFO(g.source);
   CHECK(contains(g.source, "= kiln_fdiv(b1.d["));
+  // The rules an H200 taught (docs/vulkan.md): the hardware quotient hidden
+  // from the compiler (NVIDIA's folded a - (a / b) b to 0 and dropped the
+  // correction), and Dekker's split by masking bits, not by arithmetic a
+  // compiler may simplify.
+  CHECK(contains(g.source, "uintBitsToFloat(floatBitsToUint(ma / mb) ^ z)"));
+  CHECK(contains(g.source, "uint z = gl_NumWorkGroups.x >> 31;"));
+  CHECK(contains(g.source, "floatBitsToUint(x) & 0xFFFFF000u"));
   check_compiles(k);
 
   KernelDef k64 = division_kernel(64);

@@ -13,6 +13,7 @@
 #include "compiler_graph_builder.h"
 #include "driver/evaluate.h"
 #include "graph/passes.h"
+#include "tune/space.h"
 #include "lower/fuse.h"
 #include "support/diagnostics.h"
 
@@ -655,6 +656,63 @@ TEST_CASE("graph pass winograd: big 3x3 stride-1 blocked convs switch, the resul
   PassContext again;
   CHECK_FALSE(pass_winograd(b.g, again));  // converted once
   check_same_outputs(before, b.g, 1e-4);
+}
+
+TEST_CASE("graph pass winograd: the algorithm is a knob of the conv's workload; F(4x4, 3x3) where 4 divides the map") {
+  Builder b;
+  int x = b.input("x", {1, 64, 16, 16});
+  int w = b.constant("w", {64, 64, 3, 3}, pattern(64 * 64 * 9, 0.02f));
+  int bias = b.constant("b", {64}, pattern(64, 0.1f, 1.0f));
+  b.output(b.node("Conv", {x, w, bias}, {1, 64, 16, 16}, {{"pads", ints({1, 1, 1, 1})}}));
+  Graph before = b.g;
+  PassContext lctx = with_vectors(16);
+  REQUIRE(pass_layout(b.g, lctx));
+  const Graph blocked = b.g;
+  // The key the direct kernel's schedule gives the same nest (lower/schedules_cpu.cpp).
+  const std::string key = "conv2d_blocked f32 [1,4,16,16,16;4,3,3,16] s1x1 d1x1";
+  auto run = [&](const kiln::tune::Config& point, Graph& g, kiln::tune::Tuning& t) {
+    if (!point.empty()) t.apply[key] = point;
+    PassContext ctx;
+    ctx.env.tuning = &t;
+    bool changed = pass_winograd(g, ctx);
+    return std::make_pair(changed, ctx.detail);
+  };
+  kiln::tune::Tuning discovery;
+  Graph g0 = blocked;
+  CHECK(run({}, g0, discovery).first);
+  REQUIRE(discovery.spaces.count(key));
+  const kiln::tune::Space& space = discovery.spaces.at(key);
+  REQUIRE(space.knobs.size() == 1);
+  CHECK(space.knobs[0].name == "winograd");
+  CHECK(space.knobs[0].options == std::vector<int64_t>{0, 2, 4});
+  CHECK(space.knobs[0].fallback == 4);  // the hand-written pick: F(4x4, 3x3) (4 divides the map)
+  int hand = 0;
+  for (auto& n : g0.nodes) hand += n.attr_int("kiln_winograd", 0) == 4;
+  CHECK(hand == 1);
+
+  kiln::tune::Tuning four;  // the pick, by a point too
+  Graph g4 = blocked;
+  auto [changed4, detail4] = run({{"winograd", 4}}, g4, four);
+  CHECK(changed4);
+  CHECK(detail4 == "1 convolution to Winograd F(4x4, 3x3)");
+  int converted = 0;
+  for (auto& n : g4.nodes)
+    if (n.op == "Conv" && n.attr_int("kiln_winograd", 0) == 4) {
+      converted++;
+      CHECK(g4.values[n.inputs[1]].shape == Shape{4, 6, 6, 4, 16, 16});  // U [M/m, 6, 6, C/c, c, m]
+    }
+  CHECK(converted == 1);
+  check_same_outputs(before, g4, 1e-4);
+
+  kiln::tune::Tuning two;
+  Graph g2 = blocked;
+  CHECK(run({{"winograd", 2}}, g2, two).second == "1 convolution to Winograd F(2x2, 3x3)");
+  check_same_outputs(before, g2, 1e-4);
+
+  kiln::tune::Tuning direct;
+  Graph gd = blocked;
+  CHECK_FALSE(run({{"winograd", 0}}, gd, direct).first);
+  for (auto& n : gd.nodes) CHECK_FALSE(n.has_attr("kiln_winograd"));
 }
 
 TEST_CASE("graph pass winograd: float64 convs stay direct (the kernel computes in float32)") {

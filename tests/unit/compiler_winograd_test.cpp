@@ -1,4 +1,4 @@
-// Winograd F(2x2, 3x3) (lower/ops_winograd.cpp): its formula, lowered with
+// Winograd F(2x2, 3x3) and F(4x4, 3x3) (lower/ops_winograd.cpp): its formula, lowered with
 // the default schedule, and its tensorized CPU kernel both compute a 3x3
 // convolution (stride 1, pad 1), checked against a direct convolution in
 // double precision on random data.
@@ -15,34 +15,34 @@
 using namespace kiln;
 using kiln::test::Library;
 
-TEST_CASE("winograd F(2x2, 3x3): formula and CPU kernel match a direct convolution") {
-  // 8 -> 8 or 16 channels on a 6x8 map (3 x 4 tiles). With 8 registers the
-  // kernel has two tile groups per row and two channel groups (workgroup y).
-  int64_t MB = 2, registers = 32;
-  SUBCASE("one workgroup per tile row") {}
-  SUBCASE("channel groups, tile groups") {
-    MB = 4;
-    registers = 8;
-  }
-  const int64_t CB = 2, c = 4, H = 6, W = 8, m = 4;
+namespace {
+
+// G (a x 3) of F(2x2, 3x3) and F(4x4, 3x3), as graph/pass_winograd.cpp has them.
+const double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+const double kG4[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                          {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6},  {0, 0, 1}};
+
+void check_winograd(int r, int64_t MB, int64_t registers) {
+  const int a = r + 2;
+  const int64_t CB = 2, c = 4, H = r == 2 ? 6 : 8, W = 8, m = 4;
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> xv((size_t)(CB * H * W * c)), g((size_t)(MB * m * CB * c * 9)), uv((size_t)(MB * 16 * CB * c * m));
+  std::vector<float> xv((size_t)(CB * H * W * c)), g((size_t)(MB * m * CB * c * 9)), uv((size_t)(MB * a * a * CB * c * m));
   for (auto& v : xv) v = dist(rng);
   for (auto& v : g) v = dist(rng);
-  // g[M][C][3][3] -> U[M/m, 4, 4, C/c, c, m] = G g G^T.
-  const double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  // g[M][C][3][3] -> U[M/m, a, a, C/c, c, m] = G g G^T.
+  auto G = [r](int i, int k) { return r == 2 ? kG2[i][k] : kG4[i][k]; };
   for (int64_t oc = 0; oc < MB * m; oc++)
     for (int64_t ic = 0; ic < CB * c; ic++)
-      for (int a = 0; a < 4; a++)
-        for (int b = 0; b < 4; b++) {
+      for (int p = 0; p < a; p++)
+        for (int q = 0; q < a; q++) {
           double s = 0;
           for (int i = 0; i < 3; i++)
-            for (int j = 0; j < 3; j++) s += G[a][i] * g[(size_t)(((oc * CB * c + ic) * 3 + i) * 3 + j)] * G[b][j];
-          uv[(size_t)(((((oc / m) * 4 + a) * 4 + b) * CB + ic / c) * c * m + (ic % c) * m + oc % m)] = (float)s;
+            for (int j = 0; j < 3; j++) s += G(p, i) * g[(size_t)(((oc * CB * c + ic) * 3 + i) * 3 + j)] * G(q, j);
+          uv[(size_t)(((((oc / m) * a + p) * a + q) * CB + ic / c) * c * m + (ic % c) * m + oc % m)] = (float)s;
         }
   te::Tensor x = te::placeholder("x", {1, CB, H, W, c}, tir::Float(32));
-  te::Tensor u = te::placeholder("u", {MB, 4, 4, CB, c, m}, tir::Float(32));
+  te::Tensor u = te::placeholder("u", {MB, a, a, CB, c, m}, tir::Float(32));
   graph::Shape os = {1, MB, H, W, m};
   std::vector<KernelDef> kernels;
   for (bool fast : {false, true}) {
@@ -63,7 +63,7 @@ TEST_CASE("winograd F(2x2, 3x3): formula and CPU kernel match a direct convoluti
   for (uint32_t kernel = 0; kernel < 2; kernel++) {
     CAPTURE(kernel);
     std::vector<float> out((size_t)(MB * H * W * m), -1.0f);
-    lib.run(kernel, {xv.data(), uv.data(), out.data()}, kernel == 1 ? H / 2 * (MB / 2) : -1);
+    lib.run(kernel, {xv.data(), uv.data(), out.data()}, kernel == 1 ? H / r * (MB / 2) : -1);
     double worst = 0;
     for (int64_t oc = 0; oc < MB * m; oc++)
       for (int64_t oh = 0; oh < H; oh++)
@@ -81,5 +81,17 @@ TEST_CASE("winograd F(2x2, 3x3): formula and CPU kernel match a direct convoluti
           worst = std::max(worst, std::fabs(got - want));
         }
     CHECK(worst < 1e-4);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("winograd F(2x2, 3x3) and F(4x4, 3x3): formula and CPU kernel match a direct convolution") {
+  // 8 -> 8 or 16 channels on a 6x8 map (3 x 4 tiles of 2x2) or an 8x8 one (2 x 2 tiles of 4x4). With
+  // 8 registers the kernel has two channel groups (workgroup y), and for F(2x2) two tile groups per row.
+  for (int r : {2, 4}) {
+    CAPTURE(r);
+    check_winograd(r, 2, 32);  // one workgroup per tile row
+    check_winograd(r, 4, 8);   // channel groups, tile groups
   }
 }
