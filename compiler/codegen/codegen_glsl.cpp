@@ -21,53 +21,69 @@ using namespace tir;
 // integer division and remainder round toward negative infinity; float
 // division is correctly rounded (Vulkan lets a GPU's OpFDiv be 2.5 ulp off:
 // NVIDIA's is, and quantization's round(x / scale) then picks the wrong
-// integer at ties). kiln_fdiv divides the significands (scaled into [1, 2),
-// exactly), corrects that quotient q by (a - q b) / b with q b computed
-// exactly by Dekker's product (not fma: Vulkan does not require fma to be
-// fused, and lavapipe's is not), splitting by masking the low 12 bits (no
-// arithmetic a compiler could simplify away), and scales the result back by
-// powers of two (exact); a subnormal result is rounded from the corrected
-// quotient as an integer count of 2^-149, its ties broken by the sign of the
-// exact remainder. q is hidden
-// from the compiler (xor with a zero it cannot know): NVIDIA's otherwise
-// folds a - (a / b) b to 0, `precise` or not, and the correction vanishes
-// (seen on an H200, docs/vulkan.md). Zeros, subnormal, infinite and NaN
-// operands get the plain quotient.
+// integer at ties). kiln_fdiv divides the significands (normalized into
+// [1, 2), subnormal operands too), corrects that quotient q to c = q +
+// (a - q b) / b, then picks c or its neighbour towards the true quotient by
+// their exact remainders (a quotient of floats is never a midpoint), and
+// scales the result back by powers of two (exact); a subnormal result is
+// rounded as an integer count of 2^-149, its ties broken by the sign of the
+// remainder. Remainders use Dekker's exact product (not fma: Vulkan does not
+// require fma to be fused, and lavapipe's is not), split by masking the low
+// 12 bits (no arithmetic a compiler could simplify away). q is hidden from
+// the compiler (xor with a zero it cannot know: 65535^3 workgroups are legal
+// everywhere, and kiln never dispatches them): NVIDIA's otherwise folds
+// a - (a / b) b to 0, `precise` or not, and the correction vanishes (seen on
+// an H200, decision 58). Zero, infinite and NaN operands are decided from
+// their bits: NVIDIA's hardware quotient flushes subnormals (0 / 1e-45 and
+// inf / 3.4e38 came out NaN). kiln_fdiv stays one function, not inlined at
+// every division (codegen_spirv.cpp).
 const char* kPrelude = R"(float kiln_min(float a, float b) { return a < b ? a : b; }
 float kiln_max(float a, float b) { return a > b ? a : b; }
 int kiln_div(int a, int b) { int q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
 int kiln_mod(int a, int b) { int r = a - (a / b) * b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
 vec2 kiln_split(float x) { float h = uintBitsToFloat(floatBitsToUint(x) & 0xFFFFF000u); return vec2(h, x - h); }
+float kiln_fdiv_rem(float ma, float mb, vec2 bs, float q) {
+  vec2 qs = kiln_split(q);
+  precise float p = q * mb;
+  precise float r = (ma - p) - (((qs.x * bs.x - p) + qs.x * bs.y + qs.y * bs.x) + qs.y * bs.y);
+  return r;
+}
+uint kiln_significand(uint u, out int e) {
+  uint m = u & 0x007FFFFFu;
+  e = int((u >> 23) & 255u);
+  if (e == 0) { int s = 23 - findMSB(m); m = (m << uint(s)) & 0x007FFFFFu; e = 1 - s; }
+  return m | 0x3F800000u;
+}
 float kiln_fdiv(float a, float b) {
-  float q = a / b;
-  uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
-  int ea = int((ua >> 23) & 255u), eb = int((ub >> 23) & 255u);
-  if (isnan(q) || ea == 0 || eb == 0 || ea == 255 || eb == 255) return q;
-  uint z = gl_NumWorkGroups.x >> 31;
-  float ma = uintBitsToFloat((ua & 0x007FFFFFu) | 0x3F800000u), mb = uintBitsToFloat((ub & 0x007FFFFFu) | 0x3F800000u);
+  uint ua = floatBitsToUint(a), ub = floatBitsToUint(b), xa = ua & 0x7FFFFFFFu, xb = ub & 0x7FFFFFFFu;
+  uint sign = (ua ^ ub) & 0x80000000u;
+  if (xa > 0x7F800000u || xb > 0x7F800000u || (xa == xb && (xa == 0u || xa == 0x7F800000u)))
+    return uintBitsToFloat(0x7FC00000u);
+  if (xa == 0x7F800000u || xb == 0u) return uintBitsToFloat(sign | 0x7F800000u);
+  if (xa == 0u || xb == 0x7F800000u) return uintBitsToFloat(sign);
+  uint z = uint(gl_NumWorkGroups.x == 65535u && gl_NumWorkGroups.y == 65535u && gl_NumWorkGroups.z == 65535u);
+  int ea, eb;
+  float ma = uintBitsToFloat(kiln_significand(ua, ea)), mb = uintBitsToFloat(kiln_significand(ub, eb));
   vec2 bs = kiln_split(mb);
   precise float m = uintBitsToFloat(floatBitsToUint(ma / mb) ^ z);
-  vec2 ms = kiln_split(m);
-  precise float p = m * mb;
-  precise float r = (ma - p) - (((ms.x * bs.x - p) + ms.x * bs.y + ms.y * bs.x) + ms.y * bs.y);
-  precise float c = m + r / mb;
+  precise float c = m + kiln_fdiv_rem(ma, mb, bs, m) / mb;
+  float rc = kiln_fdiv_rem(ma, mb, bs, c);
+  if (rc != 0.0) {
+    float c2 = uintBitsToFloat(floatBitsToUint(c) + (rc > 0.0 ? 1u : 0xFFFFFFFFu));
+    float r2 = kiln_fdiv_rem(ma, mb, bs, c2);
+    if (abs(r2) < abs(rc)) { c = c2; rc = r2; }
+  }
   int d = ea - eb;
-  uint sign = (ua ^ ub) & 0x80000000u;
   if (d < -126 || (d == -126 && c < 1.0)) {
     int k = d + 149;
     if (k < -1) return uintBitsToFloat(sign);
     precise float t = c * uintBitsToFloat(uint(k + 127) << 23);
     float f = floor(t), n = roundEven(t);
-    if (t - f == 0.5) {
-      vec2 cs = kiln_split(c);
-      precise float pc = c * mb;
-      precise float rc = (ma - pc) - (((cs.x * bs.x - pc) + cs.x * bs.y + cs.y * bs.x) + cs.y * bs.y);
-      if (rc != 0.0) n = rc > 0.0 ? f + 1.0 : f;
-    }
+    if (t - f == 0.5 && rc != 0.0) n = rc > 0.0 ? f + 1.0 : f;
     return uintBitsToFloat(sign | uint(n));
   }
   c = c * uintBitsToFloat(uint(min(d, 127) + 127) << 23);
-  if (d > 127) c = c * uintBitsToFloat(uint(d) << 23);
+  if (d > 127) c = c * uintBitsToFloat(uint(min(d - 127, 127) + 127) << 23);
   return uintBitsToFloat(sign | floatBitsToUint(c));
 }
 float kiln_f16(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }

@@ -6,6 +6,8 @@
 #include <spirv-tools/libspirv.hpp>
 #include <spirv-tools/optimizer.hpp>
 
+#include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "codegen/codegen_glsl.h"
@@ -23,6 +25,28 @@ std::string numbered(const std::string& source) {
   std::string l;
   for (int n = 1; std::getline(in, l); n++) out << n << ": " << l << "\n";
   return out.str();
+}
+
+// Marks the prelude's kiln_fdiv DontInline, so that the optimizer keeps it
+// one function: inlined at every division it made a GridSample kernel's
+// module 5 MB and its optimization take over a minute (the correctly
+// rounded division is long, codegen_glsl.cpp). Found by its OpName (glslang
+// names every function); the function control is OpFunction's third operand.
+void keep_division_out_of_line(std::vector<uint32_t>& words) {
+  constexpr uint32_t kOpName = 5, kOpFunction = 54, kDontInline = 0x2;
+  std::vector<uint32_t> ids;
+  for (size_t i = 5; i < words.size();) {
+    uint32_t count = words[i] >> 16, op = words[i] & 0xFFFFu;
+    if (count == 0 || i + count > words.size()) break;  // malformed: leave it to the validator
+    if (op == kOpName && count >= 3) {
+      const char* text = (const char*)&words[i + 2];
+      size_t room = (count - 2) * 4;
+      if (std::string(text, strnlen(text, room)).rfind("kiln_fdiv(", 0) == 0) ids.push_back(words[i + 1]);
+    }
+    if (op == kOpFunction && count >= 5 && std::find(ids.begin(), ids.end(), words[i + 2]) != ids.end())
+      words[i + 3] |= kDontInline;
+    i += count;
+  }
 }
 
 std::vector<uint32_t> glsl_to_spirv(const std::string& name, const std::string& source) {
@@ -46,6 +70,7 @@ std::vector<uint32_t> glsl_to_spirv(const std::string& name, const std::string& 
   options.disableOptimizer = true;  // SPIRV-Tools runs below
   glslang::GlslangToSpv(*program.getIntermediate(EShLangCompute), words, &logger, &options);
   internal_assert(!words.empty()) << "kernel " << name << ": no SPIR-V from glslang: " << logger.getAllMessages();
+  keep_division_out_of_line(words);
   return words;
 }
 

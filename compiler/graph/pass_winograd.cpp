@@ -43,15 +43,15 @@ constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1
 // The stack buffers of a workgroup (lower/ops_winograd.cpp): a tile row's
 // transformed input, a^2 x C x (OW / r) floats, plus its GEMM results
 // (a^2 x the register tile: at most 29 KB for r = 2, 64.5 KB for r = 4 with
-// AVX-512's 28 accumulators). Kernels keep at most about 195 KB of scratch:
+// AVX-512's 28 accumulators). Kernels keep at most about 195 KiB of scratch:
 // Kiln's worker threads have 1 MB stacks, the calling thread needs 256 KB
-// (docs/runtime.md). ResNet's 56x56 and 28x28 stages take 126 KB of input
-// buffer with r = 4 (114 KB with r = 2).
+// (docs/runtime.md). ResNet's 56x56 and 28x28 stages take 126 KiB of input
+// buffer with r = 4 (112 KiB with r = 2).
 int64_t input_buffer_limit(int64_t r) { return r == 2 ? (128 << 10) : (130 << 10); }
 
-// A 3x3, stride 1, pad 1, ungrouped float32 conv in the blocked layout with
-// static shapes: the convs Winograd can compute.
-bool is_candidate(const Graph& g, const Node& n) {
+}  // namespace
+
+bool winograd_candidate(const Graph& g, const Node& n) {
   if (!n.is(Op::Conv) || n.attr_string("kiln_layout", "") != "NCHWc" || n.has_attr("kiln_winograd")) return false;
   if (n.inputs.size() < 2 || n.inputs[1] < 0 || n.outputs.empty() || n.outputs[0] < 0) return false;
   const Value& w = g.values[n.inputs[1]];
@@ -65,6 +65,8 @@ bool is_candidate(const Graph& g, const Node& n) {
   if (n.attr_string("auto_pad", "NOTSET") != "NOTSET") return false;
   return n.attr_ints("pads", {0, 0, 0, 0}) == std::vector<int64_t>{1, 1, 1, 1};
 }
+
+namespace {
 
 // Whether F(r x r, 3x3) can compute the candidate: output sizes that r
 // divides, at least 32 channels each way, and its buffers within bounds.
@@ -115,7 +117,7 @@ std::vector<double> transform_weights(const std::vector<double>& wd, const Shape
 bool pass_winograd(Graph& g, PassContext& ctx) {
   int rewritten[5] = {0, 0, 0, 0, 0};
   for (Node& n : g.nodes) {
-    if (!is_candidate(g, n)) continue;
+    if (!winograd_candidate(g, n)) continue;
     const Value w = g.values[n.inputs[1]];
     const Value& y = g.values[n.outputs[0]];
     // The knob lives in the conv's direct workload (lower/schedules_cpu.cpp

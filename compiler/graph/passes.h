@@ -74,6 +74,10 @@ bool pass_fuse_attention(Graph& g, PassContext& ctx);  // pass_fuse_attention.cp
 bool pass_conv_transpose(Graph& g, PassContext& ctx);  // pass_conv_transpose.cpp
 bool pass_layout(Graph& g, PassContext& ctx);          // pass_layout.cpp
 bool pass_winograd(Graph& g, PassContext& ctx);        // pass_winograd.cpp
+// A 3x3, stride 1, pad 1, ungrouped float32 conv in the blocked layout with
+// static shapes, not yet converted: one the winograd pass may compute by
+// Winograd (pass_winograd.cpp; lowering asks it too, for the knobs' space).
+bool winograd_candidate(const Graph& g, const Node& n);
 bool pass_lookup_table(Graph& g, PassContext& ctx);    // pass_lookup_table.cpp
 bool pass_cse(Graph& g, PassContext& ctx);             // pass_cse.cpp
 bool pass_dead_code(Graph& g, PassContext& ctx);       // pass_dead_code.cpp

@@ -8,6 +8,7 @@
 //   out[n, mo, oh, ow, mi] = bias[mo*m + mi]
 //       + sum_{co, kh, kw, ci} x[n, co, oh*s - pad + kh*d, ow*s - pad + kw*d, ci] * w[mo, co, kh, kw, ci, mi]
 //   and depthwise (w [M/m, 1, KH, KW, 1, m]): x read at channel block mo, lane mi.
+#include "graph/passes.h"
 #include "lower/op_lowering.h"
 #include "lower/ops_winograd.h"
 #include "lower/schedules_cpu.h"
@@ -71,8 +72,9 @@ void lower_conv_blocked(OpContext& ctx) {
   int registers = ctx.vector().registers;
   tune::Tuning* tuning = ctx.tuning();
   std::string variant = tune::conv_variant(strides, dilations) + (depthwise ? " dw" : "");
-  ctx.schedule_reduction(conv, [registers, w, depthwise, tuning, variant](te::Stage& s) {
-    schedule_conv2d_blocked_cpu(s, w, registers, depthwise, tuning, variant);
+  bool winograd_knob = graph::winograd_candidate(ctx.graph, n);
+  ctx.schedule_reduction(conv, [registers, w, depthwise, tuning, variant, winograd_knob](te::Stage& s) {
+    schedule_conv2d_blocked_cpu(s, w, registers, depthwise, tuning, variant, winograd_knob);
   });
   if (ctx.has_input(2)) {
     te::Tensor b = ctx.in(2), acc = conv;

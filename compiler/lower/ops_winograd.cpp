@@ -16,7 +16,7 @@
 //   2. a^2 GEMMs, one per (xi, nu): Mt[xi,nu][t][m] = sum_c V[..][t][c] U[..][c][m],
 //      a register tile of tiles x channel blocks, as in the direct conv;
 //   3. output transform: Y = AT Mt A per tile, through the fused epilogue.
-// V (about 114 KB for ResNet's stages with r = 2, 129 KB with r = 4) is
+// V (about 114 KB for ResNet's stages with r = 2, 126 KiB with r = 4) is
 // reused by every output channel; U by every row.
 #include <algorithm>
 
@@ -186,7 +186,7 @@ void declare_direct_knobs(const te::Tensor& x, const graph::Shape& us, const gra
     return x({o[0], r[0], o[2] + r[1], o[3] + r[2], r[3]}) * w({o[1], r[0], r[1], r[2], r[3], o[4]});
   });
   te::Stage unused(direct);
-  schedule_conv2d_blocked_cpu(unused, w, registers, false, tuning, tune::conv_variant({1, 1}, {1, 1}));
+  schedule_conv2d_blocked_cpu(unused, w, registers, false, tuning, tune::conv_variant({1, 1}, {1, 1}), true);
 }
 
 void lower_conv_winograd(OpContext& ctx) {

@@ -48,12 +48,13 @@ void schedule_conv2d_cpu(te::Stage& s) {
 }
 
 void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers, bool depthwise,
-                                 tune::Tuning* tuning, const std::string& variant) {
+                                 tune::Tuning* tuning, const std::string& variant, bool winograd_knob) {
   if (s.axes.size() != 5 || s.reduce_axes.size() != 4) return te::default_cpu_schedule(s);
   tune::Knobs knobs = knobs_of(s, "conv2d_blocked", tuning, variant);
   // A 3x3 conv the winograd graph pass may compute otherwise: these knobs
-  // matter only for the direct kernel.
-  if (knobs.declared("winograd")) knobs.guard("winograd", 0);
+  // matter only for the direct kernel. (Not for another conv of the same
+  // key, say one without padding, which is always direct.)
+  if (winograd_knob && knobs.declared("winograd")) knobs.guard("winograd", 0);
   auto n = s.axes[0], mo = s.axes[1], oh = s.axes[2], ow = s.axes[3], mi = s.axes[4];
   auto rc = s.reduce_axes[0], rh = s.reduce_axes[1], rw = s.reduce_axes[2], ri = s.reduce_axes[3];
   // Accumulators: all vector registers but a few for the weights and the

@@ -27,9 +27,11 @@ void schedule_conv1x1_cpu(te::Stage& s);
 // `depthwise`: one input channel per output channel (a grouped conv with
 // one channel per group). Knobs (tune/space.h, workload "conv2d_blocked"):
 // tile_w, tile_m, tile_h, stream, prefetch_kb, swap_bind. `variant`: what
-// else the workload's key names (tune/space.h).
+// else the workload's key names (tune/space.h). `winograd_knob`: a conv the
+// winograd graph pass could compute otherwise (graph::winograd_candidate):
+// these knobs then matter only when its "winograd" knob is 0.
 void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers, bool depthwise,
-                                 tune::Tuning* tuning, const std::string& variant);
+                                 tune::Tuning* tuning, const std::string& variant, bool winograd_knob = false);
 // Pooling over a blocked tensor [N, C/c, H, W, c]: the window loops run
 // inside each output pixel, whose c channels are one vector.
 void schedule_pool_blocked_cpu(te::Stage& s);

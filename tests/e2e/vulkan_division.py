@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Float32 division on Vulkan is correctly rounded (codegen_glsl.cpp's kiln_fdiv): x / y over
-200000 seeded pairs spanning magnitudes from 1e-38 to 1e38, with zeros, infinities and NaNs,
+200000 seeded pairs spanning magnitudes from 1e-38 to 1e38, subnormal operands with normal
+quotients, a quotient next to a rounding midpoint, zeros, infinities and NaNs,
 must equal numpy's (IEEE) quotients bit for bit, NaNs matching. Vulkan allows a GPU's OpFDiv
 2.5 ulp (NVIDIA uses it) and does not require fma to be fused (lavapipe's is not), so the
 correction must hold on both kinds of device; this runs on whichever `kiln run --device
@@ -44,6 +45,14 @@ def main() -> int:
     # Quotients near ties and ordinary magnitudes (most of a model's divisions).
     x[:N // 2] = rng.uniform(-100, 100, N // 2).astype(np.float32)
     y[:N // 2] = rng.uniform(0.001, 10, N // 2).astype(np.float32)
+    # Subnormal operands whose quotients are normal, either way round.
+    sub = (rng.integers(1, 1 << 23, 10000).astype(np.uint32)).view(np.float32)
+    x[N // 2:N // 2 + 10000] = sub * np.where(rng.random(10000) < 0.5, -1, 1).astype(np.float32)
+    y[N // 2:N // 2 + 10000] = rng.uniform(1e-30, 1e-12, 10000).astype(np.float32)
+    x[N // 2 + 10000:N // 2 + 20000] = rng.uniform(1e-30, 1e-12, 10000).astype(np.float32)
+    y[N // 2 + 10000:N // 2 + 20000] = (rng.integers(1, 1 << 23, 10000).astype(np.uint32)).view(np.float32)
+    # A quotient within 2^-47 of a rounding midpoint (c = q + r / b alone misrounds it when q is 1 ulp off).
+    x[N // 2 + 20000], y[N // 2 + 20000] = np.array([0x3fd759fa, 0x3f86839f], np.uint32).view(np.float32)
     special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 3.4e38, 1.0, 7.0], np.float32)
     k = len(special)
     x[-k * k:] = np.repeat(special, k)

@@ -15,6 +15,7 @@
 #include "graph/passes.h"
 #include "tune/space.h"
 #include "lower/fuse.h"
+#include "lower/lower_graph.h"
 #include "support/diagnostics.h"
 
 namespace {
@@ -682,13 +683,24 @@ TEST_CASE("graph pass winograd: the algorithm is a knob of the conv's workload; 
   CHECK(run({}, g0, discovery).first);
   REQUIRE(discovery.spaces.count(key));
   const kiln::tune::Space& space = discovery.spaces.at(key);
-  REQUIRE(space.knobs.size() == 1);
+  REQUIRE(space.knobs.size() == 1);  // before lowering: the pass's knob only
   CHECK(space.knobs[0].name == "winograd");
   CHECK(space.knobs[0].options == std::vector<int64_t>{0, 2, 4});
   CHECK(space.knobs[0].fallback == 4);  // the hand-written pick: F(4x4, 3x3) (4 divides the map)
   int hand = 0;
   for (auto& n : g0.nodes) hand += n.attr_int("kiln_winograd", 0) == 4;
   CHECK(hand == 1);
+  // Lowering puts the Winograd kernel in the same workload, and declares the
+  // direct kernel's knobs there too, each depending on winograd = 0.
+  kiln::lower_graph(g0, kiln::VectorInfo{16, 32}, false, false, {}, &discovery);
+  bool mapped = false;
+  for (auto& [kernel, workload] : discovery.kernel_workload) mapped |= workload == key;
+  CHECK(mapped);
+  REQUIRE(space.knobs.size() > 2);
+  CHECK(space.knobs[1].name == "tile_w");
+  CHECK(space.knobs[1].only_if == "winograd");
+  CHECK(kiln::tune::canonical(space, {{"winograd", 4}, {"tile_w", 1}}) == kiln::tune::canonical(space, {{"winograd", 4}}));
+  CHECK_FALSE(kiln::tune::canonical(space, {{"winograd", 0}, {"tile_w", 1}}) == kiln::tune::canonical(space, {{"winograd", 0}}));
 
   kiln::tune::Tuning four;  // the pick, by a point too
   Graph g4 = blocked;
