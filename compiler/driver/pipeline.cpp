@@ -233,7 +233,7 @@ class Pipeline {
         lower_graph(g, vector_info(options_.target), /*gpu=*/vulkan, options_.vulkan_shared_memory, options_.progress,
                     options_.tuning);
     step_done("lower", std::to_string(program.kernels.size()) + " kernels");
-    if (options_.tuning && !vulkan) {  // one dispatch per kernel, in order (bundle/bundle_writer.cpp)
+    if (options_.tuning) {  // one dispatch per kernel, in order (bundle/bundle_writer.cpp)
       options_.tuning->dispatch_kernels.clear();
       for (const KernelDef& k : program.kernels) options_.tuning->dispatch_kernels.push_back(k.name);
     }

@@ -163,13 +163,13 @@ class Tuner {
 
   void run() {
     t0_ = std::chrono::steady_clock::now();
-    user_assert(!options_.compile.target.vulkan) << "kilnc tune: tuning is for CPU targets (the Vulkan schedules have no knobs yet)";
     target_ = options_.compile.target.tuning_key();
     std::vector<tune::Record> earlier;
     if (!options_.log_path.empty()) earlier = tune::read_tuning_log(options_.log_path, /*missing_ok=*/true);
     discover(earlier);
     if (options_.list_only) return list();
     connect();
+    check_server_runs_model();
     log_.open(options_.log_path, std::ios::app);
     user_assert(log_.good()) << "kilnc tune: cannot append to the log '" << options_.log_path << "'";
     for (int64_t round = 0;; round++) {
@@ -271,6 +271,7 @@ class Tuner {
     user_assert(client_.Open(address.c_str(), options_.token, 30000, &why))
         << "kilnc tune: " << why;
     server_ = address + " (" + client_.server().arch + ", " + std::to_string(client_.server().cpu_count) + " CPUs)";
+    if (options_.compile.target.vulkan) return;  // SPIR-V: any server with a Vulkan device
     // The runtime's name for the target's architecture (its ELF loader's).
     std::string arch = options_.compile.target.triple.substr(0, options_.compile.target.triple.find('-'));
     if (arch == "arm64") arch = "aarch64";
@@ -280,6 +281,19 @@ class Tuner {
         << options_.compile.target.triple << ": give --target for the device, e.g. --target='llvm -mtriple="
         << (client_.server().arch == "arm" ? "armv7a-linux-gnueabihf" : client_.server().arch + "-linux-gnu")
         << " -mcpu=...'";
+  }
+
+  // The model as the hand-written rules compile it, run once: a server that
+  // cannot run it at all (no Vulkan device, say) ends the tuning before any
+  // trial is spent on it.
+  void check_server_runs_model() {
+    if (!client_connected() || active_.empty()) return;
+    std::vector<double> unused;
+    double ns = 0;
+    std::string why;
+    user_assert(measure(compile({}), false, &unused, &ns, &why))
+        << "kilnc tune: the server at " << server_ << " cannot run the model (compiled with the hand-written "
+        << "points): " << why;
   }
 
   // Compiles the model with the points `apply`; its tuning context (spaces,
@@ -302,7 +316,7 @@ class Tuner {
     r.repeats = options_.repeats;
     r.number = 1;
     r.threads = options_.threads;
-    r.device = 1;  // the CPU
+    r.device = options_.compile.target.vulkan ? 2 : 1;  // Vulkan (the server's automatic device), the CPU
     r.timeout_ms = 120000;
     r.flags = per_dispatch ? kiln_rpc::kRunDispatchTimes : 0;
     r.bundle = (const uint8_t*)bundle.data();
@@ -314,6 +328,7 @@ class Tuner {
       *why = std::string(kiln_rpc::ErrorCodeName(error.code)) + ": " + error.message;
       return false;
     }
+    device_ = reply.device;
     *total_ns = (double)*std::min_element(reply.repeat_ns.begin(), reply.repeat_ns.end());
     if (!per_dispatch) return true;
     user_assert(reply.dispatches == scratch_.dispatch_kernels.size())
@@ -580,7 +595,8 @@ class Tuner {
     }
     std::ostream& out = out_;
     out << "kilnc tune: " << model_path_ << ", target " << target_ << ", " << options_.threads << " thread"
-        << (options_.threads == 1 ? "" : "s") << (server_.empty() ? "" : ", on " + server_) << "\n";
+        << (options_.threads == 1 ? "" : "s") << (server_.empty() ? "" : ", on " + server_)
+        << (device_.empty() ? "" : ", device " + device_) << "\n";
     out << "workloads: " << workloads_.size() << " (" << tuned << " tuned here, " << from_log
         << " from the log without measuring, " << fixed << " with nothing to choose); " << measured_records_
         << " measurements in " << rounds_ << " rounds, " << std::fixed << std::setprecision(0) << seconds_since(t0_)
@@ -600,7 +616,7 @@ class Tuner {
       out << std::setprecision(2) << std::setw(9);
       if (w.default_ns > 0 && std::isfinite(w.best_ns)) out << w.default_ns / w.best_ns << "x"; else out << "-";
       out << std::setw(10) << (w.validated ? "yes" : w.from_log ? "log" : "-");
-      out << "  " << (w.best.empty() ? std::string("(hand-written)") : config_text(w.best)) << "\n";
+      out << "  " << (w.best.empty() ? std::string("(hand-written)") : config_text(tune::active(*w.space, w.best))) << "\n";
     }
     compare_model(out);
     out << "log: " << options_.log_path << " (" << measured_records_ << " records added)\n";
@@ -613,6 +629,7 @@ class Tuner {
   std::chrono::steady_clock::time_point t0_;
   std::string target_;                 // the log's target key
   std::string server_;                 // "ADDR (arch, N CPUs)" once connected
+  std::string device_;                 // the device the server measured on ("cpu", or the Vulkan device's name)
   tune::Tuning discovery_;             // the first compile's context, kept (Workload::space points into it)
   tune::Tuning scratch_;               // each later compile's
   std::vector<Workload> workloads_;    // every workload of the model

@@ -1,4 +1,4 @@
-// `kilnc tune`: searches the CPU schedules' knobs (tune/space.h) of every
+// `kilnc tune`: searches the schedules' knobs (tune/space.h; CPU or Vulkan) of every
 // workload of a model by measuring candidates on the device, through a
 // `kiln rpc-server` (docs/rpc.md) -- a board's, or a local one the tuner
 // starts. AutoTVM's loop, with one difference: a round compiles the whole

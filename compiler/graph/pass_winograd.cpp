@@ -26,8 +26,12 @@
 // transforms have coefficients up to 8 (B^T: 5, G: 1/24), so it rounds more
 // than F(2x2, 3x3) (relative 1e-5 against 1e-6 on one 256-channel sum of
 // random data); on ResNet-18 both stay within 2e-6 of the direct kernel
-// (decision 57).
+// (decision 57). The GEMMs' register tile is a knob per r too
+// (winograd_register_tile).
+#include <algorithm>
+
 #include "graph/passes.h"
+#include "support/int_math.h"
 #include "tune/space.h"
 
 namespace kiln::graph {
@@ -64,6 +68,29 @@ bool winograd_candidate(const Graph& g, const Node& n) {
   if (n.attr_ints("dilations", {1, 1}) != std::vector<int64_t>{1, 1}) return false;
   if (n.attr_string("auto_pad", "NOTSET") != "NOTSET") return false;
   return n.attr_ints("pads", {0, 0, 0, 0}) == std::vector<int64_t>{1, 1, 1, 1};
+}
+
+tune::Knobs winograd_workload(tune::Tuning* tuning, const Shape& out, int64_t in_blocks, int64_t in_lanes) {
+  return tune::Knobs(tuning, "conv2d_blocked", "f32", out, {in_blocks, 3, 3, in_lanes}, tune::conv_variant({1, 1}, {1, 1}));
+}
+
+WinogradRegisterTile winograd_register_tile(tune::Knobs& knobs, int64_t r, int64_t row_tiles, int64_t channel_blocks,
+                                            int registers) {
+  // The hand-written tile: two channel blocks (each transformed input
+  // broadcast serves two weight vectors) times as many tiles as the
+  // accumulators allow, more blocks when a row has few tiles.
+  int64_t budget = std::max(registers - 4, 4);
+  WinogradRegisterTile t;
+  t.blocks = largest_divisor(channel_blocks, 2);
+  t.tiles = largest_divisor(row_tiles, budget / t.blocks);
+  if (t.tiles * t.blocks * 2 <= budget) t.blocks = largest_divisor(channel_blocks, budget / t.tiles);
+  std::string suffix = "_r" + std::to_string(r);
+  t.tiles = knobs.get("tiles" + suffix, tune::divisors(row_tiles, budget), t.tiles, "winograd", r);
+  t.blocks = knobs.get("blocks" + suffix, tune::divisors(channel_blocks, budget), t.blocks, "winograd", r);
+  // A point beyond the accumulators gets fewer blocks (its GEMM results'
+  // buffer stays within the stack budget; see input_buffer_limit).
+  t.blocks = std::min(t.blocks, largest_divisor(channel_blocks, std::max<int64_t>(budget / t.tiles, 1)));
+  return t;
 }
 
 namespace {
@@ -122,12 +149,13 @@ bool pass_winograd(Graph& g, PassContext& ctx) {
     const Value& y = g.values[n.outputs[0]];
     // The knob lives in the conv's direct workload (lower/schedules_cpu.cpp
     // declares the direct kernel's knobs under the same key).
-    tune::Knobs knobs(ctx.env.tuning, "conv2d_blocked", "f32", y.shape, {w.shape[1], 3, 3, w.shape[4]},
-                      tune::conv_variant({1, 1}, {1, 1}));
+    tune::Knobs knobs = winograd_workload(ctx.env.tuning, y.shape, w.shape[1], w.shape[4]);
     std::vector<int64_t> options = {0};
     for (int64_t r : {2, 4})
       if (fits(w, y, r)) options.push_back(r);
     int64_t r = knobs.get("winograd", options, hand_written(w, y));
+    for (int64_t each : options)  // every r's register tile, whichever this compile picks
+      if (each) winograd_register_tile(knobs, each, y.shape[3] / each, y.shape[1], ctx.env.vector.registers);
     if (!r) continue;
     Shape ws = w.shape;
     int64_t a = r + 2;

@@ -23,12 +23,13 @@ namespace {
 void usage(FILE* f, const kiln_cli::OptionTable& table) {
   fprintf(f,
           "usage: kilnc tune MODEL.onnx --log TUNE.jsonl [--rpc HOST:PORT] [options]\n"
-          "Searches the CPU schedules' choices for every workload of the model, measuring\n"
-          "candidates on a kiln rpc-server (--rpc; without it, a local one started from\n"
-          "the kiln tool beside kilnc), and appends every measurement to the log; then\n"
-          "`kilnc MODEL.onnx -o OUT.kiln --tuning-log TUNE.jsonl` compiles the best. A log\n"
-          "that already measured a workload (same target, kilnc version and threads)\n"
-          "spares measuring it again (docs/tuning.md).\n\noptions:\n%s",
+          "Searches the schedules' choices for every workload of the model (CPU, or the\n"
+          "GPU with --target=vulkan), measuring candidates on a kiln rpc-server (--rpc;\n"
+          "without it, a local one started from the kiln tool beside kilnc), and\n"
+          "appends every measurement to the log; then `kilnc MODEL.onnx -o OUT.kiln\n"
+          "--tuning-log TUNE.jsonl` compiles the best. A log that already measured a\n"
+          "workload (same target, kilnc version and threads) spares measuring it again\n"
+          "(docs/tuning.md).\n\noptions:\n%s",
           kiln_cli::FormatOptions(table).c_str());
 }
 

@@ -260,7 +260,6 @@ int run_reporting_errors(const char* command, const std::function<int()>& body) 
 void finish_options(CommandLine* line, kiln::tune::Tuning* tuning) {
   line->options.target = kiln::TargetSpec::parse(line->target);
   if (line->tuning_log.empty()) return;
-  user_assert(!line->options.target.vulkan) << "--tuning-log: tuning is for CPU targets (the Vulkan schedules have no knobs yet)";
   std::vector<kiln::tune::Record> records = kiln::tune::read_tuning_log(line->tuning_log, /*missing_ok=*/false);
   const std::string target = line->options.target.tuning_key();
   std::set<int64_t> threads;  // the thread counts it measured this target at

@@ -62,7 +62,7 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
   state.vector = vector;
   state.gpu = gpu;
   state.gpu_shared_memory = gpu_shared_memory;
-  state.tuning = gpu ? nullptr : tuning;  // the knobs are the CPU schedules'
+  state.tuning = tuning;  // the schedules' knobs (CPU and GPU)
 
   for (size_t ni = 0; ni < g.nodes.size(); ni++) {
     report_progress(progress, "lowering", ni, g.nodes.size(), "nodes");

@@ -139,8 +139,11 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
   if (state_->gpu) {  // the CPU schedules do not apply; a reduction keeps its epilogue
     te::Stage stage(anchor.defined() ? anchor : src);
     auto gs = anchor.defined() ? state_->gpu_reduction_schedules.find(anchor.get()) : state_->gpu_reduction_schedules.end();
-    if (gs != state_->gpu_reduction_schedules.end()) gs->second(stage);
-    else if (!(state_->gpu_shared_memory && schedule_reduce_shared_gpu(stage))) default_gpu_schedule(stage);
+    if (gs != state_->gpu_reduction_schedules.end()) {
+      if (state_->tuning) state_->tuning->current_kernel = k.name;  // the workload its knobs name
+      gs->second(stage);
+      if (state_->tuning) state_->tuning->current_kernel.clear();
+    } else if (!(state_->gpu_shared_memory && schedule_reduce_shared_gpu(stage))) default_gpu_schedule(stage);
     te::Epilogue e = anchor.defined() ? epilogue : te::Epilogue();
     k.body = te::lower_stage(stage, out, buffer_of, Expr(0), e);
     // Shared memory needs the invocations to run together: a host fallback
@@ -213,7 +216,9 @@ void OpContext::emit_tir(const std::string& what, const std::function<tir::Stmt(
   KernelDef k;
   k.name = kernel_name(what);
   k.source_nodes = {node_index};
+  if (state_->tuning) state_->tuning->current_kernel = k.name;  // the workload its knobs name, if any
   k.body = body([&](int v, Access access) { return add_kernel_param(k, graph, v, access); });
+  if (state_->tuning) state_->tuning->current_kernel.clear();
   kernels.push_back(std::move(k));
 }
 

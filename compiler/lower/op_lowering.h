@@ -46,7 +46,7 @@ struct LoweringState {
   VectorInfo vector;                                 // the target's SIMD unit (schedules size tiles by it)
   bool gpu = false;                                  // GPU target: default_gpu_schedule unless a GPU reduction schedule applies
   bool gpu_shared_memory = false;                    // GPU schedules may use workgroup shared memory
-  tune::Tuning* tuning = nullptr;                    // CPU schedules' knobs: spaces recorded, points applied (null: hand-written)
+  tune::Tuning* tuning = nullptr;                    // schedules' knobs: spaces recorded, points applied (null: hand-written)
 };
 
 class OpContext {
@@ -119,7 +119,7 @@ class OpContext {
   bool gpu_shared_memory() const { return state_->gpu_shared_memory; }
   // Whether the kernels are for a GPU (hand-written kernels pick their form).
   bool gpu() const { return state_->gpu; }
-  // The compilation's tuning context for the CPU schedules' knobs (null: hand-written choices).
+  // The compilation's tuning context for the schedules' knobs, CPU or GPU (null: hand-written choices).
   tune::Tuning* tuning() const { return state_->tuning; }
 
   // Requires all float32 inputs/outputs (the only type some ops support so far).

@@ -34,6 +34,7 @@
 #include "lower/serial_tir.h"
 #include "support/diagnostics.h"
 #include "support/int_math.h"
+#include "tune/space.h"
 
 namespace kiln::lower {
 
@@ -150,28 +151,91 @@ struct Buffers {
   tir::Buffer Q, K, V, M, O;  // M: undefined without a mask
 };
 
-// The CPU kernel's body (the file comment), tiles sized for `target`.
-tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& target, const Buffers& buf) {
+// The CPU kernel's tiles (the file comment).
+struct Tiles {
+  int64_t L;   // vector lanes
+  int64_t KT;  // keys per score register tile (two vectors)
+  int64_t Tq;  // query rows of a register tile
+  int64_t Bk;  // keys of a block (a multiple of KT)
+  int64_t EV;  // lanes of a vector of V's columns
+  int64_t EC;  // vectors of V's columns in a P V register tile (dividing Dv / EV)
+  int64_t Bq;  // query rows of a workgroup (a multiple of Tq)
+  // Bytes of a workgroup's scratch (cpu_body's buffers).
+  int64_t scratch(int64_t D, int64_t Dv) const {
+    return 4 * (D * Bk + Tq * Bk + Bq * Dv + 2 * Bq + Tq * (KT + EC * EV + 2 * L + 1));
+  }
+};
+
+// The tiles for `target`'s vector registers: the hand-written sizes, or a
+// point of the kernel's "attention" workload (tune/space.h; `tuning` null:
+// the hand-written sizes). Knobs: rows (Tq), key_block (Bk), query_block
+// (Bq, rounded down to a multiple of Tq), pv_vectors (EC).
+Tiles choose_tiles(const graph::Node& n, const Attention& a, const VectorInfo& target, tune::Tuning* tuning) {
+  const int64_t Sq = a.Sq, Sk = a.Sk, D = a.D, Dv = a.Dv;
+  const int64_t regs = std::max(8, target.registers);
+  Tiles t;
+  t.L = std::max(1, target.lanes);
+  t.KT = 2 * t.L;
+  t.EV = pow2_divisor(Dv, t.L);
+  // The most P V vectors of a tile of `rows` rows within `limit` accumulators.
+  auto pv_vectors = [&](int64_t rows, int64_t limit) {
+    int64_t ec = std::max<int64_t>(1, std::min(Dv / t.EV, limit / rows));
+    while ((Dv / t.EV) % ec) ec--;
+    return ec;
+  };
+  // The hand-written tiles: a quarter of the registers' rows; the packed
+  // keys (D x Bk) and the tile's scores (Tq x Bk) within 40 KB; the P V tile
+  // in half the registers; the block's partial results within 32 KB.
+  t.Tq = std::min<int64_t>(Sq, std::max<int64_t>(1, regs / 4));
+  t.Bk = std::max(t.KT, std::min(round_up(Sk, t.KT), (10240 / (D + t.Tq)) / t.KT * t.KT));
+  t.EC = pv_vectors(t.Tq, regs / 2);
+  t.Bq = std::max(t.Tq, std::min({round_up(Sq, t.Tq), 8192 / Dv, (int64_t)128}) / t.Tq * t.Tq);
+  // The knobs.
+  // (The key: the query rows, then the keys and the widths of a score's and
+  // an output's dot products, D + Dv, so that the space's flops are the
+  // kernel's; then "d<D>", the row and column strides of Q, K and V (how
+  // the kernel reads them: "q768x1" for rows of a fused QKV product), and
+  // "mask".)
+  auto strides = [](const char* name, const View& v) {
+    return std::string(" ") + name + std::to_string(v.s[2]) + "x" + std::to_string(v.s[3]);
+  };
+  tune::Knobs knobs(tuning, "attention", "f32", {a.B, a.H, Sq}, {Sk, D + Dv},
+                    "d" + std::to_string(D) + strides("q", a.qv) + strides("k", a.kv) + strides("v", a.vv) +
+                        (a.has_mask ? " mask" : ""));
+  std::vector<int64_t> rows, keys, queries;
+  for (int64_t r : {1, 2, 3, 4, 6, 8, 12, 16})
+    if (r <= Sq && 2 * r <= regs - 4) rows.push_back(r);  // the score tile: 2 Tq accumulators
+  for (int64_t k = t.KT; k <= round_up(Sk, t.KT) && k <= 64 * t.KT; k *= 2) keys.push_back(k);
+  for (int64_t q : {16, 32, 64, 128, 256})
+    if (q <= round_up(Sq, 16)) queries.push_back(q);
+  t.Tq = knobs.get("rows", rows, t.Tq);
+  t.Bk = knobs.get("key_block", keys, t.Bk);
+  t.Bq = std::max(t.Tq, std::min(knobs.get("query_block", queries, t.Bq), round_up(Sq, t.Tq)) / t.Tq * t.Tq);
+  // (A P V tile beyond the accumulators gets fewer vectors.)
+  t.EC = std::min(knobs.get("pv_vectors", tune::divisors(Dv / t.EV, regs / 2), t.EC), pv_vectors(t.Tq, regs - 4));
+  // Blocks beyond the stack budget (thread stacks: 1 MB) shrink, keys first.
+  while (t.scratch(D, Dv) > (160 << 10) && (t.Bk > t.KT || t.Bq > t.Tq)) {
+    if (t.Bk > t.KT) t.Bk = std::max(t.KT, t.Bk / 2 / t.KT * t.KT);
+    else t.Bq = std::max(t.Tq, t.Bq / 2 / t.Tq * t.Tq);
+  }
+  internal_assert(t.scratch(D, Dv) <= (160 << 10)) << n.describe() << ": " << t.scratch(D, Dv) << " bytes of scratch "
+                                                   << "(heads wider than graph/pass_fuse_attention.cpp allows?)";
+  return t;
+}
+
+// The CPU kernel's body (the file comment), tiles sized for `target` (a
+// point of its workload: choose_tiles).
+tir::Stmt cpu_body(const graph::Node& n, const Attention& a, const VectorInfo& target, const Buffers& buf,
+                   tune::Tuning* tuning) {
   const int64_t B = a.B, H = a.H, Sq = a.Sq, Sk = a.Sk, D = a.D, Dv = a.Dv;
   const View &qv = a.qv, &kv = a.kv, &vv = a.vv, &ov = a.ov, &mv = a.mv;
   const bool has_mask = a.has_mask;
   const float scale = a.scale;
-  // Tiles (see the file comment), sized for the target's vector registers.
-  const int64_t L = std::max(1, target.lanes), regs = std::max(8, target.registers);
-  const int64_t KT = 2 * L;  // keys per score register tile
-  const int64_t Tq = std::min<int64_t>(Sq, std::max<int64_t>(1, regs / 4));
-  // The key block: the packed keys (D x Bk) and the tile's scores (Tq x Bk) within 40 KB.
-  const int64_t Bk = std::max(KT, std::min(round_up(Sk, KT), (10240 / (D + Tq)) / KT * KT));
-  const int64_t EV = pow2_divisor(Dv, L);  // lanes of a vector of V's columns
-  int64_t EC = std::max<int64_t>(1, std::min(Dv / EV, (regs / 2) / Tq));
-  while ((Dv / EV) % EC) EC--;
-  const int64_t Bq = std::max(Tq, std::min({round_up(Sq, Tq), 8192 / Dv, (int64_t)128}) / Tq * Tq);
+  const Tiles tiles = choose_tiles(n, a, target, tuning);
+  const int64_t L = tiles.L, KT = tiles.KT, Tq = tiles.Tq, Bk = tiles.Bk, EV = tiles.EV, EC = tiles.EC, Bq = tiles.Bq;
   const int64_t nkb = ceil_div(Sk, Bk);  // at most
   const bool dynamic = !tir::as_const_int(a.sq) || !tir::as_const_int(a.sk);
   const Expr nqb = (a.sq + idx(Bq - 1)) / idx(Bq), nkb_run = (a.sk + idx(Bk - 1)) / idx(Bk);
-  const int64_t scratch = 4 * (D * Bk + Tq * Bk + Bq * Dv + 2 * Bq + Tq * (KT + EC * EV + 2 * L + 1));
-  internal_assert(scratch <= (160 << 10)) << n.describe() << ": " << scratch << " bytes of scratch (heads wider than "
-                                          << "graph/pass_fuse_attention.cpp allows?)";
   const bool ragged_keys = dynamic || Sk % Bk != 0;
   const bool ragged_rows = dynamic || Sq % Bq != 0 || Bq % Tq != 0 || Sq % Tq != 0;
 
@@ -418,13 +482,13 @@ void lower_attention(OpContext& ctx) {
     buf.Q = bind(a.q_in, Access::Read), buf.K = bind(a.k_in, Access::Read), buf.V = bind(a.v_in, Access::Read);
     if (a.has_mask) buf.M = bind(a.m_in, Access::Read);
     buf.O = bind(a.out, Access::Write);
-    if (!ctx.gpu()) return cpu_body(ctx.node(), a, ctx.vector(), buf);
+    if (!ctx.gpu()) return cpu_body(ctx.node(), a, ctx.vector(), buf, ctx.tuning());
     // The GPU form shares workgroup memory between invocations: a device
     // that cannot run it falls back to the CPU form (KernelDef::host_body).
     VectorInfo host_vector;
     host_vector.lanes = 8;
     host_vector.registers = 16;
-    host = cpu_body(ctx.node(), a, host_vector, buf);
+    host = cpu_body(ctx.node(), a, host_vector, buf, nullptr);
     return gpu_body(ctx.node(), a, buf);
   });
   if (host.defined()) ctx.kernels.back().host_body = host;

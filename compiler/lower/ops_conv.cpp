@@ -138,7 +138,11 @@ void lower_conv(OpContext& ctx) {
   bool pointwise = k == 2 && kernel[0] == 1 && kernel[1] == 1 && strides == std::vector<int64_t>{1, 1} && no_pads;
   if (k == 2) ctx.schedule_reduction(conv, pointwise ? schedule_conv1x1_cpu : schedule_conv2d_cpu);
   bool shared = ctx.gpu_shared_memory() && group == 1;
-  if (k == 2) ctx.schedule_reduction_gpu(conv, [=](te::Stage& s) { schedule_conv2d_gpu(s, xpad, w, shared, group == C && group == M); });
+  bool depthwise = group == C && group == M;
+  tune::Tuning* tuning = ctx.tuning();
+  std::string variant = tune::conv_variant(strides, dilations) +
+                        (depthwise ? " dw" : group > 1 ? " g" + std::to_string(group) : std::string());
+  if (k == 2) ctx.schedule_reduction_gpu(conv, [=](te::Stage& s) { schedule_conv2d_gpu(s, xpad, w, shared, depthwise, tuning, variant); });
   if (ctx.has_input(2)) {
     te::Tensor b = ctx.in(2), acc = conv;
     conv = te::compute("conv_bias", os, [acc, b](const Indices& o) { return acc(o) + b({o[1]}); });

@@ -51,7 +51,9 @@ void lower_gemm(OpContext& ctx) {
   std::string variant = std::string(ta ? "ta " : "") + (tb ? "tb" : nb ? "packed" : "");
   ctx.schedule_reduction(ab, [target, tuning, variant](te::Stage& s) { schedule_matmul_cpu(s, target, tuning, variant); });
   bool shared = ctx.gpu_shared_memory();
-  ctx.schedule_reduction_gpu(ab, [a, b, shared](te::Stage& s) { schedule_matmul_gpu(s, a, b, shared); });
+  ctx.schedule_reduction_gpu(ab, [a, b, shared, tuning, variant](te::Stage& s) {
+    schedule_matmul_gpu(s, a, b, shared, tuning, variant);
+  });
   te::Tensor c = ctx.has_input(2) ? ctx.in(2) : te::Tensor();
   user_assert(!c.defined() || c.ndim() <= 2) << n.describe() << ": C must be at most 2-D";
   ctx.set_output(0, te::compute("gemm_out", ys, [=](const Indices& o) {
@@ -104,7 +106,9 @@ void lower_matmul(OpContext& ctx) {
   std::string variant = nb ? "packed" : "";
   ctx.schedule_reduction(mm, [target, tuning, variant](te::Stage& s) { schedule_matmul_cpu(s, target, tuning, variant); });
   bool shared = ctx.gpu_shared_memory();
-  ctx.schedule_reduction_gpu(mm, [a, b, shared](te::Stage& s) { schedule_matmul_gpu(s, a, b, shared); });
+  ctx.schedule_reduction_gpu(mm, [a, b, shared, tuning, variant](te::Stage& s) {
+    schedule_matmul_gpu(s, a, b, shared, tuning, variant);
+  });
   if (a_vec || b_vec) {  // a 1-D operand: drop the promoted unit dimension
     te::Tensor src = mm;
     mm = te::compute("matmul_view", ys, [=](const Indices& o) {

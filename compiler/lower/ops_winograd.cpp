@@ -20,6 +20,7 @@
 // reused by every output channel; U by every row.
 #include <algorithm>
 
+#include "graph/passes.h"
 #include "lower/op_lowering.h"
 #include "lower/ops_winograd.h"
 #include "lower/schedules_cpu.h"
@@ -205,7 +206,7 @@ void lower_conv_winograd(OpContext& ctx) {
   tune::Tuning* tuning = ctx.tuning();
   ctx.schedule_reduction(conv, [=](te::Stage& s) {
     if (tuning) declare_direct_knobs(x, us, os, target.registers, tuning);
-    schedule_conv2d_winograd_cpu(s, x, u, target);
+    schedule_conv2d_winograd_cpu(s, x, u, target, tuning);
   });
   if (ctx.has_input(2)) {
     te::Tensor b = ctx.in(2), acc = conv;
@@ -214,7 +215,8 @@ void lower_conv_winograd(OpContext& ctx) {
   ctx.set_output(0, conv);
 }
 
-void schedule_conv2d_winograd_cpu(te::Stage& s, const te::Tensor& x, const te::Tensor& u, const VectorInfo& target) {
+void schedule_conv2d_winograd_cpu(te::Stage& s, const te::Tensor& x, const te::Tensor& u, const VectorInfo& target,
+                                  tune::Tuning* tuning) {
   internal_assert(s.axes.size() == 5 && s.reduce_axes.size() == 4) << "winograd: unexpected stage";
   auto n = s.axes[0], mo = s.axes[1], oh = s.axes[2], ow = s.axes[3], mi = s.axes[4];
   WinogradTile w;
@@ -228,13 +230,14 @@ void schedule_conv2d_winograd_cpu(te::Stage& s, const te::Tensor& x, const te::T
   w.m = mi->extent;
   w.x = x;
   w.u = u;
-  // Register tile: two channel blocks (each V broadcast serves two weight
-  // vectors) times as many tiles as the accumulators allow, four blocks
-  // when a row has few tiles.
-  int64_t budget = std::max(target.registers - 4, 4), T = w.W / w.r;
-  w.tm = largest_divisor(w.MB, 2);
-  w.tt = largest_divisor(T, budget / w.tm);
-  if (w.tt * w.tm * 2 <= budget) w.tm = largest_divisor(w.MB, budget / w.tt);
+  // The register tile: a knob of the conv's workload (the key its direct
+  // kernel's schedule gives it), declared by the winograd graph pass.
+  graph::Shape out;
+  for (auto& axis : s.axes) out.push_back(axis->extent);
+  tune::Knobs knobs = graph::winograd_workload(tuning, out, w.CB, w.c);
+  graph::WinogradRegisterTile tile = graph::winograd_register_tile(knobs, w.r, w.W / w.r, w.MB, target.registers);
+  w.tt = tile.tiles;
+  w.tm = tile.blocks;
   // Workgroups: tile rows, and channel groups where rows are few (ResNet's
   // 14x14 stage has 7), so that threads share the work evenly; each group
   // transforms the input rows again (a few percent of the work).

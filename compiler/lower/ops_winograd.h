@@ -3,6 +3,7 @@
 
 #include "target/target.h"
 #include "lower/op_lowering.h"
+#include "tune/space.h"
 
 namespace kiln::lower {
 
@@ -14,7 +15,10 @@ void lower_conv_winograd(OpContext& ctx);
 te::Tensor winograd_conv(const te::Tensor& x, const te::Tensor& u, const graph::Shape& os);
 // Its CPU schedule: a workgroup per row of r x r output tiles, tensorized into
 // input transform, a^2 register-tiled GEMMs and output transform. x is the
-// blocked input, u the transformed weights.
-void schedule_conv2d_winograd_cpu(te::Stage& s, const te::Tensor& x, const te::Tensor& u, const VectorInfo& target);
+// blocked input, u the transformed weights. Its register tile is a knob of
+// the conv's workload (graph::winograd_register_tile; `tuning` null: the
+// hand-written tile).
+void schedule_conv2d_winograd_cpu(te::Stage& s, const te::Tensor& x, const te::Tensor& u, const VectorInfo& target,
+                                  tune::Tuning* tuning);
 
 }  // namespace kiln::lower

@@ -15,15 +15,6 @@ int64_t tile_for(int64_t n, std::initializer_list<int64_t> options) {
   return 1;
 }
 
-// A stage's workload for its knobs: the schedule's name, the element type
-// and the output and reduction extents.
-tune::Knobs knobs_of(te::Stage& s, const char* schedule, tune::Tuning* tuning, const std::string& variant) {
-  std::vector<int64_t> out, reduce;
-  for (auto& a : s.axes) out.push_back(a->extent);
-  for (auto& r : s.reduce_axes) reduce.push_back(r->extent);
-  return tune::Knobs(tuning, schedule, s.tensor.dtype().str(), out, reduce, variant);
-}
-
 // Binds `iv` to workgroup x after fusing it with every outer loop (so the
 // bound loop is outermost, as bind requires).
 void bind_outer(te::Stage& s, te::IterVar iv) {
@@ -32,6 +23,13 @@ void bind_outer(te::Stage& s, te::IterVar iv) {
 }
 
 }  // namespace
+
+tune::Knobs stage_knobs(const te::Stage& s, const char* schedule, tune::Tuning* tuning, const std::string& variant) {
+  std::vector<int64_t> out, reduce;
+  for (auto& a : s.axes) out.push_back(a->extent);
+  for (auto& r : s.reduce_axes) reduce.push_back(r->extent);
+  return tune::Knobs(tuning, schedule, s.tensor.dtype().str(), out, reduce, variant);
+}
 
 void schedule_conv2d_cpu(te::Stage& s) {
   if (s.axes.size() != 4 || s.reduce_axes.size() != 3) return te::default_cpu_schedule(s);
@@ -50,7 +48,7 @@ void schedule_conv2d_cpu(te::Stage& s) {
 void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int registers, bool depthwise,
                                  tune::Tuning* tuning, const std::string& variant, bool winograd_knob) {
   if (s.axes.size() != 5 || s.reduce_axes.size() != 4) return te::default_cpu_schedule(s);
-  tune::Knobs knobs = knobs_of(s, "conv2d_blocked", tuning, variant);
+  tune::Knobs knobs = stage_knobs(s, "conv2d_blocked", tuning, variant);
   // A 3x3 conv the winograd graph pass may compute otherwise: these knobs
   // matter only for the direct kernel. (Not for another conv of the same
   // key, say one without padding, which is always direct.)
@@ -134,6 +132,18 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int re
   bool small_weights =
       knobs.get("swap_bind", {0, 1}, !depthwise && weight_bytes <= (512 << 10) ? 1 : 0, "stream", 0) != 0;
   th = stream ? stream_rows : 1;
+  // Unroll depth: the input channels of a block in steps of `unroll`, each
+  // step unrolled (1: the loop as it is, for LLVM to unroll or not).
+  int64_t unroll = knobs.get("unroll", tune::divisors(ri->extent, 16), 1);
+  auto channel_loops = [&](std::vector<te::IterVar> order) {
+    if (unroll <= 1) return order;
+    auto [rio, rii] = s.split(ri, unroll);
+    auto at = std::find(order.begin(), order.end(), ri);
+    *at = rii;
+    order.insert(at, rio);
+    s.unroll(rii);
+    return order;
+  };
   if (stream) {
     auto [moo, moi] = s.split(mo, tm);
     auto [owo, owi] = s.split(ow, tw);
@@ -143,7 +153,7 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int re
     // accumulators in and out of registers costs a few percent at most.
     int64_t steps = rh->extent * rw->extent * ri->extent;
     auto [rco, rci] = s.split(rc, largest_divisor(rc->extent, std::max<int64_t>(1, 64 / steps)));
-    s.reorder({n, moo, rco, oho, owo, rci, rh, rw, ri, ohi, owi, moi, mi});
+    s.reorder(channel_loops({n, moo, rco, oho, owo, rci, rh, rw, ri, ohi, owi, moi, mi}));
     s.bind(s.fuse(n, moo), tir::ForKind::WorkgroupX);
     s.unroll(ohi);
     s.unroll(owi);
@@ -167,8 +177,8 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int re
   // input loads (tw + KW - 1 loads a row instead of tw * KW at stride 1),
   // each live for KW pixels only.
   bool depthwise_row = rc->extent == 1 && ri->extent == 1 && rw->extent <= 7;
-  if (depthwise_row) s.reorder({n, moo, oh, owo, rc, rh, ri, owi, rw, moi, mi});
-  else s.reorder({n, moo, oh, owo, rc, rh, rw, ri, owi, moi, mi});
+  if (depthwise_row) s.reorder(channel_loops({n, moo, oh, owo, rc, rh, ri, owi, rw, moi, mi}));
+  else s.reorder(channel_loops({n, moo, oh, owo, rc, rh, rw, ri, owi, moi, mi}));
   // Rows on workgroup x, channel blocks (with the batch) on y: consecutive
   // workgroups of a thread share a tile's weights. Rows stay a loop of their
   // own so that loop partitioning can take the padding guards out of the
@@ -234,7 +244,7 @@ void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target, tune::Tuning* t
     // The knobs (the columns stay the packed panel's): rows per tile, the
     // loop order, and K in blocks (the tile's column panel of partial sums
     // then lives in a local tile between blocks, at most 32 KB).
-    tune::Knobs knobs = knobs_of(s, "matmul", tuning, variant);
+    tune::Knobs knobs = stage_knobs(s, "matmul", tuning, variant);
     ti = knobs.get("rows", tune::divisors(i->extent, std::max<int64_t>((target.registers - 2) / tv, 1)), ti);
     std::vector<int64_t> blocks = {0};
     for (int64_t b : {32, 64, 128, 256, 512})
@@ -246,11 +256,25 @@ void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target, tune::Tuning* t
     // Column tiles outermost (on threads): one tile's weights (a packed
     // panel, see graph/pass_layout.cpp) stay in cache for all row tiles.
     bool columns = !knobs.get("rows_outer", {0, 1}, jo->extent > 1 || io->extent == 1 ? 0 : 1);
+    // Unroll depth: K in steps of `unroll`, each unrolled (1: as it is).
+    std::vector<int64_t> unrolls = {1};
+    for (int64_t u : {2, 4, 8})
+      if (k->extent % u == 0) unrolls.push_back(u);
+    int64_t unroll = knobs.get("unroll", unrolls, 1);
+    te::IterVar inner = k;
     if (k_block && columns) {  // (rows outermost, the local tile would be a whole row panel)
       auto [ko, ki] = s.split(k, k_block);
+      inner = ki;
       for (auto& v : {columns ? jo : io, ko, columns ? io : jo, ki, ii, jt, jl}) order.push_back(v);
     } else {
       for (auto& v : {columns ? jo : io, columns ? io : jo, k, ii, jt, jl}) order.push_back(v);
+    }
+    if (unroll > 1) {  // (k_block, a multiple of 32, is one of the steps')
+      auto [ku, kr] = s.split(inner, unroll);
+      auto at = std::find(order.begin(), order.end(), inner);
+      *at = kr;
+      order.insert(at, ku);
+      s.unroll(kr);
     }
     s.reorder(order);
     bind_outer(s, columns ? jo : io);

@@ -13,6 +13,11 @@
 
 namespace kiln::lower {
 
+// A stage's workload for its schedule's knobs (tune/space.h): the
+// schedule's name, the element type, the output and reduction extents and
+// `variant` (the CPU and the GPU schedules').
+tune::Knobs stage_knobs(const te::Stage& s, const char* schedule, tune::Tuning* tuning, const std::string& variant);
+
 // Conv (NCHW, any group count) with output [N, M, OH, OW] and reduction [Cg, KH, KW].
 void schedule_conv2d_cpu(te::Stage& s);
 // 1x1, stride-1, unpadded conv: a GEMM over the flattened spatial axis (the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "lower/schedules_cpu.h"
 #include "support/diagnostics.h"
 #include "support/int_math.h"
 
@@ -36,6 +37,13 @@ void bind_block(te::Stage& s, te::IterVar lanes, te::IterVar groups, std::initia
   s.bind(lanes, tir::ForKind::LocalX);
   bind_groups(s, groups);
   for (auto& l : unrolled) s.unroll(l);
+}
+
+// A GPU workload's variant: "smem" added when the compile may use shared
+// memory (--vulkan-shared-memory=on), whose spaces have other knobs.
+std::string with_shared_memory(const std::string& variant, bool shared) {
+  if (!shared) return variant;
+  return variant.empty() ? "smem" : variant + " smem";
 }
 
 }  // namespace
@@ -85,13 +93,37 @@ void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, in
   bind_invocations(s, outer);
 }
 
-void schedule_matmul_gpu(te::Stage& s, const te::Tensor& a, const te::Tensor& b, bool shared) {
+void schedule_matmul_gpu(te::Stage& s, const te::Tensor& a, const te::Tensor& b, bool shared, tune::Tuning* tuning,
+                         const std::string& variant) {
   size_t r = s.axes.size();
   if (r < 2 || s.reduce_axes.size() != 1) return default_gpu_schedule(s);
   auto i = s.axes[r - 2], j = s.axes[r - 1], k = s.reduce_axes[0];
-  const int64_t tile = 4, side = 8, depth = 16;  // 4x4 per invocation, 8x8 invocations, K tiles of 16
-  if (!shared || i->extent < 2 * tile || j->extent < 2 * tile || k->extent < depth)
-    return schedule_register_tile_gpu(s, r - 2, tile, r - 1, tile);
+  // The knobs (workload "matmul_gpu"). With shared memory: whether to use
+  // it, and then the tile per invocation, the invocations per side of the
+  // workgroup (16 or 64 of them: at most the portable 128) and the slice of
+  // K copied at once (a and b's slices: at most 16 KB, the portable
+  // maxComputeSharedMemorySize); else the register tile's rows and columns.
+  tune::Knobs knobs = stage_knobs(s, "matmul_gpu", tuning, with_shared_memory(variant, shared));
+  int64_t tile = 4, side = 8, depth = 16;  // 4x4 per invocation, 8x8 invocations, K tiles of 16
+  const bool can_share = shared && i->extent >= 2 * tile && j->extent >= 2 * tile && k->extent >= depth;
+  bool use_shared = false;
+  if (can_share) {
+    std::vector<int64_t> tiles, depths;
+    for (int64_t t : {2, 4, 8})
+      if (2 * t <= std::min(i->extent, j->extent)) tiles.push_back(t);
+    // (a's and b's slices, 2 x 64 x depth elements at the largest block, within 16 KB)
+    const int64_t element_bytes = std::max<int64_t>(1, std::max(a.dtype().bits, b.dtype().bits) / 8);
+    for (int64_t d : {8, 16, 32})
+      if (d <= k->extent && 2 * 64 * d * element_bytes <= (16 << 10)) depths.push_back(d);
+    use_shared = knobs.get("shared", {0, 1}, 1) != 0;
+    tile = knobs.get("tile", tiles, tile, "shared", 1);
+    side = knobs.get("side", {4, 8}, side, "shared", 1);
+    depth = knobs.get("depth", depths, depth, "shared", 1);
+  }
+  const std::string register_tile_if = can_share ? "shared" : "";
+  int64_t ti = knobs.get("tile_i", {1, 2, 4, 8}, 4, register_tile_if, 0);
+  int64_t tj = knobs.get("tile_j", {1, 2, 4, 8}, 4, register_tile_if, 0);
+  if (!use_shared) return schedule_register_tile_gpu(s, r - 2, ti, r - 1, tj);
   auto [io, ii] = s.split(i, side * tile);
   auto [ig, it] = s.split(ii, tile);
   auto [jo, ji] = s.split(j, side * tile);
@@ -108,7 +140,8 @@ void schedule_matmul_gpu(te::Stage& s, const te::Tensor& a, const te::Tensor& b,
   s.cache_shared(b, ko);
 }
 
-void schedule_conv2d_gpu(te::Stage& s, const te::Tensor& xpad, const te::Tensor& w, bool shared, bool depthwise) {
+void schedule_conv2d_gpu(te::Stage& s, const te::Tensor& xpad, const te::Tensor& w, bool shared, bool depthwise,
+                         tune::Tuning* tuning, const std::string& variant) {
   if (s.axes.size() != 4 || s.reduce_axes.size() != 3) return default_gpu_schedule(s);
   auto n = s.axes[0], m = s.axes[1], oh = s.axes[2], ow = s.axes[3];
   // (Channel counts that tile evenly: a slice of 8 for C = 3 would be 5/8 waste.)
@@ -116,9 +149,16 @@ void schedule_conv2d_gpu(te::Stage& s, const te::Tensor& xpad, const te::Tensor&
   // 13x13 at 256 channels: 64 blocks) runs as register tiles, made small enough
   // to fill the GPU (docs/vulkan.md, "On a real GPU").
   int64_t blocks = n->extent * ceil_div(m->extent, 16) * ceil_div(oh->extent, 8) * ceil_div(ow->extent, 8);
-  if (!shared || depthwise || m->extent % 16 || s.reduce_axes[0]->extent % 8 || oh->extent < 8 || ow->extent < 8 ||
-      blocks < kGpuMinWorkgroups)
-    return schedule_register_tile_gpu(s, 1, depthwise ? 1 : 4, 3, 4, shared ? kGpuMinInvocations : 0);
+  const bool can_share = shared && !depthwise && m->extent % 16 == 0 && s.reduce_axes[0]->extent % 8 == 0 &&
+                         oh->extent >= 8 && ow->extent >= 8 && blocks >= kGpuMinWorkgroups;
+  // The knobs (workload "conv2d_gpu"): where the shared-memory block could
+  // run, whether it does; the register tile's channels and pixels.
+  tune::Knobs knobs = stage_knobs(s, "conv2d_gpu", tuning, with_shared_memory(variant, shared));
+  const bool use_shared = can_share && knobs.get("shared", {0, 1}, 1) != 0;
+  const std::string register_tile_if = can_share ? "shared" : "";
+  int64_t tm = knobs.get("tile_m", {1, 2, 4, 8}, depthwise ? 1 : 4, register_tile_if, 0);
+  int64_t tw = knobs.get("tile_w", {1, 2, 4, 8}, 4, register_tile_if, 0);
+  if (!use_shared) return schedule_register_tile_gpu(s, 1, tm, 3, tw, shared ? kGpuMinInvocations : 0);
   auto [mo, mr] = s.split(m, 16);
   auto [mg, mt] = s.split(mr, 4);
   auto [oho, ohi] = s.split(oh, 8);

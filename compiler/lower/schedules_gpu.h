@@ -8,7 +8,10 @@
 
 #include <cstdint>
 
+#include <string>
+
 #include "te/schedule.h"
+#include "tune/space.h"
 
 namespace kiln::lower {
 
@@ -43,7 +46,10 @@ void schedule_register_tile_gpu(te::Stage& s, size_t a, int64_t ta, size_t b, in
 // first, where that makes kGpuMinWorkgroups workgroups. Otherwise register
 // tiles of 4 channels x 4 pixels (a depthwise conv shares nothing across
 // channels: 4 pixels only), with `shared` shrunk to kGpuMinInvocations.
-void schedule_conv2d_gpu(te::Stage& s, const te::Tensor& xpad, const te::Tensor& w, bool shared, bool depthwise);
+// Knobs (tune/space.h, workload "conv2d_gpu"; `variant`: what else its key
+// names): shared (where the block could run), tile_m, tile_w.
+void schedule_conv2d_gpu(te::Stage& s, const te::Tensor& xpad, const te::Tensor& w, bool shared, bool depthwise,
+                         tune::Tuning* tuning, const std::string& variant);
 
 // Reductions with few outputs (at most 16384) over 128 elements or more:
 // a workgroup per output, its 64 invocations each accumulating every 64th
@@ -58,7 +64,9 @@ bool schedule_reduce_shared_gpu(te::Stage& s);
 // needs into shared memory together (cache_shared), so each element is read
 // from global memory once per workgroup instead of once per invocation.
 // Small products (under 8 x 8 x 16), and all without `shared` memory, get
-// register tiles only.
-void schedule_matmul_gpu(te::Stage& s, const te::Tensor& a, const te::Tensor& b, bool shared);
+// register tiles only. Knobs (workload "matmul_gpu"): shared, tile, side,
+// depth (the block), tile_i, tile_j (the register tile).
+void schedule_matmul_gpu(te::Stage& s, const te::Tensor& a, const te::Tensor& b, bool shared, tune::Tuning* tuning,
+                         const std::string& variant);
 
 }  // namespace kiln::lower

@@ -64,7 +64,10 @@ bool Knobs::declared(const std::string& name) const {
   return std::any_of(space_->knobs.begin(), space_->knobs.end(), [&](const Knob& k) { return k.name == name; });
 }
 
-Config canonical(const Space& space, const Config& c) {
+namespace {
+
+// `c` completed and canonical (canonical()); `idle_out` gets the knobs that do not matter at this point.
+Config complete(const Space& space, const Config& c, std::vector<std::string>* idle_out) {
   Config full;
   for (const Knob& k : space.knobs) {
     auto it = c.find(k.name);
@@ -80,6 +83,18 @@ Config canonical(const Space& space, const Config& c) {
       idle.push_back(k.name);
     }
   }
+  if (idle_out) *idle_out = idle;
+  return full;
+}
+
+}  // namespace
+
+Config canonical(const Space& space, const Config& c) { return complete(space, c, nullptr); }
+
+Config active(const Space& space, const Config& c) {
+  std::vector<std::string> idle;
+  Config full = complete(space, c, &idle);
+  for (const std::string& name : idle) full.erase(name);
   return full;
 }
 

@@ -1,4 +1,4 @@
-// Search spaces of the CPU schedules (AutoTVM's define_knob): a schedule
+// Search spaces of the schedules, CPU and GPU (AutoTVM's define_knob): a schedule
 // asks `Knobs` for each choice it makes -- a tile size, a loop order, a
 // prefetch distance -- giving the values it could take and its own
 // hand-written pick. Compiling records every workload's space; the tuner
@@ -44,9 +44,9 @@ using Config = std::map<std::string, int64_t>;
 struct Tuning {
   std::map<std::string, Config> apply;         // workload key -> the point to compile (others: fallbacks)
   std::map<std::string, Space> spaces;         // workload key -> its space, as the schedules declared it
-  std::map<std::string, std::string> kernel_workload;  // kernel name -> workload key (scheduled kernels only)
-  std::vector<std::string> dispatch_kernels;   // CPU bundles: the kernel of each dispatch, in order
-  std::string current_kernel;                  // set by lowering while a kernel's schedule runs
+  std::map<std::string, std::string> kernel_workload;  // kernel name -> workload key (kernels whose lowering declared knobs)
+  std::vector<std::string> dispatch_kernels;   // the kernel of each dispatch, in order (one dispatch per kernel)
+  std::string current_kernel;                  // set by lowering while a kernel's schedule (or body) is made
 };
 
 // The key of a loop nest: "SCHEDULE TYPE [OUT,...;RED,...]", then the
@@ -96,6 +96,8 @@ class Knobs {
 // each knob that does not matter at this point (Knob::only_if) at its
 // fallback: points that compile alike compare equal.
 Config canonical(const Space& space, const Config& c);
+// canonical(space, c) without the knobs that do not matter at that point (what a summary shows).
+Config active(const Space& space, const Config& c);
 // The number of points of a space (saturating at 2^62).
 int64_t space_size(const Space& space);
 // The divisors of n up to `limit`, ascending.

@@ -626,6 +626,12 @@ MODELS['bench_decoder_step'] = ModelSpec(lambda: build_decoder_step(d=256, heads
                                          frozenset({'MatMul', 'Softmax', 'Concat', 'Erf'}), check_bundle=_check_fused(8, 4),
                                          description='the bench decoder step: 4 layers, d=256, a 256-position cache')
 
+# Attention with key and query blocks that do not divide the sequence (100 = 3 x 32 + 4), two
+# heads of width 32: the tuning test's random points of its blocks (docs/tuning.md).
+MODELS['attention_blocks'] = ModelSpec(lambda: build_transformer_encoder(d=64, heads=2, layers=1, ff=128), (1, 100, 64),
+                                       frozenset({'MatMul', 'Softmax', 'Erf'}), check_bundle=_check_fused(2, 1),
+                                       description='one encoder layer, d=64, 2 heads, S=100 (ragged attention blocks)')
+
 MODELS['const_weights'] = ModelSpec(lambda: None, (1, 3, 12, 10),
                                     frozenset({'ConstantOfShape', 'Sin', 'Cos', 'Expand', 'Tile', 'Range',
                                                'Conv', 'BatchNormalization', 'Gemm'}),

@@ -3,7 +3,7 @@
 `kiln rpc-server`, its log, `kilnc --tuning-log`, and the correctness of the
 schedules' search spaces.
 
-  tuning_models.py --kilnc KILNC --kiln KILN --ort-dir tests/ort --workdir DIR [--node node]
+  tuning_models.py --kilnc KILNC --kiln KILN --ort-dir tests/ort --workdir DIR [--node node] [--vulkan]
 
 1. Every point of a space must compile to correct code: for the demo model,
    the seeded `ops_conv` and `ops_matmul_softmax` operator models, the
@@ -12,9 +12,12 @@ schedules' search spaces.
    random points per workload (every knob drawn from its options) are written
    as a log, compiled with --tuning-log (the bundle must differ from the
    hand-written one) and run against ONNX Runtime (rtol 1e-4, atol 1e-5).
+   With --vulkan, the same for the Vulkan schedules (--target=vulkan
+   --vulkan-shared-memory=on) of `ops_conv`, `matmul_tiles` and ResNet-18,
+   run on the Vulkan device.
 2. `kilnc tune` on the demo model (a few trials): every workload tuned, its
    log records well-formed; the summary's model line; the tuned bundle
-   matches ONNX Runtime.
+   matches ONNX Runtime. With --vulkan, the demo tuned for Vulkan too.
 3. The log reused: tuning the demo again measures nothing and starts no
    server; a second model made of the demo's first layers (onnx.utils.
    extract_model) plus a conv of its own takes its shared workloads from the
@@ -48,7 +51,11 @@ import kiln_e2e  # noqa: E402
 log = kiln_e2e.log
 RTOL, ATOL = 1e-4, 1e-5
 DEMO = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'demo', 'shapes_cnn.onnx')
-SPACE_MODELS = ['ops_conv', 'ops_matmul_softmax', 'transformer', 'resnet18']
+SPACE_MODELS = ['ops_conv', 'ops_matmul_softmax', 'transformer', 'attention_blocks', 'resnet18']
+# --vulkan: the GPU schedules' spaces (register tiles; the shared-memory blocks of matmul_tiles'
+# products and ResNet-18's large convolutions).
+VULKAN_SPACE_MODELS = ['ops_conv', 'matmul_tiles', 'resnet18']
+VULKAN_ARGS = ['--target=vulkan', '--vulkan-shared-memory=on']
 
 
 class Checks:
@@ -72,9 +79,9 @@ def run(cmd, timeout=900):
     return proc
 
 
-def list_workloads(args, onnx_path):
+def list_workloads(args, onnx_path, compile_args=()):
     """{workload key: [(knob, [options], fallback)]} from kilnc tune --list-workloads."""
-    proc = run([args.kilnc, 'tune', onnx_path, '--list-workloads'])
+    proc = run([args.kilnc, 'tune', onnx_path, '--list-workloads'] + list(compile_args))
     if proc.returncode != 0:
         return None, None
     header = proc.stdout.splitlines()[0]
@@ -101,13 +108,14 @@ def write_log(path, records):
             f.write(json.dumps(r) + '\n')
 
 
-def random_points_check(args, c, name, onnx_path, inputs, outputs, workdir):
-    """Three logs of seeded random points of every workload, each compiled and run against ONNX Runtime."""
-    target, spaces = list_workloads(args, onnx_path)
+def random_points_check(args, c, name, onnx_path, inputs, outputs, workdir, compile_args=()):
+    """Three logs of seeded random points of every workload, each compiled (with COMPILE_ARGS: the
+    target) and run against ONNX Runtime."""
+    target, spaces = list_workloads(args, onnx_path, compile_args)
     if not c.check(bool(spaces), '%s: kilnc tune --list-workloads lists its workloads' % name):
         return
     plain = os.path.join(workdir, 'plain.kiln')
-    if not c.check(run([args.kilnc, onnx_path, '-o', plain]).returncode == 0, '%s: compiles' % name):
+    if not c.check(run([args.kilnc, onnx_path, '-o', plain] + list(compile_args)).returncode == 0, '%s: compiles' % name):
         return
     rng = random.Random(name)
     kiln_version = version(args)
@@ -123,7 +131,7 @@ def random_points_check(args, c, name, onnx_path, inputs, outputs, workdir):
         log_path = os.path.join(ddir, 'points.jsonl')
         write_log(log_path, records)
         bundle = os.path.join(ddir, name + '.kiln')
-        proc = run([args.kilnc, onnx_path, '-o', bundle, '--tuning-log', log_path])
+        proc = run([args.kilnc, onnx_path, '-o', bundle, '--tuning-log', log_path] + list(compile_args))
         if not c.check(proc.returncode == 0, '%s: random points %d compile (%d of %d workloads off their hand-written point)'
                        % (name, draw, changed, len(spaces)), proc.stderr[-400:]):
             continue
@@ -146,7 +154,8 @@ def summary_rows(stdout):
 
 
 def main():
-    args = kiln_e2e.script_args(__doc__.split('\n')[0])
+    args = kiln_e2e.script_args(__doc__.split('\n')[0], lambda ap: ap.add_argument(
+        '--vulkan', action='store_true', help='also the Vulkan schedules\' spaces and tuning on the Vulkan device'))
     args.node = kiln_e2e.find_node(args.node)
     args.ort_script = kiln_e2e.check_ort_dir(args.ort_dir)
     work = kiln_e2e.fresh_dir(args.workdir)
@@ -172,6 +181,16 @@ def main():
         exported = onnx.load(onnx_path)
         outputs = [o.name for o in exported.graph.output]
         random_points_check(args, c, name, onnx_path, {exported.graph.input[0].name: input_path}, outputs, mdir)
+    if args.vulkan:  # the GPU schedules' spaces, with shared memory (its blocks are knobs too)
+        for name in VULKAN_SPACE_MODELS:
+            mdir = os.path.join(work, 'vulkan_' + name)
+            spec, onnx_path, input_path, _module, ok = kiln_e2e.prepare(name, mdir)
+            if not c.check(ok, '%s: exported' % name):
+                continue
+            exported = onnx.load(onnx_path)
+            outputs = [o.name for o in exported.graph.output]
+            random_points_check(args, c, 'vulkan ' + name, onnx_path, {exported.graph.input[0].name: input_path},
+                                outputs, mdir, VULKAN_ARGS)
 
     # 2. Tuning the demo on a local server.
     tune_dir = os.path.join(work, 'tune')
@@ -196,6 +215,24 @@ def main():
     ok = run([args.kilnc, demo, '-o', tuned, '--tuning-log', log_path]).returncode == 0
     c.check(ok and kiln_e2e.run_compare(args.kiln, args.node, args.ort_script, demo, tuned, demo_inputs, demo_outputs,
                                         tune_dir, RTOL, ATOL), 'the tuned demo matches ONNX Runtime')
+
+    if args.vulkan:  # the same on the server's Vulkan device
+        vlog = os.path.join(tune_dir, 'vulkan.jsonl')
+        proc = run([args.kilnc, 'tune', demo, '--log', vlog, '--repeats', '2', '--trials', '3', '--kiln', args.kiln] +
+                   VULKAN_ARGS)
+        vtarget, vspaces = list_workloads(args, demo, VULKAN_ARGS)
+        rows = summary_rows(proc.stdout)
+        vrecords = [json.loads(line) for line in open(vlog)] if os.path.isfile(vlog) else []
+        c.check(proc.returncode == 0 and vspaces and sorted(rows) == sorted(vspaces) and
+                all(k.startswith(('conv2d_gpu ', 'matmul_gpu ')) for k in vspaces) and vrecords and
+                all(r['target'] == vtarget and r['ns'] is not None and r['ns'] > 0 for r in vrecords),
+                'kilnc tune --target=vulkan measures every GPU workload of the demo on the server\'s Vulkan device',
+                proc.stdout[-600:] + proc.stderr[-600:])
+        vtuned = os.path.join(tune_dir, 'demo_vulkan_tuned.kiln')
+        ok = run([args.kilnc, demo, '-o', vtuned, '--tuning-log', vlog] + VULKAN_ARGS).returncode == 0
+        c.check(ok and kiln_e2e.run_compare(args.kiln, args.node, args.ort_script, demo, vtuned, demo_inputs,
+                                            demo_outputs, tune_dir, RTOL, ATOL),
+                'the demo tuned for Vulkan matches ONNX Runtime')
 
     # 3. The log reused, by the same model and by one sharing its first layers.
     before = len(records)

@@ -675,6 +675,7 @@ TEST_CASE("graph pass winograd: the algorithm is a knob of the conv's workload; 
     if (!point.empty()) t.apply[key] = point;
     PassContext ctx;
     ctx.env.tuning = &t;
+    ctx.env.vector = kiln::VectorInfo{16, 32};  // as lowering's below
     bool changed = pass_winograd(g, ctx);
     return std::make_pair(changed, ctx.detail);
   };
@@ -683,10 +684,19 @@ TEST_CASE("graph pass winograd: the algorithm is a knob of the conv's workload; 
   CHECK(run({}, g0, discovery).first);
   REQUIRE(discovery.spaces.count(key));
   const kiln::tune::Space& space = discovery.spaces.at(key);
-  REQUIRE(space.knobs.size() == 1);  // before lowering: the pass's knob only
-  CHECK(space.knobs[0].name == "winograd");
+  // Before lowering: the pass's knobs, the algorithm and each r's register tile.
+  std::vector<std::string> names;
+  for (auto& k : space.knobs) names.push_back(k.name);
+  CHECK(names == std::vector<std::string>{"winograd", "tiles_r2", "blocks_r2", "tiles_r4", "blocks_r4"});
   CHECK(space.knobs[0].options == std::vector<int64_t>{0, 2, 4});
   CHECK(space.knobs[0].fallback == 4);  // the hand-written pick: F(4x4, 3x3) (4 divides the map)
+  CHECK(space.knobs[3].options == std::vector<int64_t>{1, 2, 4});  // 4 tiles of 4x4 a row
+  CHECK(space.knobs[4].options == std::vector<int64_t>{1, 2, 4});  // 4 channel blocks
+  CHECK(space.knobs[3].only_if == "winograd");
+  CHECK(space.knobs[3].only_if_value == 4);
+  // Each r's tile matters only at that r.
+  CHECK(kiln::tune::canonical(space, {{"winograd", 2}, {"tiles_r4", 1}}) == kiln::tune::canonical(space, {{"winograd", 2}}));
+  CHECK_FALSE(kiln::tune::canonical(space, {{"winograd", 4}, {"tiles_r4", 1}}) == kiln::tune::canonical(space, {{"winograd", 4}}));
   int hand = 0;
   for (auto& n : g0.nodes) hand += n.attr_int("kiln_winograd", 0) == 4;
   CHECK(hand == 1);
@@ -696,9 +706,9 @@ TEST_CASE("graph pass winograd: the algorithm is a knob of the conv's workload; 
   bool mapped = false;
   for (auto& [kernel, workload] : discovery.kernel_workload) mapped |= workload == key;
   CHECK(mapped);
-  REQUIRE(space.knobs.size() > 2);
-  CHECK(space.knobs[1].name == "tile_w");
-  CHECK(space.knobs[1].only_if == "winograd");
+  REQUIRE(space.knobs.size() > 6);
+  CHECK(space.knobs[5].name == "tile_w");
+  CHECK(space.knobs[5].only_if == "winograd");
   CHECK(kiln::tune::canonical(space, {{"winograd", 4}, {"tile_w", 1}}) == kiln::tune::canonical(space, {{"winograd", 4}}));
   CHECK_FALSE(kiln::tune::canonical(space, {{"winograd", 0}, {"tile_w", 1}}) == kiln::tune::canonical(space, {{"winograd", 0}}));
 

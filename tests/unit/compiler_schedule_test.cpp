@@ -9,6 +9,7 @@
 #include "compiler_test_util.h"
 #include "support/diagnostics.h"
 #include "lower/schedules_gpu.h"
+#include "tune/space.h"
 #include "te/schedule.h"
 #include "te/tensor.h"
 #include "tir/ir_printer.h"
@@ -337,8 +338,8 @@ TEST_CASE("desktop-class GPU convolutions on small maps shrink their tiles to fi
   {
     auto [x, w, y] = conv(256, 13);
     te::Stage desk(y), mobile(y);
-    lower::schedule_conv2d_gpu(desk, x, w, true, false);
-    lower::schedule_conv2d_gpu(mobile, x, w, false, false);
+    lower::schedule_conv2d_gpu(desk, x, w, true, false, nullptr, "");
+    lower::schedule_conv2d_gpu(mobile, x, w, false, false, nullptr, "");
     CHECK(desk.shared_caches.empty());
     CHECK(gpu_invocations(desk) >= lower::kGpuMinInvocations);
     CHECK(gpu_invocations(mobile) < lower::kGpuMinInvocations);  // 4 x 4 tiles, as before
@@ -347,7 +348,71 @@ TEST_CASE("desktop-class GPU convolutions on small maps shrink their tiles to fi
     // A large map keeps the shared-memory blocks.
     auto [x, w, y] = conv(256, 56);
     te::Stage desk(y);
-    lower::schedule_conv2d_gpu(desk, x, w, true, false);
+    lower::schedule_conv2d_gpu(desk, x, w, true, false, nullptr, "");
     CHECK(desk.shared_caches.size() == 2);
+    // Its knobs: the block or register tiles, and the tiles' sizes.
+    kiln::tune::Tuning t;
+    te::Stage declared(y);
+    lower::schedule_conv2d_gpu(declared, x, w, true, false, &t, "s1x1 d1x1");
+    REQUIRE(t.spaces.count("conv2d_gpu f32 [1,256,56,56;64,3,3] s1x1 d1x1 smem"));  // (shared memory on)
+    const kiln::tune::Space& space = t.spaces.begin()->second;
+    std::vector<std::string> names;
+    for (auto& k : space.knobs) names.push_back(k.name);
+    CHECK(names == std::vector<std::string>{"shared", "tile_m", "tile_w"});
+    CHECK(space.knobs[1].only_if == "shared");
+    CHECK(declared.shared_caches.size() == 2);  // the hand-written point: the block
+    t.apply[t.spaces.begin()->first] = {{"shared", 0}, {"tile_m", 8}, {"tile_w", 2}};
+    te::Stage tiled(y);
+    lower::schedule_conv2d_gpu(tiled, x, w, true, false, &t, "s1x1 d1x1");
+    CHECK(tiled.shared_caches.empty());
+    std::vector<int64_t> factors;
+    for (auto& r : tiled.relations)
+      if (r.kind == te::Relation::Kind::Split) factors.push_back(r.factor);
+    REQUIRE(factors.size() >= 2);
+    CHECK(factors[0] == 8);  // channels
+    CHECK(factors[1] == 2);  // pixels of a row
   }
+}
+
+TEST_CASE("gpu schedules: matrix products declare their block and register tiles as knobs") {
+  te::Tensor a = te::placeholder("a", {128, 96}, tir::Float(32));
+  te::Tensor b = te::placeholder("b", {96, 64}, tir::Float(32));
+  auto mm = [&] {
+    return te::reduce("mm", {128, 64}, {96}, te::ReduceKind::Sum, tir::Float(32),
+                      [&](const te::Indices& o, const te::Indices& r) { return a({o[0], r[0]}) * b({r[0], o[1]}); });
+  };
+  kiln::tune::Tuning t;
+  te::Stage plain(mm());
+  lower::schedule_matmul_gpu(plain, a, b, true, &t, "");
+  REQUIRE(t.spaces.count("matmul_gpu f32 [128,64;96] smem"));
+  const kiln::tune::Space& space = t.spaces.begin()->second;
+  std::vector<std::string> names;
+  for (auto& k : space.knobs) names.push_back(k.name);
+  CHECK(names == std::vector<std::string>{"shared", "tile", "side", "depth", "tile_i", "tile_j"});
+  CHECK(space.knobs[3].options == std::vector<int64_t>{8, 16, 32});
+  CHECK(plain.shared_caches.size() == 2);
+  auto workgroup = [](const te::Stage& s) {
+    for (auto& l : s.leaves)
+      if (l->kind == tir::ForKind::LocalX) return l->extent;
+    return int64_t(0);
+  };
+  CHECK(workgroup(plain) == 64);  // 8 x 8 invocations
+  // A smaller workgroup with a deeper slice.
+  t.apply[t.spaces.begin()->first] = {{"side", 4}, {"depth", 32}, {"tile", 8}};
+  te::Stage block(mm());
+  lower::schedule_matmul_gpu(block, a, b, true, &t, "");
+  CHECK(block.shared_caches.size() == 2);
+  CHECK(workgroup(block) == 16);
+  // Register tiles instead.
+  t.apply[t.spaces.begin()->first] = {{"shared", 0}, {"tile_i", 8}, {"tile_j", 2}};
+  te::Stage tiles(mm());
+  lower::schedule_matmul_gpu(tiles, a, b, true, &t, "");
+  CHECK(tiles.shared_caches.empty());
+  // Without shared memory only the register tile is a knob.
+  kiln::tune::Tuning mobile;
+  te::Stage m(mm());
+  lower::schedule_matmul_gpu(m, a, b, false, &mobile, "");
+  names.clear();
+  for (auto& k : mobile.spaces.begin()->second.knobs) names.push_back(k.name);
+  CHECK(names == std::vector<std::string>{"tile_i", "tile_j"});
 }

@@ -67,13 +67,16 @@ TEST_CASE("tune: canonical points set idle knobs to their fallbacks") {
         Config{{"stream", 1}, {"tile_h", 4}, {"swap_bind", 1}});
   CHECK(canonical(s, {{"stream", 0}, {"tile_h", 4}, {"swap_bind", 0}}) ==
         Config{{"stream", 0}, {"tile_h", 2}, {"swap_bind", 0}});
+  // What a summary shows: the knobs that matter there.
+  CHECK(active(s, {{"stream", 1}, {"tile_h", 4}, {"swap_bind", 0}}) == Config{{"stream", 1}, {"tile_h", 4}});
+  CHECK(active(s, {}) == Config{{"stream", 0}, {"swap_bind", 1}});
 }
 
 TEST_CASE("tune: divisors and saturating space sizes") {
   CHECK(divisors(12, 5) == std::vector<int64_t>{1, 2, 3, 4});
   CHECK(divisors(7, 100) == std::vector<int64_t>{1, 7});
   Space big;
-  for (int i = 0; i < 80; i++) big.knobs.push_back({"k" + std::to_string(i), {0, 1, 2}, 0});
+  for (int i = 0; i < 80; i++) big.knobs.push_back({"k" + std::to_string(i), {0, 1, 2}, 0, "", 0});
   CHECK(space_size(big) == (int64_t(1) << 62));
 }
 
@@ -93,7 +96,7 @@ TEST_CASE("tune: the matmul schedule declares its space and reads a point") {
   CHECK(t.spaces.begin()->first == "matmul f32 [64,128;96] packed");
   std::vector<std::string> names;
   for (const Knob& k : s.knobs) names.push_back(k.name);
-  CHECK(names == std::vector<std::string>{"rows", "k_block", "rows_outer"});
+  CHECK(names == std::vector<std::string>{"rows", "k_block", "rows_outer", "unroll"});
   // Another point gives another loop nest: rows 2 splits i by 2.
   t.apply[t.spaces.begin()->first] = {{"rows", 2}, {"k_block", 32}, {"rows_outer", 0}};
   te::Stage tuned(mm());
@@ -106,6 +109,14 @@ TEST_CASE("tune: the matmul schedule declares its space and reads a point") {
   CHECK(plain_rows == s.knobs[0].fallback);
   CHECK(tuned_rows == 2);
   CHECK(tuned.leaves.size() == plain.leaves.size() + 1);  // k split in blocks
+  // Unroll depth 4: k in steps of 4, each unrolled (within the blocks of 32).
+  t.apply[t.spaces.begin()->first] = {{"rows", 2}, {"k_block", 32}, {"rows_outer", 0}, {"unroll", 4}};
+  te::Stage unrolled(mm());
+  lower::schedule_matmul_cpu(unrolled, avx512, &t, "packed");
+  CHECK(unrolled.leaves.size() == plain.leaves.size() + 2);
+  bool step_unrolled = false;
+  for (auto& l : unrolled.leaves) step_unrolled |= l->reduce && l->extent == 4 && l->kind == tir::ForKind::Unrolled;
+  CHECK(step_unrolled);
 }
 
 std::string temp_file(const std::string& text) {

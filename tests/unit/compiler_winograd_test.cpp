@@ -9,6 +9,7 @@
 
 #include "compiler_test_util.h"
 #include "lower/ops_winograd.h"
+#include "tune/space.h"
 #include "tir/ir_printer.h"
 #include "te/schedule.h"
 
@@ -22,7 +23,9 @@ const double kG2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1
 const double kG4[6][3] = {{1.0 / 4, 0, 0},           {-1.0 / 6, -1.0 / 6, -1.0 / 6}, {-1.0 / 6, 1.0 / 6, -1.0 / 6},
                           {1.0 / 24, 1.0 / 12, 1.0 / 6}, {1.0 / 24, -1.0 / 12, 1.0 / 6},  {0, 0, 1}};
 
-void check_winograd(int r, int64_t MB, int64_t registers) {
+// `point`: the register tile's knobs (graph::winograd_register_tile), else
+// the hand-written tile; `workgroups`: the kernel's expected count.
+void check_winograd(int r, int64_t MB, int64_t registers, const tune::Config& point = {}, int64_t workgroups = -1) {
   const int a = r + 2;
   const int64_t CB = 2, c = 4, H = r == 2 ? 6 : 8, W = 8, m = 4;
   std::mt19937 rng(7);
@@ -48,7 +51,20 @@ void check_winograd(int r, int64_t MB, int64_t registers) {
   for (bool fast : {false, true}) {
     te::Tensor conv = lower::winograd_conv(x, u, os);
     te::Stage s(conv);
-    if (fast) lower::schedule_conv2d_winograd_cpu(s, x, u, VectorInfo{16, (int)registers});
+    tune::Tuning tuning;
+    const std::string key = "conv2d_blocked f32 [1," + std::to_string(MB) + "," + std::to_string(H) + "," +
+                            std::to_string(W) + "," + std::to_string(m) + ";2,3,3,4] s1x1 d1x1";
+    if (!point.empty()) tuning.apply[key] = point;
+    if (fast) lower::schedule_conv2d_winograd_cpu(s, x, u, VectorInfo{16, (int)registers}, &tuning);
+    if (fast) {  // the kernel's register tile is a knob of the conv's workload, for this r only
+      REQUIRE(tuning.spaces.count(key));
+      const tune::Space& space = tuning.spaces.at(key);
+      REQUIRE(space.knobs.size() == 2);
+      CHECK(space.knobs[0].name == "tiles_r" + std::to_string(r));
+      CHECK(space.knobs[1].name == "blocks_r" + std::to_string(r));
+      CHECK(space.knobs[0].only_if == "winograd");
+      CHECK(space.knobs[0].only_if_value == r);
+    }
     KernelDef k;
     k.name = fast ? "winograd_cpu" : "winograd_formula";
     auto xb = tir::make_buffer("x", tir::Float(32), (int64_t)xv.size(), 0);
@@ -63,7 +79,7 @@ void check_winograd(int r, int64_t MB, int64_t registers) {
   for (uint32_t kernel = 0; kernel < 2; kernel++) {
     CAPTURE(kernel);
     std::vector<float> out((size_t)(MB * H * W * m), -1.0f);
-    lib.run(kernel, {xv.data(), uv.data(), out.data()}, kernel == 1 ? H / r * (MB / 2) : -1);
+    lib.run(kernel, {xv.data(), uv.data(), out.data()}, kernel == 1 ? (workgroups >= 0 ? workgroups : H / r * (MB / 2)) : -1);
     double worst = 0;
     for (int64_t oc = 0; oc < MB * m; oc++)
       for (int64_t oh = 0; oh < H; oh++)
@@ -93,5 +109,21 @@ TEST_CASE("winograd F(2x2, 3x3) and F(4x4, 3x3): formula and CPU kernel match a 
     CAPTURE(r);
     check_winograd(r, 2, 32);  // one workgroup per tile row
     check_winograd(r, 4, 8);   // channel groups, tile groups
+  }
+}
+
+TEST_CASE("winograd: other register tiles from the workload's knobs compute the same convolution") {
+  for (int r : {2, 4}) {
+    CAPTURE(r);
+    const std::string s = std::to_string(r);
+    const int64_t rows = (r == 2 ? 6 : 8) / r;
+    // One tile by one block: 4 channel groups (a row's transform repeated).
+    check_winograd(r, 4, 32, {{"tiles_r" + s, 1}, {"blocks_r" + s, 1}}, rows * 4);
+    // All four blocks: one group.
+    check_winograd(r, 4, 32, {{"tiles_r" + s, 2}, {"blocks_r" + s, 4}}, rows * 1);
+    // A tile beyond the 4 accumulators of 8 registers: fewer blocks (2 x 4 -> 2 x 2).
+    check_winograd(r, 4, 8, {{"tiles_r" + s, 2}, {"blocks_r" + s, 4}}, rows * 2);
+    // A value that is not an option (3 divides neither): the hand-written tile.
+    check_winograd(r, 4, 8, {{"tiles_r" + s, 3}, {"blocks_r" + s, 3}});
   }
 }
