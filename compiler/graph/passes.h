@@ -81,17 +81,17 @@ bool pass_winograd(Graph& g, PassContext& ctx);        // pass_winograd.cpp
 // static shapes, not yet converted: one the winograd pass may compute by
 // Winograd (pass_winograd.cpp; lowering asks it too, for the knobs' space).
 bool winograd_candidate(const Graph& g, const Node& n);
+// The knobs of a candidate's workload: the key its direct kernel's schedule
+// gives the conv (lower/schedules_cpu.cpp: "conv2d_blocked", stride and
+// dilation 1), for output `out` [N, M/m, OH, OW, m] and input channels in
+// `in_blocks` blocks of `in_lanes`. The pass and lowering both take it here.
+tune::Knobs winograd_workload(tune::Tuning* tuning, const Shape& out, int64_t in_blocks, int64_t in_lanes);
 // The register tile of a Winograd F(r x r, 3x3) kernel's GEMMs, for a conv
 // whose output rows hold `row_tiles` r x r tiles and `channel_blocks` blocks
 // of output channels: knobs "tiles_r<r>" and "blocks_r<r>" of the conv's
 // workload, each mattering only when its "winograd" knob is r. The pass
 // declares them for every r it offers, so that every compile sees one space;
 // lowering (lower/ops_winograd.cpp) reads them.
-// The knobs of a candidate's workload: the key its direct kernel's schedule
-// gives the conv (lower/schedules_cpu.cpp: "conv2d_blocked", stride and
-// dilation 1), for output `out` [N, M/m, OH, OW, m] and input channels in
-// `in_blocks` blocks of `in_lanes`. The pass and lowering both take it here.
-tune::Knobs winograd_workload(tune::Tuning* tuning, const Shape& out, int64_t in_blocks, int64_t in_lanes);
 struct WinogradRegisterTile {
   int64_t tiles = 1;   // tiles of a row accumulated at once
   int64_t blocks = 1;  // output channel blocks accumulated at once

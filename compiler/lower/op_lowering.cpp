@@ -9,6 +9,7 @@
 #include "tir/inplace.h"
 #include "tir/ir_printer.h"
 #include "tir/simplify.h"
+#include "tune/space.h"
 
 namespace kiln::lower {
 
@@ -50,6 +51,21 @@ tir::Buffer add_kernel_param(KernelDef& k, const graph::Graph& g, int v, Access 
   k.access.push_back(access);
   return b;
 }
+
+// While alive, the tuning context (if any) names `kernel` as the one being
+// scheduled, so that the knobs its schedule declares map it to their workload.
+class SchedulingKernel {
+ public:
+  SchedulingKernel(tune::Tuning* tuning, const std::string& kernel) : tuning_(tuning) {
+    if (tuning_) tuning_->current_kernel = kernel;
+  }
+  ~SchedulingKernel() {
+    if (tuning_) tuning_->current_kernel.clear();
+  }
+
+ private:
+  tune::Tuning* tuning_;  // null: no tuning context
+};
 
 }  // namespace
 
@@ -140,9 +156,8 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
     te::Stage stage(anchor.defined() ? anchor : src);
     auto gs = anchor.defined() ? state_->gpu_reduction_schedules.find(anchor.get()) : state_->gpu_reduction_schedules.end();
     if (gs != state_->gpu_reduction_schedules.end()) {
-      if (state_->tuning) state_->tuning->current_kernel = k.name;  // the workload its knobs name
+      SchedulingKernel scheduling(state_->tuning, k.name);
       gs->second(stage);
-      if (state_->tuning) state_->tuning->current_kernel.clear();
     } else if (!(state_->gpu_shared_memory && schedule_reduce_shared_gpu(stage))) default_gpu_schedule(stage);
     te::Epilogue e = anchor.defined() ? epilogue : te::Epilogue();
     k.body = te::lower_stage(stage, out, buffer_of, Expr(0), e);
@@ -153,9 +168,10 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
     if (shares) k.host_body = te::lower_stage(stage, out, buffer_of, Expr(0), e, /*host=*/true);
   } else if (!schedule && rs != state_->reduction_schedules.end()) {
     te::Stage stage(anchor);
-    if (state_->tuning) state_->tuning->current_kernel = k.name;  // the workload its knobs name
-    rs->second(stage);
-    if (state_->tuning) state_->tuning->current_kernel.clear();
+    {
+      SchedulingKernel scheduling(state_->tuning, k.name);
+      rs->second(stage);
+    }
     k.body = te::lower_stage(stage, out, buffer_of, Expr(0), epilogue);
   } else {
     te::Stage stage(src);
@@ -216,9 +232,10 @@ void OpContext::emit_tir(const std::string& what, const std::function<tir::Stmt(
   KernelDef k;
   k.name = kernel_name(what);
   k.source_nodes = {node_index};
-  if (state_->tuning) state_->tuning->current_kernel = k.name;  // the workload its knobs name, if any
-  k.body = body([&](int v, Access access) { return add_kernel_param(k, graph, v, access); });
-  if (state_->tuning) state_->tuning->current_kernel.clear();
+  {
+    SchedulingKernel scheduling(state_->tuning, k.name);  // (a hand-written kernel may declare knobs too)
+    k.body = body([&](int v, Access access) { return add_kernel_param(k, graph, v, access); });
+  }
   kernels.push_back(std::move(k));
 }
 

@@ -22,6 +22,17 @@ void bind_outer(te::Stage& s, te::IterVar iv) {
   s.bind(iv, tir::ForKind::WorkgroupX);
 }
 
+// Unroll depth: `loop` in unrolled steps of `step`, the pair taking its
+// place in the loop `order` (a step of 1 leaves it as it is, for LLVM).
+void unroll_steps(te::Stage& s, std::vector<te::IterVar>& order, const te::IterVar& loop, int64_t step) {
+  if (step <= 1) return;
+  auto [outer, inner] = s.split(loop, step);
+  auto at = std::find(order.begin(), order.end(), loop);
+  *at = inner;
+  order.insert(at, outer);
+  s.unroll(inner);
+}
+
 }  // namespace
 
 tune::Knobs stage_knobs(const te::Stage& s, const char* schedule, tune::Tuning* tuning, const std::string& variant) {
@@ -132,16 +143,10 @@ void schedule_conv2d_blocked_cpu(te::Stage& s, const te::Tensor& weights, int re
   bool small_weights =
       knobs.get("swap_bind", {0, 1}, !depthwise && weight_bytes <= (512 << 10) ? 1 : 0, "stream", 0) != 0;
   th = stream ? stream_rows : 1;
-  // Unroll depth: the input channels of a block in steps of `unroll`, each
-  // step unrolled (1: the loop as it is, for LLVM to unroll or not).
+  // Unroll depth: the input channels of a block in unrolled steps.
   int64_t unroll = knobs.get("unroll", tune::divisors(ri->extent, 16), 1);
   auto channel_loops = [&](std::vector<te::IterVar> order) {
-    if (unroll <= 1) return order;
-    auto [rio, rii] = s.split(ri, unroll);
-    auto at = std::find(order.begin(), order.end(), ri);
-    *at = rii;
-    order.insert(at, rio);
-    s.unroll(rii);
+    unroll_steps(s, order, ri, unroll);
     return order;
   };
   if (stream) {
@@ -256,7 +261,7 @@ void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target, tune::Tuning* t
     // Column tiles outermost (on threads): one tile's weights (a packed
     // panel, see graph/pass_layout.cpp) stay in cache for all row tiles.
     bool columns = !knobs.get("rows_outer", {0, 1}, jo->extent > 1 || io->extent == 1 ? 0 : 1);
-    // Unroll depth: K in steps of `unroll`, each unrolled (1: as it is).
+    // Unroll depth: K in unrolled steps.
     std::vector<int64_t> unrolls = {1};
     for (int64_t u : {2, 4, 8})
       if (k->extent % u == 0) unrolls.push_back(u);
@@ -269,13 +274,7 @@ void schedule_matmul_cpu(te::Stage& s, const VectorInfo& target, tune::Tuning* t
     } else {
       for (auto& v : {columns ? jo : io, columns ? io : jo, k, ii, jt, jl}) order.push_back(v);
     }
-    if (unroll > 1) {  // (k_block, a multiple of 32, is one of the steps')
-      auto [ku, kr] = s.split(inner, unroll);
-      auto at = std::find(order.begin(), order.end(), inner);
-      *at = kr;
-      order.insert(at, ku);
-      s.unroll(kr);
-    }
+    unroll_steps(s, order, inner, unroll);  // (k_block, a multiple of 32, is one of the steps')
     s.reorder(order);
     bind_outer(s, columns ? jo : io);
     s.unroll(ii);
