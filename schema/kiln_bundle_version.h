@@ -4,7 +4,7 @@
 #define KILN_BUNDLE_VERSION_H_
 
 #define KILN_BUNDLE_VERSION_MAJOR 0
-#define KILN_BUNDLE_VERSION_MINOR 9
+#define KILN_BUNDLE_VERSION_MINOR 10
 #define KILN_BUNDLE_ALIGNMENT 64  // alignment of constants, kernel blobs, arena offsets
 // Vulkan targets: tensor offsets (arena and constants) are multiples of this
 // (the largest minStorageBufferOffsetAlignment Vulkan allows).

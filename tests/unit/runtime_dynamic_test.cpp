@@ -259,7 +259,7 @@ TEST_CASE("dynamic verify: symbols") {
 
 // Tensors' dynamic_dims and min_shape: one entry per dimension, Arena only, in range.
 TEST_CASE("dynamic verify: tensors' dynamic_dims and min_shape") {
-  const char* layout = "dynamic_dims and min_shape need one entry per dimension, on an Arena tensor";
+  const char* layout = "dynamic_dims and min_shape need one entry per dimension, on an Arena or Dynamic tensor";
   TestBundle b = DynamicMinimal();
   b.tensors[1].dynamic_dims = {0, 0};
   CHECK(Contains(LoadError(b), "tensor 1 ('y'): "));
@@ -804,4 +804,87 @@ TEST_CASE("data symbols session: constraints on a data symbol wait for it, then 
   CHECK(Fails(status, KILN_INVALID_ARGUMENT, "the count must not exceed n"));
   CHECK(Contains(status.message(), "the sizes this run computed do not fit the model"));
   CHECK(RunDataSymbol(&loaded, 64, 10).ok());
+}
+
+//===----------------------------------------------------------------------===//
+// Dynamic storage (bundle format 0.10): tensors sized per run, outside the arena
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+// DynamicAddScale() with a, t and out/final in Dynamic storage: no arena
+// offset (offset is the tensor's slot), byte_size 0, sized at each run.
+TestBundle DynamicStorageAddScale() {
+  TestBundle b = DynamicAddScale();
+  b.min_runtime_minor = 10;
+  b.arena_bytes = 0;  // nothing left in the arena
+  uint64_t slot = 0;
+  for (int t : {0, 2, 3}) {
+    b.tensors[t].storage = fb::Storage::Dynamic;
+    b.tensors[t].offset = slot++;
+    b.tensors[t].byte_size = 0;
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("dynamic storage verify: byte_size 0, run-time dimensions, a slot in range, minor 10") {
+  CHECK(LoadError(DynamicStorageAddScale()).empty());
+  TestBundle b = DynamicStorageAddScale();
+  b.tensors[2].byte_size = 64;
+  CHECK(Contains(LoadError(b), "tensor 2 ('t'): a Dynamic tensor has byte_size 0"));
+  b = DynamicStorageAddScale();
+  b.tensors[2].dynamic_dims.clear();
+  b.tensors[2].min_shape.clear();
+  CHECK(Contains(LoadError(b), "tensor 2 ('t'): a Dynamic tensor needs run-time dimensions"));
+  b = DynamicStorageAddScale();
+  b.tensors[3].offset = 99;
+  CHECK(Contains(LoadError(b), "a slot below the tensor count (slot 99)"));
+  b = DynamicStorageAddScale();
+  b.min_runtime_minor = 9;
+  CHECK(Contains(LoadError(b), "tensor 0 ('a'): Dynamic storage needs min_runtime_minor >= 10"));
+}
+
+TEST_CASE("dynamic storage session: tensors grow and shrink per run and compute the right values") {
+  for (uint32_t threads : {1u, 3u}) {
+    CAPTURE(threads);
+    Loaded loaded(DynamicStorageAddScale(), threads);
+    int round = 0;
+    for (int64_t n : {(int64_t)1, (int64_t)64, kMax, (int64_t)3, (int64_t)192, kMax}) {
+      CAPTURE(n);
+      RunAddScale(&loaded, n, round++);
+    }
+  }
+}
+
+TEST_CASE("dynamic storage session: max_arena_bytes bounds the per-run tensors") {
+  std::vector<uint8_t> file = DynamicStorageAddScale().Build();
+  kiln::Model model;
+  REQUIRE(kiln::Model::LoadMemory(file.data(), file.size(), &model).ok());
+  kiln_session_options_t options;
+  kiln_session_options_init(&options);
+  options.max_arena_bytes = 2048;  // three [1, n] float tensors of 4n bytes each: n = 256 needs 3072
+  kiln::Session session;
+  kiln::Status status = kiln::Session::Create(model, &options, &session);
+  REQUIRE_MESSAGE(status.ok(), status.message());
+  std::vector<float> a((size_t)kMax, 1.0f), out((size_t)kMax);
+  REQUIRE(session.set_input_shape(0, std::vector<int64_t>{1, kMax}.data(), 2).ok());
+  status = session.set_input(0, a.data(), a.size() * 4);
+  if (status.ok()) status = session.run();
+  CHECK(status.code() == KILN_OUT_OF_MEMORY);
+  CHECK(Contains(status.message(), "the tensors sized per run need 3072 bytes"));
+  CHECK(Contains(status.message(), "max_arena_bytes"));
+  // The session stays usable at sizes that fit, the slots kept larger by
+  // one run giving bytes back when another needs them.
+  std::vector<float> ones((size_t)kMax, 1.0f);
+  REQUIRE(session.set_input_shape(0, std::vector<int64_t>{1, 128}.data(), 2).ok());
+  REQUIRE(session.set_input(0, ones.data(), 512).ok());
+  REQUIRE(session.run().ok());
+  REQUIRE(session.set_input_shape(0, std::vector<int64_t>{1, 4}.data(), 2).ok());
+  REQUIRE(session.set_input(0, a.data(), 16).ok());
+  status = session.run();
+  CHECK_MESSAGE(status.ok(), status.message());
+  REQUIRE(session.get_output(0, out.data(), 16).ok());
+  CHECK(out[3] == (1.0f + 0.5f * 3.0f) * 2.0f);
 }

@@ -59,4 +59,14 @@ TEST_CASE("dtype names and sizes") {
   CHECK(kiln_dtype_size(KILN_DTYPE_BFLOAT16) == 2);
   CHECK(kiln_dtype_size((kiln_dtype_t)13) == 0);
   CHECK(kiln_dtype_size((kiln_dtype_t)42) == 0);
+  // 0.10's narrow types: one byte an element (decision 62), named as ONNX's.
+  const char* narrow[] = {"float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4",
+                          "int4",         "float4e2m1",     "float8e8m0", "uint2",          "int2"};
+  for (int code = KILN_DTYPE_FLOAT8E4M3FN; code <= KILN_DTYPE_INT2; code++) {
+    CHECK(kiln_dtype_size((kiln_dtype_t)code) == 1);
+    CHECK(std::string(kiln_dtype_name((kiln_dtype_t)code)) == narrow[code - KILN_DTYPE_FLOAT8E4M3FN]);
+  }
+  CHECK(KILN_DTYPE_INT2 == 23);
+  CHECK(kiln_dtype_size((kiln_dtype_t)24) == 0);
+  CHECK(std::string(kiln_dtype_name((kiln_dtype_t)24)) == "unknown");
 }

@@ -191,7 +191,7 @@ TEST_CASE("verify: tensor ranges and sizes") {
 
   b = MinimalBundle();
   b.outputs = {2};
-  CHECK(Contains(LoadError(b.Build()), "output 0: tensor 2 ('w') must have Arena storage"));
+  CHECK(Contains(LoadError(b.Build()), "output 0: tensor 2 ('w') must have Arena or Dynamic storage"));
 
   b = MinimalBundle();
   b.nodes[0].outputs = {3};
@@ -281,6 +281,37 @@ TEST_CASE("verify: versions") {
   b = MinimalBundle();
   b.version_minor = KILN_BUNDLE_VERSION_MINOR + 5;  // newer minor, not required: fine
   CHECK(LoadError(b.Build()) == "");
+}
+
+// The narrow types of format 0.10 (decision 62): a bundle holding one must
+// say it needs runtime minor 10, so that a 0.9 runtime refuses it as too new
+// (min_runtime_minor above its own minor: KILN_UNSUPPORTED) rather than
+// misreading it; this runtime reads them, one byte an element.
+TEST_CASE("verify: narrow dtypes need min_runtime_minor 10") {
+  CHECK(KILN_BUNDLE_VERSION_MINOR >= 10);
+  for (int code = (int)fb::DType::Float8E4M3FN; code <= (int)fb::DType::Int2; code++) {
+    CAPTURE(code);
+    TestBundle b = MinimalBundle();
+    b.tensors[0].dtype = (fb::DType)code;  // x: 4 elements, 4 bytes
+    b.min_runtime_minor = 9;
+    std::string error = LoadError(b.Build(), 0, KILN_INVALID_BUNDLE);
+    std::string want = "tensor 0 ('x'): dtype " + std::string(kiln_dtype_name((kiln_dtype_t)code)) +
+                       " needs min_runtime_minor >= 10, the bundle says 9";
+    CHECK(Contains(error, want.c_str()));
+    b.min_runtime_minor = 10;
+    CHECK(LoadError(b.Build()) == "");
+    b.tensors[0].byte_size = 8;  // never packed, never wider: one byte an element
+    CHECK(Contains(LoadError(b.Build()), "byte_size 8 does not match dtype and shape (4)"));
+  }
+  // A runtime of an older minor refuses a bundle that needs a newer one.
+  TestBundle b = MinimalBundle();
+  b.tensors[0].dtype = fb::DType::Int4;
+  b.min_runtime_minor = KILN_BUNDLE_VERSION_MINOR + 1;
+  std::string newer = "needs runtime version >= 0." + std::to_string(KILN_BUNDLE_VERSION_MINOR + 1);
+  CHECK(Contains(LoadError(b.Build(), 0, KILN_UNSUPPORTED), newer.c_str()));
+  b.min_runtime_minor = 10;
+  b.tensors[0].dtype = (fb::DType)24;  // past the last dtype
+  CHECK(Contains(LoadError(b.Build()), "unknown dtype 24"));
 }
 
 TEST_CASE("verify: not a bundle") {

@@ -66,6 +66,17 @@ void Fill(kiln_dtype_t dtype, std::vector<uint8_t>* bytes, Random* random) {
         break;
       }
       case KILN_DTYPE_BOOL: *p = u < 0.5 ? 0 : 1; break;
+      // The narrow types: finite codes of moderate size, values in range.
+      case KILN_DTYPE_FLOAT8E4M3FN: case KILN_DTYPE_FLOAT8E4M3FNUZ: case KILN_DTYPE_FLOAT8E5M2:
+      case KILN_DTYPE_FLOAT8E5M2FNUZ:
+        *p = (uint8_t)(0x28 + (int)(u * 32) % 32 + (u < 0.5 ? 0x80 : 0));  // about 2^-3 .. 2^1 (E4M3), never 0x80
+        break;
+      case KILN_DTYPE_FLOAT4E2M1: *p = (uint8_t)((int)(u * 16) & 15); break;
+      case KILN_DTYPE_FLOAT8E8M0: *p = (uint8_t)(120 + (int)(u * 16)); break;  // 2^-7 .. 2^8
+      case KILN_DTYPE_UINT4: *p = (uint8_t)((int)(u * 16) & 15); break;
+      case KILN_DTYPE_INT4: *p = (uint8_t)(int8_t)((int)(u * 16) % 16 - 8); break;
+      case KILN_DTYPE_UINT2: *p = (uint8_t)((int)(u * 4) & 3); break;
+      case KILN_DTYPE_INT2: *p = (uint8_t)(int8_t)((int)(u * 4) % 4 - 2); break;
       default: {  // integers
         int64_t v = (int64_t)(u * 10);
         memcpy(p, &v, size);  // little-endian: the low bytes
@@ -356,7 +367,7 @@ int ReadInputs(const kiln::Model& model, const CommandArgs& args, std::vector<Np
       int64_t least = info.dynamic && info.min_shape ? info.min_shape[d] : info.shape[d];
       same_shape = array.shape[d] >= least && array.shape[d] <= info.shape[d];
     }
-    if (array.dtype != info.dtype || !same_shape) {
+    if (!NpyFits(array, info.dtype) || !same_shape) {
       kiln_tensor_info_t got = info;
       got.dtype = array.dtype;
       got.rank = (uint32_t)array.shape.size();
@@ -365,6 +376,8 @@ int ReadInputs(const kiln::Model& model, const CommandArgs& args, std::vector<Np
       return Fail("--input %s: '%s' is %s but the model expects %s", info.name,
                   input.second.c_str(), DescribeTensor(got).c_str(), DescribeTensor(info).c_str());
     }
+    array.dtype = info.dtype;  // a narrow type's bytes ('|V1', '|u1', '|i1') are the input's
+    array.raw_bytes = false;
     (*arrays)[index] = std::move(array);
     (*given)[index] = true;
   }

@@ -29,7 +29,7 @@ const char* AccessName(kiln_access_t access) {
 }
 
 const char* StorageName(kiln_storage_t storage) {
-  return storage == KILN_STORAGE_CONSTANT ? "constant" : "arena";
+  return storage == KILN_STORAGE_CONSTANT ? "constant" : storage == KILN_STORAGE_DYNAMIC ? "per-run" : "arena";
 }
 
 const char* FormatName(kiln_library_format_t format) {

@@ -19,6 +19,21 @@ namespace kiln_tool {
 
 namespace {
 
+// A float8 (but e8m0) or float4e2m1 code's value (kiln.h describes the formats).
+double NarrowFloatAsDouble(kiln_dtype_t dtype, uint8_t b) {
+  int e_bits = 4, m_bits = 3, bias = 7;
+  if (dtype == KILN_DTYPE_FLOAT8E4M3FNUZ) bias = 8;
+  if (dtype == KILN_DTYPE_FLOAT8E5M2 || dtype == KILN_DTYPE_FLOAT8E5M2FNUZ)
+    e_bits = 5, m_bits = 2, bias = dtype == KILN_DTYPE_FLOAT8E5M2 ? 15 : 16;
+  if (dtype == KILN_DTYPE_FLOAT4E2M1) e_bits = 2, m_bits = 1, bias = 1, b &= 15;
+  const bool fnuz = dtype == KILN_DTYPE_FLOAT8E4M3FNUZ || dtype == KILN_DTYPE_FLOAT8E5M2FNUZ;
+  if ((fnuz && b == 0x80) || (dtype == KILN_DTYPE_FLOAT8E4M3FN && (b & 0x7F) == 0x7F)) return NAN;
+  const int sign = b >> (e_bits + m_bits), e = (b >> m_bits) & ((1 << e_bits) - 1), m = b & ((1 << m_bits) - 1);
+  double v = e == 0 ? ldexp(m, 1 - bias - m_bits) : ldexp((1 << m_bits) + m, e - bias - m_bits);
+  if (dtype == KILN_DTYPE_FLOAT8E5M2 && e == 31) v = m ? NAN : INFINITY;
+  return sign ? -v : v;
+}
+
 // Reads element `i` of a tensor as a double (for --top).
 double ElementAsDouble(kiln_dtype_t dtype, const uint8_t* data, size_t i) {
   switch (dtype) {
@@ -50,6 +65,14 @@ double ElementAsDouble(kiln_dtype_t dtype, const uint8_t* data, size_t i) {
     case KILN_DTYPE_UINT32: { uint32_t v; memcpy(&v, data + 4 * i, 4); return v; }
     case KILN_DTYPE_UINT64: { uint64_t v; memcpy(&v, data + 8 * i, 8); return (double)v; }
     case KILN_DTYPE_STRING: return 0.0;  // no scores (CmdRun refuses --top on strings)
+    case KILN_DTYPE_UINT4: return data[i] & 15;
+    case KILN_DTYPE_INT4: return (int)((data[i] + 8) & 15) - 8;
+    case KILN_DTYPE_UINT2: return data[i] & 3;
+    case KILN_DTYPE_INT2: return (int)((data[i] + 2) & 3) - 2;
+    case KILN_DTYPE_FLOAT8E8M0: return data[i] == 0xFF ? NAN : ldexp(1.0, (int)data[i] - 127);
+    case KILN_DTYPE_FLOAT8E4M3FN: case KILN_DTYPE_FLOAT8E4M3FNUZ: case KILN_DTYPE_FLOAT8E5M2:
+    case KILN_DTYPE_FLOAT8E5M2FNUZ: case KILN_DTYPE_FLOAT4E2M1:
+      return NarrowFloatAsDouble(dtype, data[i]);
   }
   return 0.0;
 }

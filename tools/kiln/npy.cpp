@@ -32,7 +32,9 @@ const DescrEntry kDescrs[] = {
     {"|V2", KILN_DTYPE_BFLOAT16},  // numpy has no bfloat16: two raw bytes (what ml_dtypes' arrays save as)
 };
 
-bool DescrToDtype(std::string descr, kiln_dtype_t* out, std::string* error) {
+// Sets *raw for '|V1' (raw bytes: *out is then KILN_DTYPE_UINT8).
+bool DescrToDtype(std::string descr, kiln_dtype_t* out, bool* raw, std::string* error) {
+  *raw = false;
   if (descr.size() == 3 && descr[0] == '>' && descr[2] != '1') {
     *error = "big-endian dtype '" + descr + "' is not supported";
     return false;
@@ -41,6 +43,11 @@ bool DescrToDtype(std::string descr, kiln_dtype_t* out, std::string* error) {
   if (descr.size() == 3 && descr[0] == '>' && descr[2] == '1') descr[0] = '|';
   if (descr.size() == 3 && descr[0] == '=') descr[0] = '<';  // native: little-endian hosts
   if (descr == "<V2") descr = "|V2";  // raw bytes have no byte order: bfloat16's bits, little-endian
+  if (descr == "|V1") {  // one byte an element (ml_dtypes' float8, int4, ...: numpy writes '<V1')
+    *out = KILN_DTYPE_UINT8;
+    *raw = true;
+    return true;
+  }
   for (const DescrEntry& entry : kDescrs) {
     if (descr == entry.descr) {
       *out = entry.dtype;
@@ -267,8 +274,25 @@ bool ReadAll(FILE* file, const std::string& path, std::vector<uint8_t>* out, std
 
 }  // namespace
 
+bool IsNarrowDtype(kiln_dtype_t dtype) {
+  switch (dtype) {
+    case KILN_DTYPE_FLOAT8E4M3FN: case KILN_DTYPE_FLOAT8E4M3FNUZ: case KILN_DTYPE_FLOAT8E5M2:
+    case KILN_DTYPE_FLOAT8E5M2FNUZ: case KILN_DTYPE_UINT4: case KILN_DTYPE_INT4: case KILN_DTYPE_FLOAT4E2M1:
+    case KILN_DTYPE_FLOAT8E8M0: case KILN_DTYPE_UINT2: case KILN_DTYPE_INT2:
+      return true;
+    default: return false;
+  }
+}
+
+bool NpyFits(const NpyArray& array, kiln_dtype_t dtype) {
+  if (array.raw_bytes) return IsNarrowDtype(dtype);
+  if (array.dtype == dtype) return true;
+  return IsNarrowDtype(dtype) && (array.dtype == KILN_DTYPE_UINT8 || array.dtype == KILN_DTYPE_INT8);
+}
+
 const char* NpyDescr(kiln_dtype_t dtype) {
   if (dtype == KILN_DTYPE_STRING) return "<U";  // and the width (WriteNpy)
+  if (IsNarrowDtype(dtype)) return "|V1";       // the byte, as ml_dtypes' arrays hold it
   for (const DescrEntry& entry : kDescrs) {
     if (entry.dtype == dtype) return entry.descr;
   }
@@ -337,7 +361,7 @@ bool ParseNpy(const uint8_t* data, size_t size, const std::string& path, NpyArra
   const bool string = ParseStringDescr(descr, &strings);
   if (string) {
     array.dtype = KILN_DTYPE_STRING;
-  } else if (!DescrToDtype(descr, &array.dtype, &parse_error)) {
+  } else if (!DescrToDtype(descr, &array.dtype, &array.raw_bytes, &parse_error)) {
     *error = prefix + parse_error;
     return false;
   }

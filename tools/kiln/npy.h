@@ -1,6 +1,9 @@
 // .npy files (NumPy format 1.0/2.0/3.0), C order, little-endian, the dtypes
 // of kiln_dtype_t: '<f4' '<f2' '<f8' '|i1' '<i2' '<i4' '<i8' '|u1' '|b1'
-// '<u2' '<u4' '<u8', bfloat16 as '|V2', and strings: read from numpy's
+// '<u2' '<u4' '<u8', bfloat16 as '|V2', the narrow types of 0.10 bundles
+// (float8, float4e2m1, e8m0, int4, uint4, int2, uint2: one byte an element)
+// as '|V1' (what numpy writes for ml_dtypes' arrays; read also as '<V1', and
+// as '|u1' / '|i1'), and strings: read from numpy's
 // fixed-width unicode ('<U{k}', '>U{k}': UTF-32) or bytes ('|S{k}') arrays,
 // whose trailing NULs are padding, into a string table of UTF-8 (kiln.hpp);
 // written as '<U{k}', k the longest string's code points (at least 1),
@@ -21,7 +24,16 @@ struct NpyArray {
   kiln_dtype_t dtype = KILN_DTYPE_FLOAT32;  // element type
   std::vector<int64_t> shape;               // dimensions (empty: a scalar)
   std::vector<uint8_t> data;                // product(shape) * element size bytes; strings: their table
+  // '|V1': one raw byte an element, of no type of its own (dtype is then
+  // KILN_DTYPE_UINT8): what ml_dtypes' narrow arrays save as (NpyFits).
+  bool raw_bytes = false;
 };
+
+// Whether `array` may be a tensor of `dtype`: the same dtype, or one byte an
+// element ('|V1', '|u1', '|i1') for a narrow dtype (float8, int4, ...).
+bool NpyFits(const NpyArray& array, kiln_dtype_t dtype);
+// Whether `dtype` is one of the narrow types of 0.10 bundles (written as '|V1').
+bool IsNarrowDtype(kiln_dtype_t dtype);
 
 // Reads the whole regular file `path` (refusing one larger than this
 // process can hold); on failure returns false with a message in *error.

@@ -54,7 +54,7 @@ extern "C" {
 
 // The library version this header belongs to (the single source of truth:
 // runtime/meson.build reads it from here).
-#define KILN_VERSION_STRING "0.5.0"
+#define KILN_VERSION_STRING "0.6.0"
 // The ABI number. It changes when a program built against an older kiln.h
 // could misbehave with this library without being recompiled: a function
 // removed, renamed or given another signature or meaning, a struct field
@@ -151,6 +151,21 @@ typedef enum kiln_dtype_e {  // same values as kiln.fb.DType
   // gives an output's table size after the run, and kiln_session_get_output
   // copies the table (docs/bundle.md#string-tensors).
   KILN_DTYPE_STRING = 13,
+  // Since 0.10 bundles: ONNX's narrow types, stored ONE ELEMENT PER BYTE
+  // (as numpy's ml_dtypes holds them; docs/bundle.md#narrow-element-types).
+  // kiln_dtype_size gives 1 for each. ONNX's own files pack the 4- and
+  // 2-bit ones; tensors of kiln never do.
+  KILN_DTYPE_FLOAT8E4M3FN = 14,    // the 8-bit code: sign, 4 exponent bits (bias 7), 3 mantissa bits; NaN 0x7F/0xFF, no inf
+  KILN_DTYPE_FLOAT8E4M3FNUZ = 15,  // bias 8; 0x80 is the only NaN; no inf, no negative zero
+  KILN_DTYPE_FLOAT8E5M2 = 16,      // sign, 5 exponent bits (bias 15), 2 mantissa bits; inf and NaN as in IEEE 754
+  KILN_DTYPE_FLOAT8E5M2FNUZ = 17,  // bias 16; 0x80 is the only NaN; no inf, no negative zero
+  KILN_DTYPE_UINT4 = 18,           // 0..15 in a byte; only the low 4 bits are read
+  KILN_DTYPE_INT4 = 19,            // -8..7 in a byte (kiln writes it sign-extended); only the low 4 bits are read
+  KILN_DTYPE_FLOAT4E2M1 = 20,      // the 4-bit code (sign, 2 exponent bits (bias 1), 1 mantissa bit) in the low
+                                   // bits of a byte, the high bits 0; no inf or NaN
+  KILN_DTYPE_FLOAT8E8M0 = 21,      // a power of two: 2^(code - 127); 0xFF is NaN; no sign, no zero
+  KILN_DTYPE_UINT2 = 22,           // 0..3 in a byte; only the low 2 bits are read
+  KILN_DTYPE_INT2 = 23,            // -2..1 in a byte (kiln writes it sign-extended); only the low 2 bits are read
 } kiln_dtype_t;
 
 KILN_API const char* kiln_dtype_name(kiln_dtype_t dtype);  // "float32", ...
@@ -160,6 +175,16 @@ KILN_API size_t kiln_dtype_size(kiln_dtype_t dtype);       // bytes per element;
 typedef enum kiln_storage_e {
   KILN_STORAGE_ARENA = 0,     // in each session's arena, at `offset`
   KILN_STORAGE_CONSTANT = 1,  // in the bundle's data segment, at `offset` (read-only)
+  // Since 0.10 bundles: sized per run. A dimension is known only at run time
+  // with no bound the bundle gives (a model input's dimension nothing fixed,
+  // a size read from data): each session allocates it once its size is known
+  // (at most kiln_session_options_t.max_arena_bytes in all, with the arena).
+  // `offset` is its slot (tensors of one slot share their bytes), byte_size
+  // 0 and `shape` each dimension's largest (2^31 where unbounded): a
+  // session's kiln_session_get_input_info / _get_output_info give the
+  // current ones. Set such an input's shape (kiln_session_set_input_shape)
+  // before its data.
+  KILN_STORAGE_DYNAMIC = 2,
 } kiln_storage_t;
 
 // A tensor of the bundle (kiln_model_get_tensor_info), or a model input or

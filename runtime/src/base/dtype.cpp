@@ -20,6 +20,16 @@ const char* kiln_dtype_name(kiln_dtype_t dtype) {
     case KILN_DTYPE_UINT64: return "uint64";
     case KILN_DTYPE_BFLOAT16: return "bfloat16";
     case KILN_DTYPE_STRING: return "string";
+    case KILN_DTYPE_FLOAT8E4M3FN: return "float8e4m3fn";
+    case KILN_DTYPE_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
+    case KILN_DTYPE_FLOAT8E5M2: return "float8e5m2";
+    case KILN_DTYPE_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
+    case KILN_DTYPE_UINT4: return "uint4";
+    case KILN_DTYPE_INT4: return "int4";
+    case KILN_DTYPE_FLOAT4E2M1: return "float4e2m1";
+    case KILN_DTYPE_FLOAT8E8M0: return "float8e8m0";
+    case KILN_DTYPE_UINT2: return "uint2";
+    case KILN_DTYPE_INT2: return "int2";
   }
   return "unknown";
 }
@@ -46,9 +56,16 @@ size_t kiln_dtype_code_size(uint32_t code) {
     case KILN_DTYPE_UINT64: return 8;
     case KILN_DTYPE_BFLOAT16: return 2;
     case KILN_DTYPE_STRING: return 0;  // a string table: no element size (kiln_dtype_tensor_bytes)
+    // One element per byte (the 4- and 2-bit types too: never packed).
+    case KILN_DTYPE_FLOAT8E4M3FN: case KILN_DTYPE_FLOAT8E4M3FNUZ: case KILN_DTYPE_FLOAT8E5M2:
+    case KILN_DTYPE_FLOAT8E5M2FNUZ: case KILN_DTYPE_UINT4: case KILN_DTYPE_INT4: case KILN_DTYPE_FLOAT4E2M1:
+    case KILN_DTYPE_FLOAT8E8M0: case KILN_DTYPE_UINT2: case KILN_DTYPE_INT2:
+      return 1;
   }
   return 0;
 }
+
+unsigned kiln_dtype_code_min_minor(uint32_t code) { return code >= KILN_DTYPE_FLOAT8E4M3FN ? 10 : 0; }
 
 bool kiln_dtype_tensor_bytes(uint32_t code, uint64_t elements, uint64_t string_bytes, uint64_t* out_bytes) {
   if (code == KILN_DTYPE_STRING) {

@@ -22,4 +22,9 @@ size_t kiln_dtype_code_size(uint32_t code);
 // overflows 64 bits or `code` is unknown.
 bool kiln_dtype_tensor_bytes(uint32_t code, uint64_t elements, uint64_t string_bytes, uint64_t* out_bytes);
 
+// The least bundle minor version (and so min_runtime_minor) that may hold
+// a tensor of dtype `code`: 10 for the narrow types of 0.10 (float8,
+// float4, int4, int2, ...), 0 for the others. Only for known codes.
+unsigned kiln_dtype_code_min_minor(uint32_t code);
+
 #endif  // KILN_BASE_DTYPE_H_

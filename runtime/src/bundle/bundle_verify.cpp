@@ -196,6 +196,16 @@ static kiln_status_t kiln_bundle_verify_tensor_size(const fb::Tensor* tensor, ui
     }
     fits = fits && kiln_mul_u64(elements, (uint64_t)dim, &elements);  // (a later 0 does not make it fit)
   }
+  if (tensor->storage() == fb::Storage::Dynamic) {  // sized per run: no size here (its largest may overflow)
+    if (string || tensor->byte_size() != 0) {
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "bundle: tensor %u ('" KILN_NAME_FMT "'): a Dynamic tensor has byte_size 0 and is no "
+                              "string tensor",
+                              index, name);
+    }
+    *out_elements = 0;
+    return NULL;
+  }
   if (!fits || !kiln_dtype_tensor_bytes(dtype, elements, tensor->string_bytes(), &expected)) {
     return kiln_make_status(KILN_INVALID_BUNDLE, "bundle: tensor %u ('" KILN_NAME_FMT "'): shape size overflows 64 bits",
                             index, name);
@@ -216,7 +226,7 @@ static kiln_status_t kiln_bundle_verify_tensor_size(const fb::Tensor* tensor, ui
   return NULL;
 }
 
-static kiln_status_t kiln_bundle_verify_tensor(const fb::Tensor* tensor, uint32_t index,
+static kiln_status_t kiln_bundle_verify_tensor(const fb::Tensor* tensor, uint32_t index, uint32_t tensor_count,
                                                const kiln_bundle_view_t* view) {
   const char* name = kiln_name_or_unnamed(tensor->name());
   if (!tensor->name()) {
@@ -227,6 +237,16 @@ static kiln_status_t kiln_bundle_verify_tensor(const fb::Tensor* tensor, uint32_
   // The API hands byte_size out as a size_t (kiln_tensor_info_t).
   kiln_status_t status = kiln_size_from_u64(tensor->byte_size(), "byte_size", NULL);
   if (status) return kiln_status_annotate(status, "bundle: tensor %u ('" KILN_NAME_FMT "')", index, name);
+  if (tensor->storage() == fb::Storage::Dynamic) {  // `offset` is its slot; dynamic_dims give its size
+    // (Vulkan sessions refuse bundles with run-time dimensions: exec/session.cpp.)
+    if (tensor->offset() >= tensor_count || !tensor->dynamic_dims()) {
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "bundle: tensor %u ('" KILN_NAME_FMT "'): a Dynamic tensor needs run-time dimensions and "
+                              "a slot below the tensor count (slot %llu)",
+                              index, name, (unsigned long long)tensor->offset());
+    }
+    return NULL;
+  }
   if (!kiln_is_aligned(tensor->offset(), KILN_BUNDLE_ALIGNMENT)) {
     return kiln_make_status(KILN_INVALID_BUNDLE,
                             "bundle: tensor %u ('" KILN_NAME_FMT
@@ -285,10 +305,10 @@ static kiln_status_t kiln_bundle_verify_io(const flatbuffers::Vector<uint32_t>* 
                               what, i, t, tensor_count);
     }
     const fb::Tensor* tensor = bundle->tensors()->Get(t);
-    if (tensor->storage() != fb::Storage::Arena) {
+    if (tensor->storage() != fb::Storage::Arena && tensor->storage() != fb::Storage::Dynamic) {
       return kiln_make_status(KILN_INVALID_BUNDLE,
                               "bundle: %s %u: tensor %u ('" KILN_NAME_FMT
-                              "') must have Arena storage",
+                              "') must have Arena or Dynamic storage",
                               what, i, t, kiln_name_or_unnamed(tensor->name()));
     }
   }
@@ -299,7 +319,24 @@ static kiln_status_t kiln_bundle_verify_tensors(const fb::Bundle* bundle,
                                                 const kiln_bundle_view_t* view) {
   uint32_t tensor_count = bundle->tensors() ? bundle->tensors()->size() : 0;
   for (uint32_t i = 0; i < tensor_count; ++i) {
-    KILN_RETURN_IF_ERROR(kiln_bundle_verify_tensor(bundle->tensors()->Get(i), i, view));
+    const fb::Tensor* tensor = bundle->tensors()->Get(i);
+    KILN_RETURN_IF_ERROR(kiln_bundle_verify_tensor(tensor, i, tensor_count, view));
+    // A dtype newer than the first minor must be announced (format 0.10's
+    // narrow types): a runtime of that minor or later reads them.
+    const unsigned need = kiln_dtype_code_min_minor((uint32_t)tensor->dtype());
+    if (bundle->min_runtime_minor() < need) {
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "bundle: tensor %u ('" KILN_NAME_FMT "'): dtype %s needs min_runtime_minor >= %u, the "
+                              "bundle says %u",
+                              i, kiln_name_or_unnamed(tensor->name()), kiln_dtype_name((kiln_dtype_t)tensor->dtype()),
+                              need, bundle->min_runtime_minor());
+    }
+    if (tensor->storage() == fb::Storage::Dynamic && bundle->min_runtime_minor() < 10) {  // format 0.10
+      return kiln_make_status(KILN_INVALID_BUNDLE,
+                              "bundle: tensor %u ('" KILN_NAME_FMT "'): Dynamic storage needs min_runtime_minor >= 10, "
+                              "the bundle says %u",
+                              i, kiln_name_or_unnamed(tensor->name()), bundle->min_runtime_minor());
+    }
   }
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_io(bundle->inputs(), "input", tensor_count, bundle));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_io(bundle->outputs(), "output", tensor_count, bundle));
@@ -510,6 +547,9 @@ static kiln_status_t kiln_bundle_verify_dispatch(const fb::Bundle* bundle,
                               "bundle: dispatch %u: workgroup_count[%u] is 0 (must be >= 1)",
                               index, d);
     }
+    // (Run-time counts are checked each run: over a dimension sized per run
+    // their largest values may multiply past 2^32.)
+    if (dispatch->workgroup_count_exprs()) continue;
     if (!kiln_mul_u64(total, counts->Get(d), &total) || total > KILN_BUNDLE_MAX_WORKGROUPS) {
       return kiln_make_status(KILN_INVALID_BUNDLE,
                               "bundle: dispatch %u: more than %llu workgroups", index,
@@ -533,7 +573,7 @@ static kiln_status_t kiln_bundle_verify_dispatch(const fb::Bundle* bundle,
                               (unsigned)access);
     }
     const fb::Tensor* tensor = bundle->tensors()->Get(binding->tensor());
-    if (access != fb::Access::Read && tensor->storage() != fb::Storage::Arena) {
+    if (access != fb::Access::Read && tensor->storage() == fb::Storage::Constant) {
       return kiln_make_status(KILN_INVALID_BUNDLE,
                               "bundle: dispatch %u: binding %u: write access to constant "
                               "tensor %u ('" KILN_NAME_FMT "') (only Arena tensors are writable)",

@@ -167,11 +167,11 @@ static kiln_status_t kiln_verify_dynamic_tensors(const fb::Bundle* bundle, uint3
     if (!dims && !min_shape) continue;
     const char* name = kiln_shape_name(tensor->name());
     uint32_t rank = tensor->shape() ? tensor->shape()->size() : 0;
-    if (!dims || dims->size() != rank || tensor->storage() != fb::Storage::Arena ||
+    if (!dims || dims->size() != rank || tensor->storage() == fb::Storage::Constant ||
         (min_shape && min_shape->size() != rank)) {
       return kiln_make_status(KILN_INVALID_BUNDLE,
                               "bundle: tensor %u ('" KILN_NAME_FMT "'): dynamic_dims and min_shape need one entry per "
-                              "dimension, on an Arena tensor",
+                              "dimension, on an Arena or Dynamic tensor",
                               t, name);
     }
     *any = true;

@@ -8,7 +8,8 @@
 // vulkan/vulkan_backend_unavailable.cpp in a build without the Vulkan
 // headers). Every function but `create` gets the state `create` made;
 // arguments have been checked by session.cpp (indices in range, sizes equal
-// to the tensor's, non-NULL pointers). `run` must neither allocate nor lock.
+// to the tensor's, non-NULL pointers). `run` must neither lock nor allocate
+// (but for Dynamic tensors whose sizes a data symbol decides: update_shapes).
 #ifndef KILN_EXEC_BACKEND_H_
 #define KILN_EXEC_BACKEND_H_
 
@@ -63,8 +64,10 @@ typedef struct kiln_backend_t {
   // bundles with run-time dimensions are KILN_UNSUPPORTED on it): new values
   // of the shape symbols and of every shape expression (exec/session_shapes.h),
   // before the next run: workgroup counts and the kernels' push constants.
-  // Must not allocate.
-  kiln_status_t (*update_shapes)(kiln_backend_state_t* state, const int64_t* symbols, const int64_t* values);
+  // Allocates only the bytes of Dynamic tensors (schema/bundle.fbs) whose
+  // sizes are known now and outgrew what they had (within the session's
+  // max_arena_bytes); run calls it too, right after a data symbol's source.
+  kiln_status_t (*update_shapes)(kiln_backend_state_t* state, const kiln_session_shapes_t* shapes);
 } kiln_backend_t;
 
 // The backends; session.cpp picks one per model.

@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/address_space.h"
 #include "base/allocator.h"
+#include "base/checked_math.h"
 #include "base/clock.h"
 #include "exec/backend.h"
 #include "exec/thread_pool.h"
@@ -26,14 +28,30 @@ typedef struct kiln_bound_dispatch_t {
   int defines_symbols;                 // nonzero: the source of a data symbol (read after it runs)
 } kiln_bound_dispatch_t;
 
+// The bytes of one Dynamic slot (schema/bundle.fbs: a tensor sized per run,
+// and its aliases), grown when a run needs more and kept for the next.
+typedef struct kiln_cpu_slot_t {
+  uint8_t* data;      // zeroed pages, page aligned; NULL until first sized
+  size_t capacity;    // bytes in `data`
+  uint32_t tensor;    // a tensor of the slot (they have one size): what sizes it
+  uint64_t need;      // scratch of kiln_cpu_session_size_slots: bytes this run needs (or keeps)
+  int known;          // scratch: nonzero when `need` is known now (not waiting on a data symbol)
+} kiln_cpu_slot_t;
+
 // The CPU backend's session state.
 typedef struct kiln_cpu_session_t {
   const kiln_model_t* model;            // must outlive the session
   uint8_t* arena;                       // every Arena tensor; zeroed pages (page aligned)
   size_t arena_size;                    // bytes in `arena`
+  kiln_cpu_slot_t* slots;               // the Dynamic slots (slot_count)
+  uint32_t slot_count;                  // 1 + the largest Dynamic tensor's slot; 0 without any
+  uint32_t* binding_slot;               // per entry of `bindings`: 1 + its Dynamic slot, 0 if none
+  uint64_t dynamic_limit;               // the most bytes the slots may take (max_arena_bytes less the arena)
+  uint64_t dynamic_bytes;               // bytes the slots take now
   kiln_bound_dispatch_t* dispatches;    // in execution order
   uint32_t dispatch_count;              // entries in `dispatches`
   void** bindings;                      // storage for all dispatches' binding pointers
+  size_t binding_total;                 // entries in `bindings`
   uint32_t* push_values;                // storage for all dispatches' push constants (shape symbols' values)
   uint32_t thread_count;                // threads running each dispatch (1: flat loop, no pool)
   kiln_thread_pool_t* pool;             // workers 1..thread_count-1; NULL when thread_count == 1
@@ -73,8 +91,21 @@ static kiln_status_t kiln_cpu_session_bind(kiln_cpu_session_t* session) {
   }
   KILN_RETURN_IF_ERROR(kiln_calloc_array(count, &session->dispatches));
   KILN_RETURN_IF_ERROR(kiln_calloc_array(total_bindings, &session->bindings));
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(total_bindings, &session->binding_slot));
+  session->binding_total = total_bindings;
   KILN_RETURN_IF_ERROR(kiln_calloc_array(total_push, &session->push_values));
   session->dispatch_count = count;
+  // Dynamic slots (verified: each below the tensor count).
+  for (uint32_t t = 0; t < session->model->tensor_count; ++t) {
+    const fb::Tensor* tensor = bundle->tensors()->Get(t);
+    if (tensor->storage() == fb::Storage::Dynamic && tensor->offset() + 1 > session->slot_count)
+      session->slot_count = (uint32_t)tensor->offset() + 1;
+  }
+  KILN_RETURN_IF_ERROR(kiln_calloc_array(session->slot_count, &session->slots));
+  for (uint32_t t = 0; t < session->model->tensor_count; ++t) {
+    const fb::Tensor* tensor = bundle->tensors()->Get(t);
+    if (tensor->storage() == fb::Storage::Dynamic) session->slots[tensor->offset()].tensor = t;
+  }
   void** cursor = session->bindings;
   uint32_t* push = session->push_values;
   for (uint32_t i = 0; i < count; ++i) {
@@ -82,7 +113,13 @@ static kiln_status_t kiln_cpu_session_bind(kiln_cpu_session_t* session) {
     kiln_bound_dispatch_t* bound = &session->dispatches[i];
     bound->kernel_index = dispatch->kernel();
     bound->kernel = session->model->kernels[dispatch->kernel()];
-    cursor += kiln_model_bind_dispatch(session->model, i, session->arena, cursor, &bound->state);
+    uint32_t bound_count = kiln_model_bind_dispatch(session->model, i, session->arena, cursor, &bound->state);
+    for (uint32_t b = 0; b < bound_count; ++b) {  // Dynamic tensors: bound once allocated (kiln_cpu_session_size_slots)
+      const fb::Tensor* tensor = bundle->tensors()->Get(dispatch->bindings()->Get(b)->tensor());
+      if (tensor->storage() == fb::Storage::Dynamic)
+        session->binding_slot[cursor - session->bindings + b] = (uint32_t)tensor->offset() + 1;
+    }
+    cursor += bound_count;
     for (uint32_t s = 0; bundle->symbols() && s < bundle->symbols()->size(); ++s)
       bound->defines_symbols |= bundle->symbols()->Get(s)->source_dispatch() == (int32_t)i;
     if (const auto* symbols = dispatch->push_constant_symbols()) {  // filled by update_shapes
@@ -94,17 +131,105 @@ static kiln_status_t kiln_cpu_session_bind(kiln_cpu_session_t* session) {
   return NULL;
 }
 
+// The error for slots that need `bytes` in all, more than dynamic_limit
+// allows; `s` is the slot asking (or the largest).
+static kiln_status_t kiln_cpu_session_slots_too_big(const kiln_cpu_session_t* session, uint32_t s, uint64_t bytes) {
+  const fb::Tensor* tensor = session->model->view.bundle->tensors()->Get(session->slots[s].tensor);
+  return kiln_make_status(KILN_OUT_OF_MEMORY,
+                          "session: the tensors sized per run need %llu bytes at these sizes (tensor '%.64s' the "
+                          "largest or the one growing), and with the arena (%zu bytes) that is more than the limit "
+                          "(kiln_session_options_t.max_arena_bytes)",
+                          (unsigned long long)bytes, tensor->name() ? tensor->name()->c_str() : "", session->arena_size);
+}
+
+// Gives slot `s` exactly `bytes` (at least 1) of new zeroed pages, keeping
+// the first bytes of its old ones (an input already written), and points
+// every binding of the slot at them. The caller checked dynamic_limit.
+static kiln_status_t kiln_cpu_session_resize_slot(kiln_cpu_session_t* session, uint32_t s, uint64_t bytes) {
+  kiln_cpu_slot_t* slot = &session->slots[s];
+  size_t size = 0;
+  KILN_RETURN_IF_ERROR(kiln_size_from_u64(bytes ? bytes : 1, "a tensor's bytes", &size));
+  void* data = NULL;
+  KILN_RETURN_IF_ERROR(kiln_pages_alloc(size, &data));
+  if (slot->data) {
+    memcpy(data, slot->data, slot->capacity < size ? slot->capacity : size);
+    kiln_pages_free(slot->data, slot->capacity);
+  }
+  session->dynamic_bytes = session->dynamic_bytes - slot->capacity + size;
+  slot->data = (uint8_t*)data;
+  slot->capacity = size;
+  for (size_t b = 0; b < session->binding_total; ++b)
+    if (session->binding_slot[b] == s + 1) session->bindings[b] = slot->data;
+  return NULL;
+}
+
+// Slot `s` with room for `bytes`: grown when it has less (a run-time size
+// grew; kept for later runs), within dynamic_limit.
+static kiln_status_t kiln_cpu_session_grow_slot(kiln_cpu_session_t* session, uint32_t s, uint64_t bytes) {
+  kiln_cpu_slot_t* slot = &session->slots[s];
+  if (bytes <= slot->capacity && slot->data) return NULL;
+  const uint64_t others = session->dynamic_bytes - slot->capacity;
+  if (bytes > session->dynamic_limit || others > session->dynamic_limit - bytes) {
+    uint64_t total = 0;
+    return kiln_cpu_session_slots_too_big(session, s, kiln_add_u64(others, bytes, &total) ? total : UINT64_MAX);
+  }
+  return kiln_cpu_session_resize_slot(session, s, bytes);
+}
+
+// Sizes every Dynamic slot whose dimensions are known now (exec/backend.h).
+// What they need together is checked first, so a size beyond the limit
+// changes nothing; slots kept larger by an earlier run give back their extra
+// bytes when the rest would not fit otherwise.
+static kiln_status_t kiln_cpu_session_size_slots(kiln_cpu_session_t* session, const kiln_session_shapes_t* shapes) {
+  uint64_t exact = 0, kept = 0;  // bytes in all: each slot at its need; each at the larger of need and capacity
+  uint32_t largest = 0;
+  for (uint32_t s = 0; s < session->slot_count; ++s) {
+    kiln_cpu_slot_t* slot = &session->slots[s];
+    uint64_t bytes = 0;
+    KILN_RETURN_IF_ERROR(kiln_session_shapes_tensor_bytes(shapes, slot->tensor, &bytes, &slot->known));
+    slot->need = slot->known ? (bytes ? bytes : 1) : slot->capacity;
+    if (slot->need > session->slots[largest].need) largest = s;
+    const uint64_t larger = slot->need > slot->capacity ? slot->need : slot->capacity;
+    if (!kiln_add_u64(exact, slot->need, &exact)) exact = UINT64_MAX;
+    if (!kiln_add_u64(kept, larger, &kept)) kept = UINT64_MAX;
+  }
+  if (exact > session->dynamic_limit) return kiln_cpu_session_slots_too_big(session, largest, exact);
+  for (uint32_t s = 0; kept > session->dynamic_limit && s < session->slot_count; ++s) {
+    kiln_cpu_slot_t* slot = &session->slots[s];
+    if (slot->known && slot->capacity > slot->need) KILN_RETURN_IF_ERROR(kiln_cpu_session_resize_slot(session, s, slot->need));
+  }
+  for (uint32_t s = 0; s < session->slot_count; ++s)
+    if (session->slots[s].known) KILN_RETURN_IF_ERROR(kiln_cpu_session_grow_slot(session, s, session->slots[s].need));
+  return NULL;
+}
+
+// Where tensor `io` of the model's inputs or outputs is now.
+static uint8_t* kiln_cpu_session_io_data(const kiln_cpu_session_t* session, const kiln_tensor_info_t* io) {
+  if (io->storage == KILN_STORAGE_DYNAMIC) return session->slots[io->offset].data;
+  return session->arena + io->offset;
+}
+
 // New shape values (exec/backend.h): each dispatch's run-time workgroup
 // counts, at most the bundle's (the largest, what the thread split and the
-// load limits were checked against), and its symbols as push constants.
-static kiln_status_t kiln_cpu_session_update_shapes(kiln_backend_state_t* state, const int64_t* symbols,
-                                                    const int64_t* values) {
+// load limits were checked against), and its symbols as push constants;
+// the Dynamic slots' bytes.
+static kiln_status_t kiln_cpu_session_update_shapes(kiln_backend_state_t* state, const kiln_session_shapes_t* shapes) {
   kiln_cpu_session_t* session = kiln_cpu_session(state);
   const fb::Bundle* bundle = session->model->view.bundle;
+  const int64_t* symbols = shapes->symbols;
+  const int64_t* values = shapes->values;
+  KILN_RETURN_IF_ERROR(kiln_cpu_session_size_slots(session, shapes));
   for (uint32_t i = 0; i < session->dispatch_count; ++i) {
     const fb::Dispatch* dispatch = bundle->dispatches()->Get(i);
     kiln_bound_dispatch_t* bound = &session->dispatches[i];
-    if (const auto* exprs = dispatch->workgroup_count_exprs()) {
+    const auto* exprs = dispatch->workgroup_count_exprs();
+    // Counts waiting for a data symbol are set once that is defined (the
+    // dispatch runs after its source).
+    bool waits = false;
+    for (uint32_t a = 0; exprs && a < 3; ++a)
+      waits |= exprs->Get(a) >= 0 && (shapes->expr_symbols[exprs->Get(a)] & shapes->pending);
+    if (exprs && !waits) {
+      uint64_t total = 1;
       for (uint32_t a = 0; a < 3; ++a) {
         int32_t e = exprs->Get(a);
         uint32_t most = dispatch->workgroup_count()->Get(a);
@@ -114,6 +239,13 @@ static kiln_status_t kiln_cpu_session_update_shapes(kiln_backend_state_t* state,
                                   "shapes: dispatch %u would run %lld workgroups along axis %u, more than its "
                                   "largest count %u",
                                   i, (long long)n, a, most);
+        }
+        // The largest counts may multiply past 2^32 where a dimension has no
+        // bound (Dynamic tensors): each run's must not.
+        total *= (uint64_t)n;  // (each < 2^32: no overflow before the check)
+        if (total > 0xFFFFFFFFull) {
+          return kiln_make_status(KILN_OUT_OF_MEMORY,
+                                  "shapes: dispatch %u would run more than 2^32 - 1 workgroups at these sizes", i);
         }
         bound->state.workgroup_count[a] = (uint32_t)n;
       }
@@ -143,6 +275,10 @@ static void kiln_cpu_session_free(kiln_backend_state_t* state) {
   if (!session) return;
   kiln_thread_pool_free(session->pool);  // joins the worker threads
   kiln_pages_free(session->arena, session->arena_size);
+  for (uint32_t s = 0; session->slots && s < session->slot_count; ++s)
+    kiln_pages_free(session->slots[s].data, session->slots[s].capacity);
+  free(session->slots);
+  free(session->binding_slot);
   free(session->dispatch_nanoseconds);
   free(session->dispatches);
   free(session->bindings);
@@ -159,6 +295,8 @@ static kiln_status_t kiln_cpu_session_create(const kiln_model_t* model,
   session->model = model;
   session->thread_count = options->thread_count > 1 ? options->thread_count : 1;
   session->arena_size = (size_t)model->view.arena_bytes;  // verified to fit (kiln_size_from_u64)
+  const uint64_t max_arena = options->max_arena_bytes ? options->max_arena_bytes : KILN_DEFAULT_MAX_ARENA_BYTES;
+  session->dynamic_limit = max_arena - session->arena_size;  // (session.cpp checked the arena against it)
   void* arena = NULL;
   uint64_t stage = kiln_now_nanoseconds();
   kiln_status_t status = kiln_pages_alloc(session->arena_size, &arena);
@@ -187,22 +325,27 @@ static kiln_status_t kiln_cpu_session_create(const kiln_model_t* model,
 static kiln_status_t kiln_cpu_session_write_input(kiln_backend_state_t* state,
                                                   const kiln_tensor_info_t* io, const void* data,
                                                   size_t size) {
-  if (size) memcpy(kiln_cpu_session(state)->arena + io->offset, data, size);
+  kiln_cpu_session_t* session = kiln_cpu_session(state);
+  // A Dynamic input: its slot with room for the input's current shape (the run keeps it).
+  if (io->storage == KILN_STORAGE_DYNAMIC) KILN_RETURN_IF_ERROR(kiln_cpu_session_grow_slot(session, (uint32_t)io->offset, size));
+  if (size) memcpy(kiln_cpu_session_io_data(session, io), data, size);
   return NULL;
 }
 
 static kiln_status_t kiln_cpu_session_read_output(kiln_backend_state_t* state,
                                                   const kiln_tensor_info_t* io, void* data) {
-  if (io->byte_size) {
-    memcpy(data, kiln_cpu_session(state)->arena + io->offset, io->byte_size);
+  const uint8_t* from = kiln_cpu_session_io_data(kiln_cpu_session(state), io);
+  if (io->byte_size && !from) {  // a Dynamic output no run has sized yet
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "get_output: output '%.64s' has no value yet (run first)", io->name);
   }
+  if (io->byte_size) memcpy(data, from, io->byte_size);
   return NULL;
 }
 
 static kiln_status_t kiln_cpu_session_get_output_view(kiln_backend_state_t* state, size_t index,
                                                       const void** out_data) {
   const kiln_cpu_session_t* session = kiln_cpu_session(state);
-  *out_data = session->arena + session->model->outputs[index].offset;
+  *out_data = kiln_cpu_session_io_data(session, &session->model->outputs[index]);
   return NULL;
 }
 
@@ -308,7 +451,7 @@ static kiln_status_t kiln_cpu_session_define_symbols(kiln_cpu_session_t* session
     kiln_status_t status = kiln_session_shapes_define(shapes, s, value);
     if (status) return kiln_status_annotate(status, "run: after dispatch %u", index);
   }
-  return kiln_cpu_session_update_shapes((kiln_backend_state_t*)session, shapes->symbols, shapes->values);
+  return kiln_cpu_session_update_shapes((kiln_backend_state_t*)session, shapes);
 }
 
 // The executor: dispatches in order; see the top of the file.

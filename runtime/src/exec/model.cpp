@@ -142,7 +142,13 @@ static kiln_status_t kiln_model_check_limits(const kiln_bundle_view_t* view,
   }
   const fb::Bundle* bundle = view->bundle;
   uint32_t count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
+  // With tensors sized per run (Storage::Dynamic) a run-time count has no
+  // meaningful largest value: each run's is checked (exec/cpu_backend.cpp).
+  bool sized_per_run = false;
+  for (uint32_t t = 0; bundle->tensors() && t < bundle->tensors()->size(); ++t)
+    sized_per_run |= bundle->tensors()->Get(t)->storage() == fb::Storage::Dynamic;
   for (uint32_t i = 0; i < count; ++i) {
+    if (sized_per_run && bundle->dispatches()->Get(i)->workgroup_count_exprs()) continue;
     const auto* n = bundle->dispatches()->Get(i)->workgroup_count();  // 3 entries, verified
     uint64_t total = (uint64_t)n->Get(0) * n->Get(1) * n->Get(2);     // at most 2^32 - 1, verified
     if (total > options->max_workgroups) {
@@ -254,8 +260,10 @@ uint32_t kiln_model_bind_dispatch(const kiln_model_t* model, uint32_t index, uin
   uint32_t count = dispatch->bindings() ? dispatch->bindings()->size() : 0;
   for (uint32_t b = 0; b < count; ++b) {
     const fb::Tensor* tensor = bundle->tensors()->Get(dispatch->bindings()->Get(b)->tensor());
-    slots[b] = tensor->storage() == fb::Storage::Constant ? (void*)(model->view.data_segment + tensor->offset())
-                                                          : (void*)(arena + tensor->offset());
+    // (A Dynamic tensor has no bytes yet: the backend binds them once it has allocated them.)
+    slots[b] = tensor->storage() == fb::Storage::Constant  ? (void*)(model->view.data_segment + tensor->offset())
+               : tensor->storage() == fb::Storage::Dynamic ? NULL
+                                                           : (void*)(arena + tensor->offset());
   }
   out_state->binding_count = count;
   out_state->bindings = slots;

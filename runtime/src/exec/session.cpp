@@ -131,7 +131,7 @@ static kiln_status_t kiln_session_string_output(kiln_session_t* session, size_t 
 static kiln_status_t kiln_session_update_shapes(kiln_session_t* session) {
   if (!session->shapes.dirty) return NULL;
   KILN_RETURN_IF_ERROR(kiln_session_shapes_resolve(&session->shapes));
-  kiln_status_t status = session->backend->update_shapes(session->state, session->shapes.symbols, session->shapes.values);
+  kiln_status_t status = session->backend->update_shapes(session->state, &session->shapes);
   if (status) session->shapes.dirty = 1;  // resolve again next time
   return status;
 }

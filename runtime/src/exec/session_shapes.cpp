@@ -43,10 +43,19 @@ kiln_status_t kiln_session_shapes_create(const kiln_model_t* model, kiln_session
   }
   int64_t* cursor = shapes->dims;
   for (size_t i = 0; i < model->input_count; ++i) {
+    const kiln_tensor_info_t* input = &model->inputs[i];
     shapes->input_shapes[i] = cursor;
-    if (model->inputs[i].rank) memcpy(cursor, model->inputs[i].shape, model->inputs[i].rank * sizeof(int64_t));
-    cursor += model->inputs[i].rank;
-    shapes->input_bytes[i] = model->inputs[i].byte_size;
+    // A Dynamic input (no bound: its largest is 2^31 a dimension) starts at its least.
+    const int64_t* start = input->storage == KILN_STORAGE_DYNAMIC && input->min_shape ? input->min_shape : input->shape;
+    if (input->rank) memcpy(cursor, start, input->rank * sizeof(int64_t));
+    cursor += input->rank;
+    shapes->input_bytes[i] = input->byte_size;
+    if (input->storage == KILN_STORAGE_DYNAMIC) {
+      uint64_t elements = 1, bytes = 0;
+      for (uint32_t d = 0; d < input->rank; ++d) kiln_mul_u64(elements, (uint64_t)start[d], &elements);
+      kiln_dtype_tensor_bytes((uint32_t)input->dtype, elements, input->string_bytes, &bytes);  // (least: small)
+      shapes->input_bytes[i] = (size_t)bytes;
+    }
   }
   for (size_t i = 0; i < model->output_count; ++i) {
     shapes->output_shapes[i] = cursor;
@@ -92,8 +101,20 @@ kiln_status_t kiln_session_shapes_set_input(kiln_session_shapes_t* shapes, size_
                               input->name, d, (long long)dims[d], (long long)least, (long long)input->shape[d]);
     }
   }
-  uint64_t bytes = 0;  // at most the input's byte_size: no overflow
-  kiln_dtype_tensor_bytes((uint32_t)input->dtype, kiln_shape_elements(dims, rank), input->string_bytes, &bytes);
+  uint64_t bytes = 0;  // at most the input's byte_size: no overflow (a Dynamic input: checked here)
+  if (input->storage == KILN_STORAGE_DYNAMIC) {
+    uint64_t elements = 1;
+    bool fits = true;
+    for (uint32_t d = 0; d < rank; ++d) fits = fits && kiln_mul_u64(elements, (uint64_t)dims[d], &elements);
+    fits = fits && kiln_dtype_tensor_bytes((uint32_t)input->dtype, elements, input->string_bytes, &bytes) &&
+           bytes <= ((uint64_t)1 << 62);
+    if (!fits) {
+      return kiln_make_status(KILN_OUT_OF_MEMORY, "set_input_shape: input '" KILN_NAME_FMT "' would need more than "
+                              "2^62 bytes at that shape", input->name);
+    }
+  } else {
+    kiln_dtype_tensor_bytes((uint32_t)input->dtype, kiln_shape_elements(dims, rank), input->string_bytes, &bytes);
+  }
   if (rank == 0) return NULL;  // a scalar has no shape to change (and `dims` may be NULL)
   if (memcmp(shapes->input_shapes[index], dims, rank * sizeof(int64_t)) == 0) return NULL;  // unchanged
   memcpy(shapes->input_shapes[index], dims, rank * sizeof(int64_t));
@@ -175,13 +196,40 @@ static int64_t kiln_shapes_dim(const kiln_session_shapes_t* shapes, const fb::Te
   return e >= 0 ? shapes->values[e] : kiln_bundle_dim(tensor->shape(), d);
 }
 
+kiln_status_t kiln_session_shapes_tensor_bytes(const kiln_session_shapes_t* shapes, uint32_t t, uint64_t* out_bytes,
+                                               int* out_known) {
+  const fb::Tensor* tensor = kiln_shapes_tensor(shapes->model, t);
+  const auto* dyn = tensor->dynamic_dims();
+  uint32_t rank = tensor->shape() ? tensor->shape()->size() : 0;
+  *out_known = 0;
+  *out_bytes = 0;
+  for (uint32_t d = 0; dyn && d < rank; ++d)
+    if (dyn->Get(d) >= 0 && (shapes->expr_symbols[dyn->Get(d)] & shapes->pending)) return NULL;  // not yet
+  uint64_t elements = 1;
+  bool ok = true;
+  for (uint32_t d = 0; ok && d < rank; ++d) {
+    int64_t dim = kiln_shapes_dim(shapes, tensor, d);
+    ok = dim >= 0 && kiln_mul_u64(elements, (uint64_t)dim, &elements);
+  }
+  ok = ok && kiln_dtype_tensor_bytes((uint32_t)tensor->dtype(), elements, tensor->string_bytes(), out_bytes) &&
+       *out_bytes <= ((uint64_t)1 << 62);
+  if (!ok) {
+    return kiln_make_status(KILN_OUT_OF_MEMORY,
+                            "shapes: tensor %u ('" KILN_NAME_FMT "') would need more than 2^62 bytes at these sizes", t,
+                            tensor->name() ? tensor->name()->c_str() : "");
+  }
+  *out_known = 1;
+  return NULL;
+}
+
 // Every Arena tensor with run-time dimensions fits the bytes the memory plan
-// gave it; each output's current shape.
+// gave it (a Dynamic one is sized by the backend: exec/backend.h); each
+// output's current shape.
 static kiln_status_t kiln_shapes_check_tensors(kiln_session_shapes_t* shapes) {
   const kiln_model_t* model = shapes->model;
   for (uint32_t t = 0; t < model->tensor_count; ++t) {
     const fb::Tensor* tensor = kiln_shapes_tensor(model, t);
-    if (!tensor->dynamic_dims()) continue;
+    if (!tensor->dynamic_dims() || tensor->storage() == fb::Storage::Dynamic) continue;
     uint64_t elements = 1, bytes = 0;
     bool ok = true;
     for (uint32_t d = 0; ok && d < tensor->dynamic_dims()->size(); ++d) {

@@ -4,7 +4,8 @@
 // bundles compiled with dimension ranges. Everything is allocated when the
 // session is created; changing shapes and running allocate nothing.
 //
-// An input starts at its largest shape (its kiln_tensor_info_t.shape).
+// An input starts at its largest shape (its kiln_tensor_info_t.shape); a
+// Dynamic one (sized per run, schema/bundle.fbs) at its least.
 // kiln_session_set_input_shape checks a new shape against the input's
 // ranges at once; resolving (before the next run, or when an output's
 // shape is asked for) takes each symbol from its input dimension, checks
@@ -59,6 +60,13 @@ kiln_status_t kiln_shape_expr_eval(const kiln::fb::ShapeExpr* expr, const int64_
 // Data symbols stand at their maximum, and constraints that use them wait
 // for kiln_session_shapes_define.
 kiln_status_t kiln_session_shapes_resolve(kiln_session_shapes_t* shapes);
+
+// Tensor `tensor`'s current bytes (*out_known 0 while a dimension waits
+// for a pending data symbol): for Dynamic tensors (schema/bundle.fbs),
+// whose size only the run gives; overflow-checked (KILN_OUT_OF_MEMORY past
+// 2^62 bytes).
+kiln_status_t kiln_session_shapes_tensor_bytes(const kiln_session_shapes_t* shapes, uint32_t tensor,
+                                               uint64_t* out_bytes, int* out_known);
 
 // Data symbols (bundles of minor 6): a run begins with every data symbol
 // pending; the backend calls kiln_session_shapes_define right after each
