@@ -37,7 +37,10 @@ say() { printf '==> %s\n' "$*"; }
 packages=(
   build-essential meson ninja-build pkg-config binutils
   llvm-15-dev liblld-15-dev lld-15
-  libonnx-dev libprotobuf-dev protobuf-compiler
+  # protobuf for kilnc's ONNX reader; the ONNX release itself is pinned and
+  # built from PyPI's source by tools/deps/build_onnx.sh (below), with curl
+  # and a CMake from PyPI (python3-venv), never Debian's libonnx (decision 60).
+  libprotobuf-dev protobuf-compiler curl
   flatbuffers-compiler libflatbuffers-dev doctest-dev
   zlib1g-dev libzstd-dev libtinfo-dev libxml2-dev libedit-dev libffi-dev
   python3-numpy python3-onnx python3-torch python3-torchvision
@@ -134,6 +137,25 @@ if ((with_tests)); then
   fi
 fi
 
+# --- The onnx 1.23 conformance run's Python (.deps/conformance-venv) ------------
+# onnx 1.23.2 with numpy and ml_dtypes, to read ../shared/onnx-conformance-1.23
+# (float8, int4, ... element types); pinned with hashes in
+# tests/conformance/requirements-1.23.txt.
+if ((with_tests)); then
+  cvenv="$root/.deps/conformance-venv"
+  creq="$root/tests/conformance/requirements-1.23.txt"
+  cwant="$(sed -n 's/^\([A-Za-z0-9_.-]*==[0-9.]*\).*/\1/p' "$creq" | sort)"
+  chave="$("$cvenv/bin/python" -m pip freeze --disable-pip-version-check 2>/dev/null | sort || true)"
+  if [[ -n "$(comm -23 <(echo "$cwant") <(echo "$chave"))" ]]; then
+    say "installing the conformance run's Python packages into $cvenv"
+    rm -rf "$cvenv"
+    /usr/bin/python3 -m venv "$cvenv"
+    "$cvenv/bin/python" -m pip install --disable-pip-version-check --no-input -q --require-hashes --no-deps -r "$creq"
+  else
+    say "conformance venv: $(echo $cwant) already in $cvenv"
+  fi
+fi
+
 # --- The cross builds' tools (.venv) ------------------------------------------
 # zig (PyPI's ziglang) and meson, at the versions tools/requirements-tools.txt
 # pins, in a venv of Debian's python3; .venv/zig links to the ziglang package
@@ -159,6 +181,9 @@ if ((with_cross)); then
   ln -sfn "$ziglang_dir" "$venv/zig"
   "$venv/zig/zig" version >/dev/null
 fi
+
+# --- The pinned ONNX release (.deps/onnx) ---------------------------------------
+"$root/tools/deps/build_onnx.sh"
 
 # --- Configure and build -----------------------------------------------------
 if [[ -f "$build_dir/meson-private/coredata.dat" ]]; then

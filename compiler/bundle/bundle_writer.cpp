@@ -29,6 +29,7 @@ struct Layout {
   std::map<int, uint32_t> tensor_of;        // value index -> tensor index
   std::vector<uint64_t> tensor_offset;      // per tensor: arena or data-segment offset
   std::vector<bool> tensor_is_const;        // per tensor
+  std::vector<bool> tensor_is_dynamic;      // per tensor: Storage::Dynamic (offset: its slot)
   std::vector<std::pair<const std::vector<uint8_t>*, uint64_t>> blobs;  // data segment pieces
   std::vector<uint64_t> library_offset;     // per kernel library blob
   uint64_t constant_bytes = 0, segment_size = 0;
@@ -43,7 +44,8 @@ Layout make_layout(const graph::Graph& g, const LoweredProgram& p, const MemoryP
     if (v < 0 || l.tensor_of.count(v)) return;
     const graph::Value& val = g.values[v];
     bool is_const = val.is_constant();
-    if (!is_const && plan.offset[v] < 0) return;  // no storage: not listed
+    bool is_dynamic = !is_const && plan.dynamic_slot[v] >= 0;
+    if (!is_const && !is_dynamic && plan.offset[v] < 0) return;  // no storage: not listed
     uint64_t offset;
     if (is_const) {
       auto it = data_offset.find(val.data.get());
@@ -54,12 +56,13 @@ Layout make_layout(const graph::Graph& g, const LoweredProgram& p, const MemoryP
       }
       offset = it->second;
     } else {
-      offset = (uint64_t)plan.offset[v];
+      offset = is_dynamic ? (uint64_t)plan.dynamic_slot[v] : (uint64_t)plan.offset[v];
     }
     l.tensor_of[v] = (uint32_t)l.tensor_values.size();
     l.tensor_values.push_back(v);
     l.tensor_offset.push_back(offset);
     l.tensor_is_const.push_back(is_const);
+    l.tensor_is_dynamic.push_back(is_dynamic);
   };
   for (int v : g.inputs) add(v);
   for (int v : g.outputs) add(v);
@@ -135,8 +138,12 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
 
   ShapeProgram shapes;  // run-time dimensions (bundles with shape symbols)
   std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+  bool narrow = false;  // a tensor of 0.10's narrow types (float8, int4, ...)
+  bool sized_per_run = false;  // a tensor of 0.10's Storage::Dynamic
   for (size_t t = 0; t < l.tensor_values.size(); t++) {
     const graph::Value& v = g.values[l.tensor_values[t]];
+    narrow |= graph::is_narrow(v.dtype);
+    sized_per_run |= l.tensor_is_dynamic[t];
     std::vector<int32_t> dynamic_dims;
     std::vector<int64_t> min_shape;
     if (v.is_dynamic() && !l.tensor_is_const[t])
@@ -145,9 +152,12 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
         dynamic_dims.push_back(fixed ? -1 : (int32_t)shapes.add(d));
         min_shape.push_back(fixed ? *tir::as_const_int(d) : std::max<int64_t>(tir::bounds_of(d).min, 0));
       }
-    tensors.push_back(fb::CreateTensorDirect(b, v.name.c_str(), to_fb(v.dtype), &v.shape,
-                                             l.tensor_is_const[t] ? fb::Storage::Constant : fb::Storage::Arena,
-                                             l.tensor_offset[t], v.byte_size(), dynamic_dims.empty() ? nullptr : &dynamic_dims,
+    const fb::Storage storage = l.tensor_is_const[t]     ? fb::Storage::Constant
+                                : l.tensor_is_dynamic[t] ? fb::Storage::Dynamic
+                                                         : fb::Storage::Arena;
+    tensors.push_back(fb::CreateTensorDirect(b, v.name.c_str(), to_fb(v.dtype), &v.shape, storage, l.tensor_offset[t],
+                                             l.tensor_is_dynamic[t] ? 0 : v.byte_size(),
+                                             dynamic_dims.empty() ? nullptr : &dynamic_dims,
                                              min_shape.empty() ? nullptr : &min_shape,
                                              v.dtype == graph::DType::String ? (uint64_t)v.string_bytes : 0));
   }
@@ -289,7 +299,8 @@ std::vector<uint8_t> build_flatbuffer(const graph::Graph& g, const LoweredProgra
   // static kernels 0.4.
   // Run-time dimensions need 0.5, sizes a kernel computes (data symbols) 0.6.
   // A Vulkan bundle with every kernel on the host has an empty SpirV library: 0.9.
-  uint16_t min_runtime_minor = libs.vulkan && libs.spirv.empty() ? 9 : data_symbols ? 6 : dynamic ? 5 : libs.statics ? 4 : mixed ? 3 : libs.vulkan ? 2 : 1;
+  // A tensor of a narrow type (float8, float4e2m1, e8m0, int4, uint4, int2, uint2): 0.10.
+  uint16_t min_runtime_minor = narrow || sized_per_run ? 10 : libs.vulkan && libs.spirv.empty() ? 9 : data_symbols ? 6 : dynamic ? 5 : libs.statics ? 4 : mixed ? 3 : libs.vulkan ? 2 : 1;
   auto root = fb::CreateBundleDirect(b, KILN_BUNDLE_VERSION_MAJOR, KILN_BUNDLE_VERSION_MINOR, min_runtime_minor,
                                      producer.c_str(), &tensors, &inputs, &outputs, &nodes, memory, &libraries,
                                      &kernels, &dispatches, segment_offset, l.segment_size,

@@ -575,6 +575,10 @@ class GlslEmitter {
       case Intrinsic::Atan: name = "atan"; break;
       case Intrinsic::Bf16ToF32: return "kiln_bf16_to_f32(uint(" + args[0] + "))";
       case Intrinsic::F32ToBf16: return "kiln_f32_to_bf16(" + args[0] + ")";
+      case Intrinsic::FloatToBits:
+      case Intrinsic::BitsToFloat:
+        internal_assert(c->args[0].type().bits == 32) << "GLSL: " << intrinsic_name(c->op) << " of 32 bits only";
+        return (c->op == Intrinsic::FloatToBits ? "floatBitsToUint(" : "uintBitsToFloat(") + args[0] + ")";
       case Intrinsic::DotU8S8:
       case Intrinsic::DotS8S8: {
         // Four byte products: a's bytes zero- (U8S8) or sign-extended, b's sign-extended.

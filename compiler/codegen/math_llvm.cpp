@@ -245,6 +245,13 @@ llvm::Value* emit_bf16_conversion(llvm::IRBuilder<>& b, Intrinsic op, llvm::Valu
 
 llvm::Value* emit_math_intrinsic(llvm::IRBuilder<>& b, Intrinsic op, std::vector<llvm::Value*> args) {
   if (tir::is_bf16_conversion(op)) return emit_bf16_conversion(b, op, args[0]);
+  if (tir::is_bit_cast(op)) {  // same width: float <-> its bits
+    llvm::Type* elem = args[0]->getType()->getScalarType();
+    unsigned bits = elem->getPrimitiveSizeInBits();
+    llvm::Type* to = op == Intrinsic::FloatToBits ? (llvm::Type*)b.getIntNTy(bits)
+                     : bits == 16 ? b.getHalfTy() : bits == 32 ? b.getFloatTy() : b.getDoubleTy();
+    return b.CreateBitCast(args[0], with_element(args[0]->getType(), to));
+  }
   llvm::Value* x = args[0];
   InlineMath m(b, x);
   switch (op) {

@@ -2,6 +2,7 @@
 // compiler does, in order.
 #include "driver/pipeline.h"
 
+#include "driver/frontends.h"
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -16,6 +17,7 @@
 #include "codegen/link_elf.h"
 #include "codegen/static_kernels.h"
 #include "driver/evaluate.h"
+#include "driver/frontends.h"
 #include "graph/passes.h"
 #include "kiln_bundle_version.h"
 #include "support/diagnostics.h"
@@ -95,11 +97,11 @@ class Pipeline {
         << "libraries only as ELF: compile with --kernels=static and link the .kernels.o into the application "
         << "(iOS and macOS forbid or restrict mapping code at run time anyway)";
 
-    // 1. Import: ONNX → graph IR with static shapes.
+    // 1. Import: the model's frontend (driver/frontends.h: ONNX) → graph IR.
     report_progress(options_.progress, "importing");
     ImportOptions import = options_.import;
     import.run_time_checks = !vulkan;  // data symbols: CPU targets only
-    graph::Graph g = import_onnx_bytes(bytes, model_dir, import);
+    graph::Graph g = frontend_for(bytes).import(bytes, model_dir, import);
     step_done("import", std::to_string(g.nodes.size()) + " nodes, " + std::to_string(g.values.size()) + " values");
     user_assert(!vulkan || g.symbols.empty())
         << "--target=vulkan: dimensions known only at run time ('" << g.symbols.front().name
@@ -305,8 +307,10 @@ class Pipeline {
   // Before lowering: no tensor of the arena alone may exceed --max-arena
   // (refused here, naming its node, before any work is spent on it).
   void check_tensor_sizes(const graph::Graph& g) const {
-    for (const graph::Value& v : g.values) {
-      if (v.is_constant() || v.byte_size() <= options_.max_arena_bytes) continue;
+    for (size_t i = 0; i < g.values.size(); i++) {
+      const graph::Value& v = g.values[i];
+      // (A run-time-sized tensor's size is checked by the runtime, each run.)
+      if (v.is_constant() || v.byte_size() <= options_.max_arena_bytes || g.runtime_sized((int)i)) continue;
       std::string who = v.producer >= 0 ? g.nodes[v.producer].describe() + ": output" : "model input";
       user_error << who << " '" << v.name << "' of shape " << graph::shape_str(v.shape) << " takes " << v.byte_size()
                  << " bytes, more than --max-arena (" << options_.max_arena_bytes
@@ -342,17 +346,19 @@ CompiledGraph compile_graph(graph::Graph& g, const CompileOptions& options) {
   return c;
 }
 
-CompileOutput compile_onnx_file(const std::string& path, const CompileOptions& options) {
+CompileOutput compile_model_file(const std::string& path, const CompileOptions& options) {
   std::ifstream f(path, std::ios::binary);
   user_assert(f.good()) << "cannot open '" << path << "'";
   std::stringstream ss;
   ss << f.rdbuf();
   auto slash = path.rfind('/');
-  return compile_onnx_bytes(ss.str(), slash == std::string::npos ? "." : path.substr(0, slash), path, options);
+  return compile_model_bytes(ss.str(), slash == std::string::npos ? "." : path.substr(0, slash), path, options);
 }
 
-CompileOutput compile_onnx_bytes(const std::string& bytes, const std::string& model_dir, const std::string& name,
-                                 const CompileOptions& options) {
+CompileOutput compile_model_bytes(const std::string& bytes, const std::string& model_dir, const std::string& name,
+                                  const CompileOptions& options) {
+  std::unique_ptr<WarningScope> warnings;
+  if (options.warn) warnings.reset(new WarningScope(options.warn));
   for (auto& p : options.dump_after) {
     bool known = p == "all";
     for (auto& n : pipeline_pass_names()) known |= n == p;

@@ -8,9 +8,10 @@
 #include <vector>
 
 #include "graph/graph.h"
-#include "import/onnx_import.h"
+#include "frontend/frontend.h"
 #include "lower/lower_graph.h"
 #include "plan/memory_plan.h"
+#include "support/diagnostics.h"
 #include "support/progress.h"
 #include "target/target.h"
 
@@ -46,6 +47,7 @@ struct CompileOptions {
   bool report = false;               // print per-step statistics
   std::ostream* dump_stream = nullptr;  // where dumps and the report go (stderr if null)
   ProgressFn progress;               // hears what the pipeline is doing (kilnc's progress line)
+  WarningFn warn;                    // hears the compilation's warnings (support/diagnostics.h); null: stderr
   // CPU targets: the schedules' knobs (tune/space.h). The compilation
   // records every workload's space, the kernel of each workload and of each
   // dispatch, and compiles the points in tuning->apply. Null: the
@@ -65,14 +67,15 @@ struct CompileOutput {
   std::string kernels_header;  // --kernels=static: MODEL.kernels.h
 };
 
-// Compiles the ONNX model at `path`; throws UserError / InternalError.
-CompileOutput compile_onnx_file(const std::string& path, const CompileOptions& options);
-// The same for a serialized ModelProto in memory (language bindings):
+// Compiles the model at `path` (its format recognized by driver/frontends.h:
+// ONNX); throws UserError / InternalError.
+CompileOutput compile_model_file(const std::string& path, const CompileOptions& options);
+// The same for a model file's bytes in memory (language bindings):
 // external data is read from `model_dir` (under the rules of
 // import/external_data.h); `name` stands for the model in messages and in
 // the static-kernel header.
-CompileOutput compile_onnx_bytes(const std::string& bytes, const std::string& model_dir, const std::string& name,
-                                 const CompileOptions& options);
+CompileOutput compile_model_bytes(const std::string& bytes, const std::string& model_dir, const std::string& name,
+                                  const CompileOptions& options);
 
 // A graph through steps 3 to 6 of the pipeline for a CPU target: its
 // kernels, memory plan and linked kernel library.
@@ -82,7 +85,7 @@ struct CompiledGraph {
   std::string library;     // the ELF shared object of the kernels
 };
 // Lowers `g` (which gains lowering's values) and compiles it for
-// options.target (a CPU), exactly as compile_onnx_file does after the
+// options.target (a CPU), exactly as compile_model_file does after the
 // graph passes; the evaluator (driver/evaluate.h) runs the result.
 CompiledGraph compile_graph(graph::Graph& g, const CompileOptions& options);
 

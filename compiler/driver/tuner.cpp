@@ -304,7 +304,7 @@ class Tuner {
     CompileOptions options = options_.compile;
     options.tuning = &scratch_;
     options.progress = nullptr;
-    std::string bundle = compile_onnx_file(model_path_, options).bundle;
+    std::string bundle = compile_model_file(model_path_, options).bundle;
     return bundle;
   }
 

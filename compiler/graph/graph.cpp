@@ -1,5 +1,7 @@
 #include "graph/graph.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -7,6 +9,7 @@
 
 #include "support/diagnostics.h"
 #include "tir/inplace.h"
+#include "tir/ir_visitor.h"
 #include "tir/ir_printer.h"
 #include "tir/simplify.h"
 
@@ -28,6 +31,9 @@ size_t dtype_size(DType t) {
     case DType::U64: return 8;
     case DType::BF16: return 2;
     case DType::String: return 1;
+    case DType::F8E4M3FN: case DType::F8E4M3FNUZ: case DType::F8E5M2: case DType::F8E5M2FNUZ: case DType::U4:
+    case DType::I4: case DType::F4E2M1: case DType::F8E8M0: case DType::U2: case DType::I2:
+      return 1;  // one element per byte, never packed
   }
   return 0;
 }
@@ -48,6 +54,16 @@ const char* dtype_name(DType t) {
     case DType::U64: return "uint64";
     case DType::BF16: return "bfloat16";
     case DType::String: return "string";
+    case DType::F8E4M3FN: return "float8e4m3fn";
+    case DType::F8E4M3FNUZ: return "float8e4m3fnuz";
+    case DType::F8E5M2: return "float8e5m2";
+    case DType::F8E5M2FNUZ: return "float8e5m2fnuz";
+    case DType::U4: return "uint4";
+    case DType::I4: return "int4";
+    case DType::F4E2M1: return "float4e2m1";
+    case DType::F8E8M0: return "float8e8m0";
+    case DType::U2: return "uint2";
+    case DType::I2: return "int2";
   }
   return "?";
 }
@@ -68,6 +84,10 @@ tir::Type dtype_to_tir(DType t) {
     case DType::U64: return tir::UInt(64);
     case DType::BF16: return tir::UInt(16);  // the bits; Cast converts (tir::Intrinsic::Bf16ToF32)
     case DType::String: return tir::UInt(8);  // the table's bytes (lower/string_table.h reads and writes it)
+    case DType::I4: case DType::I2: return tir::Int(8);  // the value, sign-extended
+    case DType::F8E4M3FN: case DType::F8E4M3FNUZ: case DType::F8E5M2: case DType::F8E5M2FNUZ: case DType::U4:
+    case DType::F4E2M1: case DType::F8E8M0: case DType::U2:
+      return tir::UInt(8);  // the code (Cast converts: lower/narrow_types.h), or the unsigned value
   }
   return tir::Float(32);
 }
@@ -90,8 +110,14 @@ std::vector<uint8_t> string_table(const std::vector<std::string>& strings, int64
 }
 
 int64_t num_elements(const Shape& s) {
+  // Saturating at 2^62: a run-time-sized value's largest shape (each
+  // dimension up to kMaxRunTimeDim) may have more elements than int64 counts.
+  const int64_t most = int64_t(1) << 62;
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s) {
+    if (d == 0) return 0;
+    n = d > 0 && n > most / d ? most : n * d;
+  }
   return n;
 }
 
@@ -134,10 +160,14 @@ void Graph::set_dims(int v, const DimExprs& dims) {
     if (auto c = tir::as_const_int(e)) {
       value.shape.push_back(*c);
     } else {
+      // Its largest value; over unbounded symbols (Symbol::unbounded) it may
+      // have none: at most 2^62 then (a run-time-sized value, never planned).
       tir::Interval r = tir::bounds_of(e);
-      internal_assert(r.max != std::numeric_limits<int64_t>::max())
+      bool unbounded = false;
+      for (int s : tir::symbols_used(e)) unbounded |= symbols[(size_t)s].unbounded;
+      internal_assert(unbounded || r.max != std::numeric_limits<int64_t>::max())
           << "value " << value.name << ": dimension " << tir::to_string(e) << " has no finite bound";
-      value.shape.push_back(std::max<int64_t>(r.max, 0));
+      value.shape.push_back(std::clamp<int64_t>(r.max, 0, int64_t(1) << 62));
       dynamic = true;
     }
     value.dims.push_back(e);
@@ -162,8 +192,39 @@ double Value::const_at(int64_t i) const {
     case DType::BF16: { uint16_t b; memcpy(&b, p, 2); uint32_t w = (uint32_t)b << 16; float v; memcpy(&v, &w, 4); return v; }
     case DType::F16: internal_error << "const_at on float16 " << name;
     case DType::String: internal_error << "const_at on string " << name;
+    case DType::F8E4M3FN: case DType::F8E4M3FNUZ: case DType::F8E5M2: case DType::F8E5M2FNUZ: case DType::U4:
+    case DType::I4: case DType::F4E2M1: case DType::F8E8M0: case DType::U2: case DType::I2:
+      return narrow_value(dtype, *p);
   }
   return 0;
+}
+
+double narrow_value(DType t, uint8_t b) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  // Sign, exponent and mantissa formats: exponent bits, mantissa bits, bias.
+  int e_bits = 0, m_bits = 0, bias = 0;
+  switch (t) {
+    case DType::U4: return b & 15;
+    case DType::I4: return (int)((b + 8) & 15) - 8;
+    case DType::U2: return b & 3;
+    case DType::I2: return (int)((b + 2) & 3) - 2;
+    case DType::F8E8M0: return b == 0xFF ? nan : std::ldexp(1.0, (int)b - 127);
+    case DType::F8E4M3FN: e_bits = 4, m_bits = 3, bias = 7; break;
+    case DType::F8E4M3FNUZ: e_bits = 4, m_bits = 3, bias = 8; break;
+    case DType::F8E5M2: e_bits = 5, m_bits = 2, bias = 15; break;
+    case DType::F8E5M2FNUZ: e_bits = 5, m_bits = 2, bias = 16; break;
+    case DType::F4E2M1: e_bits = 2, m_bits = 1, bias = 1, b &= 15; break;
+    default: internal_error << "narrow_value of " << dtype_name(t);
+  }
+  const int bits = 1 + e_bits + m_bits;
+  const bool negative = (b >> (bits - 1)) & 1;
+  const int e = (b >> m_bits) & ((1 << e_bits) - 1), m = b & ((1 << m_bits) - 1);
+  const bool fnuz = t == DType::F8E4M3FNUZ || t == DType::F8E5M2FNUZ;
+  if (fnuz && b == 0x80) return nan;
+  if (t == DType::F8E4M3FN && (b & 0x7F) == 0x7F) return nan;
+  if (t == DType::F8E5M2 && e == 31) return m ? nan : negative ? -inf : inf;
+  double v = e == 0 ? std::ldexp((double)m, 1 - bias - m_bits) : std::ldexp((double)((1 << m_bits) + m), e - bias - m_bits);
+  return negative ? -v : v;
 }
 
 int64_t Value::const_int_at(int64_t i) const {
@@ -226,6 +287,13 @@ std::string Node::describe() const { return op + " node '" + name + "'"; }
 int Graph::add_value(Value v) {
   values.push_back(std::move(v));
   return (int)values.size() - 1;
+}
+
+bool Graph::runtime_sized(int v) const {
+  for (const tir::Expr& d : values[(size_t)v].dims)
+    for (int s : tir::symbols_used(d))
+      if (symbols[(size_t)s].unbounded) return true;
+  return false;
 }
 
 int Graph::add_constant(const std::string& name, DType dtype, Shape shape, std::vector<uint8_t> bytes) {

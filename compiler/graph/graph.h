@@ -24,10 +24,26 @@ enum class DType : uint8_t {
   BF16 = 12,  // bfloat16: stored as the upper half of a float32 (tir::UInt(16) bits), computed in float32
   // A string table (u32 offsets, then UTF-8 bytes; docs/bundle.md#string-tensors):
   // kernels see its bytes (tir::UInt(8)), Value::byte_size counts the table.
-  String = 13
+  String = 13,
+  // ONNX's narrow types (bundle minor 10, decision 62), one element per byte:
+  // the float8s and e8m0 as their 8-bit code (tir::UInt(8)), float4e2m1 as
+  // its 4-bit code in the low bits of a byte (tir::UInt(8)), the 4- and
+  // 2-bit integers as their value (tir::Int(8) sign-extended, tir::UInt(8)).
+  // Only Cast, CastLike, QuantizeLinear, DequantizeLinear and the operators
+  // that move bytes handle them; graph pass `bfloat16` makes every other
+  // operator compute the float ones in float32 (lower/narrow_types.h converts).
+  F8E4M3FN = 14, F8E4M3FNUZ = 15, F8E5M2 = 16, F8E5M2FNUZ = 17, U4 = 18, I4 = 19, F4E2M1 = 20, F8E8M0 = 21,
+  U2 = 22, I2 = 23
 };
 
 size_t dtype_size(DType t);  // bytes per element (String: 1, the bytes of its table as kernels see them)
+// The narrow types of bundle minor 10 (F8E4M3FN .. I2).
+inline bool is_narrow(DType t) { return (uint8_t)t >= (uint8_t)DType::F8E4M3FN && (uint8_t)t <= (uint8_t)DType::I2; }
+// The narrow float types (float8s, float4e2m1, e8m0): computed in float32 like bfloat16.
+inline bool is_narrow_float(DType t) { return is_narrow(t) && t != DType::U4 && t != DType::I4 && t != DType::U2 && t != DType::I2; }
+// The value of a narrow type's byte `b` (the float code's value: NaN, inf,
+// the 2^-127 of e8m0's 0; an integer's low bits, sign-extended for I4/I2).
+double narrow_value(DType t, uint8_t b);
 
 const char* dtype_name(DType t);
 tir::Type dtype_to_tir(DType t);
@@ -65,7 +81,16 @@ struct Symbol {
   // [1] value its producer writes the size into, read by the runtime right
   // after that kernel (docs/dynamic-shapes.md); -1 for an input dimension.
   int source_value = -1;
+  // Neither the model nor the user bounds it (a model input's dimension
+  // with no --input-shape, a size read from data with no --input-value): hi
+  // is kMaxRunTimeDim, the most a run may give, and the tensors it sizes are
+  // run-time-sized (Graph::runtime_sized): allocated per run, not planned.
+  bool unbounded = false;
 };
+
+// The largest value a run-time dimension may take (a shape symbol's hi; its
+// value reaches kernels as a uint32 push constant).
+constexpr int64_t kMaxRunTimeDim = int64_t(1) << 31;
 
 // A condition on the shape symbols that every run must meet (two run-time
 // dimensions the model combines must agree, a reshape must keep the element
@@ -101,9 +126,11 @@ struct Value {
   DimExprs dim_exprs() const;
   int64_t elements() const { return num_elements(shape); }
   // Bytes the value occupies (a string table: its offsets and bytes area).
+  // (Saturating at 2^62, as elements(): a run-time-sized value's largest.)
   size_t byte_size() const {
-    return dtype == DType::String ? 4 * ((size_t)elements() + 1) + (size_t)string_bytes
-                                  : (size_t)elements() * dtype_size(dtype);
+    const size_t n = (size_t)elements(), most = size_t(1) << 62;
+    if (dtype == DType::String) return n >= most / 4 ? most : 4 * (n + 1) + (size_t)string_bytes;
+    return n > most / dtype_size(dtype) ? most : n * dtype_size(dtype);
   }
   // Elements of the value's kernel buffer (a string table: its bytes).
   int64_t storage_elements() const { return dtype == DType::String ? (int64_t)byte_size() : elements(); }
@@ -175,6 +202,9 @@ struct Graph {
   std::string producer;       // producer name from the model
 
   int add_value(Value v);
+  // Whether value v's dimensions use an unbounded symbol (Symbol::unbounded):
+  // its size is known only at run time, and the runtime allocates it then.
+  bool runtime_sized(int v) const;
   // Sets value v's dimensions: static when every one is a constant, else
   // run-time ones with `shape` their bounds.
   void set_dims(int v, const DimExprs& dims);

@@ -47,7 +47,7 @@ enum class OpLayout : uint8_t { Nchw, Any, Conv, Pool, Concat, PackWeights };
 // How import/fold_shapes.cpp computes an operator on small constants.
 enum class ImportFold : uint8_t {
   None, Constant, Shape, Size, Identity, Cast, Unsqueeze, Squeeze, Reshape, Concat, Gather, Slice,
-  ConstantOfShape, Range, Arith, Compare, Where, IntUnary, IntReduce,
+  ConstantOfShape, Range, Arith, Compare, Where, IntUnary, IntReduce, Logic,
 };
 
 // How import/infer_dims.cpp derives an operator's output dimensions when

@@ -1,4 +1,4 @@
-// bfloat16: every operator computes bfloat16 values in float32.
+// bfloat16 (and float16): every operator computes bfloat16 and float16 values in float32.
 //
 // A bfloat16 tensor is stored as its bits (the upper half of a float32;
 // graph::DType::BF16, tir::UInt(16)), and only three kinds of operator
@@ -13,6 +13,10 @@
 // weights. (The Casts run as kernels of their own: bfloat16 models are
 // supported for coverage, not yet tuned for speed.)
 //
+// The narrow floats of decision 62 (float8, float4e2m1, float8e8m0: a code
+// in a byte) go the same way, with Casts back of saturate = 0 (an infinity
+// stays one); QuantizeLinear and DequantizeLinear convert them themselves.
+//
 // It runs first: no later pass or lowering sees a computing operator with a
 // bfloat16 operand (lowering refuses one: lower/lower_graph.cpp).
 #include <set>
@@ -23,16 +27,26 @@ namespace kiln::graph {
 
 namespace {
 
-// Whether node `n` handles bfloat16 bits itself.
+// Whether node `n` handles bfloat16 bits itself. QuantizeLinear and
+// DequantizeLinear convert their operands themselves (lower/ops_quant.cpp),
+// the narrow floats (decision 62) included.
 bool handles_bits(const Node& n) {
-  return n.is(Op::Cast) || n.is(Op::CastLike) || n.traits().shape_only() || n.traits().role == OpRole::Import;
+  return n.is(Op::Cast) || n.is(Op::CastLike) || n.is(Op::QuantizeLinear) || n.is(Op::DequantizeLinear) ||
+         n.traits().shape_only() || n.traits().role == OpRole::Import;
 }
+
+// The element types that operators compute in float32: bfloat16, and
+// float16 (kilnc has no float16 arithmetic yet; the result is what ONNX
+// Runtime's CPU kernels give, each operator rounding once, at its end).
+// The narrow floats (float8s, float4e2m1, float8e8m0: their codes in a
+// byte, decision 62) too; the narrow integers are stored as their values.
+bool computed_in_f32(DType t) { return t == DType::BF16 || t == DType::F16 || is_narrow_float(t); }
 
 bool touches_bf16(const Graph& g, const Node& n) {
   for (int v : n.inputs)
-    if (v >= 0 && g.values[v].dtype == DType::BF16) return true;
+    if (v >= 0 && computed_in_f32(g.values[v].dtype)) return true;
   for (int v : n.outputs)
-    if (v >= 0 && g.values[v].dtype == DType::BF16) return true;
+    if (v >= 0 && computed_in_f32(g.values[v].dtype)) return true;
   return false;
 }
 
@@ -49,7 +63,8 @@ class CastMaker {
     v.data.reset();
     v.sym.clear();
     v.producer = -1;
-    v.name = fresh(v.name + (dtype == DType::F32 ? "_f32" : "_bf16"));
+    v.name = fresh(v.name + (dtype == DType::F32 ? "_f32" : dtype == DType::F16 ? "_f16" : dtype == DType::BF16 ? "_bf16"
+                                                                                            : "_" + std::string(dtype_name(dtype))));
     return g_.add_value(std::move(v));
   }
   Node cast(const std::string& node_name, int from, int to) {
@@ -60,8 +75,16 @@ class CastMaker {
     c.outputs = {to};
     Attr a;
     a.kind = Attr::Kind::Int;
-    a.i = g_.values[to].dtype == DType::F32 ? 1 : 16;  // ONNX's FLOAT, BFLOAT16
+    const DType t = g_.values[to].dtype;
+    // ONNX's FLOAT, FLOAT16, BFLOAT16; a narrow type's ONNX code is kiln's + 3 (FLOAT8E4M3FN: 17, kiln's 14).
+    a.i = t == DType::F32 ? 1 : t == DType::F16 ? 10 : t == DType::BF16 ? 16 : (int64_t)t + 3;
     c.attrs["to"] = a;
+    if (is_narrow_float(t)) {  // back to a narrow float: infinity stays infinity (E5M2), NaN NaN
+      Attr keep;
+      keep.kind = Attr::Kind::Int;
+      keep.i = 0;
+      c.attrs["saturate"] = keep;
+    }
     return c;
   }
 
@@ -92,7 +115,7 @@ bool pass_bfloat16(Graph& g, PassContext& ctx) {
     }
     rewritten++;
     for (int& v : n.inputs) {
-      if (v < 0 || g.values[v].dtype != DType::BF16) continue;
+      if (v < 0 || !computed_in_f32(g.values[v].dtype)) continue;
       int wide = make.new_value(v, DType::F32);
       nodes.push_back(make.cast(n.name + "/to_f32", v, wide));
       nodes.back().guards = n.guards;  // a branch's cast runs when the branch does
@@ -100,9 +123,10 @@ bool pass_bfloat16(Graph& g, PassContext& ctx) {
     }
     std::vector<Node> after;
     for (int& v : n.outputs) {
-      if (v < 0 || g.values[v].dtype != DType::BF16) continue;
+      if (v < 0 || !computed_in_f32(g.values[v].dtype)) continue;
       int wide = make.new_value(v, DType::F32);
-      after.push_back(make.cast(n.name + "/to_bf16", wide, v));
+      const DType t = g.values[v].dtype;
+      after.push_back(make.cast(n.name + (t == DType::F16 ? "/to_f16" : t == DType::BF16 ? "/to_bf16" : "/to_" + std::string(dtype_name(t))), wide, v));
       after.back().guards = n.guards;
       v = wide;
     }

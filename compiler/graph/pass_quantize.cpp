@@ -122,7 +122,8 @@ class Quantizer {
       user_assert(std::isfinite(x) && x > 0) << n.describe() << ": " << what << " scale " << x
                                             << " is not a positive finite number; a quantization scale must be";
     }
-    if (q >= 0 && sv.elements() > 1) {
+    // (Blocked quantization, block_size: lowering checks the blocks' shape.)
+    if (q >= 0 && sv.elements() > 1 && n.attr_int("block_size", 0) <= 0) {
       const Shape& qs = val(q).shape;
       int64_t r = (int64_t)qs.size(), a = axis < 0 ? axis + r : axis;
       user_assert(sv.shape.size() == 1 && a >= 0 && a < r && qs[(size_t)a] == sv.elements())
@@ -386,6 +387,8 @@ class Quantizer {
     int p = v >= 0 ? val(v).producer : -1;
     if (p < 0 || !old[(size_t)p].is(Op::DequantizeLinear)) return false;
     const Node& d = old[(size_t)p];
+    if (d.attr_int("block_size", 0) > 0 && d.inputs.size() > 1 && d.inputs[1] >= 0 && val(d.inputs[1]).elements() > 1)
+      return false;  // blocked quantization: computed as it is, in float
     return quant_of(in(d, 0), in(d, 1), in(d, 2), d.attr_int("axis", 1), out);
   }
 

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "graph/op_table.h"
+#include "import/expand_functions.h"
 #include "import/inline_if.h"
 #include "import/unroll_loops.h"
 #include "import/static_sequences.h"
@@ -421,18 +422,52 @@ class Folder {
       bool cmp = fold == ImportFold::Compare;
       bool fl = a->is_float();
       if (b->is_float() != fl) return false;
+      const bool fmod = attr_i(n, "fmod", 0) != 0;
+      if (op == Op::Mod && fl && !fmod) return false;  // (not a valid model)
+      auto compare = [op](auto x, auto y) -> int64_t {
+        switch (op) {
+          case Op::Equal: return x == y;
+          case Op::Less: return x < y;
+          case Op::LessOrEqual: return x <= y;
+          case Op::GreaterOrEqual: return x >= y;
+          default: return x > y;
+        }
+      };
       return broadcast2(*a, *b, r, cmp ? (int)TP::BOOL : a->elem, [&](int64_t ia, int64_t ib, Const& o) {
         if (fl) {
           double x = a->f[ia], y = b->f[ib];
-          if (cmp) o.i.push_back(op == Op::Equal ? x == y : op == Op::Less ? x < y : x > y);
+          if (cmp) o.i.push_back(compare(x, y));
           else o.f.push_back(op == Op::Add ? x + y : op == Op::Sub ? x - y : op == Op::Mul ? x * y : op == Op::Div ? x / y
-                             : op == Op::Max ? std::max(x, y) : std::min(x, y));
+                             : op == Op::Mod ? std::fmod(x, y) : op == Op::Max ? std::max(x, y) : std::min(x, y));
         } else {
           int64_t x = a->i[ia], y = b->i[ib];
-          if (cmp) o.i.push_back(op == Op::Equal ? x == y : op == Op::Less ? x < y : x > y);
+          // Integer Mod: the divisor's sign (fmod=0, numpy's), or the dividend's (fmod=1, C's).
+          auto mod = [&]() -> int64_t {
+            if (y == 0 || (y == -1 && x == INT64_MIN)) return 0;
+            int64_t m = x % y;
+            return !fmod && m != 0 && ((m < 0) != (y < 0)) ? m + y : m;
+          };
+          if (cmp) o.i.push_back(compare(x, y));
           else o.i.push_back(op == Op::Add ? x + y : op == Op::Sub ? x - y : op == Op::Mul ? x * y
-                             : op == Op::Div ? (y == 0 ? 0 : x / y) : op == Op::Max ? std::max(x, y) : std::min(x, y));
+                             : op == Op::Div ? (y == 0 || (y == -1 && x == INT64_MIN) ? 0 : x / y)
+                             : op == Op::Mod ? mod() : op == Op::Max ? std::max(x, y) : std::min(x, y));
         }
+      });
+    }
+    // Boolean logic on small constants.
+    if (fold == ImportFold::Logic && !a->is_float()) {
+      if (op == Op::Not) {
+        if (n.input_size() != 1) return false;
+        Const c = *a;
+        for (auto& v : c.i) v = !v;
+        *r = c;
+        return true;
+      }
+      const Const* b = in(n, 1);
+      if (n.input_size() != 2 || !b || b->is_float()) return false;
+      return broadcast2(*a, *b, r, (int)TP::BOOL, [&](int64_t ia, int64_t ib, Const& o) {
+        bool x = a->i[ia] != 0, y = b->i[ib] != 0;
+        o.i.push_back(op == Op::And ? (x && y) : op == Op::Or ? (x || y) : (x != y));
       });
     }
     if (fold == ImportFold::Where && n.input_size() == 3) {
@@ -468,13 +503,33 @@ class Folder {
   }
 };
 
-void infer(onnx::ModelProto& model) {
+// ONNX's shape inference, with shape computations propagated. Where it fails
+// (an operator's inference rejects what ONNX Runtime runs, a declared shape
+// it cannot merge, a function body it cannot expand) that is a warning: the
+// values it typed keep their types, and kilnc's own inference
+// (infer_dims.cpp) gives the others theirs (decision 60).
+// Returns false when it failed.
+bool infer(onnx::ModelProto& model) {
+  std::string failure;
   try {
     onnx::ShapeInferenceOptions si(/*check_type=*/true, /*error_mode=*/1, /*data_prop=*/true);
     onnx::shape_inference::InferShapes(model, guarded_schema_registry(), si);
+    return true;
   } catch (const std::exception& e) {
-    user_error << "ONNX shape inference failed: " << e.what();
+    failure = e.what();
   }
+  // Again, every node that can be inferred inferred: the strict pass stopped
+  // at its end, with value_info of some values written.
+  model.mutable_graph()->clear_value_info();
+  user_warning << "ONNX's shape inference failed (" << one_line(failure) << "); kilnc infers those shapes itself";
+  try {
+    onnx::ShapeInferenceOptions si(/*check_type=*/false, /*error_mode=*/0, /*data_prop=*/true);
+    onnx::shape_inference::InferShapes(model, guarded_schema_registry(), si);
+  } catch (const std::exception& e) {
+    // Not even lenient inference ran: nothing more is typed by ONNX.
+    model.mutable_graph()->clear_value_info();
+  }
+  return false;
 }
 
 }  // namespace
@@ -503,11 +558,12 @@ std::map<std::string, std::vector<int64_t>> static_shapes(const onnx::GraphProto
   return shapes;
 }
 
-int fold_shape_computations(onnx::ModelProto& model, RunTimeIfs* run_time_ifs) {
+int fold_shape_computations(onnx::ModelProto& model, RunTimeIfs* run_time_ifs, bool* inference_failed) {
   int total = 0;
   for (int round = 0; round < 32; round++) {
-    infer(model);
-    int folded = Folder(model).run_once();
+    if (!infer(model) && inference_failed) *inference_failed = true;
+    int folded = expand_functions(model);  // operators kilnc lacks, as ONNX's function bodies (expand_functions.h)
+    folded += Folder(model).run_once();
     folded += unroll_static_sequences(model);  // lists of tensors known at compile time (static_sequences.h)
     folded += unroll_static_loops(model);      // Loop and Scan with compile-time trip counts (unroll_loops.h)
     folded += inline_constant_ifs(model, run_time_ifs);  // a condition folded just now picks its branch

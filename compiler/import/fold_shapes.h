@@ -22,11 +22,15 @@
 
 namespace kiln {
 
-// Returns the number of nodes folded. Throws UserError if shape inference fails.
-// `run_time_ifs`: the guards of a run-time If's inlined branches, which
-// the nodes of an If inlined inside one inherit (import/inline_if.h).
+// Returns the number of nodes folded. Where ONNX's shape inference fails,
+// that is a warning, the values it could type keep their types and
+// *inference_failed is set: the import then infers every shape itself
+// (infer_dims.h). `run_time_ifs`: the guards of a run-time If's inlined
+// branches, which the nodes of an If inlined inside one inherit
+// (import/inline_if.h).
 struct RunTimeIfs;
-int fold_shape_computations(onnx::ModelProto& model, RunTimeIfs* run_time_ifs = nullptr);
+int fold_shape_computations(onnx::ModelProto& model, RunTimeIfs* run_time_ifs = nullptr,
+                            bool* inference_failed = nullptr);
 
 // The elements of an integer (or bool) constant tensor, raw or typed
 // fields, up to 2^22 of them; nothing for floats or anything unreadable.

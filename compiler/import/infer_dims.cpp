@@ -26,6 +26,16 @@ using tir::Expr;
 
 constexpr size_t kMaxSymElements = 64;  // symbolic values are shapes: a handful of elements
 constexpr size_t kMaxSymbols = 64;      // shape symbols a bundle may hold (KILN_BUNDLE_MAX_SYMBOLS)
+constexpr size_t kMaxValueSymbols = 16;  // elements of a tensor read as sizes at run time (kiln.InputValue)
+
+// Thrown by a rule that needs the elements of `value`, a small integer
+// tensor known only at run time (infer_run_time_dims copies it through a
+// kiln.InputValue node and starts again).
+struct NeedsValueSymbols {
+  int value;            // the tensor whose elements the rule wanted
+  bool readable;        // a small integer tensor: its elements can be data symbols
+  std::string message;  // what to say when neither they nor the output's stated shape can help
+};
 
 Expr simp(const Expr& e) { return tir::simplify(e); }
 
@@ -119,9 +129,29 @@ class DimInference {
     return it == sym_.end() ? nullptr : &it->second;
   }
   // Input i's elements, which must be known (a constant or a computed shape).
+  // A small integer tensor computed from data (a model input, a kernel's
+  // result) has no known elements: infer_run_time_dims then gives it a copy
+  // whose elements are data symbols (NeedsValueSymbols) and infers again.
   const std::vector<Expr>& need_sym(size_t i, const char* what) {
     const std::vector<Expr>* s = sym(i);
-    if (!s) fail(std::string(what) + " (input " + std::to_string(i) + ") is computed from data, not from shapes");
+    if (!s) {
+      // The small integer tensor it comes from (a Cast to float of one, in
+      // ONNX's function bodies: a window's length for a Range).
+      int source = in(i);
+      for (int hops = 0; hops < 4; hops++) {
+        const graph::Value& v = val(source);
+        if (v.producer < 0 || !g_.nodes[(size_t)v.producer].is(Op::Cast) || g_.nodes[(size_t)v.producer].inputs.empty())
+          break;
+        source = g_.nodes[(size_t)v.producer].inputs[0];
+      }
+      const graph::Value& v = val(source);
+      tir::Type t = graph::dtype_to_tir(v.dtype);
+      bool small_ints = (t.is_int() || t.is_uint()) && v.dtype != graph::DType::Bool && !v.is_dynamic() &&
+                        !v.is_constant() && v.elements() >= 1 && v.elements() <= (int64_t)kMaxValueSymbols &&
+                        !sym_.count(source);
+      throw NeedsValueSymbols{source, small_ints && g_.symbols.size() + (size_t)v.elements() <= kMaxSymbols,
+                              std::string(what) + " (input " + std::to_string(i) + ") is computed from data, not from shapes"};
+    }
     return *s;
   }
   std::vector<int64_t> need_consts(size_t i, const char* what) {
@@ -256,6 +286,42 @@ class DimInference {
       sym_[node_->outputs[o]] = s;
     }
   }
+  // Split of a 1-D tensor whose elements are known (tf2onnx splits a
+  // constant into a Pad's pads): each output its part of them.
+  void sym_split() {
+    const std::vector<Expr>* x = sym(0);
+    const size_t outs = node_->outputs.size();
+    if (!x || outs == 0) return;
+    std::vector<int64_t> sizes;
+    if (g_.opset >= 13 && has(1)) {
+      const std::vector<Expr>* s = sym(1);
+      if (!s) return;
+      for (const Expr& e : *s) {
+        auto c = const_of(e);
+        if (!c || *c < 0) return;
+        sizes.push_back(*c);
+      }
+    } else if (g_.opset < 13) {
+      sizes = node_->attr_ints("split", {});
+    }
+    if (sizes.empty()) {
+      const size_t part = (x->size() + outs - 1) / outs;
+      for (size_t o = 0; o < outs; o++) sizes.push_back((int64_t)std::min(part, x->size() - std::min(x->size(), part * o)));
+    }
+    if (sizes.size() != outs) return;
+    size_t at = 0;
+    for (size_t o = 0; o < outs; o++) {
+      if (at + (size_t)sizes[o] > x->size()) return;
+      at += (size_t)sizes[o];
+    }
+    if (at != x->size()) return;
+    at = 0;
+    for (size_t o = 0; o < outs; o++) {
+      if (node_->outputs[o] >= 0) set_sym(o, std::vector<Expr>(x->begin() + (std::ptrdiff_t)at, x->begin() + (std::ptrdiff_t)(at + (size_t)sizes[o])));
+      at += (size_t)sizes[o];
+    }
+  }
+
   void symbolic_values(Op op) {
     bool float_out = !node_->outputs.empty() && node_->outputs[0] >= 0 && is_float(val(node_->outputs[0]).dtype);
     if (float_out && (op == Op::Div || op == Op::Mod)) return;  // not integer division on floats
@@ -284,6 +350,7 @@ class DimInference {
           sym_elementwise([](auto& a) { return a[0]; }, 0, 1);
         break;
       }
+      case Op::Split: sym_split(); break;
       case Op::Identity:
       case Op::Reshape:
       case Op::Flatten:
@@ -468,7 +535,7 @@ class DimInference {
             require_equal(in_dims(i)[0], in_dims(1)[0], "as many ends, axes and steps as starts");
           }
         DimExprs out;
-        for (size_t d = 0; d < r; d++) out.push_back(data_symbol(val(in(0)).shape[d], 1 + d));
+        for (size_t d = 0; d < r; d++) out.push_back(data_symbol(val(in(0)).shape[d], 1 + d, 0, true));
         add_hidden_output(".params", {(int64_t)(2 * r)});
         return out;
       }
@@ -533,7 +600,10 @@ class DimInference {
         if (sizes.size() != r) fail("'sizes' must have one entry per dimension");
         return DimExprs(sizes.begin(), sizes.end());
       }
-      if (node_->attr_string("keep_aspect_ratio_policy", "stretch") != "stretch") fail("keep_aspect_ratio_policy");
+      if (node_->attr_string("keep_aspect_ratio_policy", "stretch") != "stretch") {
+        if (auto known = known_output_dims(0)) return *known;  // (ONNX's inference computed it from constant sizes)
+        fail("keep_aspect_ratio_policy");
+      }
       DimExprs out = x;
       for (size_t k = 0; k < ax.size() && k < sizes.size(); k++) out[(size_t)norm_axis(ax[k], (int64_t)r)] = sizes[k];
       return out;
@@ -545,7 +615,12 @@ class DimInference {
     } else {
       int v = in(scales_input);
       const graph::Value& s = val(v);
-      if (!s.is_constant()) fail("the scales are computed at run time");
+      if (!s.is_constant()) {
+        // Float scales read at run time: the output's size must be stated (the
+        // model's declaration or ONNX's inference), and the kernel takes it.
+        if (auto known = known_output_dims(0)) return *known;
+        fail("the scales are computed at run time");
+      }
       for (int64_t k = 0; k < s.elements(); k++) scales.push_back(s.const_at(k));
     }
     if (scales.size() != r) fail("'scales' must have one entry per dimension");
@@ -639,6 +714,12 @@ class DimInference {
     return y;
   }
 
+  bool uses_unbounded_symbol(const Expr& e) const {
+    for (int sym : tir::symbols_used(e))
+      if (g_.symbols[(size_t)sym].unbounded) return true;
+    return false;
+  }
+
   bool uses_data_symbol(const Expr& e) const {
     for (int sym : tir::symbols_used(e))
       if (g_.symbols[(size_t)sym].source_value >= 0) return true;
@@ -648,8 +729,14 @@ class DimInference {
   // A fresh data symbol in [0, most] (a size only the kernel knows), whose
   // source is a new hidden int64 [1] output of the node, the last one (after
   // `outputs` slots: the operator's own, absent ones -1).
-  Expr data_symbol(int64_t most, size_t outputs = 1, int64_t least = 0) {
-    if (most > (int64_t)1 << 31) fail("more than 2^31 elements: the count would not fit a shape symbol");
+  // With `count_only` (the source kernel writes only the counts, a kernel
+  // after it the data they size) a bound past kMaxRunTimeDim (a dimension of
+  // a run-time-sized tensor) makes an unbounded symbol (graph::Symbol::
+  // unbounded): what it sizes is allocated once the count is known.
+  Expr data_symbol(int64_t most, size_t outputs = 1, int64_t least = 0, bool count_only = false) {
+    const bool unbounded = count_only && most > graph::kMaxRunTimeDim;
+    if (unbounded) most = graph::kMaxRunTimeDim;
+    if (most > graph::kMaxRunTimeDim) fail("more than 2^31 elements: the count would not fit a shape symbol");
     if (g_.symbols.size() >= kMaxSymbols)
       fail("the model needs more than " + std::to_string(kMaxSymbols) + " run-time sizes (shape symbols), the most a "
            "bundle may hold");
@@ -658,7 +745,7 @@ class DimInference {
     int cv = add_hidden_output(".count", {1});
     const std::string& name = val(cv).name;
     Expr count = tir::Var::make_symbol(name, (int)g_.symbols.size(), least, most);
-    g_.symbols.push_back({name, count, least, most, cv});
+    g_.symbols.push_back({name, count, least, most, cv, unbounded});
     return count;
   }
 
@@ -868,7 +955,7 @@ class DimInference {
         // defines (lower/ops_reduce.cpp).
         Expr k = g_.opset < 10 ? Expr(n.attr_int("k", 1))
                  : sym(1)      ? sym(1)->at(0)
-                               : data_symbol(val(in(0)).shape.at((size_t)a), 2);
+                               : data_symbol(val(in(0)).shape.at((size_t)a), 2, 0, true);
         require(k <= x[(size_t)a], "k must not exceed the dimension");
         x[(size_t)a] = k;
         extra[1] = x;
@@ -909,7 +996,24 @@ class DimInference {
       case OpDims::Slice: return slice();
       case OpDims::Expand: {
         std::vector<Expr> shape = need_sym(1, "the target shape");
-        return broadcast(in_dims(0), DimExprs(shape.begin(), shape.end()));
+        // A target read from data (a data symbol) may be 1 on purpose, to keep
+        // the input's dimension: numpy's rule then, by value, checked at run time.
+        const DimExprs x = in_dims(0);
+        const size_t r = std::max(x.size(), shape.size());
+        DimExprs out(r);
+        for (size_t k = 0; k < r; k++) {
+          Expr a = k + x.size() >= r ? x[k + x.size() - r] : Expr(1);
+          Expr b = k + shape.size() >= r ? shape[k + shape.size() - r] : Expr(1);
+          if (const_of(b) || !uses_data_symbol(b) || (const_of(a) && *const_of(a) == 1)) {
+            out[k] = broadcast_dim(a, b);
+            continue;
+          }
+          require(tir::EQ::make(b, Expr(1)) || tir::EQ::make(a, b) || tir::EQ::make(a, Expr(1)),
+                  "the target shape must broadcast with the input (" + tir::to_string(simp(a)) + " and " +
+                      tir::to_string(simp(b)) + ")");
+          out[k] = simp(tir::select(tir::EQ::make(b, Expr(1)), a, b));
+        }
+        return out;
       }
       case OpDims::Tile: {
         DimExprs x = in_dims(0);
@@ -1069,8 +1173,10 @@ class DimInference {
       case OpDims::InputValue: {  // the copy keeps the input's shape; each element is a symbol in [lo, hi]
         DimExprs x = in_dims(0);
         std::vector<Expr> elems;
-        for (int64_t k = 0; k < val(in(0)).elements(); k++)
+        for (int64_t k = 0; k < val(in(0)).elements(); k++) {
           elems.push_back(data_symbol(n.attr_int("hi", 0), 1 + (size_t)k, n.attr_int("lo", 0)));
+          g_.symbols.back().unbounded = n.attr_int("unbounded", 0) != 0;
+        }
         set_sym(0, elems);
         g_.values[(size_t)n.outputs[0]].sym = elems;  // kernels that read the values as sizes (Pad) see the symbols
         return x;
@@ -1084,11 +1190,58 @@ class DimInference {
     internal_error << "unhandled dims rule";
   }
 
+  // Operators whose kernels read nothing of their size inputs but what their
+  // output's shape says (Reshape's target, Expand's shape, Range's count,
+  // Resize's sizes, ...): with a stated output shape they need no data
+  // symbols. Pad, the windows and STFT read their sizes' values themselves.
+  static bool shaped_by_output(const Node& n) {
+    switch (n.traits().op) {
+      case Op::Reshape: case Op::Expand: case Op::Range: case Op::Resize: case Op::Upsample:
+      case Op::ConstantOfShape: case Op::Tile: case Op::Squeeze: case Op::Unsqueeze: return true;
+      default: return false;
+    }
+  }
+
+  // Output o's dimensions as ONNX's inference (or the model's declaration)
+  // stated them, when it stated every one.
+  std::optional<DimExprs> known_output_dims(size_t o) const {
+    if (o >= node_->outputs.size() || node_->outputs[o] < 0 || unknown_rank_.count(node_->outputs[o])) return std::nullopt;
+    DimExprs d;
+    for (int64_t x : val(node_->outputs[o]).shape) {
+      if (x < 0) return std::nullopt;
+      d.push_back(Expr(x));
+    }
+    return d;
+  }
+
+  // "rank" when `d` and `known` (-1: unknown) differ in rank, "dims" when a
+  // static dimension of `d` differs from a known one, else empty.
+  std::string static_mismatch(const DimExprs& d, const graph::Shape& known) {
+    if (d.size() != known.size()) return "rank";
+    for (size_t k = 0; k < d.size(); k++) {
+      auto c = const_of(simp(d[k]));
+      if (known[k] >= 0 && c && *c != known[k]) return "dims";
+    }
+    return "";
+  }
+
   void infer_node(int ni) {
     node_ = &g_.nodes[(size_t)ni];
     const Node& n = *node_;
     std::map<size_t, DimExprs> extra;
-    DimExprs d0 = rule(n.traits().dims, extra);
+    DimExprs d0;
+    try {
+      d0 = rule(n.traits().dims, extra);
+    } catch (const NeedsValueSymbols& need) {
+      // The operator's kernel needs only its output's shape: where the model
+      // states it (or ONNX's inference knew it), that is the shape, and the
+      // values the rule wanted stay the kernel's to read. Else the values
+      // become data symbols (infer_run_time_dims), when they can.
+      auto known = known_output_dims(0);
+      if (known && n.outputs.size() == 1 && shaped_by_output(n)) d0 = *known;
+      else if (need.readable) throw;
+      else fail(need.message);
+    }
     bool none = n.traits().dims == OpDims::None;
     if (!none) symbolic_values(n.traits().op);
     for (size_t o = 0; o < n.outputs.size(); o++) {
@@ -1109,6 +1262,14 @@ class DimInference {
           if (x < 0) fail("ONNX's shape inference could not give output '" + out.name + "' a shape");
           d.push_back(Expr(x));
         }
+      }
+      // A model output's known dimensions may be the model's declaration
+      // (declared_shapes.h): where ours are static and differ, ours win.
+      bool declared = std::count(g_.outputs.begin(), g_.outputs.end(), v) > 0;
+      if (declared && !d.empty() && !static_mismatch(d, onnx).empty()) {
+        user_warning << "model output '" << out.name << "' is declared " << graph::shape_str(onnx) << " but is "
+                     << graph::dims_str(d) << "; kilnc uses the shape it inferred";
+        onnx.assign(d.size(), -1);
       }
       if (d.size() != onnx.size())
         internal_error << n.describe() << ": output '" << out.name << "' has rank " << d.size() << " here but "
@@ -1131,7 +1292,8 @@ class DimInference {
       for (auto& e : d) {
         tir::Interval r = tir::bounds_of(e);
         if (r.min < 0) require(e >= Expr(0), "dimension " + tir::to_string(e) + " of '" + out.name + "' must not be negative");
-        if (r.max == std::numeric_limits<int64_t>::max())
+        // (A dimension over an unbounded symbol may have none: its value is sized per run.)
+        if (r.max == std::numeric_limits<int64_t>::max() && !uses_unbounded_symbol(e))
           fail("dimension " + tir::to_string(e) + " of '" + out.name + "' has no bound");
       }
       g_.set_dims(v, d);
@@ -1189,6 +1351,53 @@ class DimInference {
 
 }  // namespace
 
-void infer_run_time_dims(graph::Graph& g, const std::set<int>& unknown_rank) { DimInference(g, unknown_rank).run(); }
+// Value `v` read through a kiln.InputValue node (inserted right after its
+// producer, or first for a model input) by every node after it: each element
+// a data symbol in [0, kMaxRunTimeDim], unbounded (graph::Symbol::unbounded:
+// what it sizes is allocated once the copy ran).
+void read_value_at_run_time(graph::Graph& g, int v) {
+  graph::Value copy = g.values[(size_t)v];
+  copy.name = g.unique_name(copy.name + ".value");
+  copy.producer = -1;
+  copy.sym.clear();
+  int c = g.add_value(std::move(copy));
+  graph::Node node;
+  node.op = "kiln.InputValue";
+  node.name = g.values[(size_t)c].name;
+  node.inputs = {v};
+  node.outputs = {c};
+  for (auto& [attr, x] : {std::make_pair("lo", int64_t(0)), std::make_pair("hi", graph::kMaxRunTimeDim),
+                          std::make_pair("unbounded", int64_t(1))}) {
+    graph::Attr a;
+    a.i = x;
+    node.attrs[attr] = a;
+  }
+  const int producer = g.values[(size_t)v].producer;
+  if (producer >= 0) node.guards = g.nodes[(size_t)producer].guards;  // runs when its source does
+  const size_t at = (size_t)(producer + 1);
+  for (size_t ni = at; ni < g.nodes.size(); ni++)
+    for (int& in : g.nodes[ni].inputs)
+      if (in == v) in = c;
+  g.nodes.insert(g.nodes.begin() + (std::ptrdiff_t)at, std::move(node));
+  for (auto& value : g.values)
+    if (value.producer >= (int)at) value.producer++;
+  g.values[(size_t)c].producer = (int)at;
+}
+
+void infer_run_time_dims(graph::Graph& g, const std::set<int>& unknown_rank) {
+  graph::Graph start = g;  // where inference starts again after read_value_at_run_time
+  for (size_t round = 0;; round++) {
+    try {
+      DimInference(g, unknown_rank).run();
+      return;
+    } catch (const NeedsValueSymbols& need) {
+      user_assert(need.readable) << need.message;
+      internal_assert(round < kMaxSymbols) << "value symbols: no progress";
+      g = start;
+      read_value_at_run_time(g, need.value);
+      start = g;
+    }
+  }
+}
 
 }  // namespace kiln

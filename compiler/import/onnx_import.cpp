@@ -21,6 +21,10 @@
 #include "import/subgraph.h"
 #include "import/inline_if.h"
 #include "import/boundary_values.h"
+#include "import/sort_nodes.h"
+#include "import/declared_shapes.h"
+#include "import/expand_functions.h"
+#include "import/constant_nodes.h"
 #include "import/validate.h"
 #include "support/diagnostics.h"
 
@@ -47,6 +51,16 @@ DType dtype_from_onnx(int t, const std::string& what) {
     case onnx::TensorProto::BOOL: return DType::Bool;
     case onnx::TensorProto::BFLOAT16: return DType::BF16;
     case onnx::TensorProto::STRING: return DType::String;
+    case onnx::TensorProto::FLOAT8E4M3FN: return DType::F8E4M3FN;
+    case onnx::TensorProto::FLOAT8E4M3FNUZ: return DType::F8E4M3FNUZ;
+    case onnx::TensorProto::FLOAT8E5M2: return DType::F8E5M2;
+    case onnx::TensorProto::FLOAT8E5M2FNUZ: return DType::F8E5M2FNUZ;
+    case onnx::TensorProto::UINT4: return DType::U4;
+    case onnx::TensorProto::INT4: return DType::I4;
+    case onnx::TensorProto::FLOAT4E2M1: return DType::F4E2M1;
+    case onnx::TensorProto::FLOAT8E8M0: return DType::F8E8M0;
+    case onnx::TensorProto::UINT2: return DType::U2;
+    case onnx::TensorProto::INT2: return DType::I2;
     default:
       user_error << what << " has ONNX element type " << onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)t)
                  << ", which kilnc does not support yet";
@@ -93,6 +107,27 @@ graph::Value value_from_tensor(const onnx::TensorProto& t) {
         << "tensor '" << t.name() << "' holds " << t.string_data_size() << " strings but its shape "
         << graph::shape_str(v.shape) << " needs " << v.elements();
     bytes = graph::string_table({t.string_data().begin(), t.string_data().end()}, &v.string_bytes);
+  } else if (int bits = v.dtype == DType::U4 || v.dtype == DType::I4 || v.dtype == DType::F4E2M1 ? 4
+                       : v.dtype == DType::U2 || v.dtype == DType::I2                           ? 2
+                                                                                                : 0) {
+    // ONNX packs these (raw_data, or one packed byte per int32_data entry),
+    // the first element in the lowest bits; kiln holds one per byte, the
+    // signed ones sign-extended (decision 62).
+    std::vector<uint8_t> packed;
+    if (t.has_raw_data()) packed.assign(t.raw_data().begin(), t.raw_data().end());
+    else append_as<decltype(t.int32_data()), uint8_t>(packed, t.int32_data());
+    const int per_byte = 8 / bits, mask = (1 << bits) - 1;
+    const uint64_t n = (uint64_t)v.elements(), want = (n + (uint64_t)per_byte - 1) / (uint64_t)per_byte;
+    user_assert(packed.size() == want) << "tensor '" << t.name() << "' holds " << packed.size() << " bytes but its shape "
+                                       << graph::shape_str(v.shape) << " of " << graph::dtype_name(v.dtype) << " needs "
+                                       << want << " (" << per_byte << " elements a byte)";
+    const bool is_signed = v.dtype == DType::I4 || v.dtype == DType::I2;
+    bytes.resize(n);
+    for (uint64_t i = 0; i < n; i++) {
+      int e = (packed[i / (uint64_t)per_byte] >> (bits * (int)(i % (uint64_t)per_byte))) & mask;
+      if (is_signed && e > mask / 2) e -= mask + 1;
+      bytes[i] = (uint8_t)(int8_t)e;
+    }
   } else if (t.has_raw_data()) {
     bytes.assign(t.raw_data().begin(), t.raw_data().end());
   } else {
@@ -111,6 +146,11 @@ graph::Value value_from_tensor(const onnx::TensorProto& t) {
       case DType::U32: append_as<decltype(t.uint64_data()), uint32_t>(bytes, t.uint64_data()); break;
       case DType::U64: append_as<decltype(t.uint64_data()), uint64_t>(bytes, t.uint64_data()); break;
       case DType::String: break;  // above
+      case DType::F8E4M3FN: case DType::F8E4M3FNUZ: case DType::F8E5M2: case DType::F8E5M2FNUZ:
+      case DType::F8E8M0:  // one 8-bit code per int32_data entry
+        append_as<decltype(t.int32_data()), uint8_t>(bytes, t.int32_data());
+        break;
+      case DType::U4: case DType::I4: case DType::F4E2M1: case DType::U2: case DType::I2: break;  // above
     }
   }
   user_assert(bytes.size() == v.byte_size()) << "tensor '" << t.name() << "' holds " << bytes.size()
@@ -204,39 +244,6 @@ graph::Attr attr_from_onnx(const onnx::AttributeProto& a, graph::Graph& g, const
   return r;
 }
 
-// Constant nodes of the scalar and list forms (value_float, value_int,
-// value_floats, value_ints; opset 12+) become the `value` tensor form, in
-// the graph and its subgraphs, so every step after (shape folding, If
-// inlining, sequences, the graph import) reads one form.
-void normalize_constant_nodes(onnx::GraphProto& g) {
-  for (auto& n : *g.mutable_node()) {
-    for (auto& a : *n.mutable_attribute()) {
-      if (a.has_g()) normalize_constant_nodes(*a.mutable_g());
-      for (auto& sub : *a.mutable_graphs()) normalize_constant_nodes(sub);
-    }
-    if (n.op_type() != "Constant" || !n.domain().empty() || n.attribute_size() != 1) continue;
-    onnx::AttributeProto& a = *n.mutable_attribute(0);
-    onnx::TensorProto t;
-    if (a.name() == "value_float" || a.name() == "value_floats") {
-      t.set_data_type(onnx::TensorProto::FLOAT);
-      if (a.name() == "value_float") t.add_float_data(a.f());
-      else for (float f : a.floats()) t.add_float_data(f);
-      if (a.name() == "value_floats") t.add_dims(a.floats_size());
-    } else if (a.name() == "value_int" || a.name() == "value_ints") {
-      t.set_data_type(onnx::TensorProto::INT64);
-      if (a.name() == "value_int") t.add_int64_data(a.i());
-      else for (int64_t i : a.ints()) t.add_int64_data(i);
-      if (a.name() == "value_ints") t.add_dims(a.ints_size());
-    } else {
-      continue;
-    }
-    a.Clear();
-    a.set_name("value");
-    a.set_type(onnx::AttributeProto::TENSOR);
-    *a.mutable_t() = t;
-  }
-}
-
 // A Constant node becomes a constant value (normalize_constant_nodes left
 // only the tensor form).
 graph::Value constant_node_value(const onnx::NodeProto& n) {
@@ -276,14 +283,21 @@ int checked_copy(graph::Graph& out, int source, const std::string& name, int64_t
 graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& model_dir, const ImportOptions& options) {
   onnx::ModelProto model;
   user_assert(model.ParseFromString(bytes)) << "not a valid ONNX model (protobuf parse failed)";
+  // Nodes in topological order, as everything after expects (sort_nodes.h).
+  if (sort_nodes(model) > 0) user_warning << "the model's nodes are not in topological order; kilnc sorted them";
+  // The model's own functions, inlined (expand_functions.h).
+  inline_local_functions(model);
   validate_model(model);
   expand_contrib_ops(model);
   read_external_data(model, model_dir);
 
+  // ONNX's checker only warns (decision 60): what kilnc relies on, its own
+  // checks enforce (validate.h); what ONNX Runtime runs despite the checker
+  // (a newer IR version, a missing field) kilnc compiles too.
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
-    user_error << "the model fails ONNX's checker: " << e.what();
+    user_warning << "the model fails ONNX's checker (" << one_line(e.what()) << "); compiling it anyway";
   }
   normalize_constant_nodes(*model.mutable_graph());
 
@@ -325,16 +339,18 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   std::map<std::string, std::vector<DimSpec>> unused = options.input_shapes;
   std::map<std::string, std::pair<int64_t, int64_t>> unused_dims = options.dim_bounds;
   std::vector<graph::Symbol> symbols;
-  auto symbol = [&](const std::string& name, int64_t lo, int64_t hi, const std::string& where) {
-    user_assert(lo >= 1 && lo <= hi && hi <= (int64_t)1 << 31)
+  std::vector<std::pair<std::string, std::string>> unbounded_dims;  // (dimension name, input) nothing bounds
+  auto symbol = [&](const std::string& name, int64_t lo, int64_t hi, const std::string& where, bool unbounded = false) {
+    user_assert(lo >= 1 && lo <= hi && hi <= graph::kMaxRunTimeDim)
         << where << ": the range " << lo << ".." << hi << " must have 1 <= LO <= HI <= 2^31";
     for (auto& s : symbols)
       if (s.name == name) {
-        user_assert(s.lo == lo && s.hi == hi) << where << ": dimension '" << name << "' is given two ranges, " << s.lo
-                                              << ".." << s.hi << " and " << lo << ".." << hi;
+        user_assert(s.unbounded == unbounded && s.lo == lo && s.hi == hi)
+            << where << ": dimension '" << name << "' is given two ranges, " << s.lo << ".." << s.hi << " and " << lo
+            << ".." << hi;
         return;
       }
-    symbols.push_back({name, tir::Var::make_symbol(name, (int)symbols.size(), lo, hi), lo, hi});
+    symbols.push_back({name, tir::Var::make_symbol(name, (int)symbols.size(), lo, hi), lo, hi, -1, unbounded});
   };
   for (auto& in : *g->mutable_input()) {
     if (initializer_names.count(in.name()) || !in.type().has_tensor_type()) continue;
@@ -343,13 +359,25 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
         << "model input '" << in.name() << "' has no shape, not even a rank; give it one with --input-shape "
         << in.name() << "=D0,D1,... (a scalar: --input-shape " << in.name() << "=)";
     auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
-    if (it == options.input_shapes.end()) {  // the model's own dimensions: named ones need --dim
-      for (auto& d : *shape->mutable_dim()) {
-        if (d.has_dim_value() || !d.has_dim_param()) continue;
-        auto b = options.dim_bounds.find(d.dim_param());
-        if (b == options.dim_bounds.end()) continue;  // left dynamic: the error below names it
-        unused_dims.erase(d.dim_param());
-        symbol(d.dim_param(), b->second.first, b->second.second, "--dim " + d.dim_param());
+    // A negative size (Paddle's exporter writes -1) declares a dimension unknown.
+    for (auto& d : *shape->mutable_dim())
+      if (d.has_dim_value() && d.dim_value() < 0) d.clear_dim_value();
+    if (it == options.input_shapes.end()) {  // the model's own dimensions: --dim bounds named ones
+      if (options.frozen_inputs.count(in.name())) continue;  // (becomes a constant below)
+      for (int k = 0; k < shape->dim_size(); k++) {
+        auto& d = *shape->mutable_dim(k);
+        if (d.has_dim_value()) continue;
+        auto b = d.has_dim_param() ? options.dim_bounds.find(d.dim_param()) : options.dim_bounds.end();
+        if (b != options.dim_bounds.end()) {
+          unused_dims.erase(d.dim_param());
+          symbol(d.dim_param(), b->second.first, b->second.second, "--dim " + d.dim_param());
+          continue;
+        }
+        // Nothing bounds it here (another input's --input-shape may name it
+        // too: decided after the loop).
+        std::string name = d.has_dim_param() && !d.dim_param().empty() ? d.dim_param() : in.name() + "." + std::to_string(k);
+        d.set_dim_param(name);
+        unbounded_dims.push_back({name, in.name()});
       }
       continue;
     }
@@ -384,6 +412,13 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
       }
     }
   }
+  // The dimensions nothing bounds: a size only the run gives, up to 2^31,
+  // and what it sizes is allocated per run (graph::Symbol::unbounded).
+  for (auto& [name, input] : unbounded_dims) {
+    bool named = false;
+    for (auto& sym : symbols) named |= sym.name == name;
+    if (!named) symbol(name, 1, graph::kMaxRunTimeDim, "model input '" + input + "'", true);
+  }
   if (!unused.empty()) user_error << "--input-shape names '" << unused.begin()->first << "', which is not a model input";
   if (!unused_dims.empty())
     user_error << "--dim names '" << unused_dims.begin()->first << "', which is no named dimension of a model input";
@@ -411,21 +446,25 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
       if (initializer_names.count(inputs->Get(i).name())) inputs->DeleteSubrange(i, 1);
     model.set_ir_version(4);
   }
-  // Drop stale value_info so shape inference recomputes it from the new shapes.
-  if (!options.input_shapes.empty() || !options.frozen_inputs.empty() || dynamic) g->clear_value_info();
+  // Declared shapes are hints: value_info goes, and the outputs' shapes wait
+  // until inference has run (declared_shapes.h).
+  const DeclaredShapes declared = strip_declared_shapes(model);
 
   // Shape inference, with shape computations evaluated at compile time.
-  fold_shape_computations(model);
+  // Where ONNX's inference fails, kilnc's own infers every shape (infer_dims.h).
+  bool onnx_inference_failed = false;
+  fold_shape_computations(model, nullptr, &onnx_inference_failed);
   // Gradient nodes: their derivative nodes, then types for those (gradient.h).
-  if (expand_gradients(model) > 0) fold_shape_computations(model);
+  if (expand_gradients(model) > 0) fold_shape_computations(model, nullptr, &onnx_inference_failed);
   // Ifs whose condition is still unknown: both branches, predicated (inline_if.h).
   // One level at a time: an inner If's condition may fold once its
   // branch is in the main graph (16 levels at most).
   RunTimeIfs run_time_ifs;
   for (int level = 0; level < 16 && inline_run_time_ifs(model, &run_time_ifs) > 0; level++) {
-    fold_shape_computations(model, &run_time_ifs);  // types for the inlined values
+    fold_shape_computations(model, &run_time_ifs, &onnx_inference_failed);  // types for the inlined values
     dynamic = true;                                 // each condition is a data symbol
   }
+  const bool declared_only = reconcile_declared_shapes(model, declared);
   // Run-time dimensions too when an operator's output size only its kernel
   // knows (a data symbol, infer_dims: NonZero), or may come from the values
   // of an input computed at run time (TopK's k, Slice's starts) that is
@@ -440,11 +479,35 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   std::map<std::string, RangeCheck> checks;
   if (options.run_time_checks)
     for (auto& c : range_checks(model)) checks[c.value] = c;
-  dynamic |= !checks.empty();
+  dynamic |= !checks.empty() || onnx_inference_failed || declared_only;
   for (auto& n : g->node()) {
     const graph::OpTraits& t = graph::op_traits(n.op_type());
     dynamic |= t.data_shape();
     for (int i = 1; t.value_shape() && i < n.input_size(); i++) dynamic |= !n.input(i).empty() && !constants.count(n.input(i));
+  }
+  // Values ONNX's inference left without a static shape though every input
+  // has one (tf2onnx's unk__0 dimensions, an operator whose inference gave
+  // up): kilnc's own inference (infer_dims.h) gives them theirs.
+  if (!dynamic) {
+    std::set<std::string> typed;
+    auto is_static = [](const onnx::TypeProto& t) {
+      if (!t.has_tensor_type() || !t.tensor_type().elem_type() || !t.tensor_type().has_shape()) return false;
+      for (auto& d : t.tensor_type().shape().dim())
+        if (!d.has_dim_value()) return false;
+      return true;
+    };
+    for (auto& vi : g->value_info())
+      if (is_static(vi.type())) typed.insert(vi.name());
+    for (auto& vi : g->output())
+      if (is_static(vi.type())) typed.insert(vi.name());
+    std::vector<std::string> read;
+    for (auto& n : g->node()) node_reads(n, true, &read);
+    for (auto& vi : g->output()) read.push_back(vi.name());
+    std::set<std::string> wanted(read.begin(), read.end());
+    for (auto& n : g->node()) {
+      if (graph::op_traits(n.op_type()).role == graph::OpRole::Import) continue;
+      for (auto& o : n.output()) dynamic |= !o.empty() && wanted.count(o) && !typed.count(o);
+    }
   }
 
   graph::Graph out;
@@ -485,7 +548,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     }
     int id = out.add_value(std::move(v));
     if (!dims.empty()) out.set_dims(id, dims);
-    check_size(out.values[id], "model input '" + in.name() + "'");
+    if (!out.runtime_sized(id)) check_size(out.values[id], "model input '" + in.name() + "'");
     value_ids[in.name()] = id;
     out.inputs.push_back(id);
   }
@@ -631,7 +694,12 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   }
   if (dynamic) {
     infer_run_time_dims(out, unknown_rank);
-    for (auto& v : out.values) check_size(v, "value '" + v.name + "' (at its largest)");
+    for (size_t i = 0; i < out.values.size(); i++) {
+      const graph::Value& v = out.values[i];
+      if (out.runtime_sized((int)i)) continue;  // (sized per run, and checked by the runtime then)
+      check_size(v, (v.producer >= 0 ? out.nodes[(size_t)v.producer].describe() + ": output '" : "value '") + v.name +
+                        "' (at its largest)");
+    }
   }
   size_string_values(out, options.string_bytes);
   for (auto& n : out.nodes) {  // a run-time If's branches must give its outputs the same shapes
@@ -645,5 +713,28 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   }
   return out;
 }
+
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A ModelProto's first byte is the tag of one of its fields (protobuf wire
+// format: field << 3 | wire type): ir_version (1, varint), producer_name (2),
+// producer_version (3), domain (4), doc_string (6), graph (7), opset_import
+// (8), metadata_props (14), training_info (20), functions (25): bytes.
+bool looks_like_onnx(const std::string& bytes) {
+  if (bytes.empty()) return false;
+  const unsigned char tag = (unsigned char)bytes[0];
+  const unsigned field = tag >> 3, wire = tag & 7;
+  if (field == 1 || field == 5) return wire == 0;  // ir_version, model_version
+  return wire == 2 && (field == 2 || field == 3 || field == 4 || field == 6 || field == 7 || field == 8 ||
+                       field == 14 || field == 20 || field == 25);
+}
+
+}  // namespace
+
+const Frontend kOnnxFrontend = {"onnx", "ONNX ModelProto (.onnx), opsets 1 to the pinned ONNX's newest",
+                                looks_like_onnx, import_onnx_bytes};
 
 }  // namespace kiln

@@ -23,12 +23,52 @@ std::string describe(const onnx::NodeProto& n, int index) {
   return n.op_type() + " node '" + (n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name()) + "'";
 }
 
-void check_graph(const onnx::GraphProto& g) {
+// The default-domain opset `model` imports (0: none).
+int64_t default_opset(const onnx::ModelProto& model) {
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
+  return 0;
+}
+
+// What kilnc needs of ONNX's checker, enforced whether or not the checker
+// passes: each attribute of a default-domain node has the type its schema
+// gives it (lowering reads `strides` as integers), and each name is written
+// once in a graph (the import maps names to values).
+void check_node(const onnx::NodeProto& n, int index, int64_t opset) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx") return;
+  const onnx::OpSchema* schema = opset > 0 ? onnx::OpSchemaRegistry::Schema(n.op_type(), (int)opset, "") : nullptr;
+  if (!schema) return;  // an operator this opset lacks: the import names it
+  const auto& attrs = schema->attributes();
+  for (const auto& a : n.attribute()) {
+    auto it = attrs.find(a.name());
+    if (it == attrs.end() || !a.ref_attr_name().empty()) continue;
+    // The type a writer may leave unset (ONNX IR < 3) is taken as the schema's.
+    if (a.type() == onnx::AttributeProto::UNDEFINED) continue;
+    user_assert(a.type() == it->second.type)
+        << describe(n, index) << ": attribute '" << a.name() << "' is "
+        << onnx::AttributeProto::AttributeType_Name(a.type()) << " but " << n.op_type() << " takes "
+        << onnx::AttributeProto::AttributeType_Name(it->second.type) << "; fix the model";
+  }
+}
+
+void check_single_assignment(const onnx::GraphProto& g) {
+  std::unordered_set<std::string> written;
+  for (const auto& in : g.input()) written.insert(in.name());
+  for (int i = 0; i < g.node_size(); i++)
+    for (const auto& o : g.node(i).output())
+      user_assert(o.empty() || written.insert(o).second)
+          << describe(g.node(i), i) << ": output '" << o
+          << "' is also written by a graph input or an earlier node; every value must have one writer: fix the model";
+}
+
+void check_graph(const onnx::GraphProto& g, int64_t opset) {
+  check_single_assignment(g);
   for (int i = 0; i < g.node_size(); i++) {
     const onnx::NodeProto& n = g.node(i);
+    check_node(n, i, opset);
     for (const auto& a : n.attribute()) {
-      if (a.has_g()) check_graph(a.g());
-      for (const auto& sub : a.graphs()) check_graph(sub);
+      if (a.has_g()) check_graph(a.g(), opset);
+      for (const auto& sub : a.graphs()) check_graph(sub, opset);
       if (!n.domain().empty() && n.domain() != "ai.onnx") continue;
       bool positive = false;
       for (const char* name : kPositive) positive |= a.name() == name;
@@ -210,7 +250,11 @@ void validate_model(const onnx::ModelProto& model) {
         << "the model imports ONNX opset " << o.version() << ", but kilnc knows opsets 1 to " << max_opset
         << "; export it for opset " << max_opset << " or older";
   }
-  check_graph(model.graph());
+  // ONNX Runtime refuses a model without an IR version; so does kilnc (a
+  // newer one than this ONNX release knows is only the checker's warning).
+  user_assert(model.ir_version() >= 1) << "the model has no IR version (ir_version " << model.ir_version()
+                                       << "): it is not a complete ONNX model; export it again";
+  check_graph(model.graph(), default_opset(model));
   check_graph_outputs(model);
 }
 

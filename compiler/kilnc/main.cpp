@@ -109,7 +109,8 @@ int main(int argc, char** argv) {
                         options.dump_graph_after.empty();
     kiln::ProgressLine progress(quiet_stderr && isatty(STDERR_FILENO));
     options.progress = progress.receiver();
-    kiln::CompileOutput out = kiln::compile_onnx_file(line.input, options);
+    options.warn = [&progress](const std::string& message) { progress.Print("kilnc: warning: " + message); };
+    kiln::CompileOutput out = kiln::compile_model_file(line.input, options);
     progress.Finish();
     // OUT.kiln, and for static kernels OUT.kernels.o / OUT.kernels.h beside it.
     std::string stem = line.output;

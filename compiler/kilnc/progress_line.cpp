@@ -30,6 +30,14 @@ void ProgressLine::Report(const std::string& step, size_t done, size_t total, co
   text_ = std::move(text);
 }
 
+void ProgressLine::Print(const std::string& line) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (shown_) fprintf(stderr, "\r%*s\r", (int)shown_, "");  // the next redraw draws it again, below
+  shown_ = 0;
+  fprintf(stderr, "%s\n", line.c_str());
+  fflush(stderr);
+}
+
 void ProgressLine::Run() {
   std::unique_lock<std::mutex> lock(mutex_);
   // Nothing for the first second: quick compilations stay quiet.

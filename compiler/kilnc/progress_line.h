@@ -28,6 +28,8 @@ class ProgressLine {
   ProgressFn receiver();
   // Stops the updates and erases the line, if it was shown.
   void Finish();
+  // Prints `line` (a warning) on a line of its own, above the progress line.
+  void Print(const std::string& line);
 
  private:
   void Report(const std::string& step, size_t done, size_t total, const char* unit);

@@ -1,5 +1,6 @@
 #include "lower/kernel.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "support/diagnostics.h"
@@ -23,13 +24,15 @@ void set_launch_parameters(KernelDef& k) {
         if (auto ext = tir::as_const_int(op->extent)) {
           k->workgroup_count[axis] = (uint32_t)*ext;
         } else {
-          // A run-time count (a loop over a symbolic extent): its largest value here.
+          // A run-time count (a loop over a symbolic extent): its largest value
+          // here, at most 2^32 - 1 (an extent over an unbounded symbol may have
+          // no bound: the runtime checks each run's count, docs/bundle.md).
           tir::Interval r = tir::bounds_of(op->extent);
-          internal_assert(tir::symbols_used(op->extent).size() > 0 && r.min >= 0 &&
-                          r.max <= (int64_t)std::numeric_limits<uint32_t>::max())
+          const int64_t most = (int64_t)std::numeric_limits<uint32_t>::max();
+          internal_assert(tir::symbols_used(op->extent).size() > 0 && r.min >= 0)
               << "workgroup loop of " << k->name << " with extent " << tir::to_string(op->extent)
-              << ": neither constant nor a bounded expression over shape symbols";
-          k->workgroup_count[axis] = (uint32_t)std::max<int64_t>(r.max, 1);
+              << ": neither constant nor an expression over shape symbols";
+          k->workgroup_count[axis] = (uint32_t)std::clamp<int64_t>(r.max, 1, most);
           k->workgroup_dynamic[axis] = op->extent;
         }
       }

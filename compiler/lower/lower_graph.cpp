@@ -7,6 +7,7 @@
 #include "lower/op_registry.h"
 #include "lower/schedules_gpu.h"
 #include "te/lower.h"
+#include "tir/simplify.h"
 #include "support/diagnostics.h"
 
 namespace kiln {
@@ -22,8 +23,15 @@ KernelDef copy_kernel(graph::Graph& g, int from, int to, int kernel_id, bool gpu
   k.params = {src, dst};
   k.param_values = {from, to};
   k.access = {Access::Read, Access::Write};
-  te::Tensor in = te::placeholder(src->name, {v.storage_elements()}, src->dtype);
-  te::Stage stage(te::compute("copy", {v.storage_elements()}, [in](const te::Indices& i) { return in(i); }));
+  // Run-time dimensions: the run's element count (a tensor sized per run has no useful largest).
+  tir::Expr count = tir::Expr(v.storage_elements());
+  if (v.is_dynamic() && v.dtype != graph::DType::String) {
+    count = tir::Expr(1);
+    for (const tir::Expr& d : v.dims) count = count * d;
+    count = tir::simplify(count);
+  }
+  te::Tensor in = te::placeholder(src->name, {count}, src->dtype);
+  te::Stage stage(te::compute("copy", {count}, [in](const te::Indices& i) { return in(i); }));
   if (gpu) lower::default_gpu_schedule(stage);
   else te::default_cpu_schedule(stage);
   k.body = te::lower_stage(stage, dst, [&](const te::TensorNode* n) { return n == in.get() ? src : nullptr; });
@@ -76,10 +84,12 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
       user_error << n.describe() << ": operator '" << n.op << "' (opset " << g.opset
                  << ") is not supported by kilnc yet";
     }
-    if (!n.is(graph::Op::Cast) && !n.is(graph::Op::CastLike) && !n.traits().shape_only()) {
+    if (!n.is(graph::Op::Cast) && !n.is(graph::Op::CastLike) && !n.is(graph::Op::QuantizeLinear) &&
+        !n.is(graph::Op::DequantizeLinear) && !n.traits().shape_only()) {
       for (int v : n.inputs) {
-        internal_assert(v < 0 || g.values[v].dtype != graph::DType::BF16)
-            << n.describe() << ": a bfloat16 operand reached lowering (graph pass 'bfloat16' widens them)";
+        internal_assert(v < 0 || (g.values[v].dtype != graph::DType::BF16 && !graph::is_narrow_float(g.values[v].dtype)))
+            << n.describe() << ": a " << graph::dtype_name(g.values[v].dtype)
+            << " operand reached lowering (graph pass 'bfloat16' widens them)";
       }
     }
     lower::OpContext ctx(g, (int)ni, (int)p.kernels.size(), &state);

@@ -154,7 +154,7 @@ void lower_batchnorm(OpContext& ctx) {
 }
 
 void lower_unary(OpContext& ctx) {
-  ctx.require_float32();
+  ctx.require_float();  // (float64: the transcendental intrinsics compute in float32, code generation's math)
   te::Tensor x = ctx.in(0);
   const graph::Node& n = ctx.node();
   Op op = ctx.op();
@@ -187,11 +187,26 @@ Expr shift_right(Expr x, Expr y) {
   return tir::select(tir::EQ::make(p, tir::make_const(x.type(), 0)), tir::make_const(x.type(), 0),
                      x / tir::max(p, tir::make_const(x.type(), 1)));
 }
+// Signed integers (opset 25), as ONNX's reference: in the unsigned type of
+// the same width (a negative shift is then past the width). Left: the bits
+// shifted, 0 past the width. Right: arithmetic, ~(~x >> y) for a negative
+// x, so -1 or 0 past the width.
+Expr signed_shift(Expr x, Expr y, bool left) {
+  const tir::Type t = x.type(), u = tir::UInt(t.bits);
+  Expr ux = tir::Cast::make(u, x), uy = tir::Cast::make(u, y);
+  if (left) return tir::Cast::make(t, shift_left(ux, uy));
+  // ~v as (0 - v) - 1 in the unsigned type, which wraps (no all-ones constant of 64 bits).
+  auto complement = [u](Expr v) { return tir::make_const(u, 0) - v - tir::make_const(u, 1); };
+  Expr negative = tir::Cast::make(t, complement(shift_right(complement(ux), uy)));
+  return tir::select(x < tir::make_const(t, 0), negative, tir::Cast::make(t, shift_right(ux, uy)));
+}
+Expr signed_shift_left(Expr x, Expr y) { return signed_shift(x, y, true); }
+Expr signed_shift_right(Expr x, Expr y) { return signed_shift(x, y, false); }
 
 }  // namespace
 
 // Add, Sub, Mul, Div (integer Div truncates toward zero, as ONNX's), BitShift
-// (unsigned integers).
+// (integers; signed ones since opset 25).
 void lower_arithmetic(OpContext& ctx) {
   switch (ctx.op()) {
     case Op::Add: return lower_binary(ctx, true, [](Expr a, Expr b) { return a + b; });
@@ -203,11 +218,15 @@ void lower_arithmetic(OpContext& ctx) {
       return lower_binary(ctx, true, [](Expr a, Expr b) { return trunc_divide(a, b); });
     case Op::BitShift: {
       graph::DType dt = ctx.in_dtype(0);
-      user_assert(dt == graph::DType::U8 || dt == graph::DType::U16 || dt == graph::DType::U32 || dt == graph::DType::U64)
-          << ctx.node().describe() << ": BitShift takes unsigned integers";
+      bool is_unsigned = dt == graph::DType::U8 || dt == graph::DType::U16 || dt == graph::DType::U32 ||
+                         dt == graph::DType::U64;
+      bool is_signed = dt == graph::DType::I8 || dt == graph::DType::I16 || dt == graph::DType::I32 ||
+                       dt == graph::DType::I64;
+      user_assert(is_unsigned || is_signed) << ctx.node().describe() << ": BitShift takes integers";
       bool left = ctx.node().attr_string("direction", "") == "LEFT";
       user_assert(left || ctx.node().attr_string("direction", "") == "RIGHT")
           << ctx.node().describe() << ": direction must be \"LEFT\" or \"RIGHT\"";
+      if (is_signed) return lower_binary(ctx, true, left ? signed_shift_left : signed_shift_right);
       return lower_binary(ctx, true, left ? shift_left : shift_right);
     }
     default: internal_error << ctx.node().describe() << ": not an arithmetic operator";

@@ -262,8 +262,9 @@ void lower_depth_space(OpContext& ctx) {
       Expr c = crd ? (o[1] * Expr(b) + bh) * Expr(b) + bw : (bh * Expr(b) + bw) * Expr(oc) + o[1];
       return x({o[0], c, o[2] / Expr(b), o[3] / Expr(b)});
     }
-    // SpaceToDepth: out[n, (bh * b + bw) * C + c, h, w] = x[n, c, h * b + bh, w * b + bw]
-    Expr c = o[1] % Expr(C), blk = o[1] / Expr(C);
+    // SpaceToDepth: out[n, (bh * b + bw) * C + c, h, w] = x[n, c, h * b + bh, w * b + bw]; with
+    // mode CRD (opset 25) out[n, c * b * b + bh * b + bw, h, w].
+    Expr c = crd ? o[1] / Expr(b * b) : o[1] % Expr(C), blk = crd ? o[1] % Expr(b * b) : o[1] / Expr(C);
     return x({o[0], c, o[2] * Expr(b) + blk / Expr(b), o[3] * Expr(b) + blk % Expr(b)});
   }));
 }

@@ -7,6 +7,7 @@
 // results are converted back when stored (OpContext handles the store).
 #include <cmath>
 
+#include "lower/narrow_types.h"
 #include "lower/op_lowering.h"
 #include "lower/serial_tir.h"
 #include "support/diagnostics.h"
@@ -251,13 +252,19 @@ void lower_pow(OpContext& ctx) {
 void lower_mod(OpContext& ctx) {
   bool fmod = ctx.node().attr_int("fmod", 0) != 0;
   bool f = is_float(ctx.in_dtype(0));
-  user_assert(!f || fmod) << ctx.node().describe() << ": float Mod needs fmod=1";
   lower_nary(ctx, [fmod, f](const std::vector<Expr>& v) {
     Expr a = v[0], b = v[1];
     if (f) {  // C fmod: a - trunc(a / b) * b
       Expr q = a / b;
       Expr tq = tir::select(q < k(q, 0), call(Intrinsic::Ceil, q), call(Intrinsic::Floor, q));
-      return a - tq * b;
+      // (an infinite divisor leaves a finite dividend as it is: q * b would be 0 * inf)
+      Expr inf = k(a, INFINITY);
+      Expr r = tir::select(tir::EQ::make(call(Intrinsic::Abs, b), inf) && call(Intrinsic::Abs, a) < inf, a,
+                           a - tq * b);
+      if (fmod) return r;
+      // fmod=0 on floats (ONNX's reference: numpy's mod): the divisor's sign.
+      Expr z = k(r, 0);
+      return tir::select(tir::NE::make(r, z) && tir::NE::make(r < z, b < z), r + b, r);
     }
     if (!fmod) return a % b;  // integer Mod: the sign of the divisor (floor semantics)
     return a - trunc_div(a, b) * b;
@@ -282,22 +289,41 @@ void lower_where(OpContext& ctx) {
 }
 
 // One element of type `from` (as loaded: bool as Bool, bfloat16 as its
-// bits) converted to `to` (as stored). bfloat16 goes through float32 both
-// ways (a float64 is rounded twice).
-Expr convert_element(Expr x, graph::DType from, graph::DType to) {
+// bits, a narrow type as its byte) converted to `to` (as stored). bfloat16
+// goes through float32 both ways (a float64 is rounded twice); the narrow
+// types convert in lower/narrow_types.h, with the node's attributes.
+Expr convert_element(Expr x, graph::DType from, graph::DType to, const NarrowOptions& narrow) {
   using graph::DType;
   if (from == to) return x;
+  if (graph::is_narrow(from) || graph::is_narrow(to)) return convert_narrow(x, from, to, narrow);
   if (from == DType::BF16) x = tir::Call::make(tir::Intrinsic::Bf16ToF32, {x});
   else if (is_bool(from)) x = tir::cast(tir::UInt(8), tir::cast(tir::Bool(), x));
   if (to == DType::BF16) return tir::Call::make(tir::Intrinsic::F32ToBf16, {tir::cast(tir::Float(32), x)});
   return tir::cast(compute_type(to), x);
 }
 
+// Cast's and CastLike's `saturate` and `round_mode` (float8 and e8m0 results).
+NarrowOptions narrow_options(OpContext& ctx, graph::DType from, graph::DType to) {
+  const graph::Node& n = ctx.node();
+  user_assert(!(graph::is_narrow(from) && to == graph::DType::String) && !(graph::is_narrow(to) && from == graph::DType::String))
+      << n.describe() << ": Cast between " << graph::dtype_name(from) << " and " << graph::dtype_name(to)
+      << " is not supported (cast through float32)";
+  NarrowOptions o;
+  o.saturate = n.attr_int("saturate", 1) != 0;
+  std::string mode = n.attr_string("round_mode", "up");
+  user_assert(mode == "up" || mode == "down" || mode == "nearest")
+      << n.describe() << ": round_mode '" << mode << "' is none of up, down, nearest";
+  o.e8m0_round = mode == "down" ? E8M0Round::Down : mode == "nearest" ? E8M0Round::Nearest : E8M0Round::Up;
+  o.f64_bits = !ctx.gpu();  // GLSL has 32-bit bit casts only
+  return o;
+}
+
 void lower_cast(OpContext& ctx) {
   graph::DType to = ctx.value(ctx.output(0)).dtype;
   graph::DType from = ctx.in_dtype(0);
+  NarrowOptions o = narrow_options(ctx, from, to);
   if (to == graph::DType::String || from == graph::DType::String) return lower_cast_string(ctx);
-  lower_nary(ctx, [to, from](const std::vector<Expr>& v) { return convert_element(v[0], from, to); });
+  lower_nary(ctx, [to, from, o](const std::vector<Expr>& v) { return convert_element(v[0], from, to, o); });
 }
 
 // The variadic Max, Min, Sum and Mean (numpy broadcasting over all inputs),
@@ -314,9 +340,14 @@ void lower_variadic(OpContext& ctx) {
 
 void lower_cast_like(OpContext& ctx) {
   graph::DType to = ctx.value(ctx.output(0)).dtype, from = ctx.in_dtype(0);
+  NarrowOptions o = narrow_options(ctx, from, to);
   if (to == graph::DType::String || from == graph::DType::String) return lower_cast_string(ctx);
   te::Tensor x = ctx.in(0);
-  ctx.set_output(0, te::compute("castlike", x.dims(), [=](const Indices& i) { return convert_element(x(i), from, to); }));
+  bool from_bool = is_bool(from);
+  ctx.set_output(0, te::compute("castlike", x.dims(), [=](const Indices& i) {
+    Expr v = x(i);
+    return convert_element(from_bool ? tir::cast(tir::Bool(), v) : v, from, to, o);
+  }));
 }
 
 Expr trunc_divide(const Expr& a, const Expr& b) { return trunc_div(a, b); }

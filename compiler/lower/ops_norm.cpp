@@ -183,7 +183,8 @@ void lower_lp_normalization(OpContext& ctx) {
     Indices o = i;
     o[axis] = Expr(0);
     Expr d = p == 1 ? norm(o) : tir::Call::make(tir::Intrinsic::Sqrt, {norm(o)});
-    return x(i) / d;
+    // A zero norm gives 0, not 0 / 0 (ONNX's reference since onnx 1.20).
+    return tir::select(tir::EQ::make(d, tir::make_const(t, 0)), tir::make_const(t, 0), x(i) / d);
   }));
 }
 

@@ -1,6 +1,7 @@
-// Scans: CumSum, an inclusive or exclusive, forward or reverse running sum
-// along one axis, written as a reduction over the axis (element i sums the
-// elements the scan takes at i).
+// Scans: CumSum and CumProd (opset 26), an inclusive or exclusive, forward
+// or reverse running sum or product along one axis, written as a reduction
+// over the axis (element i combines the elements the scan takes at i; the
+// others count as 0 for a sum, 1 for a product).
 
 #include <algorithm>
 
@@ -11,7 +12,11 @@ namespace kiln::lower {
 
 void lower_cumsum(OpContext& ctx) {
   const graph::Node& n = ctx.node();
+  const bool prod = ctx.op() == graph::Op::CumProd;
+  const te::ReduceKind kind = prod ? te::ReduceKind::Prod : te::ReduceKind::Sum;
+  const char* name = prod ? "cumprod" : "cumsum";
   te::Tensor x = ctx.in(0);
+  const Expr neutral = tir::make_const(x.dtype(), prod ? 1 : 0);
   const graph::Value& av = ctx.value(ctx.input(1));
   bool exclusive = n.attr_int("exclusive", 0) != 0, reverse = n.attr_int("reverse", 0) != 0;
   auto take = [=](const Expr& j, const Expr& i) {
@@ -29,7 +34,7 @@ void lower_cumsum(OpContext& ctx) {
     a = tir::clamp(tir::select(a < Expr(0), a + Expr(rank), a), Expr(0), Expr(rank - 1));
     int64_t longest = 1;
     for (int64_t d : x.shape()) longest = std::max(longest, d);
-    ctx.set_output(0, te::reduce("cumsum", xd, {Expr(longest)}, te::ReduceKind::Sum, x.dtype(),
+    ctx.set_output(0, te::reduce(name, xd, {Expr(longest)}, kind, x.dtype(),
                                  [=](const Indices& o, const Indices& r) {
       Expr j = r[0], i = Expr(0), extent = Expr(0);
       Indices xi = o;
@@ -39,16 +44,16 @@ void lower_cumsum(OpContext& ctx) {
         extent = tir::select(here, xd[d], extent);
         xi[d] = tir::select(here, tir::min(j, xd[d] - Expr(1)), o[d]);
       }
-      return tir::select(j < extent && take(j, i), x(xi), tir::make_const(x.dtype(), 0));
+      return tir::select(j < extent && take(j, i), x(xi), neutral);
     }));
     return;
   }
   int64_t axis = normalize_axis(ctx, av.const_int_at(0), (int64_t)x.ndim());
   int64_t len = x.shape()[axis];
-  ctx.set_output(0, te::reduce("cumsum", x.shape(), {len}, te::ReduceKind::Sum, x.dtype(), [=](const Indices& o, const Indices& r) {
+  ctx.set_output(0, te::reduce(name, x.shape(), {len}, kind, x.dtype(), [=](const Indices& o, const Indices& r) {
     Indices xi = o;
     xi[axis] = r[0];
-    return tir::select(take(r[0], o[axis]), x(xi), tir::make_const(x.dtype(), 0));
+    return tir::select(take(r[0], o[axis]), x(xi), neutral);
   }));
 }
 

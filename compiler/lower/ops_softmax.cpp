@@ -21,7 +21,7 @@ Expr k(tir::Type t, double v) { return tir::make_const(t, v); }
 }  // namespace
 
 void lower_softmax(OpContext& ctx) {
-  ctx.require_float32();
+  ctx.require_float();
   const graph::Node& n = ctx.node();
   te::Tensor x = ctx.in(0);
   const te::Dims s = x.dims();

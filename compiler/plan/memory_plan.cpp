@@ -14,9 +14,14 @@ MemoryPlan plan_memory(const graph::Graph& g, const LoweredProgram& p, uint64_t 
     int start = INT32_MAX, end = -2;
   };
   std::map<int, Interval> live;  // root value -> interval
+  std::map<int, int> dynamic_slot;  // run-time-sized root -> its slot
   auto touch = [&](int value, int step) {
     int root = p.storage_root[value];
     if (g.values[root].is_constant()) return;
+    if (g.runtime_sized(root)) {  // allocated by the runtime once its size is known: no offset
+      dynamic_slot.emplace(root, (int)dynamic_slot.size());
+      return;
+    }
     Interval& iv = live[root];
     iv.start = std::min(iv.start, step);
     iv.end = std::max(iv.end, step);
@@ -102,10 +107,14 @@ MemoryPlan plan_memory(const graph::Graph& g, const LoweredProgram& p, uint64_t 
   for (auto& it : items) root_offset[it.root] = it.offset;
   for (auto& [member, first] : group_of) root_offset[member] = root_offset.at(first);
   plan.offset.assign(g.values.size(), -1);
+  plan.dynamic_slot.assign(g.values.size(), -1);
   for (size_t v = 0; v < g.values.size(); v++) {
     auto f = root_offset.find(p.storage_root[v]);
     if (f != root_offset.end()) plan.offset[v] = (int64_t)f->second;
+    auto d = dynamic_slot.find(p.storage_root[v]);
+    if (d != dynamic_slot.end()) plan.dynamic_slot[v] = d->second;
   }
+  plan.dynamic_slots = (int)dynamic_slot.size();
   return plan;
 }
 

@@ -6,6 +6,7 @@
 // kilnc's main catches both and prints them differently.
 #pragma once
 
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -50,8 +51,63 @@ class ErrorBuilder {
   std::ostringstream msg_;
 };
 
+// Warnings: what kilnc did to a model that it still compiles, which the user
+// should know (a declared shape it replaced, ONNX's checker's complaint it
+// went past). Each names the node or value. A compilation's warnings go to
+// the sink its WarningScope installed on this thread (kilnc prints them as
+// "kilnc: warning: ...", the Python binding raises kiln.KilnWarning); without
+// one they are printed to stderr. The same text is reported once per scope.
+using WarningFn = std::function<void(const std::string&)>;
+
+void report_warning(const std::string& message);
+
+// `text` on one line: each run of newlines and spaces one space, none at
+// either end (a library's exception text, quoted in a message).
+inline std::string one_line(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    bool space = c == '\n' || c == '\r' || c == ' ' || c == '\t';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out.push_back(space ? ' ' : c);
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+// Installs `sink` for this thread until destroyed (scopes nest).
+class WarningScope {
+ public:
+  explicit WarningScope(WarningFn sink);
+  ~WarningScope();
+  WarningScope(const WarningScope&) = delete;
+  WarningScope& operator=(const WarningScope&) = delete;
+  struct State;  // (diagnostics.cpp)
+
+ private:
+  State* previous_;  // the enclosing scope's (restored when this one ends)
+  State* state_;     // this scope's sink and the messages it reported
+};
+
+// Collects a message with operator<< and reports it when destroyed.
+class WarningBuilder {
+ public:
+  WarningBuilder() = default;
+  WarningBuilder(const WarningBuilder&) = delete;
+  template <typename T>
+  WarningBuilder& operator<<(const T& v) {
+    msg_ << v;
+    return *this;
+  }
+  ~WarningBuilder() { report_warning(msg_.str()); }
+
+ private:
+  std::ostringstream msg_;
+};
+
 }  // namespace kiln
 
+// user_warning << "value 'y': ...";  (reports, never throws)
+#define user_warning ::kiln::WarningBuilder()
 // user_error << "Conv node 'x': ...";  (always throws)
 #define user_error ::kiln::ErrorBuilder(false, __FILE__, __LINE__)
 #define internal_error ::kiln::ErrorBuilder(true, __FILE__, __LINE__)

@@ -24,10 +24,11 @@ IterVar make_iter_var(const std::string& name, int64_t extent, bool reduce) {
 IterVar make_iter_var(const std::string& name, const Expr& extent, bool reduce) {
   Expr e = tir::simplify(extent);
   if (auto c = tir::as_const_int(e)) return make_iter_var(name, *c, reduce);
+  // Over a dimension sized per run an extent may have no bound (and the
+  // interval arithmetic of large symbols' products may overflow below 0):
+  // the loop is scheduled for at most 2^62, its run's extent is e's value.
   tir::Interval r = tir::bounds_of(e);
-  internal_assert(r.min >= 0 && r.max != std::numeric_limits<int64_t>::max())
-      << "loop " << name << ": extent " << tir::to_string(e) << " has no finite bound";
-  IterVar iv = make_iter_var(name, r.max, reduce);
+  IterVar iv = make_iter_var(name, std::clamp<int64_t>(r.max, 0, int64_t(1) << 62), reduce);
   iv->dynamic = e;
   return iv;
 }

@@ -1,6 +1,7 @@
 #include "te/tensor.h"
 
 #include <cmath>
+#include <algorithm>
 #include <limits>
 
 #include "support/diagnostics.h"
@@ -37,10 +38,14 @@ Shape Dims::bounds() const {
       s.push_back(*c);
       continue;
     }
+    // Over a dimension sized per run (graph::Symbol::unbounded) an extent may
+    // have no bound: at most 2^62 then (what schedules tile for; the
+    // run's extent is the expression's value).
+    // (Its least value may look negative where the product of large symbols
+    // overflows the interval arithmetic: the import made every dimension a
+    // size, checked at run time where it was not provably one.)
     tir::Interval r = tir::bounds_of(d);
-    internal_assert(r.max != std::numeric_limits<int64_t>::max() && r.min >= 0)
-        << "extent " << tir::to_string(d) << " has no finite bound";
-    s.push_back(r.max);
+    s.push_back(std::clamp<int64_t>(r.max, 0, int64_t(1) << 62));
   }
   return s;
 }

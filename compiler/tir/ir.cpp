@@ -47,6 +47,8 @@ const char* intrinsic_name(Intrinsic i) {
     case Intrinsic::DotS8S8: return "dot_s8s8";
     case Intrinsic::Bf16ToF32: return "bf16_to_f32";
     case Intrinsic::F32ToBf16: return "f32_to_bf16";
+    case Intrinsic::FloatToBits: return "float_to_bits";
+    case Intrinsic::BitsToFloat: return "bits_to_float";
   }
   return "?";
 }
@@ -182,6 +184,13 @@ Expr Call::make(Intrinsic op, std::vector<Expr> args) {
     internal_assert(args.size() == 1 && args[0].type() == (widen ? UInt(16) : Float(32)))
         << "intrinsic " << intrinsic_name(op) << " takes one " << (widen ? "uint16" : "float32");
     return Expr(std::make_shared<Call>(widen ? Float(32) : UInt(16), op, std::move(args)));
+  }
+  if (is_bit_cast(op)) {
+    bool to_bits = op == Intrinsic::FloatToBits;
+    Type t = args.size() == 1 ? args[0].type() : Type();
+    internal_assert(args.size() == 1 && (to_bits ? t.is_float() : t.is_uint()) && (t.bits == 16 || t.bits == 32 || t.bits == 64))
+        << "intrinsic " << intrinsic_name(op) << " takes one " << (to_bits ? "float" : "uint") << " of 16, 32 or 64 bits";
+    return Expr(std::make_shared<Call>(to_bits ? UInt(t.bits) : Float(t.bits), op, std::move(args)));
   }
   internal_assert(!args.empty() && args[0].type().is_float()) << "intrinsic " << intrinsic_name(op) << " needs float args";
   Type t = args[0].type();

@@ -256,16 +256,21 @@ struct Load : ExprNode {
 // F32ToBf16(x) rounds a Float(32) to the nearest bfloat16, ties to even
 // (overflow to infinity), and returns its bits as UInt(16); a NaN stays a
 // quiet NaN of the same sign.
+// The bit casts: FloatToBits(x) takes a Float(16/32/64) and returns its
+// bits as the UInt of the same width; BitsToFloat(bits) the other way
+// (the narrow types' conversions are integer arithmetic on these bits:
+// lower/narrow_types.h). GLSL has the 32-bit ones only.
 enum class Intrinsic : uint8_t { Exp, Log, Sqrt, Abs, Floor, Ceil, RoundEven, Tanh, Erf, Pow, Sin, Cos, Tan, Asin,
-                                 Acos, Atan, DotU8S8, DotS8S8, Bf16ToF32, F32ToBf16 };
+                                 Acos, Atan, DotU8S8, DotS8S8, Bf16ToF32, F32ToBf16, FloatToBits, BitsToFloat };
 inline bool is_int8_dot(Intrinsic i) { return i == Intrinsic::DotU8S8 || i == Intrinsic::DotS8S8; }
 inline bool is_bf16_conversion(Intrinsic i) { return i == Intrinsic::Bf16ToF32 || i == Intrinsic::F32ToBf16; }
+inline bool is_bit_cast(Intrinsic i) { return i == Intrinsic::FloatToBits || i == Intrinsic::BitsToFloat; }
 const char* intrinsic_name(Intrinsic i);
 
 struct Call : ExprNode {
   static constexpr NodeType kNodeType = NodeType::Call;
   Intrinsic op;             // which function
-  std::vector<Expr> args;   // float arguments, all of `type` (the dot products: two int32)
+  std::vector<Expr> args;   // float arguments, all of `type` (the dot products: two int32; the bit casts: one)
   static Expr make(Intrinsic op, std::vector<Expr> args);
   Call(Type t, Intrinsic o, std::vector<Expr> a) : ExprNode(kNodeType, t), op(o), args(std::move(a)) {}
 };

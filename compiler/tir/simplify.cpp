@@ -66,6 +66,11 @@ class Simplifier : public IRMutator {
     }
     if (auto op = e.as<Mul>()) {
       Interval a = bounds(op->a), b = bounds(op->b);
+      int64_t lo = 0, hi = 0;
+      if (a.min >= 0 && b.min >= 0 &&
+          (a.max == kPosInf || b.max == kPosInf || __builtin_mul_overflow(a.max, b.max, &hi))) {  // sizes, no bound
+        return {__builtin_mul_overflow(a.min, b.min, &lo) ? kPosInf : lo, kPosInf};
+      }
       if (a.min == kNegInf || a.max == kPosInf || b.min == kNegInf || b.max == kPosInf) return unbounded();
       int64_t p[4];
       if (__builtin_mul_overflow(a.min, b.min, &p[0]) || __builtin_mul_overflow(a.min, b.max, &p[1]) ||
@@ -206,11 +211,45 @@ class Simplifier : public IRMutator {
     return false;
   }
 
+  // e / c when e is a multiple of c by its form (a constant multiple, a
+  // product with such a factor, a sum or difference of such), else undefined.
+  static Expr exact_quotient(const Expr& e, int64_t c, int depth = 0) {
+    if (depth > 16) return Expr();
+    if (auto k = as_const_int(e)) return *k % c == 0 ? IntImm::make(e.type(), *k / c) : Expr();
+    if (auto m = e.as<Mul>()) {
+      if (Expr q = exact_quotient(m->b, c, depth + 1); q.defined()) return m->a * q;
+      if (Expr q = exact_quotient(m->a, c, depth + 1); q.defined()) return q * m->b;
+      return Expr();
+    }
+    if (auto s = e.as<Add>()) {
+      Expr qa = exact_quotient(s->a, c, depth + 1);
+      Expr qb = qa.defined() ? exact_quotient(s->b, c, depth + 1) : Expr();
+      return qb.defined() ? qa + qb : Expr();
+    }
+    if (auto s = e.as<Sub>()) {
+      Expr qa = exact_quotient(s->a, c, depth + 1);
+      Expr qb = qa.defined() ? exact_quotient(s->b, c, depth + 1) : Expr();
+      return qb.defined() ? qa - qb : Expr();
+    }
+    return Expr();
+  }
+
   Expr visit(const Div* op, const Expr& self) override {
     Expr a = mutate(op->a), b = mutate(op->b);
     auto ca = as_const_int(a), cb = as_const_int(b);
     Expr sx, sy;
     if (a.type().is_int() && cb && *cb > 0 && split_multiple(a, *cb, &sx, &sy)) return mutate(sx + sy / b);
+    // (m + y) / c -> m / c + y / c for a multiple m of c (exact for floor
+    // division): the sums of strided sizes a detection head concatenates.
+    // Shape expressions only (symbols and constants): kernels keep their
+    // index arithmetic as it was.
+    if (a.type().is_int() && cb && *cb > 1 && !ca && only_symbols(a)) {
+      if (Expr q = exact_quotient(a, *cb); q.defined()) return mutate(q);
+      if (auto add = a.as<Add>()) {
+        if (Expr q = exact_quotient(add->a, *cb); q.defined()) return mutate(q + add->b / b);
+        if (Expr q = exact_quotient(add->b, *cb); q.defined()) return mutate(add->a / b + q);
+      }
+    }
     if (a.type().is_int() && cb && *cb != 0) {
       if (ca && !(*ca == kNegInf && *cb == -1)) return IntImm::make(a.type(), floor_div(*ca, *cb));
       if (*cb == 1) return a;

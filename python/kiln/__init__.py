@@ -17,11 +17,11 @@ from typing import Any, Dict, Mapping, NamedTuple, Optional, Sequence, Tuple, Un
 
 import numpy as np
 
-from ._errors import CompileError, Error
-from . import _kiln
+from ._errors import CompileError, CompileWarning, Error
+from . import _convert, _kiln
 from ._compile import compile
 
-__all__ = ["compile", "Model", "Session", "TensorInfo", "Composite", "Error", "CompileError",
+__all__ = ["compile", "Model", "Session", "TensorInfo", "Composite", "Error", "CompileError", "CompileWarning",
            "__version__", "runtime_version", "abi_version"]
 
 #: The package's version (the meson project's).
@@ -64,8 +64,13 @@ class Composite(NamedTuple):
 
 
 def _infos(described) -> Tuple[TensorInfo, ...]:
-    return tuple(TensorInfo(name, np.dtype(dtype), shape, nbytes, least, string_bytes)
+    return tuple(TensorInfo(name, _convert.tensor_dtype(dtype), shape, nbytes, least, string_bytes)
                  for name, dtype, shape, nbytes, least, string_bytes in described)
+
+
+def _narrow(described) -> Dict[str, str]:
+    """{tensor name: ml_dtypes' name} of the narrow tensors (float8, int4, ...)."""
+    return {name: dtype for name, dtype, *_ in described if dtype in _convert.NARROW_BYTES}
 
 
 class _Closable:
@@ -94,12 +99,15 @@ class Session(_Closable):
     serialized. Made by Model.session().
     """
 
-    __slots__ = ("_core", "inputs", "outputs")
+    __slots__ = ("_core", "inputs", "outputs", "_narrow_in", "_narrow_out")
 
-    def __init__(self, core: Any, inputs: Tuple[TensorInfo, ...], outputs: Tuple[TensorInfo, ...]) -> None:
+    def __init__(self, core: Any, inputs: Tuple[TensorInfo, ...], outputs: Tuple[TensorInfo, ...],
+                 narrow: Tuple[Dict[str, str], Dict[str, str]] = ({}, {})) -> None:
         self._core = core
         self.inputs = inputs
         self.outputs = outputs
+        # The narrow inputs and outputs (float8, int4, ...): ml_dtypes' names.
+        self._narrow_in, self._narrow_out = narrow
 
     def run(self, inputs: Mapping[str, Any], *, copy: bool = False) -> Dict[str, np.ndarray]:
         """Runs the model once: ``{input name: array}`` -> ``{output name: numpy.ndarray}``.
@@ -121,8 +129,20 @@ class Session(_Closable):
         String inputs take numpy str arrays (or bytes arrays, lists of str);
         string outputs are numpy str arrays of their own, with or without
         ``copy`` (docs/python.md, Strings).
+
+        The narrow types (float8, int4, ...) are ml_dtypes' arrays when
+        ml_dtypes is installed, else arrays of their bytes (uint8, int8 for
+        int4 and int2; docs/python.md, Narrow types).
         """
-        return self._core.run(inputs, copy)
+        if self._narrow_in:
+            inputs = {k: _convert.narrow_input(v, self._narrow_in[k]) if k in self._narrow_in else v
+                      for k, v in inputs.items()}
+        outputs = self._core.run(inputs, copy)
+        for name, dtype in self._narrow_out.items():
+            want = _convert.tensor_dtype(dtype)
+            if name in outputs and outputs[name].dtype != want:
+                outputs[name] = outputs[name].view(want)
+        return outputs
 
     @property
     def device_name(self) -> str:
@@ -191,7 +211,8 @@ class Model(_Closable):
         'vulkan'; another than the bundle's is kiln.Error INVALID_ARGUMENT."""
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError("threads must be an int >= 1, not %r" % (threads,))
-        return Session(self._core.session(threads, device), self.inputs, self.outputs)
+        return Session(self._core.session(threads, device), self.inputs, self.outputs,
+                       (_narrow(self._core.inputs), _narrow(self._core.outputs)))
 
     def close(self) -> None:
         """Releases the model; it is freed once its sessions are."""

@@ -69,3 +69,49 @@ def string_array(table: bytearray, size: int, shape: Tuple[int, ...]) -> np.ndar
     data = bytes(memoryview(table)[4 * (count + 1):size])
     strings = [data[offsets[i]:offsets[i + 1]].decode("utf-8", "replace") for i in range(count)]
     return np.array(strings, dtype=str).reshape(shape)
+
+
+# ONNX's narrow element types (kiln.h: float8, float4e2m1, e8m0, int4, uint4,
+# int2, uint2; one byte an element): ml_dtypes' names, which the extension
+# gives, and the numpy dtype of their bytes (int8 for the signed integers).
+NARROW_BYTES = {
+    "float8_e4m3fn": "uint8", "float8_e4m3fnuz": "uint8", "float8_e5m2": "uint8", "float8_e5m2fnuz": "uint8",
+    "uint4": "uint8", "int4": "int8", "float4_e2m1fn": "uint8", "float8_e8m0fnu": "uint8",
+    "uint2": "uint8", "int2": "int8",
+}
+
+try:  # ml_dtypes gives numpy dtypes for them; without it they are their bytes
+    import ml_dtypes as _ml_dtypes  # noqa: F401 (importing registers the dtypes with numpy)
+except ImportError:
+    _ml_dtypes = None
+
+
+def tensor_dtype(name: str) -> np.dtype:
+    """The numpy dtype of a tensor whose dtype the extension names ``name``:
+    a narrow type's is ml_dtypes' when ml_dtypes is importable, else its
+    bytes' (uint8, int8)."""
+    if name in NARROW_BYTES:
+        return np.dtype(getattr(_ml_dtypes, name)) if _ml_dtypes is not None else np.dtype(NARROW_BYTES[name])
+    return np.dtype(name)
+
+
+def narrow_input(value: Any, name: str) -> Any:
+    """An input value for a tensor of narrow type ``name`` as its bytes (the
+    extension's uint8/int8): an array of ml_dtypes' type is viewed (no copy);
+    arrays of the bytes' type pass as they are; with ml_dtypes anything else
+    numpy converts to the type (``astype``: rounded to nearest even, as
+    ml_dtypes does), without it the extension converts to the bytes' type."""
+    raw = np.dtype(NARROW_BYTES[name])
+    if _ml_dtypes is None:
+        return value
+    want = np.dtype(getattr(_ml_dtypes, name))
+    if isinstance(value, np.ndarray):
+        if value.dtype == want:
+            return np.ascontiguousarray(value).view(raw)
+        if value.dtype in (np.dtype(np.uint8), np.dtype(np.int8)):
+            return value
+    try:
+        return np.ascontiguousarray(np.asarray(value).astype(want)).view(raw)
+    except (TypeError, ValueError) as e:
+        raise Error("input of %s: cannot convert a %s to it: %s" % (name, type(value).__name__, e),
+                    "INVALID_ARGUMENT") from e

@@ -26,3 +26,10 @@ class CompileError(Error):
     """kilnc refused the model or the options (``code == "INVALID_ARGUMENT"``,
     the message is kilnc's, e.g. naming an unsupported operator and its node),
     or failed itself (``"INTERNAL"``: a bug in kilnc; ``"OUT_OF_MEMORY"``)."""
+
+
+class CompileWarning(UserWarning):
+    """What kilnc warns about and compiles anyway (Python's ``warnings``, one
+    per message, as kilnc prints ``kilnc: warning: ...``): ONNX's checker or
+    shape inference refusing a model kilnc reads itself, a declared shape
+    kilnc replaced (naming the value)."""

@@ -56,6 +56,8 @@ class Ref {
 bool init_errors();
 // Raises `cls(message, code)` (kiln.Error or kiln.CompileError); returns nullptr.
 PyObject* raise_error(bool compile_error, const std::string& message, const char* code);
+// Issues kiln.CompileWarning(message); false when that raised (warnings as errors).
+bool warn_compile(const std::string& message);
 // Raises kiln.Error with the status's message and code name, frees it;
 // returns nullptr.
 PyObject* raise_status(kiln_status_t status);
@@ -69,6 +71,10 @@ struct DtypeInfo {
   size_t size;         // bytes per element (0 for strings: a string table, kiln.h)
   const char* numpy;   // numpy's name ("float32"; "uint16" for bfloat16's bits; "str")
   const char* format;  // the buffer protocol's format character ("f"; nullptr for strings)
+  // The narrow types (float8, int4, ...: one byte an element): ml_dtypes'
+  // name, which model.inputs/outputs give (kiln/__init__.py maps it to the
+  // ml_dtypes dtype, or to `numpy`'s bytes without ml_dtypes); nullptr else.
+  const char* narrow = nullptr;
 };
 // nullptr for a dtype this binding does not know.
 const DtypeInfo* dtype_info(kiln_dtype_t dtype);

@@ -139,6 +139,8 @@ PyObject* compile(PyObject*, PyObject* args, PyObject* kwargs) {
   options.import.string_bytes = string_bytes;  // kilnc --string-bytes (checked by kiln.compile)
   std::string model_name = name, dir = model_dir, output_path = output;
 
+  std::vector<std::string> warnings;  // issued once the GIL is held again
+  options.warn = [&warnings](const std::string& message) { warnings.push_back(message); };
   kiln::CompileOutput out;
   std::string error;
   const char* code = nullptr;  // a kiln status code name when the compilation failed
@@ -148,8 +150,8 @@ PyObject* compile(PyObject*, PyObject* args, PyObject* kwargs) {
     options.target = kiln::TargetSpec::parse(target_text);
     // As kilnc names it: MODEL of kiln_static_library_MODEL, from the output's stem.
     if (!output_path.empty()) options.static_name = kiln::static_library_name(output_path);
-    out = model_path.empty() ? kiln::compile_onnx_bytes(model_bytes, dir, model_name, options)
-                             : kiln::compile_onnx_file(model_path, options);
+    out = model_path.empty() ? kiln::compile_model_bytes(model_bytes, dir, model_name, options)
+                             : kiln::compile_model_file(model_path, options);
   } catch (const kiln::UserError& e) {
     code = "INVALID_ARGUMENT";
     error = e.what();
@@ -167,6 +169,8 @@ PyObject* compile(PyObject*, PyObject* args, PyObject* kwargs) {
     error = "unknown exception in kilnc (this is a bug in kilnc; please report it with the model)";
   }
   Py_END_ALLOW_THREADS
+  for (const std::string& w : warnings)
+    if (!warn_compile(w)) return nullptr;
   if (code) return raise_error(true, error, code);
 
   Ref bundle(to_bytes(out.bundle)), object(to_bytes(out.kernels_object)), header(to_bytes(out.kernels_header));

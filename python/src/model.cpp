@@ -73,7 +73,8 @@ PyObject* model_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
   return box(type, std::move(state));
 }
 
-// ((name, dtype name, shape, byte size, min shape, string bytes), ...)
+// ((name, dtype name, shape, byte size, min shape, string bytes), ...); a narrow
+// type's dtype name is ml_dtypes' ("float8_e4m3fn")
 PyObject* describe(const std::vector<TensorDesc>& tensors) {
   Ref tuple(PyTuple_New((Py_ssize_t)tensors.size()));
   if (!tuple) return nullptr;
@@ -81,7 +82,8 @@ PyObject* describe(const std::vector<TensorDesc>& tensors) {
     const TensorDesc& t = tensors[i];
     Ref shape(dims_tuple(t.shape)), least(dims_tuple(t.min_shape));
     if (!shape || !least) return nullptr;
-    PyObject* item = Py_BuildValue("(ssOnOK)", t.name.c_str(), t.info->numpy, shape.get(), (Py_ssize_t)t.byte_size,
+    const char* dtype = t.info->narrow ? t.info->narrow : t.info->numpy;  // kiln/__init__.py maps a narrow one
+    PyObject* item = Py_BuildValue("(ssOnOK)", t.name.c_str(), dtype, shape.get(), (Py_ssize_t)t.byte_size,
                                    least.get(), (unsigned long long)t.string_bytes);
     if (!item) return nullptr;
     PyTuple_SET_ITEM(tuple.get(), (Py_ssize_t)i, item);

@@ -10,6 +10,7 @@ namespace {
 
 PyObject* g_error = nullptr;          // kiln.Error (a strong reference for the process)
 PyObject* g_compile_error = nullptr;  // kiln.CompileError
+PyObject* g_compile_warning = nullptr;  // kiln.CompileWarning
 
 const DtypeInfo kDtypes[] = {
     {'f', 4, "float32", "f"},  // KILN_DTYPE_FLOAT32
@@ -26,6 +27,18 @@ const DtypeInfo kDtypes[] = {
     {'u', 8, "uint64", "Q"},   // KILN_DTYPE_UINT64
     {'u', 2, "uint16", "H"},   // KILN_DTYPE_BFLOAT16: numpy has none; its bits as uint16 (docs/python.md)
     {'U', 0, "str", nullptr},  // KILN_DTYPE_STRING: a string table, to and from numpy str arrays (_convert.py)
+    // The narrow types: their bytes (uint8; int8 for the signed integers),
+    // ml_dtypes' arrays in Python when it is installed (docs/python.md).
+    {'u', 1, "uint8", "B", "float8_e4m3fn"},    // KILN_DTYPE_FLOAT8E4M3FN
+    {'u', 1, "uint8", "B", "float8_e4m3fnuz"},  // KILN_DTYPE_FLOAT8E4M3FNUZ
+    {'u', 1, "uint8", "B", "float8_e5m2"},      // KILN_DTYPE_FLOAT8E5M2
+    {'u', 1, "uint8", "B", "float8_e5m2fnuz"},  // KILN_DTYPE_FLOAT8E5M2FNUZ
+    {'u', 1, "uint8", "B", "uint4"},            // KILN_DTYPE_UINT4
+    {'i', 1, "int8", "b", "int4"},              // KILN_DTYPE_INT4
+    {'u', 1, "uint8", "B", "float4_e2m1fn"},    // KILN_DTYPE_FLOAT4E2M1
+    {'u', 1, "uint8", "B", "float8_e8m0fnu"},   // KILN_DTYPE_FLOAT8E8M0
+    {'u', 1, "uint8", "B", "uint2"},            // KILN_DTYPE_UINT2
+    {'i', 1, "int8", "b", "int2"},              // KILN_DTYPE_INT2
 };
 
 PyObject* version(PyObject*, PyObject*) { return PyUnicode_FromString(kiln_version()); }
@@ -82,7 +95,12 @@ bool init_errors() {
   if (!errors) return false;
   g_error = PyObject_GetAttrString(errors.get(), "Error");
   g_compile_error = g_error ? PyObject_GetAttrString(errors.get(), "CompileError") : nullptr;
-  return g_compile_error != nullptr;
+  g_compile_warning = g_compile_error ? PyObject_GetAttrString(errors.get(), "CompileWarning") : nullptr;
+  return g_compile_warning != nullptr;
+}
+
+bool warn_compile(const std::string& message) {
+  return PyErr_WarnEx(g_compile_warning, message.c_str(), 1) == 0;
 }
 
 PyObject* raise_error(bool compile_error, const std::string& message, const char* code) {
