@@ -84,6 +84,31 @@ EXPECTED_HEADER = """\
 KILN_NPY_DTYPES = {'float32', 'float16', 'float64', 'int8', 'int16', 'int32', 'int64', 'uint16', 'uint32', 'uint64',
                    'uint8', 'bool'}
 
+# ONNX's narrow types (onnx >= 1.20 data; absent from onnx 1.12's TensorProto):
+# kiln run reads and writes them as .npy '|V1', one byte an element, what
+# numpy writes for ml_dtypes' arrays (onnx's numpy_helper gives those).
+KILN_NARROW_TYPES = ('FLOAT8E4M3FN', 'FLOAT8E4M3FNUZ', 'FLOAT8E5M2', 'FLOAT8E5M2FNUZ', 'UINT4', 'INT4', 'FLOAT4E2M1',
+                     'FLOAT8E8M0', 'UINT2', 'INT2')
+# Their ml_dtypes dtype names (how a reference array is recognized without importing ml_dtypes).
+ML_DTYPES_NARROW = {'float8_e4m3fn', 'float8_e4m3fnuz', 'float8_e5m2', 'float8_e5m2fnuz', 'uint4', 'int4',
+                    'float4_e2m1fn', 'float8_e8m0fnu', 'uint2', 'int2'}
+
+
+def _is_narrow(onnx_mod, elem_type: int) -> bool:
+    """Whether ONNX element type `elem_type` is one of KILN_NARROW_TYPES."""
+    return bool(elem_type) and any(getattr(onnx_mod.TensorProto, n, None) == elem_type for n in KILN_NARROW_TYPES)
+
+
+def _is_narrow_array(arr) -> bool:
+    """Whether `arr` is an ml_dtypes array of a narrow type (one byte an element)."""
+    return arr.dtype.itemsize == 1 and arr.dtype.name in ML_DTYPES_NARROW
+
+
+def narrow_bytes(arr):
+    """An ml_dtypes narrow array as raw bytes ('|V1'), kiln run's .npy for these types."""
+    import numpy as np
+    return np.ascontiguousarray(arr).view(np.uint8).view('V1')
+
 
 # Cases whose reference data contradict their own model (checked by hand against
 # onnx's test generators); reported as unsupported with the reason, never run.
@@ -163,13 +188,13 @@ def run_kilnc(cmd: Sequence[str], bundle: str, timeout: float, store: Optional[T
 
 
 def first_line(text: str, prefix: str = '') -> str:
-    for line in text.splitlines():
-        line = line.strip()
-        if line:
-            if prefix and line.startswith(prefix):
-                line = line[len(prefix):].strip()
-            return line
-    return ''
+    """The first line starting with `prefix` (without it; warnings before it
+    are skipped), else the first non-empty line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if prefix and line.startswith(prefix):
+            return line[len(prefix):].strip()
+    return lines[0] if lines else ''
 
 
 def _msg(err: str) -> str:
@@ -217,6 +242,8 @@ def _check_dtype(onnx_mod, elem_type: int, what: str) -> None:
         return  # .npy '|V2' (bf16_bits)
     if elem_type == onnx_mod.TensorProto.STRING:
         return  # .npy '<U' (_as_npy)
+    if _is_narrow(onnx_mod, elem_type):
+        return  # .npy '|V1' (narrow_bytes)
     if np_type is None or str(np.dtype(np_type)) not in KILN_NPY_DTYPES:
         raise Unsupported('%s has element type %s, which kiln run cannot read or write as .npy'
                           % (what, name))
@@ -257,7 +284,7 @@ def _as_npy(arr, what: str = 'a tensor'):
 
 
 def _npy_dtype_ok(arr) -> bool:
-    """Whether kiln run reads and writes `arr`'s dtype as .npy (bfloat16 aside)."""
+    """Whether kiln run reads and writes `arr`'s dtype as .npy (bfloat16 and the narrow types aside)."""
     return str(arr.dtype) in KILN_NPY_DTYPES or arr.dtype.kind == 'U'
 
 
@@ -404,6 +431,17 @@ def compare(name: str, got, ref) -> Optional[str]:
         at = tuple(int(i) for i in np.argwhere(differ)[0]) if ref.ndim else ()
         return "output '%s': %d of %d strings differ (at %s: got %r, expected %r)" % (
             name, int(differ.sum()), ref.size, list(at), str(got[at]), str(ref[at]))
+    if _is_narrow_array(ref):
+        # kiln's '|V1' bytes read as the reference's ml_dtypes type, then
+        # both compared by value: integers exactly, floats as any float
+        # (NaN equal to NaN).
+        if got.dtype.itemsize != 1 or got.dtype.kind not in 'Vui':
+            return "output '%s': dtype %s, expected %s as .npy '|V1'" % (name, got.dtype, ref.dtype)
+        if got.shape != ref.shape:
+            return "output '%s': shape %s, expected %s" % (name, list(got.shape), list(ref.shape))
+        wide = np.int32 if ref.dtype.name in ('uint4', 'int4', 'uint2', 'int2') else np.float32
+        got = np.ascontiguousarray(got).view(np.uint8).view(ref.dtype).astype(wide)
+        ref = ref.astype(wide)
     if got.dtype != ref.dtype:
         return "output '%s': dtype %s, expected %s" % (name, got.dtype, ref.dtype)
     if got.shape != ref.shape:
@@ -414,16 +452,22 @@ def compare(name: str, got, ref) -> Optional[str]:
         # bfloat16: within one bfloat16 step (2^-7 relative). The suite's
         # data (onnx 1.12) truncates float32 to bfloat16; ONNX Runtime and
         # newer ONNX references round to nearest even, as kilnc does.
+        # Two steps (2^-6 relative): the newer suite's references round
+        # every intermediate result to bfloat16 (an Attention's scores, its
+        # softmax), kilnc computes in float32 between its kernels, and the
+        # two land up to two steps apart (docs/conformance.md "Tolerances").
         g, r = bf16_values(got.view(np.uint16)), bf16_values(ref.view(np.uint16))
-        ok = np.isclose(g, r, rtol=2.0 ** -7, atol=0, equal_nan=True)
+        ok = np.isclose(g, r, rtol=2.0 ** -6, atol=0, equal_nan=True)
         if ok.all():
             return None
-        return "output '%s' (bfloat16): %d of %d elements differ by more than one bfloat16 step" % (
+        return "output '%s' (bfloat16): %d of %d elements differ by more than two bfloat16 steps" % (
             name, int((~ok).sum()), ref.size)
     if np.issubdtype(ref.dtype, np.floating):
         g = got.astype(np.float64)
         r = ref.astype(np.float64)
-        ok = np.isclose(g, r, rtol=RTOL, atol=ATOL, equal_nan=True)
+        # float16: two float16 steps (2^-9 relative), for the reason above.
+        rtol = max(RTOL, 2.0 ** -9) if ref.dtype == np.float16 else RTOL
+        ok = np.isclose(g, r, rtol=rtol, atol=ATOL, equal_nan=True)
         if ok.all():
             return None
         bad = int((~ok).sum())
@@ -450,6 +494,11 @@ def compare(name: str, got, ref) -> Optional[str]:
         diff = np.abs(got.astype(np.float64) - ref.astype(np.float64))
         msg += '; max abs err %.6g' % float(diff.max())
     return msg
+
+
+# In the reason of a pass that needed kilnc flags of its own (--input-shape,
+# --sequence-length, --input-value, --freeze-input from the case's data).
+CASE_FLAGS_NOTE = 'with flags of its own'
 
 
 # Extra arguments of kilnc and `kiln run` per --target.
@@ -519,13 +568,13 @@ def check_random(case: str, feeds: Sequence[str], refs, out_dir: str) -> Optiona
     return spread(int((~mask).sum()), ratio * n, ratio * (1 - ratio) * n)
 
 
-def run_case(args: Tuple[str, str, str, str, str, str, float, str, Optional[Tuple[str, str]]]
+def run_case(args: Tuple[str, str, str, str, str, str, float, str, Optional[Tuple[str, str]], bool]
              ) -> Tuple[str, str, str, str, float]:
     """Returns (suite, case, status, reason, seconds)."""
-    suite, case, case_dir, work, kilnc, kiln, timeout, target, store = args
+    suite, case, case_dir, work, kilnc, kiln, timeout, target, store, case_flags = args
     start = time.monotonic()
     try:
-        status, reason = _run_case(case_dir, work, kilnc, kiln, timeout, target, store)
+        status, reason = _run_case(case_dir, work, kilnc, kiln, timeout, target, store, case_flags)
     except Unsupported as e:
         status, reason = 'unsupported', str(e)
     except ToolError as e:
@@ -537,7 +586,7 @@ def run_case(args: Tuple[str, str, str, str, str, str, float, str, Optional[Tupl
 
 def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
               timeout: float, target: str = 'cpu',
-              store: Optional[Tuple[str, str]] = None) -> Tuple[str, str]:
+              store: Optional[Tuple[str, str]] = None, case_flags: bool = True) -> Tuple[str, str]:
     import numpy as np
     import onnx
     from onnx import numpy_helper
@@ -610,6 +659,8 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
             arr = _load_tensor(onnx, numpy_helper, pb, "input '%s'" % vi.name)
             if _value_kind(vi)[1] == onnx.TensorProto.BFLOAT16:
                 arr = bf16_bits(arr).view('V2')  # kiln run's bfloat16 .npy
+            elif _is_narrow_array(arr):
+                arr = narrow_bytes(arr)  # kiln run's '|V1'
             elif not _npy_dtype_ok(arr):
                 raise Unsupported("input '%s' has dtype %s, which kiln run cannot read"
                                   % (vi.name, arr.dtype))
@@ -630,6 +681,8 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
             ref = _load_tensor(onnx, numpy_helper, pb, "output '%s'" % vi.name)
             if _value_kind(vi)[1] == onnx.TensorProto.BFLOAT16:
                 ref = bf16_bits(ref).view('V2')
+            elif _is_narrow_array(ref):
+                pass  # compared by value (compare)
             elif not _npy_dtype_ok(ref):
                 raise Unsupported("output '%s' has dtype %s, which kiln run cannot write"
                                   % (vi.name, ref.dtype))
@@ -666,12 +719,15 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
 
     bundle = os.path.join(work, 'model.kiln')
     kilnc_args, run_args = TARGET_ARGS[target]
-    kilnc_args = kilnc_args + _sequence_args(inputs, sequence_shapes)
+    if case_flags:
+        kilnc_args = kilnc_args + _sequence_args(inputs, sequence_shapes)
     rc, err = run_kilnc([kilnc, model_path, '-o', bundle] + kilnc_args, bundle, timeout, store, 0)
     # Named (dynamic) dimensions: compiled at the data's sizes (--input-shape),
     # as for any model kilnc compiles for the shapes it will run; the values
     # are still the run's. All data sets must agree.
-    if rc == 1 and 'dynamic dimension' in err:
+    # (A dimension nothing bounds is sized per run: the first compile may
+    # still fail where an operator needs static shapes.)
+    if case_flags and rc == 1:
         shaped = _data_shape_args(inputs, sequences, optionals, converted)
         if shaped:
             kilnc_args = kilnc_args + shaped
@@ -685,7 +741,7 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
     shape_deciding = r'compile-time constant|must be a constant|static shape|dynamic dimension|--input-value'
     integer_inputs = [(i, vi.name) for i, vi in enumerate(inputs)
                       if _value_kind(vi)[1] in (onnx.TensorProto.INT64, onnx.TensorProto.INT32)]
-    if rc == 1 and re.search(shape_deciding, err):
+    if case_flags and rc == 1 and re.search(shape_deciding, err):
         # (Only inputs whose data lies in the range: a sample rate of 8192 is
         # a value, not a size.)
         lo, hi = (int(v) for v in VALUE_RANGE.split('..'))
@@ -704,7 +760,7 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
                 rc, err = rc2, err2
                 note = 'integer inputs read at run time within --input-value %s: %s' % (
                     VALUE_RANGE, ', '.join(sorted(name for _, name in ranged)))
-    if rc == 1 and len(converted) == 1 and re.search(shape_deciding, err):
+    if case_flags and rc == 1 and len(converted) == 1 and re.search(shape_deciding, err):
         frozen = integer_inputs
         if frozen:
             cmd = [kilnc, model_path, '-o', bundle] + kilnc_args
@@ -773,6 +829,9 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
             problem = compare(name, got, ref)
             if problem:
                 return 'fail', prefix + problem
+    extra = [a for a in kilnc_args if a not in TARGET_ARGS[target][0]]
+    if extra or 'frozen' in note or '--input-value' in note:
+        note = (note + '; ' if note else '') + CASE_FLAGS_NOTE
     return 'pass', note
 
 
@@ -825,6 +884,11 @@ def summarize(results, suites: Sequence[str]) -> List[str]:
     lines.append('| **total** | %d | %d | %d | %d | %d | %.1f |' % (
         n, totals['pass'], totals['unsupported'], totals['fail'], totals['bug'],
         100.0 * totals['pass'] / n if n else 0.0))
+    flagged = collections.Counter(r[0] for r in results if r[2] == 'pass' and CASE_FLAGS_NOTE in r[3])
+    lines.append('')
+    lines.append('Passes with no flags of their own (every input given at run time, nothing from the data): ' +
+                 ', '.join('%s %d' % (suite, sum(1 for r in results if r[0] == suite and r[2] == 'pass') -
+                                      flagged[suite]) for suite in suites))
     return lines
 
 
@@ -889,6 +953,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument('--load-bundles', metavar='DIR',
                     help='run the bundles that --save-bundles kept in DIR instead of running kilnc '
                          '(compile on one machine, run on another with only `kiln`)')
+    ap.add_argument('--no-case-flags', action='store_true',
+                    help='compile every case with no flags of its own (no --input-shape, --sequence-length, '
+                         '--input-value or --freeze-input from its data): kilnc gets only the model, and '
+                         'every input is given at run time as the case gives it')
     ap.add_argument('--update-expected', action='store_true',
                     help='rewrite --expected with the passing cases (cases outside the '
                          'selected suites/--filter keep their entries)')
@@ -985,7 +1053,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return None
     kilnc_path = os.path.abspath(args.kilnc) if args.kilnc else '(--load-bundles)'
     tasks = [(s, c, d, os.path.join(workdir, s, c), kilnc_path,
-              os.path.abspath(args.kiln), args.timeout, args.target, store(s, c)) for s, c, d in cases]
+              os.path.abspath(args.kiln), args.timeout, args.target, store(s, c), not args.no_case_flags)
+             for s, c, d in cases]
     results = []
     progress = collections.Counter()
     with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 
-CASES = '^node/test_(relu|blackmanwindow|sequence_insert_at_front|loop11|cast_FLOAT_to_STRING|adam_multiple)$'
+CASES = '^node/test_(relu|blackmanwindow_expanded|sequence_insert_at_front|loop11|cast_FLOAT_to_STRING|adam_multiple)$'
 
 
 def statuses(report):
@@ -48,15 +48,15 @@ def main():
     run(runner, common + ['--kilnc', kilnc, '--workdir', os.path.join(work, 'w1'),
                           '--report', os.path.join(work, 'save.md'), '--save-bundles', saved], 0)
     first = statuses(os.path.join(work, 'save.md'))
-    want = {'node/test_relu': 'pass', 'node/test_blackmanwindow': 'pass',
+    want = {'node/test_relu': 'pass', 'node/test_blackmanwindow_expanded': 'pass',
             'node/test_sequence_insert_at_front': 'pass',  # (its insert position frozen)
             'node/test_loop11': 'unsupported', 'node/test_cast_FLOAT_to_STRING': 'pass',
             'node/test_adam_multiple': 'unsupported'}
     for name, status in want.items():
         if first.get(name, ('missing',))[0] != status:
             sys.exit('FAIL: %s is %s when compiling, expected %s' % (name, first.get(name), status))
-    if '--input-value' not in first['node/test_blackmanwindow'][1]:
-        sys.exit('FAIL: test_blackmanwindow no longer takes a value range; pick another two-step case')
+    if '--input-value' not in first['node/test_blackmanwindow_expanded'][1]:
+        sys.exit('FAIL: test_blackmanwindow_expanded no longer takes a value range; pick another two-step case')
     if 'frozen' not in first['node/test_sequence_insert_at_front'][1]:
         sys.exit('FAIL: test_sequence_insert_at_front no longer freezes an input; pick another three-step case')
     # Replay: no --kilnc at all.

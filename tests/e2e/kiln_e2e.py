@@ -362,6 +362,27 @@ def script_args(description: str, extra=None):
     return ap.parse_args()
 
 
+def case_script_args(description: str, cases, extra=None):
+    """script_args plus --only CASE,... for the scripts made of named cases (ort_contrib_ops.py,
+    exporter_classes.py): the tools checked, the node, the ORT runner (args.node_exe,
+    args.ort_script), a fresh workdir; returns (args, the case names to run)."""
+    def more(ap):
+        ap.add_argument('--only', default='', help='comma-separated case names (default: all)')
+        if extra:
+            extra(ap)
+    args = script_args(description, more)
+    args.kilnc = check_exe(args.kilnc, 'kilnc')
+    args.kiln = check_exe(args.kiln, 'kiln')
+    args.node_exe = find_node(args.node)
+    args.ort_script = check_ort_dir(args.ort_dir)
+    args.workdir = fresh_dir(args.workdir)
+    names = [n for n in args.only.split(',') if n] or list(cases)
+    unknown = [n for n in names if n not in cases]
+    if unknown:
+        raise SetupError('unknown case(s) %s; known: %s' % (', '.join(unknown), ', '.join(cases)))
+    return args, names
+
+
 def run_script(main) -> None:
     """Exits with MAIN()'s status; a SetupError (a missing package or tool) fails with its message."""
     try:

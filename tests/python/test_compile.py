@@ -33,9 +33,11 @@ def test_output_is_written_and_its_path_returned(tmp_path, demo_onnx, demo_input
 
 def test_input_shapes_fix_symbolic_dimensions():
     model = dynamic_relu()
-    with pytest.raises(kiln.CompileError) as e:
-        kiln.compile(model)
-    assert "N" in e.value.message or "dynamic" in e.value.message or "symbolic" in e.value.message
+    # Without input_shapes, N is sized per run (unbounded): one bundle for any N.
+    with kiln.Model.load(kiln.compile(model)) as m, m.session() as s:
+        for n in (1, 7, 300):
+            x = np.linspace(-2, 2, n * 5, dtype=np.float32).reshape(n, 5)
+            np.testing.assert_array_equal(s.run({"x": x})["y"], np.maximum(x, 0) + np.arange(5, dtype=np.float32))
     bundle = kiln.compile(model, input_shapes={"x": [3, 5]})
     with kiln.Model.load(bundle) as m, m.session() as s:
         assert m.inputs[0].shape == (3, 5)
@@ -50,8 +52,11 @@ def test_input_values_read_sizes_at_run_time():
                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
                               helper.make_tensor_value_info("pads", TensorProto.INT64, [2])],
                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["p"])])
-    with pytest.raises(kiln.CompileError):
-        kiln.compile(model)
+    # Without input_values the pads are read at run time too, with no bound (the output sized per run).
+    with kiln.Model.load(kiln.compile(model)) as m, m.session() as s:
+        x = np.arange(1, 5, dtype=np.float32)
+        for pads in ([0, 0], [2, 1], [40, 9]):
+            np.testing.assert_array_equal(s.run({"x": x, "pads": np.array(pads, np.int64)})["y"], np.pad(x, pads))
     for ranges in ({"pads": (0, 3)}, {"pads": "0..3"}):
         bundle = kiln.compile(model, input_values=ranges)
         with kiln.Model.load(bundle) as m, m.session() as s:
@@ -295,3 +300,22 @@ def test_sign_key_signs_and_trusted_keys_check(tmp_path, demo_onnx, demo_input):
     with pytest.raises(kiln.CompileError) as e:
         kiln.compile(demo_onnx, sign_key=tmp_path / "missing.pem")
     assert "missing.pem" in e.value.message
+
+
+def test_a_wrong_declared_shape_is_replaced_with_a_compile_warning():
+    """The file declares y [2, 5] where Relu gives [2, 3, 5]: kilnc compiles
+    it with the inferred shape and warns, naming the value."""
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    with pytest.warns(kiln.CompileWarning, match="'y'"):
+        bundle = kiln.compile(model.SerializeToString())
+    x = np.linspace(-1, 1, 30, dtype=np.float32).reshape(2, 3, 5)
+    with kiln.Model.load(bundle) as m, m.session() as s:
+        y = s.run({"x": x})["y"]
+    assert y.shape == (2, 3, 5)
+    np.testing.assert_array_equal(y, np.maximum(x, 0))

@@ -7,7 +7,10 @@ the same dtype, twice as many rows and equal values. A .npy of the wrong type is
 name. Strings (docs/bundle.md#string-tensors) go through an Identity model of their own (no
 Concat of strings), on the CPU and, with --vulkan, in a Vulkan bundle: numpy unicode in, the
 same strings out as '<U' (their longest length); a sequence of strings and an optional string
-given as 'none' take the same files.
+given as 'none' take the same files. The narrow types of 0.10 bundles (float8, float4e2m1, e8m0,
+int4, uint4, int2, uint2: one byte an element, docs/bundle.md#narrow-element-types) go through
+a Transpose model of their own (opset 25; onnx 1.12 has no names for them: their codes): .npy
+'|V1' in ('|u1' and '|i1' for two), '|V1' out, byte for byte.
 
   dtypes_test.py dtypes --kilnc PATH --kiln PATH --source-root DIR --workdir DIR [--vulkan]
 """
@@ -117,6 +120,69 @@ def check_string_composites(args) -> bool:
     return good
 
 
+# ONNX's codes of the narrow types (onnx >= 1.20's TensorProto names; 1.12 has none), with
+# codes to feed: finite values of each (what computing in float32 and back keeps) and the
+# infinities and NaNs that survive it.
+NARROW = {
+    'float8e4m3fn': (17, list(range(0, 0x7F)) + [0x7F, 0xFF, 0x80, 0xFE]),
+    'float8e4m3fnuz': (18, list(range(0, 0x80)) + [0x80, 0xFF]),
+    'float8e5m2': (19, list(range(0, 0x7C)) + [0x7C, 0xFC, 0x7E, 0xFE]),
+    'float8e5m2fnuz': (20, list(range(0, 0x80)) + [0x80, 0xFF]),
+    'uint4': (21, list(range(16))),
+    'int4': (22, [v & 0xFF for v in range(-8, 8)]),  # sign-extended bytes
+    'float4e2m1': (23, list(range(16))),
+    'float8e8m0': (24, list(range(256))),
+    'uint2': (25, list(range(4))),
+    'int2': (26, [v & 0xFF for v in range(-2, 2)]),
+}
+
+
+def check_narrow(args) -> bool:
+    """y = Transpose(x) [3, 4] -> [4, 3] of each narrow type: `kiln run` reads '|V1' (also '|u1',
+    '|i1') as the input's type and writes '|V1', the same bytes moved."""
+    nodes, inputs, outputs = [], [], []
+    for name, (code, _) in NARROW.items():
+        nodes.append(helper.make_node('Transpose', ['x_' + name], ['y_' + name], perm=[1, 0]))
+        inputs.append(helper.make_tensor_value_info('x_' + name, code, [3, 4]))
+        outputs.append(helper.make_tensor_value_info('y_' + name, code, [4, 3]))
+    m = helper.make_model(helper.make_graph(nodes, 'narrow', inputs, outputs), opset_imports=[helper.make_opsetid('', 25)])
+    m.ir_version = 11  # (onnx 1.12's checker knows neither: not checked here; kilnc's is)
+    model, bundle = (os.path.join(args.workdir, 'narrow' + e) for e in ('.onnx', '.kiln'))
+    onnx.save(m, model)
+    proc = subprocess.run([args.kilnc, model, '-o', bundle], capture_output=True, text=True)
+    if proc.returncode != 0:
+        print('narrow types: FAIL: kilnc: ' + proc.stderr.strip())
+        return False
+    rng = np.random.default_rng(62)
+    feeds, arrays = [], {}
+    for k, (name, (_, codes)) in enumerate(NARROW.items()):
+        a = np.array(codes, dtype=np.uint8)[rng.integers(0, len(codes), 12)].reshape(3, 4)
+        arrays[name] = a
+        path = os.path.join(args.workdir, 'x_%s.npy' % name)
+        # '|V1' (what ml_dtypes' arrays save as); int4 as '|i1', uint4 as '|u1'
+        np.save(path, a.view(np.int8) if name == 'int4' else a if name == 'uint4' else a.view('V1'))
+        feeds += ['--input', 'x_%s=%s' % (name, path)]
+    out = os.path.join(args.workdir, 'narrow_out')
+    proc = subprocess.run([args.kiln, 'run', bundle, '--output-dir', out] + feeds, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print('narrow types: FAIL: kiln run: ' + proc.stderr.strip())
+        return False
+    ok = True
+    for name, a in arrays.items():
+        got = np.load(os.path.join(out, 'y_%s.npy' % name))
+        good = got.dtype == np.dtype('V1') and got.shape == (4, 3) and got.tobytes() == np.ascontiguousarray(a.T).tobytes()
+        print('%-14s %s -> %s %s: %s' % (name, a.shape, got.dtype, got.shape, 'PASS' if good else 'FAIL'))
+        ok &= good
+    # '|V1' is taken only for a narrow input: not for a float32 one.
+    wrong = os.path.join(args.workdir, 'wrong_v1.npy')
+    np.save(wrong, np.zeros((3, 4), np.uint8).view('V1'))
+    proc = subprocess.run([args.kiln, 'run', os.path.join(args.workdir, 'dtypes.kiln')] +
+                          ['--input', 'x_float32=' + wrong], capture_output=True, text=True)
+    refused = proc.returncode == 1 and 'x_float32' in proc.stderr
+    print("a '|V1' .npy for a float32 input: %s (%s)" % ('PASS' if refused else 'FAIL', proc.stderr.strip()))
+    return ok and refused
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('check', choices=['dtypes'])
@@ -171,6 +237,7 @@ def main() -> int:
     print('an int32 .npy for a uint32 input: %s (%s)' % ('PASS' if refused else 'FAIL', proc.stderr.strip()))
     ok &= refused
     ok &= check_strings(args)
+    ok &= check_narrow(args)
     print('dtypes: %s' % ('PASS' if ok else 'FAIL'))
     return 0 if ok else 1
 
