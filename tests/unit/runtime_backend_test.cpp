@@ -63,7 +63,7 @@ TEST_CASE("backend: the CPU table runs the add/scale bundle without the session 
     REQUIRE(cpu.read_output(state, &m->outputs[0], out.data()) == NULL);
     for (int i = 0; i < kN; ++i) CHECK(out[i] == (a[i] + 0.5f * (float)i) * 2.0f);
     const void* view = nullptr;
-    REQUIRE(cpu.get_output_view(state, 0, &view) == NULL);
+    REQUIRE(cpu.get_output_view(state, 0, m->outputs[0].byte_size, &view) == NULL);
     CHECK(memcmp(view, out.data(), out.size() * 4) == 0);
     REQUIRE(cpu.set_profiling(state, 0) == NULL);
     REQUIRE(cpu.run(state, nullptr) == NULL);  // no data symbols: no shapes needed

@@ -888,3 +888,60 @@ TEST_CASE("dynamic storage session: max_arena_bytes bounds the per-run tensors")
   REQUIRE(session.get_output(0, out.data(), 16).ok());
   CHECK(out[3] == (1.0f + 0.5f * 3.0f) * 2.0f);
 }
+
+namespace {
+
+// DataSymbolAddScale() with its output [1, count] sized per run (slot 0).
+TestBundle DataSymbolDynamicOutput() {
+  TestBundle b = DataSymbolAddScale();
+  b.min_runtime_minor = 10;
+  b.tensors[3].storage = fb::Storage::Dynamic;
+  b.tensors[3].offset = 0;
+  b.tensors[3].byte_size = 0;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("dynamic storage session: a data symbol sizes a per-run output, each run") {
+  for (uint32_t threads : {1u, 2u}) {
+    Loaded loaded(DataSymbolDynamicOutput(), threads);
+    CHECK(RunDataSymbol(&loaded, kMax, 100).ok());
+    CHECK(RunDataSymbol(&loaded, kMax, 0).ok());
+    CHECK(RunDataSymbol(&loaded, 40, 130).ok());
+    CHECK(RunDataSymbol(&loaded, kMax, kMax).ok());
+    CHECK(RunDataSymbol(&loaded, 9, 3).ok());
+  }
+}
+
+// Dispatch 0 (the count's source) runs no workgroups at n = 1: the count
+// stays pending, so dispatch 1, whose counts and per-run output wait for
+// it, does not run, and the output has no value (a run-time If's branch not
+// taken). Before: a NULL binding reached the kernel.
+TEST_CASE("dynamic storage session: what waits for a data symbol no dispatch defined does not run") {
+  TestBundle b = DataSymbolDynamicOutput();
+  // n == 1 ? 0 : (n + 63) / 64
+  b.shape_exprs.push_back({Sym(0), Const(1), Step(Op::Eq), Const(0), Sym(0), Const(63), Step(Op::Add), Const(64),
+                           Step(Op::Div), Step(Op::Select)});
+  b.dispatches[0].workgroup_count_exprs = {(int32_t)b.shape_exprs.size() - 1, -1, -1};
+  Loaded loaded(b);
+  REQUIRE(loaded.SetShape(0, {1, 1}).ok());
+  float one = 1.0f;
+  REQUIRE(loaded.session.set_input(0, &one, 4).ok());
+  kiln::Status status = loaded.session.run();
+  REQUIRE_MESSAGE(status.ok(), status.message());
+  size_t bytes = 0;
+  loaded.Shape(0, true, &bytes);
+  std::vector<uint8_t> out(bytes);
+  CHECK(Fails(loaded.session.get_output(0, out.data(), out.size()), KILN_INVALID_ARGUMENT, "has no value"));
+  const void* view = nullptr;
+  CHECK(Fails(loaded.session.get_output_view(0, &view), KILN_INVALID_ARGUMENT, "has no value"));
+  CHECK(RunDataSymbol(&loaded, kMax, 100).ok());  // a run that defines it
+}
+
+TEST_CASE("dynamic storage verify: a dispatch binds a per-run tensor only once its size is known") {
+  TestBundle b = DataSymbolDynamicOutput();
+  b.dispatches[0].bindings.push_back({3, fb::Access::Write});  // the count's own source writes [1, count]
+  CHECK(Contains(LoadError(b), "dispatch 0: binding 3 ('out/final', sized per run) uses a data symbol defined only "
+                               "by this dispatch or a later one"));
+}

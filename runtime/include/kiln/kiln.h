@@ -180,7 +180,8 @@ typedef enum kiln_storage_e {
   // a size read from data): each session allocates it once its size is known
   // (at most kiln_session_options_t.max_arena_bytes in all, with the arena).
   // `offset` is its slot (tensors of one slot share their bytes), byte_size
-  // 0 and `shape` each dimension's largest (2^31 where unbounded): a
+  // 0 and `shape` each dimension's largest (2^31 for a dimension with no
+  // bound, more for one computed from such, up to 2^62): a
   // session's kiln_session_get_input_info / _get_output_info give the
   // current ones. Set such an input's shape (kiln_session_set_input_shape)
   // before its data.

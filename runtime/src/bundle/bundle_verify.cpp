@@ -286,13 +286,15 @@ static kiln_status_t kiln_bundle_verify_tensor(const fb::Tensor* tensor, uint32_
         }
       }
       return NULL;
+    default:  // (Dynamic returned above; anything else is unknown)
+      break;
   }
   return kiln_make_status(KILN_INVALID_BUNDLE,
                           "bundle: tensor %u ('" KILN_NAME_FMT "'): unknown storage %u",
                           index, name, (unsigned)tensor->storage());
 }
 
-// Model inputs or outputs (`what`): indices in range, Arena storage.
+// Model inputs or outputs (`what`): indices in range, Arena or Dynamic storage.
 static kiln_status_t kiln_bundle_verify_io(const flatbuffers::Vector<uint32_t>* list,
                                            const char* what, uint32_t tensor_count,
                                            const fb::Bundle* bundle) {
@@ -316,7 +318,7 @@ static kiln_status_t kiln_bundle_verify_io(const flatbuffers::Vector<uint32_t>* 
 }
 
 static kiln_status_t kiln_bundle_verify_tensors(const fb::Bundle* bundle,
-                                                const kiln_bundle_view_t* view) {
+                                                kiln_bundle_view_t* view) {
   uint32_t tensor_count = bundle->tensors() ? bundle->tensors()->size() : 0;
   for (uint32_t i = 0; i < tensor_count; ++i) {
     const fb::Tensor* tensor = bundle->tensors()->Get(i);
@@ -331,6 +333,7 @@ static kiln_status_t kiln_bundle_verify_tensors(const fb::Bundle* bundle,
                               i, kiln_name_or_unnamed(tensor->name()), kiln_dtype_name((kiln_dtype_t)tensor->dtype()),
                               need, bundle->min_runtime_minor());
     }
+    view->sized_per_run |= tensor->storage() == fb::Storage::Dynamic;
     if (tensor->storage() == fb::Storage::Dynamic && bundle->min_runtime_minor() < 10) {  // format 0.10
       return kiln_make_status(KILN_INVALID_BUNDLE,
                               "bundle: tensor %u ('" KILN_NAME_FMT "'): Dynamic storage needs min_runtime_minor >= 10, "
@@ -522,9 +525,8 @@ static kiln_status_t kiln_bundle_verify_libraries(const fb::Bundle* bundle,
 // Dispatches
 //===----------------------------------------------------------------------===//
 
-static kiln_status_t kiln_bundle_verify_dispatch(const fb::Bundle* bundle,
-                                                 const fb::Dispatch* dispatch,
-                                                 uint32_t index) {
+static kiln_status_t kiln_bundle_verify_dispatch(const fb::Bundle* bundle, const kiln_bundle_view_t* view,
+                                                 const fb::Dispatch* dispatch, uint32_t index) {
   uint32_t kernel_count = bundle->kernels() ? bundle->kernels()->size() : 0;
   uint32_t tensor_count = bundle->tensors() ? bundle->tensors()->size() : 0;
   uint32_t node_count = bundle->nodes() ? bundle->nodes()->size() : 0;
@@ -547,9 +549,10 @@ static kiln_status_t kiln_bundle_verify_dispatch(const fb::Bundle* bundle,
                               "bundle: dispatch %u: workgroup_count[%u] is 0 (must be >= 1)",
                               index, d);
     }
-    // (Run-time counts are checked each run: over a dimension sized per run
-    // their largest values may multiply past 2^32.)
-    if (dispatch->workgroup_count_exprs()) continue;
+    // (Run-time counts in a bundle with tensors sized per run are checked
+    // each run: over a dimension with no bound their largest values may
+    // multiply past 2^32.)
+    if (view->sized_per_run && dispatch->workgroup_count_exprs()) continue;
     if (!kiln_mul_u64(total, counts->Get(d), &total) || total > KILN_BUNDLE_MAX_WORKGROUPS) {
       return kiln_make_status(KILN_INVALID_BUNDLE,
                               "bundle: dispatch %u: more than %llu workgroups", index,
@@ -576,7 +579,7 @@ static kiln_status_t kiln_bundle_verify_dispatch(const fb::Bundle* bundle,
     if (access != fb::Access::Read && tensor->storage() == fb::Storage::Constant) {
       return kiln_make_status(KILN_INVALID_BUNDLE,
                               "bundle: dispatch %u: binding %u: write access to constant "
-                              "tensor %u ('" KILN_NAME_FMT "') (only Arena tensors are writable)",
+                              "tensor %u ('" KILN_NAME_FMT "') (only Arena and Dynamic tensors are writable)",
                               index, b, binding->tensor(),
                               kiln_name_or_unnamed(tensor->name()));
     }
@@ -601,10 +604,10 @@ static kiln_status_t kiln_bundle_verify_dispatch(const fb::Bundle* bundle,
   return NULL;
 }
 
-static kiln_status_t kiln_bundle_verify_dispatches(const fb::Bundle* bundle) {
+static kiln_status_t kiln_bundle_verify_dispatches(const fb::Bundle* bundle, const kiln_bundle_view_t* view) {
   uint32_t dispatch_count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
   for (uint32_t i = 0; i < dispatch_count; ++i) {
-    KILN_RETURN_IF_ERROR(kiln_bundle_verify_dispatch(bundle, bundle->dispatches()->Get(i), i));
+    KILN_RETURN_IF_ERROR(kiln_bundle_verify_dispatch(bundle, view, bundle->dispatches()->Get(i), i));
   }
   return NULL;
 }
@@ -639,7 +642,7 @@ kiln_status_t kiln_bundle_verify(const uint8_t* data, size_t size,
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_composites(bundle));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_nodes(bundle));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_libraries(bundle, &view));
-  KILN_RETURN_IF_ERROR(kiln_bundle_verify_dispatches(bundle));
+  KILN_RETURN_IF_ERROR(kiln_bundle_verify_dispatches(bundle, &view));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_shapes(bundle, &view));
   KILN_RETURN_IF_ERROR(kiln_bundle_verify_spirv(bundle, &view));
   *out_view = view;

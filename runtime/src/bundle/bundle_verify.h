@@ -37,6 +37,7 @@ typedef struct kiln_bundle_view_t {
   uint64_t arena_bytes;             // memory.arena_bytes (0 if no memory plan)
   int spirv;                        // nonzero: a kernel library is SpirV (Vulkan; ELF ones run on the host)
   int dynamic;                      // nonzero: shape symbols (run-time dimensions, bundle_verify_shapes.h)
+  int sized_per_run;                // nonzero: a tensor has Dynamic storage (its size and counts are per run)
 } kiln_bundle_view_t;
 
 // Whether the kernels of a library of `format` run on the CPU: an ELF

@@ -214,6 +214,22 @@ static kiln_status_t kiln_verify_dynamic_dispatches(const fb::Bundle* bundle, ui
         }
       }
     }
+    // A tensor sized per run that the dispatch binds has its size before the
+    // dispatch runs (its data symbols' sources ran earlier).
+    for (uint32_t b = 0; dispatch->bindings() && b < dispatch->bindings()->size(); ++b) {
+      const fb::Tensor* tensor = bundle->tensors()->Get(dispatch->bindings()->Get(b)->tensor());  // (verified)
+      const auto* dims = tensor->storage() == fb::Storage::Dynamic ? tensor->dynamic_dims() : nullptr;
+      for (uint32_t d = 0; dims && d < dims->size(); ++d) {
+        const int32_t e = dims->Get(d);
+        if (e >= 0 && (uint32_t)e < expr_count &&
+            !kiln_shape_expr_known_at(bundle, bundle->shape_exprs()->Get((uint32_t)e), (int64_t)i)) {
+          return kiln_make_status(KILN_INVALID_BUNDLE,
+                                  "bundle: dispatch %u: binding %u ('" KILN_NAME_FMT "', sized per run) uses a data "
+                                  "symbol defined only by this dispatch or a later one",
+                                  i, b, kiln_shape_name(tensor->name()));
+        }
+      }
+    }
     if (const auto* symbols = dispatch->push_constant_symbols()) {
       *any = *any || symbols->size() > 0;
       if (symbols->size() > KILN_BUNDLE_MAX_PUSH_CONSTANTS ||

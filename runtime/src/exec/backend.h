@@ -38,8 +38,9 @@ typedef struct kiln_backend_t {
   // Copies model output `io` (its byte size) into `data`.
   kiln_status_t (*read_output)(kiln_backend_state_t* state, const kiln_tensor_info_t* io,
                                void* data);
-  // A view of output `index`, valid until the next run or free.
-  kiln_status_t (*get_output_view)(kiln_backend_state_t* state, size_t index,
+  // A view of output `index` (`byte_size` at its current shape), valid
+  // until the next run, input or shape change, or free.
+  kiln_status_t (*get_output_view)(kiln_backend_state_t* state, size_t index, size_t byte_size,
                                    const void** out_data);
   // Runs every dispatch once, in order. Right after a dispatch that is a
   // data symbol's source (schema/bundle.fbs, Symbol) it reads the value

@@ -2,7 +2,8 @@
 // creation: the arena is allocated once, each dispatch gets its
 // kiln_kernel_dispatch_state_t with final buffer pointers, and the worker
 // threads (if any) are started, so a run is a loop over kernels that
-// neither allocates nor locks.
+// neither allocates nor locks — but for tensors sized per run (Dynamic
+// slots), whose pages grow when a run needs more than an earlier one.
 //
 // With one thread the run is a flat loop on the calling thread. With N > 1
 // each dispatch's workgroups (linearized with x fastest, as the serial loop
@@ -26,6 +27,7 @@ typedef struct kiln_bound_dispatch_t {
   kiln_kernel_fn_t kernel;             // entry point
   uint32_t kernel_index;               // index into Bundle.kernels (for messages)
   int defines_symbols;                 // nonzero: the source of a data symbol (read after it runs)
+  uint64_t data_needs;                 // data symbols its counts, push constants or Dynamic bindings use
 } kiln_bound_dispatch_t;
 
 // The bytes of one Dynamic slot (schema/bundle.fbs: a tensor sized per run,
@@ -33,9 +35,9 @@ typedef struct kiln_bound_dispatch_t {
 typedef struct kiln_cpu_slot_t {
   uint8_t* data;      // zeroed pages, page aligned; NULL until first sized
   size_t capacity;    // bytes in `data`
-  uint32_t tensor;    // a tensor of the slot (they have one size): what sizes it
-  uint64_t need;      // scratch of kiln_cpu_session_size_slots: bytes this run needs (or keeps)
-  int known;          // scratch: nonzero when `need` is known now (not waiting on a data symbol)
+  uint32_t tensor;    // a tensor of the slot (for messages)
+  uint64_t need;      // scratch of kiln_cpu_session_size_slots: the most its sized tensors need now (or it keeps)
+  int known;          // scratch: nonzero when a tensor of the slot has a known size now
 } kiln_cpu_slot_t;
 
 // The CPU backend's session state.
@@ -64,7 +66,7 @@ typedef struct kiln_cpu_session_t {
 // the thread calling kiln_session_run.
 typedef struct kiln_parallel_dispatch_t {
   const kiln_bound_dispatch_t* dispatch;  // what to run
-  uint64_t workgroup_total;               // x * y * z (< 2^32, verified)
+  uint64_t workgroup_total;               // x * y * z (< 2^32: verified, or checked by update_shapes)
   uint32_t worker_count;                  // ranges the workgroups are split into
   uint32_t failed;                        // 0; set to 1 (atomically) by the first failure
   int32_t failed_result;                  // the failing kernel's return value
@@ -78,6 +80,23 @@ static kiln_cpu_session_t* kiln_cpu_session(kiln_backend_state_t* state) {
 
 static const kiln_cpu_session_t* kiln_cpu_session(const kiln_backend_state_t* state) {
   return (const kiln_cpu_session_t*)state;
+}
+
+// The symbols expression `e` uses (none for -1), as bits.
+static uint64_t kiln_cpu_expr_symbols(const fb::Bundle* bundle, int32_t e) {
+  uint64_t bits = 0;
+  const auto* code = e >= 0 ? bundle->shape_exprs()->Get((uint32_t)e)->code() : NULL;  // (verified: in range)
+  for (uint32_t i = 0; code && i < code->size(); ++i)
+    if (code->Get(i)->op() == fb::ShapeOp::Symbol) bits |= 1ull << code->Get(i)->operand();
+  return bits;
+}
+
+// The bundle's data symbols (a kernel's count), as bits.
+static uint64_t kiln_cpu_data_symbols(const fb::Bundle* bundle) {
+  uint64_t bits = 0;
+  for (uint32_t s = 0; bundle->symbols() && s < bundle->symbols()->size(); ++s)
+    if (bundle->symbols()->Get(s)->source_dispatch() >= 0) bits |= 1ull << s;
+  return bits;
 }
 
 static kiln_status_t kiln_cpu_session_bind(kiln_cpu_session_t* session) {
@@ -116,9 +135,16 @@ static kiln_status_t kiln_cpu_session_bind(kiln_cpu_session_t* session) {
     uint32_t bound_count = kiln_model_bind_dispatch(session->model, i, session->arena, cursor, &bound->state);
     for (uint32_t b = 0; b < bound_count; ++b) {  // Dynamic tensors: bound once allocated (kiln_cpu_session_size_slots)
       const fb::Tensor* tensor = bundle->tensors()->Get(dispatch->bindings()->Get(b)->tensor());
-      if (tensor->storage() == fb::Storage::Dynamic)
-        session->binding_slot[cursor - session->bindings + b] = (uint32_t)tensor->offset() + 1;
+      if (tensor->storage() != fb::Storage::Dynamic) continue;
+      session->binding_slot[cursor - session->bindings + b] = (uint32_t)tensor->offset() + 1;
+      for (uint32_t d = 0; d < tensor->dynamic_dims()->size(); ++d)  // (verified: present)
+        bound->data_needs |= kiln_cpu_expr_symbols(bundle, tensor->dynamic_dims()->Get(d));
     }
+    for (uint32_t a = 0; dispatch->workgroup_count_exprs() && a < 3; ++a)
+      bound->data_needs |= kiln_cpu_expr_symbols(bundle, dispatch->workgroup_count_exprs()->Get(a));
+    for (uint32_t k = 0; dispatch->push_constant_symbols() && k < dispatch->push_constant_symbols()->size(); ++k)
+      bound->data_needs |= 1ull << dispatch->push_constant_symbols()->Get(k);  // (verified: < 64 symbols)
+    bound->data_needs &= kiln_cpu_data_symbols(bundle);
     cursor += bound_count;
     for (uint32_t s = 0; bundle->symbols() && s < bundle->symbols()->size(); ++s)
       bound->defines_symbols |= bundle->symbols()->Get(s)->source_dispatch() == (int32_t)i;
@@ -181,13 +207,29 @@ static kiln_status_t kiln_cpu_session_grow_slot(kiln_cpu_session_t* session, uin
 // changes nothing; slots kept larger by an earlier run give back their extra
 // bytes when the rest would not fit otherwise.
 static kiln_status_t kiln_cpu_session_size_slots(kiln_cpu_session_t* session, const kiln_session_shapes_t* shapes) {
+  for (uint32_t s = 0; s < session->slot_count; ++s) {
+    session->slots[s].need = 0;
+    session->slots[s].known = 0;
+  }
+  const fb::Bundle* bundle = session->model->view.bundle;
+  for (uint32_t t = 0; t < session->model->tensor_count; ++t) {  // each slot at the largest of its tensors
+    const fb::Tensor* tensor = bundle->tensors()->Get(t);
+    if (tensor->storage() != fb::Storage::Dynamic) continue;
+    kiln_cpu_slot_t* slot = &session->slots[tensor->offset()];
+    uint64_t bytes = 0;
+    int known = 0;
+    // A tensor waiting for a data symbol is not sized yet (nothing that
+    // binds it runs before: kiln_cpu_session_run); an alias of it sized
+    // later grows the slot, keeping its bytes.
+    KILN_RETURN_IF_ERROR(kiln_session_shapes_tensor_bytes(shapes, t, &bytes, &known));
+    slot->known |= known;
+    if (known && bytes > slot->need) slot->need = bytes;
+  }
   uint64_t exact = 0, kept = 0;  // bytes in all: each slot at its need; each at the larger of need and capacity
   uint32_t largest = 0;
   for (uint32_t s = 0; s < session->slot_count; ++s) {
     kiln_cpu_slot_t* slot = &session->slots[s];
-    uint64_t bytes = 0;
-    KILN_RETURN_IF_ERROR(kiln_session_shapes_tensor_bytes(shapes, slot->tensor, &bytes, &slot->known));
-    slot->need = slot->known ? (bytes ? bytes : 1) : slot->capacity;
+    slot->need = slot->known ? (slot->need ? slot->need : 1) : slot->capacity;
     if (slot->need > session->slots[largest].need) largest = s;
     const uint64_t larger = slot->need > slot->capacity ? slot->need : slot->capacity;
     if (!kiln_add_u64(exact, slot->need, &exact)) exact = UINT64_MAX;
@@ -210,9 +252,10 @@ static uint8_t* kiln_cpu_session_io_data(const kiln_cpu_session_t* session, cons
 }
 
 // New shape values (exec/backend.h): each dispatch's run-time workgroup
-// counts, at most the bundle's (the largest, what the thread split and the
-// load limits were checked against), and its symbols as push constants;
-// the Dynamic slots' bytes.
+// counts, at most the bundle's (the largest), their product within the load
+// limit (kiln_model_load_options_t.max_workgroups, and 2^32 - 1: checked at
+// load where the counts are bounded, here for bundles with tensors sized per
+// run), and its symbols as push constants; the Dynamic slots' bytes.
 static kiln_status_t kiln_cpu_session_update_shapes(kiln_backend_state_t* state, const kiln_session_shapes_t* shapes) {
   kiln_cpu_session_t* session = kiln_cpu_session(state);
   const fb::Bundle* bundle = session->model->view.bundle;
@@ -243,9 +286,13 @@ static kiln_status_t kiln_cpu_session_update_shapes(kiln_backend_state_t* state,
         // The largest counts may multiply past 2^32 where a dimension has no
         // bound (Dynamic tensors): each run's must not.
         total *= (uint64_t)n;  // (each < 2^32: no overflow before the check)
-        if (total > 0xFFFFFFFFull) {
+        const uint64_t limit = session->model->max_workgroups < 0xFFFFFFFFull ? session->model->max_workgroups
+                                                                               : 0xFFFFFFFFull;
+        if (total > limit) {
           return kiln_make_status(KILN_OUT_OF_MEMORY,
-                                  "shapes: dispatch %u would run more than 2^32 - 1 workgroups at these sizes", i);
+                                  "shapes: dispatch %u would run more than %llu workgroups at these sizes (2^32 - 1, "
+                                  "or kiln_model_load_options_t.max_workgroups)",
+                                  i, (unsigned long long)limit);
         }
         bound->state.workgroup_count[a] = (uint32_t)n;
       }
@@ -332,20 +379,34 @@ static kiln_status_t kiln_cpu_session_write_input(kiln_backend_state_t* state,
   return NULL;
 }
 
+// Output `io`'s bytes now, `bytes` of them: a Dynamic output's slot must
+// hold that many (a run sized it at these shapes).
+static kiln_status_t kiln_cpu_session_output_data(const kiln_cpu_session_t* session, const kiln_tensor_info_t* io,
+                                                  size_t bytes, const uint8_t** out_data) {
+  const uint8_t* data = kiln_cpu_session_io_data(session, io);
+  if (io->storage == KILN_STORAGE_DYNAMIC && bytes && (!data || session->slots[io->offset].capacity < bytes)) {
+    return kiln_make_status(KILN_INVALID_ARGUMENT, "output '%.64s' has no value at these shapes yet (run first)",
+                            io->name);
+  }
+  *out_data = data;
+  return NULL;
+}
+
 static kiln_status_t kiln_cpu_session_read_output(kiln_backend_state_t* state,
                                                   const kiln_tensor_info_t* io, void* data) {
-  const uint8_t* from = kiln_cpu_session_io_data(kiln_cpu_session(state), io);
-  if (io->byte_size && !from) {  // a Dynamic output no run has sized yet
-    return kiln_make_status(KILN_INVALID_ARGUMENT, "get_output: output '%.64s' has no value yet (run first)", io->name);
-  }
+  const uint8_t* from = NULL;
+  KILN_RETURN_IF_ERROR(kiln_status_annotate(
+      kiln_cpu_session_output_data(kiln_cpu_session(state), io, io->byte_size, &from), "get_output"));
   if (io->byte_size) memcpy(data, from, io->byte_size);
   return NULL;
 }
 
-static kiln_status_t kiln_cpu_session_get_output_view(kiln_backend_state_t* state, size_t index,
+static kiln_status_t kiln_cpu_session_get_output_view(kiln_backend_state_t* state, size_t index, size_t byte_size,
                                                       const void** out_data) {
   const kiln_cpu_session_t* session = kiln_cpu_session(state);
-  *out_data = kiln_cpu_session_io_data(session, &session->model->outputs[index]);
+  const uint8_t* data = NULL;
+  KILN_RETURN_IF_ERROR(kiln_cpu_session_output_data(session, &session->model->outputs[index], byte_size, &data));
+  *out_data = data;
   return NULL;
 }
 
@@ -464,6 +525,10 @@ static kiln_status_t kiln_cpu_session_run(kiln_backend_state_t* state, kiln_sess
            session->dispatch_count * sizeof(*session->dispatch_nanoseconds));
   }
   for (uint32_t i = 0; i < session->dispatch_count; ++i) {
+    // A dispatch whose sizes wait for a data symbol its source never defined
+    // (a run-time If's branch not taken) does not run: its counts and slots
+    // are not this run's.
+    if (shapes && (session->dispatches[i].data_needs & shapes->pending)) continue;
     uint64_t start = profiling ? kiln_now_nanoseconds() : 0;
     kiln_status_t status = session->pool ? kiln_cpu_session_run_parallel(session, i)
                                          : kiln_cpu_session_run_serial(session, i);

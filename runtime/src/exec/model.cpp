@@ -142,13 +142,10 @@ static kiln_status_t kiln_model_check_limits(const kiln_bundle_view_t* view,
   }
   const fb::Bundle* bundle = view->bundle;
   uint32_t count = bundle->dispatches() ? bundle->dispatches()->size() : 0;
-  // With tensors sized per run (Storage::Dynamic) a run-time count has no
-  // meaningful largest value: each run's is checked (exec/cpu_backend.cpp).
-  bool sized_per_run = false;
-  for (uint32_t t = 0; bundle->tensors() && t < bundle->tensors()->size(); ++t)
-    sized_per_run |= bundle->tensors()->Get(t)->storage() == fb::Storage::Dynamic;
   for (uint32_t i = 0; i < count; ++i) {
-    if (sized_per_run && bundle->dispatches()->Get(i)->workgroup_count_exprs()) continue;
+    // With tensors sized per run a run-time count has no meaningful largest
+    // value: each run's is checked against the limit (exec/cpu_backend.cpp).
+    if (view->sized_per_run && bundle->dispatches()->Get(i)->workgroup_count_exprs()) continue;
     const auto* n = bundle->dispatches()->Get(i)->workgroup_count();  // 3 entries, verified
     uint64_t total = (uint64_t)n->Get(0) * n->Get(1) * n->Get(2);     // at most 2^32 - 1, verified
     if (total > options->max_workgroups) {
@@ -184,6 +181,7 @@ static kiln_status_t kiln_model_load(kiln_bundle_memory_t memory, const kiln_mod
   const size_t bundle_size = model->signature.present ? model->signature.signed_size : memory.size;
   if (!status) status = kiln_bundle_verify(memory.data, bundle_size, &model->view);
   if (!status) status = kiln_model_check_limits(&model->view, options);
+  model->max_workgroups = options->max_workgroups;
   model->load_stats.bundle_verify_ns = kiln_nanoseconds_since(stage);
   if (!status && !(flags & KILN_MODEL_LOAD_VERIFY_ONLY) &&
       (!model->view.spirv || kiln_model_has_cpu_library(model->view.bundle))) {

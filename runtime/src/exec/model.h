@@ -19,6 +19,7 @@ struct kiln_model_t {
   kiln_bundle_view_t view;                   // the verified bundle inside `memory`
   kiln_bundle_signature_t signature;         // its signature trailer, if any, and whether it was checked
   uint32_t flags;                            // KILN_MODEL_LOAD_* flags used at load
+  uint64_t max_workgroups;                   // kiln_model_load_options_t.max_workgroups (per-run counts too)
   kiln_kernel_library_handle_t* libraries;   // one per bundle library (NULL if verify-only)
   uint32_t library_count;                    // entries in `libraries`
   kiln_kernel_fn_t* kernels;                 // entry point of each bundle kernel (NULL for SpirV ones)

@@ -119,7 +119,8 @@ static kiln_status_t kiln_session_check_string_input(const kiln_session_t* sessi
 static kiln_status_t kiln_session_string_output(kiln_session_t* session, size_t index, const void** out_view,
                                                 size_t* out_used) {
   const kiln_tensor_info_t* output = &session->model->outputs[index];
-  KILN_RETURN_IF_ERROR(session->backend->get_output_view(session->state, index, out_view));
+  KILN_RETURN_IF_ERROR(
+      session->backend->get_output_view(session->state, index, session->shapes.output_bytes[index], out_view));
   uint64_t count = kiln_shape_elements(session->shapes.output_shapes[index], output->rank);
   kiln_status_t status = kiln_string_table_check(*out_view, session->shapes.output_bytes[index], count, false,
                                                  KILN_INTERNAL, out_used);
@@ -421,7 +422,9 @@ kiln_status_t kiln_session_get_output_view(kiln_session_t* session, size_t index
     if (!status) *out_data = view;
     return kiln_session_leave(session, kiln_status_annotate(status, "get_output_view"));
   }
-  return kiln_session_leave(session, session->backend->get_output_view(session->state, index, out_data));
+  kiln_status_t status = kiln_session_update_shapes(session);
+  if (!status) status = session->backend->get_output_view(session->state, index, session->shapes.output_bytes[index], out_data);
+  return kiln_session_leave(session, kiln_status_annotate(status, "get_output_view"));
 }
 
 const char* kiln_session_device_name(const kiln_session_t* session) {

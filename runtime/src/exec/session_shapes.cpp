@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/address_space.h"
 #include "base/allocator.h"
 #include "base/checked_math.h"
 #include "base/dtype.h"
@@ -15,6 +16,17 @@ namespace fb = kiln::fb;
 
 static const fb::Tensor* kiln_shapes_tensor(const kiln_model_t* model, uint32_t index) {
   return model->view.bundle->tensors()->Get(index);
+}
+
+// The bytes of `rank` dimensions `dims` of `dtype`, when the product and the
+// bytes do not overflow and are at most 2^62 (a tensor sized per run has no
+// compile-time bound to rely on).
+static bool kiln_shapes_checked_bytes(uint32_t dtype, const int64_t* dims, uint32_t rank, uint64_t string_bytes,
+                                      uint64_t* out_bytes) {
+  uint64_t elements = 1;
+  bool ok = true;
+  for (uint32_t d = 0; ok && d < rank; ++d) ok = dims[d] >= 0 && kiln_mul_u64(elements, (uint64_t)dims[d], &elements);
+  return ok && kiln_dtype_tensor_bytes(dtype, elements, string_bytes, out_bytes) && *out_bytes <= ((uint64_t)1 << 62);
 }
 
 kiln_status_t kiln_session_shapes_create(const kiln_model_t* model, kiln_session_shapes_t* shapes) {
@@ -51,10 +63,12 @@ kiln_status_t kiln_session_shapes_create(const kiln_model_t* model, kiln_session
     cursor += input->rank;
     shapes->input_bytes[i] = input->byte_size;
     if (input->storage == KILN_STORAGE_DYNAMIC) {
-      uint64_t elements = 1, bytes = 0;
-      for (uint32_t d = 0; d < input->rank; ++d) kiln_mul_u64(elements, (uint64_t)start[d], &elements);
-      kiln_dtype_tensor_bytes((uint32_t)input->dtype, elements, input->string_bytes, &bytes);  // (least: small)
-      shapes->input_bytes[i] = (size_t)bytes;
+      uint64_t bytes = 0;
+      if (!kiln_shapes_checked_bytes((uint32_t)input->dtype, start, input->rank, input->string_bytes, &bytes)) {
+        return kiln_make_status(KILN_OUT_OF_MEMORY, "shapes: input '" KILN_NAME_FMT "' would need more than 2^62 "
+                                "bytes at its least shape", input->name);
+      }
+      KILN_RETURN_IF_ERROR(kiln_size_from_u64(bytes, "an input's bytes", &shapes->input_bytes[i]));
     }
   }
   for (size_t i = 0; i < model->output_count; ++i) {
@@ -103,15 +117,11 @@ kiln_status_t kiln_session_shapes_set_input(kiln_session_shapes_t* shapes, size_
   }
   uint64_t bytes = 0;  // at most the input's byte_size: no overflow (a Dynamic input: checked here)
   if (input->storage == KILN_STORAGE_DYNAMIC) {
-    uint64_t elements = 1;
-    bool fits = true;
-    for (uint32_t d = 0; d < rank; ++d) fits = fits && kiln_mul_u64(elements, (uint64_t)dims[d], &elements);
-    fits = fits && kiln_dtype_tensor_bytes((uint32_t)input->dtype, elements, input->string_bytes, &bytes) &&
-           bytes <= ((uint64_t)1 << 62);
-    if (!fits) {
+    if (!kiln_shapes_checked_bytes((uint32_t)input->dtype, dims, rank, input->string_bytes, &bytes)) {
       return kiln_make_status(KILN_OUT_OF_MEMORY, "set_input_shape: input '" KILN_NAME_FMT "' would need more than "
                               "2^62 bytes at that shape", input->name);
     }
+    KILN_RETURN_IF_ERROR(kiln_size_from_u64(bytes, "set_input_shape: the input's bytes", NULL));
   } else {
     kiln_dtype_tensor_bytes((uint32_t)input->dtype, kiln_shape_elements(dims, rank), input->string_bytes, &bytes);
   }
@@ -249,9 +259,12 @@ static kiln_status_t kiln_shapes_check_tensors(kiln_session_shapes_t* shapes) {
     const fb::Tensor* tensor = kiln_shapes_tensor(model, model->outputs[o].index);
     const kiln_tensor_info_t* output = &model->outputs[o];
     for (uint32_t d = 0; d < output->rank; ++d) shapes->output_shapes[o][d] = kiln_shapes_dim(shapes, tensor, d);
-    uint64_t bytes = 0;  // checked above: fits (a string output: its largest table at this shape)
-    kiln_dtype_tensor_bytes((uint32_t)output->dtype, kiln_shape_elements(shapes->output_shapes[o], output->rank),
-                            output->string_bytes, &bytes);
+    uint64_t bytes = 0;  // an Arena output: checked above, it fits (a string output: its largest table)
+    // A Dynamic one may be past any size (a pending data symbol at 2^31):
+    // then no buffer matches it and the backend refuses a view.
+    if (!kiln_shapes_checked_bytes((uint32_t)output->dtype, shapes->output_shapes[o], output->rank,
+                                   output->string_bytes, &bytes) || bytes > SIZE_MAX)
+      bytes = SIZE_MAX;
     shapes->output_bytes[o] = (size_t)bytes;
   }
   return NULL;
@@ -263,6 +276,15 @@ static kiln_status_t kiln_shapes_eval(kiln_session_shapes_t* shapes, uint64_t ma
   for (uint32_t e = 0; e < shapes->expr_count; ++e) {
     if (mask != ~0ull && !(shapes->expr_symbols[e] & mask)) continue;
     kiln_status_t status = kiln_shape_expr_eval(bundle->shape_exprs()->Get(e), shapes->symbols, &shapes->values[e]);
+    if (status && (shapes->expr_symbols[e] & shapes->pending)) {
+      // At a pending data symbol's largest value (with no bound: 2^31) a
+      // product may overflow. Nothing reads it before the symbol is defined
+      // (the dispatches that use it wait: exec/cpu_backend.cpp), and then it
+      // is evaluated again.
+      kiln_status_free(status);
+      shapes->values[e] = 0;
+      continue;
+    }
     if (status) return kiln_status_annotate(status, "shapes: expression %u", e);
   }
   return NULL;

@@ -38,7 +38,8 @@ typedef struct kiln_session_shapes_t {
   uint64_t pending;           // bit s set for each data symbol the current run has not defined yet
 } kiln_session_shapes_t;
 
-// Sets up `shapes` for `model`: every input at its largest shape (for a
+// Sets up `shapes` for `model`: every input at its largest shape (a
+// Dynamic one at its least; for a
 // bundle without symbols, the static shapes, never dirty).
 kiln_status_t kiln_session_shapes_create(const kiln_model_t* model, kiln_session_shapes_t* shapes);
 void kiln_session_shapes_free(kiln_session_shapes_t* shapes);
@@ -49,7 +50,8 @@ kiln_status_t kiln_session_shapes_set_input(kiln_session_shapes_t* shapes, size_
                                             uint32_t rank);
 
 // The element count of `rank` dimensions, each within a tensor's verified
-// largest shape (so the product does not overflow).
+// largest shape (so the product does not overflow; not for a Dynamic
+// tensor, whose largest shape has no such bound).
 uint64_t kiln_shape_elements(const int64_t* dims, uint32_t rank);
 
 // Evaluates `expr` with the current symbols: KILN_INVALID_ARGUMENT when the

@@ -490,6 +490,7 @@ static kiln_status_t kiln_vulkan_session_read_output(kiln_backend_state_t* state
 }
 
 static kiln_status_t kiln_vulkan_session_get_output_view(kiln_backend_state_t* state, size_t index,
+                                                         size_t /*byte_size: static shapes only*/,
                                                          const void** out_data) {
   kiln_vulkan_session_t* session = kiln_vulkan_session(state);
   const kiln_tensor_info_t* output = &session->model->outputs[index];
