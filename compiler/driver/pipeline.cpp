@@ -357,8 +357,7 @@ CompileOutput compile_model_file(const std::string& path, const CompileOptions& 
 
 CompileOutput compile_model_bytes(const std::string& bytes, const std::string& model_dir, const std::string& name,
                                   const CompileOptions& options) {
-  std::unique_ptr<WarningScope> warnings;
-  if (options.warn) warnings.reset(new WarningScope(options.warn));
+  WarningScope warnings(options.warn);  // each warning once; null: to stderr
   for (auto& p : options.dump_after) {
     bool known = p == "all";
     for (auto& n : pipeline_pass_names()) known |= n == p;

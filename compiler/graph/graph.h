@@ -90,7 +90,7 @@ struct Symbol {
 
 // The largest value a run-time dimension may take (a shape symbol's hi; its
 // value reaches kernels as a uint32 push constant).
-constexpr int64_t kMaxRunTimeDim = int64_t(1) << 31;
+constexpr int64_t kMaxRunTimeDim = tir::kUnboundedSymbolMax;
 
 // A condition on the shape symbols that every run must meet (two run-time
 // dimensions the model combines must agree, a reshape must keep the element

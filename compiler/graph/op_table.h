@@ -19,6 +19,7 @@ constexpr uint32_t kDataShape = 1u << 4;         // output size known only after
 constexpr uint32_t kValueShape = 1u << 5;        // output size may come from a run-time input's values (then a data symbol)
 constexpr uint32_t kPreviewTraining = 1u << 6;   // of domain ai.onnx.preview.training (ONNX's optimizers)
 constexpr uint32_t kStrings = 1u << 7;           // takes or gives string tensors (import/string_values.cpp)
+constexpr uint32_t kSizedByOutput = 1u << 8;     // its kernel needs only its output's shape, not the values deciding it
 
 // Parameter operands (the Params column): a bit per input position.
 constexpr uint32_t kNoParams = 0;
@@ -84,6 +85,7 @@ struct OpTraits {
   bool axis_operands() const { return (flags & kAxisOperands) != 0; }
   bool commutes_with_quant() const { return (flags & kCommutesWithQuant) != 0; }
   bool preview_training() const { return (flags & kPreviewTraining) != 0; }
+  bool sized_by_output() const { return (flags & kSizedByOutput) != 0; }
   bool param_input(size_t position) const {
     return position < 32 ? ((param_inputs >> position) & 1u) != 0 : param_inputs == kAllParams;
   }

@@ -77,6 +77,7 @@ class CastMaker {
     a.kind = Attr::Kind::Int;
     const DType t = g_.values[to].dtype;
     // ONNX's FLOAT, FLOAT16, BFLOAT16; a narrow type's ONNX code is kiln's + 3 (FLOAT8E4M3FN: 17, kiln's 14).
+    static_assert((int)DType::F8E4M3FN + 3 == 17 && (int)DType::I2 + 3 == 26, "narrow dtypes in ONNX's order");
     a.i = t == DType::F32 ? 1 : t == DType::F16 ? 10 : t == DType::BF16 ? 16 : (int64_t)t + 3;
     c.attrs["to"] = a;
     if (is_narrow_float(t)) {  // back to a narrow float: infinity stays infinity (E5M2), NaN NaN

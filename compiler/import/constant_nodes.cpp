@@ -31,8 +31,12 @@ onnx::TensorProto densify(const onnx::SparseTensorProto& sp, const std::string& 
                  << onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)values.data_type())
                  << " is not supported";
   }
+  user_assert(total <= (int64_t(1) << 32) / (int64_t)width)
+      << "Constant node '" << node << "': the sparse value's dense form would take more than 4 GiB";
   const int64_t nnz = values.dims_size() == 1 ? values.dims(0) : -1;
   user_assert(nnz >= 0) << "Constant node '" << node << "': the sparse value's values must be 1-D";
+  user_assert(nnz <= total) << "Constant node '" << node << "': the sparse value has more values (" << nnz
+                            << ") than elements (" << total << ")";
   // The values' bytes, from raw data or the typed field.
   std::string bytes = values.raw_data();
   if (!values.has_raw_data()) {

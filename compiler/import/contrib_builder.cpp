@@ -1,5 +1,6 @@
 #include "import/contrib_builder.h"
 
+#include <onnx/defs/attr_proto_util.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -147,48 +148,12 @@ int TypeOracle::elem_type(const std::string& v) {
 // ---------------------------------------------------------------------------
 // Attr
 
-Attr Attr::i(const char* name, int64_t v) {
-  Attr r;
-  r.a.set_name(name);
-  r.a.set_type(onnx::AttributeProto::INT);
-  r.a.set_i(v);
-  return r;
-}
-Attr Attr::f(const char* name, float v) {
-  Attr r;
-  r.a.set_name(name);
-  r.a.set_type(onnx::AttributeProto::FLOAT);
-  r.a.set_f(v);
-  return r;
-}
-Attr Attr::s(const char* name, const std::string& v) {
-  Attr r;
-  r.a.set_name(name);
-  r.a.set_type(onnx::AttributeProto::STRING);
-  r.a.set_s(v);
-  return r;
-}
-Attr Attr::ints(const char* name, const std::vector<int64_t>& v) {
-  Attr r;
-  r.a.set_name(name);
-  r.a.set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) r.a.add_ints(x);
-  return r;
-}
-Attr Attr::floats(const char* name, const std::vector<float>& v) {
-  Attr r;
-  r.a.set_name(name);
-  r.a.set_type(onnx::AttributeProto::FLOATS);
-  for (float x : v) r.a.add_floats(x);
-  return r;
-}
-Attr Attr::tensor(const char* name, const onnx::TensorProto& t) {
-  Attr r;
-  r.a.set_name(name);
-  r.a.set_type(onnx::AttributeProto::TENSOR);
-  *r.a.mutable_t() = t;
-  return r;
-}
+// (ONNX's MakeAttribute sets the name, the type and the value.)
+Attr Attr::i(const char* name, int64_t v) { return {onnx::MakeAttribute(name, v)}; }
+Attr Attr::f(const char* name, float v) { return {onnx::MakeAttribute(name, v)}; }
+Attr Attr::s(const char* name, const std::string& v) { return {onnx::MakeAttribute(name, v)}; }
+Attr Attr::ints(const char* name, const std::vector<int64_t>& v) { return {onnx::MakeAttribute(name, v)}; }
+Attr Attr::tensor(const char* name, const onnx::TensorProto& t) { return {onnx::MakeAttribute(name, t)}; }
 
 // ---------------------------------------------------------------------------
 // Builder: the node, its attributes, checks
@@ -370,11 +335,6 @@ std::string Builder::u8(uint8_t v) {
 std::string Builder::unsqueeze(const std::string& x, const std::vector<int64_t>& axes) {
   if (opset_ < 13) return op("Unsqueeze", {x}, {Attr::ints("axes", axes)});
   return op("Unsqueeze", {x, i64s(axes)});
-}
-
-std::string Builder::squeeze(const std::string& x, const std::vector<int64_t>& axes) {
-  if (opset_ < 13) return op("Squeeze", {x}, {Attr::ints("axes", axes)});
-  return op("Squeeze", {x, i64s(axes)});
 }
 
 std::string Builder::reduce(const std::string& type, const std::string& x, const std::vector<int64_t>& axes,

@@ -9,7 +9,7 @@
 //               nodes added since the last run, constants' data included).
 //   Builder     writes the replacement nodes of one contrib node, in the
 //               model's default opset (the opset-dependent forms of
-//               Unsqueeze, Squeeze, Reduce*, Split, Slice, Clip and
+//               Unsqueeze, Reduce*, Split, Slice, Clip and
 //               LayerNormalization are chosen here), and refuses what it
 //               cannot express with a UserError naming the node.
 #pragma once
@@ -60,7 +60,6 @@ struct Attr {
   static Attr f(const char* name, float v);
   static Attr s(const char* name, const std::string& v);
   static Attr ints(const char* name, const std::vector<int64_t>& v);
-  static Attr floats(const char* name, const std::vector<float>& v);
   static Attr tensor(const char* name, const onnx::TensorProto& t);
 };
 
@@ -75,7 +74,6 @@ class Builder {
 
   const onnx::NodeProto& node() const { return n_; }
   const std::string& op_type() const { return n_.op_type(); }
-  int64_t opset() const { return opset_; }
   std::string describe() const;
 
   // Input i's name ("" when absent); whether it is given; the name or a
@@ -115,7 +113,6 @@ class Builder {
   // UserError unless `v` is float32 (or of unknown type).
   void require_float(const std::string& v, const char* what);
   int elem_type(const std::string& v) { return types_.elem_type(v); }
-  TypeOracle& types() { return types_; }
 
   // A new value name unique to this node.
   std::string temp(const std::string& what);
@@ -136,7 +133,6 @@ class Builder {
 
   // Standard operators in the forms of the model's opset.
   std::string unsqueeze(const std::string& x, const std::vector<int64_t>& axes);
-  std::string squeeze(const std::string& x, const std::vector<int64_t>& axes);
   std::string reduce(const std::string& op, const std::string& x, const std::vector<int64_t>& axes, bool keepdims);
   std::vector<std::string> split(const std::string& x, int64_t axis, const std::vector<int64_t>& sizes);
   // Slice with tensor bounds (1-D int64 names; axes/steps may be "").

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "import/contrib_builder.h"
+#include "import/subgraph.h"
 #include "support/diagnostics.h"
 
 namespace kiln {
@@ -206,11 +207,6 @@ bool expand_node(Builder& b) {
          contrib::expand_attention(b);
 }
 
-int64_t default_opset(const onnx::ModelProto& model) {
-  for (const auto& o : model.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
-  return 0;
-}
 
 bool is_contrib(const onnx::NodeProto& n) {
   if (n.domain() == kDomain) return true;
@@ -270,7 +266,7 @@ void expand_contrib_ops(onnx::ModelProto& model) {
   }
   if (!any) return;
   contrib::TypeOracle types(model);
-  expand_graph(*model.mutable_graph(), default_opset(model), types);
+  expand_graph(*model.mutable_graph(), imported_opset(model), types);
 }
 
 }  // namespace kiln

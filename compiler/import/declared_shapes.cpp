@@ -27,6 +27,11 @@ std::string shape_text(const onnx::TensorShapeProto& s) {
 
 }  // namespace
 
+void clear_negative_dims(onnx::TensorShapeProto& shape) {
+  for (auto& d : *shape.mutable_dim())
+    if (d.has_dim_value() && d.dim_value() < 0) d.clear_dim_value();
+}
+
 DeclaredShapes strip_declared_shapes(onnx::ModelProto& model) {
   DeclaredShapes declared;
   onnx::GraphProto& g = *model.mutable_graph();
@@ -35,9 +40,7 @@ DeclaredShapes strip_declared_shapes(onnx::ModelProto& model) {
     if (!out.type().has_tensor_type() || !out.type().tensor_type().has_shape()) continue;
     onnx::TensorShapeProto& said = declared[out.name()];
     said = out.type().tensor_type().shape();
-    // A negative size (Paddle's exporter writes -1) declares a dimension unknown.
-    for (auto& d : *said.mutable_dim())
-      if (d.has_dim_value() && d.dim_value() < 0) d.clear_dim_value();
+    clear_negative_dims(said);
     out.mutable_type()->mutable_tensor_type()->clear_shape();
   }
   return declared;

@@ -23,6 +23,10 @@ namespace kiln {
 using DeclaredShapes = std::map<std::string, onnx::TensorShapeProto>;
 
 DeclaredShapes strip_declared_shapes(onnx::ModelProto& model);
+
+// Clears `shape`'s negative sizes: Paddle's exporter writes -1 for a
+// dimension it does not know.
+void clear_negative_dims(onnx::TensorShapeProto& shape);
 // Returns whether a declaration gave a dimension inference left unknown:
 // the import then infers dimensions itself (infer_dims.h), the declared
 // size a constraint the run must meet.

@@ -5,12 +5,12 @@
 #include <onnx/inliner/inliner.h>
 
 #include <map>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "graph/op_table.h"
 #include "import/constant_nodes.h"
+#include "import/subgraph.h"
 #include "support/diagnostics.h"
 
 namespace kiln {
@@ -21,30 +21,19 @@ const char* const kPreviewDomain = "ai.onnx.preview";
 // The local functions expand_functions makes, one per node, inlined at once.
 const char* const kExpandedDomain = "kiln.expanded";
 
-bool default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
-int64_t domain_version(const onnx::ModelProto& model, const std::string& domain) {
-  for (const auto& o : model.opset_import())
-    if (o.domain() == domain || (domain.empty() && o.domain() == "ai.onnx")) return o.version();
-  return 0;
-}
-int64_t default_opset(const onnx::ModelProto& model) { return domain_version(model, ""); }
-
 }  // namespace
 
-int inline_local_functions(onnx::ModelProto& model) {
-  const int n = model.functions_size();
-  if (n == 0) return 0;
+void inline_local_functions(onnx::ModelProto& model) {
+  if (model.functions_size() == 0) return;
   try {
     onnx::inliner::InlineLocalFunctions(model, /*convert_version=*/true);
   } catch (const std::exception& e) {
     user_error << "the model's local functions could not be inlined: " << one_line(e.what());
   }
-  return n;
 }
 
 int expand_functions(onnx::ModelProto& model) {
-  const int64_t opset = default_opset(model);
+  const int64_t opset = imported_opset(model);
   if (opset <= 0) return 0;
   onnx::GraphProto& g = *model.mutable_graph();
   // What types ONNX's inference gave (a body may depend on its inputs' types).
@@ -63,8 +52,8 @@ int expand_functions(onnx::ModelProto& model) {
   for (int i = 0; i < g.node_size(); i++) {
     onnx::NodeProto& n = *g.mutable_node(i);
     const bool preview = n.domain() == kPreviewDomain;
-    if (!(default_domain(n.domain()) || preview) || graph::op_traits(n.op_type()).known()) continue;
-    const int64_t version = preview ? domain_version(model, kPreviewDomain) : opset;
+    if (!(is_default_domain(n.domain()) || preview) || graph::op_traits(n.op_type()).known()) continue;
+    const int64_t version = preview ? imported_opset(model, kPreviewDomain) : opset;
     const onnx::OpSchema* schema =
         version > 0 ? onnx::OpSchemaRegistry::Schema(n.op_type(), (int)version, n.domain()) : nullptr;
     if (!schema || !(schema->HasFunction() || schema->HasContextDependentFunction())) continue;
@@ -89,7 +78,7 @@ int expand_functions(onnx::ModelProto& model) {
       onnx::FunctionBodyBuildContextImpl context(n, input_types);
       try {
         built = schema->BuildContextDependentFunction(context, body, (int)version);
-      } catch (const std::exception& e) {
+      } catch (const std::exception&) {
         built = false;
       }
     }

@@ -20,8 +20,8 @@
 
 namespace kiln {
 
-// Inlines the model's local functions (and drops them); returns how many there were.
-int inline_local_functions(onnx::ModelProto& model);
+// Inlines the model's local functions (and drops them).
+void inline_local_functions(onnx::ModelProto& model);
 
 // Replaces the main graph's nodes of default-domain operators that kilnc's
 // operator table lacks and that ONNX defines by a function body; returns how

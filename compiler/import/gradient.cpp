@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <functional>
 #include <map>
-#include <queue>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "import/sort_nodes.h"
 #include "import/subgraph.h"
 #include "support/diagnostics.h"
 
@@ -32,33 +32,12 @@ std::vector<std::string> node_reads(const onnx::NodeProto& n) {
 // given order where it already is (the backward nodes may need values a
 // node after the Gradient node computes).
 std::vector<onnx::NodeProto> sorted(std::vector<onnx::NodeProto> nodes) {
-  std::map<std::string, size_t> producer;
-  for (size_t i = 0; i < nodes.size(); i++)
-    for (auto& o : nodes[i].output()) producer[o] = i;
-  std::vector<std::vector<size_t>> after(nodes.size());  // the nodes waiting for each one
-  std::vector<size_t> waiting(nodes.size(), 0);           // producers not placed yet
-  for (size_t i = 0; i < nodes.size(); i++) {
-    std::set<size_t> producers;
-    for (auto& in : node_reads(nodes[i])) {
-      auto it = producer.find(in);
-      if (it != producer.end() && it->second != i) producers.insert(it->second);
-    }
-    waiting[i] = producers.size();
-    for (size_t p : producers) after[p].push_back(i);
-  }
-  // Kahn's algorithm, the earliest ready node first.
-  std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
-  for (size_t i = 0; i < nodes.size(); i++)
-    if (!waiting[i]) ready.push(i);
+  std::vector<const onnx::NodeProto*> view;
+  for (const auto& n : nodes) view.push_back(&n);
+  std::vector<int> order = stable_topological_order(view);
+  user_assert(order.size() == nodes.size()) << "Gradient: the graph has a cycle once differentiated";
   std::vector<onnx::NodeProto> out;
-  while (!ready.empty()) {
-    size_t i = ready.top();
-    ready.pop();
-    out.push_back(std::move(nodes[i]));
-    for (size_t next : after[i])
-      if (--waiting[next] == 0) ready.push(next);
-  }
-  user_assert(out.size() == nodes.size()) << "Gradient: the graph has a cycle once differentiated";
+  for (int i : order) out.push_back(std::move(nodes[(size_t)i]));
   return out;
 }
 

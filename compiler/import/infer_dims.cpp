@@ -303,6 +303,8 @@ class DimInference {
       }
     } else if (g_.opset < 13) {
       sizes = node_->attr_ints("split", {});
+      for (int64_t v : sizes)
+        if (v < 0) return;  // (the Split rule refuses it)
     }
     if (sizes.empty()) {
       const size_t part = (x->size() + outs - 1) / outs;
@@ -732,9 +734,12 @@ class DimInference {
   // With `count_only` (the source kernel writes only the counts, a kernel
   // after it the data they size) a bound past kMaxRunTimeDim (a dimension of
   // a run-time-sized tensor) makes an unbounded symbol (graph::Symbol::
-  // unbounded): what it sizes is allocated once the count is known.
-  Expr data_symbol(int64_t most, size_t outputs = 1, int64_t least = 0, bool count_only = false) {
-    const bool unbounded = count_only && most > graph::kMaxRunTimeDim;
+  // unbounded): what it sizes is allocated once the count is known. A
+  // value read at run time with no bound (kiln.InputValue's `unbounded`)
+  // says so with `no_bound`.
+  Expr data_symbol(int64_t most, size_t outputs = 1, int64_t least = 0, bool count_only = false,
+                   bool no_bound = false) {
+    const bool unbounded = no_bound || (count_only && most > graph::kMaxRunTimeDim);
     if (unbounded) most = graph::kMaxRunTimeDim;
     if (most > graph::kMaxRunTimeDim) fail("more than 2^31 elements: the count would not fit a shape symbol");
     if (g_.symbols.size() >= kMaxSymbols)
@@ -1174,8 +1179,8 @@ class DimInference {
         DimExprs x = in_dims(0);
         std::vector<Expr> elems;
         for (int64_t k = 0; k < val(in(0)).elements(); k++) {
-          elems.push_back(data_symbol(n.attr_int("hi", 0), 1 + (size_t)k, n.attr_int("lo", 0)));
-          g_.symbols.back().unbounded = n.attr_int("unbounded", 0) != 0;
+          elems.push_back(data_symbol(n.attr_int("hi", 0), 1 + (size_t)k, n.attr_int("lo", 0), false,
+                                      n.attr_int("unbounded", 0) != 0));
         }
         set_sym(0, elems);
         g_.values[(size_t)n.outputs[0]].sym = elems;  // kernels that read the values as sizes (Pad) see the symbols
@@ -1194,14 +1199,6 @@ class DimInference {
   // output's shape says (Reshape's target, Expand's shape, Range's count,
   // Resize's sizes, ...): with a stated output shape they need no data
   // symbols. Pad, the windows and STFT read their sizes' values themselves.
-  static bool shaped_by_output(const Node& n) {
-    switch (n.traits().op) {
-      case Op::Reshape: case Op::Expand: case Op::Range: case Op::Resize: case Op::Upsample:
-      case Op::ConstantOfShape: case Op::Tile: case Op::Squeeze: case Op::Unsqueeze: return true;
-      default: return false;
-    }
-  }
-
   // Output o's dimensions as ONNX's inference (or the model's declaration)
   // stated them, when it stated every one.
   std::optional<DimExprs> known_output_dims(size_t o) const {
@@ -1214,15 +1211,15 @@ class DimInference {
     return d;
   }
 
-  // "rank" when `d` and `known` (-1: unknown) differ in rank, "dims" when a
-  // static dimension of `d` differs from a known one, else empty.
-  std::string static_mismatch(const DimExprs& d, const graph::Shape& known) {
-    if (d.size() != known.size()) return "rank";
+  // Whether `d` and `known` (-1: unknown) differ in rank, or a static
+  // dimension of `d` differs from a known one.
+  bool static_mismatch(const DimExprs& d, const graph::Shape& known) {
+    if (d.size() != known.size()) return true;
     for (size_t k = 0; k < d.size(); k++) {
       auto c = const_of(simp(d[k]));
-      if (known[k] >= 0 && c && *c != known[k]) return "dims";
+      if (known[k] >= 0 && c && *c != known[k]) return true;
     }
-    return "";
+    return false;
   }
 
   void infer_node(int ni) {
@@ -1238,7 +1235,7 @@ class DimInference {
       // values the rule wanted stay the kernel's to read. Else the values
       // become data symbols (infer_run_time_dims), when they can.
       auto known = known_output_dims(0);
-      if (known && n.outputs.size() == 1 && shaped_by_output(n)) d0 = *known;
+      if (known && n.outputs.size() == 1 && n.traits().sized_by_output()) d0 = *known;
       else if (need.readable) throw;
       else fail(need.message);
     }
@@ -1266,7 +1263,7 @@ class DimInference {
       // A model output's known dimensions may be the model's declaration
       // (declared_shapes.h): where ours are static and differ, ours win.
       bool declared = std::count(g_.outputs.begin(), g_.outputs.end(), v) > 0;
-      if (declared && !d.empty() && !static_mismatch(d, onnx).empty()) {
+      if (declared && !d.empty() && static_mismatch(d, onnx)) {
         user_warning << "model output '" << out.name << "' is declared " << graph::shape_str(onnx) << " but is "
                      << graph::dims_str(d) << "; kilnc uses the shape it inferred";
         onnx.assign(d.size(), -1);
@@ -1391,7 +1388,7 @@ void infer_run_time_dims(graph::Graph& g, const std::set<int>& unknown_rank) {
       DimInference(g, unknown_rank).run();
       return;
     } catch (const NeedsValueSymbols& need) {
-      user_assert(need.readable) << need.message;
+      internal_assert(need.readable) << need.message;  // (infer_node refused the others, naming the node)
       internal_assert(round < kMaxSymbols) << "value symbols: no progress";
       g = start;
       read_value_at_run_time(g, need.value);

@@ -359,9 +359,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
         << "model input '" << in.name() << "' has no shape, not even a rank; give it one with --input-shape "
         << in.name() << "=D0,D1,... (a scalar: --input-shape " << in.name() << "=)";
     auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
-    // A negative size (Paddle's exporter writes -1) declares a dimension unknown.
-    for (auto& d : *shape->mutable_dim())
-      if (d.has_dim_value() && d.dim_value() < 0) d.clear_dim_value();
+    clear_negative_dims(*shape);
     if (it == options.input_shapes.end()) {  // the model's own dimensions: --dim bounds named ones
       if (options.frozen_inputs.count(in.name())) continue;  // (becomes a constant below)
       for (int k = 0; k < shape->dim_size(); k++) {

@@ -160,6 +160,12 @@ void set_int_attribute(onnx::NodeProto& n, const char* name, int64_t v) {
   a->set_i(v);
 }
 
+int64_t imported_opset(const onnx::ModelProto& model, const std::string& domain) {
+  for (const auto& o : model.opset_import())
+    if (is_default_domain(domain) ? is_default_domain(o.domain()) : o.domain() == domain) return o.version();
+  return 0;
+}
+
 const onnx::GraphProto* graph_attribute(const onnx::NodeProto& n, const char* name) {
   for (auto& a : n.attribute())
     if (a.name() == name && a.has_g()) return &a.g();

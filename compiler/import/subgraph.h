@@ -81,4 +81,11 @@ void node_reads(const onnx::NodeProto& n, bool subgraphs, std::vector<std::strin
 // The first graph attribute of `n` named `name`; null when it has none.
 const onnx::GraphProto* graph_attribute(const onnx::NodeProto& n, const char* name);
 
+// Whether `domain` is ONNX's default one ("" or "ai.onnx").
+inline bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+// The version of `domain` (the default one for "" or "ai.onnx") that
+// `model` imports; 0 when it imports none.
+int64_t imported_opset(const onnx::ModelProto& model, const std::string& domain = "");
+
 }  // namespace kiln

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "import/subgraph.h"
 #include "support/diagnostics.h"
 
 namespace kiln {
@@ -23,12 +24,6 @@ std::string describe(const onnx::NodeProto& n, int index) {
   return n.op_type() + " node '" + (n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name()) + "'";
 }
 
-// The default-domain opset `model` imports (0: none).
-int64_t default_opset(const onnx::ModelProto& model) {
-  for (const auto& o : model.opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();
-  return 0;
-}
 
 // What kilnc needs of ONNX's checker, enforced whether or not the checker
 // passes: each attribute of a default-domain node has the type its schema
@@ -54,6 +49,7 @@ void check_node(const onnx::NodeProto& n, int index, int64_t opset) {
 void check_single_assignment(const onnx::GraphProto& g) {
   std::unordered_set<std::string> written;
   for (const auto& in : g.input()) written.insert(in.name());
+  for (const auto& init : g.initializer()) written.insert(init.name());
   for (int i = 0; i < g.node_size(); i++)
     for (const auto& o : g.node(i).output())
       user_assert(o.empty() || written.insert(o).second)
@@ -254,7 +250,7 @@ void validate_model(const onnx::ModelProto& model) {
   // newer one than this ONNX release knows is only the checker's warning).
   user_assert(model.ir_version() >= 1) << "the model has no IR version (ir_version " << model.ir_version()
                                        << "): it is not a complete ONNX model; export it again";
-  check_graph(model.graph(), default_opset(model));
+  check_graph(model.graph(), imported_opset(model));
   check_graph_outputs(model);
 }
 

@@ -29,9 +29,10 @@ void set_launch_parameters(KernelDef& k) {
           // no bound: the runtime checks each run's count, docs/bundle.md).
           tir::Interval r = tir::bounds_of(op->extent);
           const int64_t most = (int64_t)std::numeric_limits<uint32_t>::max();
-          internal_assert(tir::symbols_used(op->extent).size() > 0 && r.min >= 0)
+          internal_assert(tir::symbols_used(op->extent).size() > 0 && r.min >= 0 &&
+                          (r.max <= most || tir::uses_unbounded_symbol(op->extent)))
               << "workgroup loop of " << k->name << " with extent " << tir::to_string(op->extent)
-              << ": neither constant nor an expression over shape symbols";
+              << ": neither constant nor a bounded expression over shape symbols";
           k->workgroup_count[axis] = (uint32_t)std::clamp<int64_t>(r.max, 1, most);
           k->workgroup_dynamic[axis] = op->extent;
         }

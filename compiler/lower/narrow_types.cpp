@@ -41,37 +41,17 @@ Expr pick(const Expr& c, const Expr& t, const Expr& f) { return tir::select(c, t
 Expr eq(const Expr& a, const Expr& b) { return tir::EQ::make(a, b); }
 Expr ne(const Expr& a, const Expr& b) { return tir::NE::make(a, b); }
 
-// The value range of a narrow integer type.
-void int_range(DType t, int* lo, int* hi) {
-  switch (t) {
-    case DType::U4: *lo = 0, *hi = 15; return;
-    case DType::I4: *lo = -8, *hi = 7; return;
-    case DType::U2: *lo = 0, *hi = 3; return;
-    case DType::I2: *lo = -2, *hi = 1; return;
-    default: internal_error << "not a narrow integer type: " << graph::dtype_name(t);
-  }
-}
-
-bool is_narrow_int(DType t) { return graph::is_narrow(t) && !graph::is_narrow_float(t); }
 bool is_float_dtype(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::F64 || t == DType::BF16; }
 
 // An integer `x` (any integer type) as narrow integer type `to`: its low
 // bits, sign-extended for the signed types, in `to`'s storage type.
-Expr wrap_to_narrow_int(const Expr& x, DType to) {
-  int lo, hi;
-  int_range(to, &lo, &hi);
-  const tir::Type u32 = tir::UInt(32), i32 = tir::Int(32);
-  Expr low = tir::cast(u32, tir::cast(tir::UInt(8), x)) % imm(u32, (uint64_t)(hi - lo + 1));
-  Expr v = tir::cast(i32, low);
-  if (lo < 0) v = pick(v > imm(i32, (uint64_t)hi), v - imm(i32, (uint64_t)(hi - lo + 1)), v);
-  return tir::cast(graph::dtype_to_tir(to), v);
-}
+Expr wrap_to_narrow_int(const Expr& x, DType to) { return tir::cast(graph::dtype_to_tir(to), narrow_int_value(x, to)); }
 
 // A float `f` (any width) truncated toward zero into narrow integer type
 // `to`: 0 when outside its range or NaN.
 Expr trunc_to_narrow_int(const Expr& f, DType to) {
   int lo, hi;
-  int_range(to, &lo, &hi);
+  narrow_int_range(to, &lo, &hi);
   Expr in_range = f > tir::make_const(f.type(), lo - 1) && f < tir::make_const(f.type(), hi + 1);
   Expr safe = pick(in_range, f, tir::make_const(f.type(), 0));  // no conversion of an out-of-range float
   return tir::cast(graph::dtype_to_tir(to), tir::cast(tir::Int(32), safe));
@@ -108,9 +88,21 @@ Expr float_to_e8m0(const Expr& x, const NarrowOptions& o) {
 
 }  // namespace
 
+bool is_narrow_int(DType t) { return graph::is_narrow(t) && !graph::is_narrow_float(t); }
+
+void narrow_int_range(DType t, int* lo, int* hi) {
+  switch (t) {
+    case DType::U4: *lo = 0, *hi = 15; return;
+    case DType::I4: *lo = -8, *hi = 7; return;
+    case DType::U2: *lo = 0, *hi = 3; return;
+    case DType::I2: *lo = -2, *hi = 1; return;
+    default: internal_error << "not a narrow integer type: " << graph::dtype_name(t);
+  }
+}
+
 Expr narrow_int_value(const Expr& stored, DType from) {
   int lo, hi;
-  int_range(from, &lo, &hi);
+  narrow_int_range(from, &lo, &hi);
   const tir::Type u32 = tir::UInt(32), i32 = tir::Int(32);
   Expr low = tir::cast(u32, tir::cast(tir::UInt(8), stored)) % imm(u32, (uint64_t)(hi - lo + 1));
   Expr v = tir::cast(i32, low);

@@ -50,6 +50,11 @@ tir::Expr narrow_float_to_f32(const tir::Expr& stored, graph::DType from);
 // The Int(32) value of an element of narrow integer type `from` (its low 4
 // or 2 bits, sign-extended for int4/int2).
 tir::Expr narrow_int_value(const tir::Expr& stored, graph::DType from);
+
+// Whether `t` is a narrow integer type (int4, uint4, int2, uint2), and its
+// value range.
+bool is_narrow_int(graph::DType t);
+void narrow_int_range(graph::DType t, int* lo, int* hi);
 // A Float(16/32/64) `x` as the code of narrow float type `to` (a UInt(8)).
 tir::Expr float_to_narrow(tir::Expr x, graph::DType to, const NarrowOptions& o);
 

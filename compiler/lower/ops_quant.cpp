@@ -47,11 +47,12 @@ std::pair<double, double> quant_range(OpContext& ctx, graph::DType t) {
     case graph::DType::U16: return {0, 65535};
     case graph::DType::I16: return {-32768, 32767};
     case graph::DType::I32: return {-2147483648.0, 2147483647.0};
-    case graph::DType::U4: return {0, 15};
-    case graph::DType::I4: return {-8, 7};
-    case graph::DType::U2: return {0, 3};
-    case graph::DType::I2: return {-2, 1};
     default: break;
+  }
+  if (is_narrow_int(t)) {
+    int lo = 0, hi = 0;
+    narrow_int_range(t, &lo, &hi);
+    return {(double)lo, (double)hi};
   }
   user_error << ctx.node().describe() << ": quantized type " << graph::dtype_name(t) << " is not supported";
   return {0, 0};
@@ -201,7 +202,7 @@ void lower_dequantize(OpContext& ctx) {
   user_assert(ot == graph::DType::F32 || ot == graph::DType::F16 || ot == graph::DType::BF16)
       << n.describe() << ": y must be float32, float16 or bfloat16";
   bool integer = it == graph::DType::U8 || it == graph::DType::I8 || it == graph::DType::U16 || it == graph::DType::I16 ||
-                 it == graph::DType::I32 || (graph::is_narrow(it) && !graph::is_narrow_float(it));
+                 it == graph::DType::I32 || is_narrow_int(it);
   user_assert(integer || quantized_float(it))
       << n.describe() << ": x must be an integer of up to 32 bits, a float8 or float4e2m1, not " << graph::dtype_name(it);
   bool use_zp = zp.present && integer;  // a float8's or float4's zero point is ignored (ONNX's reference)

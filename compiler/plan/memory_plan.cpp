@@ -114,7 +114,6 @@ MemoryPlan plan_memory(const graph::Graph& g, const LoweredProgram& p, uint64_t 
     auto d = dynamic_slot.find(p.storage_root[v]);
     if (d != dynamic_slot.end()) plan.dynamic_slot[v] = d->second;
   }
-  plan.dynamic_slots = (int)dynamic_slot.size();
   return plan;
 }
 

@@ -30,7 +30,6 @@ struct MemoryPlan {
   // per value the slot of its storage root (aliases share it), -1 if none.
   // The runtime allocates each slot once its size is known (Storage::Dynamic).
   std::vector<int> dynamic_slot;
-  int dynamic_slots = 0;         // slots in dynamic_slot
   uint64_t total_bytes = 0;      // sum of all planned roots (the no-sharing size)
   uint64_t lower_bound = 0;      // largest total of simultaneously live roots
 };

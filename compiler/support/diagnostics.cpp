@@ -26,12 +26,9 @@ WarningScope::~WarningScope() {
 }
 
 void report_warning(const std::string& message) {
-  if (!g_scope) {
-    std::fprintf(stderr, "kilnc: warning: %s\n", message.c_str());
-    return;
-  }
-  if (!g_scope->seen.insert(message).second) return;
-  if (g_scope->sink) g_scope->sink(message);
+  if (g_scope && !g_scope->seen.insert(message).second) return;
+  if (g_scope && g_scope->sink) g_scope->sink(message);
+  else std::fprintf(stderr, "kilnc: warning: %s\n", message.c_str());
 }
 
 }  // namespace kiln

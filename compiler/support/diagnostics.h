@@ -53,10 +53,11 @@ class ErrorBuilder {
 
 // Warnings: what kilnc did to a model that it still compiles, which the user
 // should know (a declared shape it replaced, ONNX's checker's complaint it
-// went past). Each names the node or value. A compilation's warnings go to
-// the sink its WarningScope installed on this thread (kilnc prints them as
-// "kilnc: warning: ...", the Python binding raises kiln.KilnWarning); without
-// one they are printed to stderr. The same text is reported once per scope.
+// went past), naming the node or value where one is at fault. A
+// compilation's warnings go to the sink its WarningScope installed on this
+// thread (kilnc prints them as "kilnc: warning: ...", the Python binding
+// issues kiln.CompileWarning); with no sink they are printed to stderr so.
+// The same text is reported once per scope (compile_model_bytes opens one).
 using WarningFn = std::function<void(const std::string&)>;
 
 void report_warning(const std::string& message);

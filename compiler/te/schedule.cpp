@@ -28,6 +28,8 @@ IterVar make_iter_var(const std::string& name, const Expr& extent, bool reduce) 
   // interval arithmetic of large symbols' products may overflow below 0):
   // the loop is scheduled for at most 2^62, its run's extent is e's value.
   tir::Interval r = tir::bounds_of(e);
+  internal_assert(tir::uses_unbounded_symbol(e) || (r.min >= 0 && r.max != std::numeric_limits<int64_t>::max()))
+      << "loop " << name << ": extent " << tir::to_string(e) << " has no finite bound";
   IterVar iv = make_iter_var(name, std::clamp<int64_t>(r.max, 0, int64_t(1) << 62), reduce);
   iv->dynamic = e;
   return iv;

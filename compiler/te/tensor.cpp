@@ -6,6 +6,7 @@
 
 #include "support/diagnostics.h"
 #include "tir/ir_printer.h"
+#include "tir/ir_visitor.h"
 #include "tir/simplify.h"
 
 namespace kiln::te {
@@ -45,6 +46,8 @@ Shape Dims::bounds() const {
     // overflows the interval arithmetic: the import made every dimension a
     // size, checked at run time where it was not provably one.)
     tir::Interval r = tir::bounds_of(d);
+    internal_assert(tir::uses_unbounded_symbol(d) || (r.max != std::numeric_limits<int64_t>::max() && r.min >= 0))
+        << "extent " << tir::to_string(d) << " has no finite bound";
     s.push_back(std::clamp<int64_t>(r.max, 0, int64_t(1) << 62));
   }
   return s;

@@ -184,6 +184,10 @@ struct Var : ExprNode {
   static Expr make_symbol(std::string name, int symbol, int64_t lo, int64_t hi);
   Var(Type t, std::string n) : ExprNode(kNodeType, t), name(std::move(n)) {}
 };
+// The largest value a shape symbol may take where nothing bounds it
+// (graph::kMaxRunTimeDim: a dimension sized per run).
+constexpr int64_t kUnboundedSymbolMax = int64_t(1) << 31;
+
 // Whether e is a shape symbol (a Var with symbol >= 0).
 bool is_symbol(const Expr& e);
 

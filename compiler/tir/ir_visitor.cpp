@@ -252,6 +252,16 @@ bool only_symbols(const Expr& e) {
   return f.ok && e.type().is_int();
 }
 
+bool uses_unbounded_symbol(const Expr& e) {
+  struct Finder : IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const Var* op) override { found |= op->symbol >= 0 && op->hi >= kUnboundedSymbolMax; }
+  } f;
+  f.visit_expr(e);
+  return f.found;
+}
+
 std::vector<int> symbols_used(const Stmt& s) {
   SymbolFinder f;
   f.visit_stmt(s);

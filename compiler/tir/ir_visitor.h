@@ -55,6 +55,11 @@ std::vector<int> symbols_used(const Expr& e);
 // loop variables, loads or calls): a run-time extent or a value of them.
 bool only_symbols(const Expr& e);
 
+// Whether `e` uses a shape symbol with no bound (its hi reaches
+// kUnboundedSymbolMax): its extents have no compile-time largest value,
+// and the runtime checks each run's instead.
+bool uses_unbounded_symbol(const Expr& e);
+
 // Replaces each Var in `vars` (by identity) with the matching expression.
 Expr substitute(const Expr& e, const std::vector<std::pair<Expr, Expr>>& vars);
 Stmt substitute(const Stmt& s, const std::vector<std::pair<Expr, Expr>>& vars);

@@ -69,7 +69,7 @@ class Simplifier : public IRMutator {
       int64_t lo = 0, hi = 0;
       if (a.min >= 0 && b.min >= 0 &&
           (a.max == kPosInf || b.max == kPosInf || __builtin_mul_overflow(a.max, b.max, &hi))) {  // sizes, no bound
-        return {__builtin_mul_overflow(a.min, b.min, &lo) ? kPosInf : lo, kPosInf};
+        return {__builtin_mul_overflow(a.min, b.min, &lo) ? 0 : lo, kPosInf};
       }
       if (a.min == kNegInf || a.max == kPosInf || b.min == kNegInf || b.max == kPosInf) return unbounded();
       int64_t p[4];
@@ -234,6 +234,21 @@ class Simplifier : public IRMutator {
     return Expr();
   }
 
+  // a = m + y (either order) with m a multiple of c by its form: *q = m / c,
+  // *rest = y.
+  static bool split_exact(const Expr& a, int64_t c, Expr* q, Expr* rest) {
+    auto add = a.as<Add>();
+    if (!add) return false;
+    for (int side = 0; side < 2; side++) {
+      Expr m = exact_quotient(side ? add->b : add->a, c);
+      if (!m.defined()) continue;
+      *q = m;
+      *rest = side ? add->a : add->b;
+      return true;
+    }
+    return false;
+  }
+
   Expr visit(const Div* op, const Expr& self) override {
     Expr a = mutate(op->a), b = mutate(op->b);
     auto ca = as_const_int(a), cb = as_const_int(b);
@@ -245,10 +260,7 @@ class Simplifier : public IRMutator {
     // index arithmetic as it was.
     if (a.type().is_int() && cb && *cb > 1 && !ca && only_symbols(a)) {
       if (Expr q = exact_quotient(a, *cb); q.defined()) return mutate(q);
-      if (auto add = a.as<Add>()) {
-        if (Expr q = exact_quotient(add->a, *cb); q.defined()) return mutate(q + add->b / b);
-        if (Expr q = exact_quotient(add->b, *cb); q.defined()) return mutate(add->a / b + q);
-      }
+      if (split_exact(a, *cb, &sx, &sy)) return mutate(sx + sy / b);
     }
     if (a.type().is_int() && cb && *cb != 0) {
       if (ca && !(*ca == kNegInf && *cb == -1)) return IntImm::make(a.type(), floor_div(*ca, *cb));
@@ -270,6 +282,11 @@ class Simplifier : public IRMutator {
     auto ca = as_const_int(a), cb = as_const_int(b);
     Expr sx, sy;
     if (a.type().is_int() && cb && *cb > 0 && split_multiple(a, *cb, &sx, &sy)) return mutate(sy % b);
+    // (m + y) % c -> y % c, m % c -> 0 for a multiple m of c (shape expressions, as Div).
+    if (a.type().is_int() && cb && *cb > 1 && !ca && only_symbols(a)) {
+      if (exact_quotient(a, *cb).defined()) return IntImm::make(a.type(), 0);
+      if (split_exact(a, *cb, &sx, &sy)) return mutate(sy % b);
+    }
     if (a.type().is_int() && cb && *cb != 0) {
       if (ca && !(*ca == kNegInf && *cb == -1)) return IntImm::make(a.type(), floor_mod(*ca, *cb));
       if (*cb == 1) return IntImm::make(a.type(), 0);

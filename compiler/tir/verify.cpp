@@ -76,16 +76,18 @@ class Verifier : public IRVisitor {
       internal_assert(!bound_axes_.count(op->kind)) << "kernel " << kernel_ << ": " << for_kind_name(op->kind) << " bound twice";
       auto ext = as_const_int(op->extent);
       auto mn = as_const_int(op->min);
-      // A constant count, or one computed from shape symbols at run time
-      // (the runtime checks each run's against 2^32 - 1: over a dimension
-      // sized per run it may have no bound here).
+      // A constant count, or one computed from shape symbols at run time (at
+      // most its bound; over a dimension sized per run it has none, and the
+      // runtime checks each run's count against 2^32 - 1).
       Interval range = bounds_of(op->extent);
-      bool symbolic = !ext && range.min >= 0 && !symbols_used(op->extent).empty();
+      const bool unbounded = !ext && uses_unbounded_symbol(op->extent);
+      bool symbolic = !ext && range.min >= 0 && (unbounded || range.max != std::numeric_limits<int64_t>::max());
       internal_assert(((ext && *ext >= 1) || symbolic) && mn && *mn == 0)
           << "kernel " << kernel_ << ": workgroup loop needs min 0 and a constant or symbolic extent";
       // A size, not a bug: the kernel ABI counts workgroups in 32 bits.
-      user_assert(!ext || *ext <= 0xffffffffLL) << "kernel " << kernel_ << " would need " << *ext
-                                                << " workgroups along one axis (at most 2^32 - 1): its tensors are too large";
+      int64_t most = ext ? *ext : range.max;
+      user_assert(unbounded || most <= 0xffffffffLL) << "kernel " << kernel_ << " would need " << most
+                                                     << " workgroups along one axis (at most 2^32 - 1): its tensors are too large";
       bound_axes_.insert(op->kind);
     } else {
       loop_depth_++;

@@ -86,12 +86,20 @@ except ImportError:
     _ml_dtypes = None
 
 
+def _ml_type(name: str):
+    """ml_dtypes' type for narrow type ``name``, or None (no ml_dtypes, or
+    one too old to have it: int2, uint2, float4_e2m1fn and float8_e8m0fnu
+    came with ml_dtypes 0.5)."""
+    return getattr(_ml_dtypes, name, None) if _ml_dtypes is not None else None
+
+
 def tensor_dtype(name: str) -> np.dtype:
     """The numpy dtype of a tensor whose dtype the extension names ``name``:
     a narrow type's is ml_dtypes' when ml_dtypes is importable, else its
     bytes' (uint8, int8)."""
     if name in NARROW_BYTES:
-        return np.dtype(getattr(_ml_dtypes, name)) if _ml_dtypes is not None else np.dtype(NARROW_BYTES[name])
+        t = _ml_type(name)
+        return np.dtype(t) if t is not None else np.dtype(NARROW_BYTES[name])
     return np.dtype(name)
 
 
@@ -102,9 +110,9 @@ def narrow_input(value: Any, name: str) -> Any:
     numpy converts to the type (``astype``: rounded to nearest even, as
     ml_dtypes does), without it the extension converts to the bytes' type."""
     raw = np.dtype(NARROW_BYTES[name])
-    if _ml_dtypes is None:
+    if _ml_type(name) is None:
         return value
-    want = np.dtype(getattr(_ml_dtypes, name))
+    want = np.dtype(_ml_type(name))
     if isinstance(value, np.ndarray):
         if value.dtype == want:
             return np.ascontiguousarray(value).view(raw)

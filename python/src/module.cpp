@@ -100,7 +100,7 @@ bool init_errors() {
 }
 
 bool warn_compile(const std::string& message) {
-  return PyErr_WarnEx(g_compile_warning, message.c_str(), 1) == 0;
+  return PyErr_WarnEx(g_compile_warning, message.c_str(), 2) == 0;  // (at kiln.compile's caller)
 }
 
 PyObject* raise_error(bool compile_error, const std::string& message, const char* code) {

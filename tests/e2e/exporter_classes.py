@@ -13,8 +13,9 @@ The classes, one or more cases each:
   run-time sizes Pad's pads, Range's limit and a free input dimension decided by the run's inputs
                  with no flag at all: one bundle, two runs of different sizes
   contrib        ONNX Runtime's fused operators: tests/e2e/ort_contrib_ops.py
-Outputs match at rtol 1e-5, atol 1e-6 (float32 arithmetic of the same order as ONNX Runtime's; Gelu
-at 1e-4). Exit status 0 when every case passed.
+Outputs match at rtol 1e-5, atol 1e-6 (float32 arithmetic of the same order as ONNX Runtime's), but
+Gelu's case (rtol 1e-4, atol 1e-5: tanh's approximations differ) and the run-time sizes' (atol 1e-5:
+a sum of 300 products). Exit status 0 when every case passed.
 """
 
 import os
@@ -60,7 +61,7 @@ def case_versions():
              numpy_helper.from_array(np.array([2], np.int64), 'pad_axes')]
     m = model(nodes, [vi('x', F32, [2, 3, 8])], [vi('p', F32, None), vi('q', F32, None)], inits)
     x = np.random.default_rng(1).standard_normal((2, 3, 8)).astype(np.float32)
-    return m, [], [{'x': x}], 1e-4, 1e-5, None
+    return m, [{'x': x}], 1e-4, 1e-5, None
 
 
 def case_unsorted():
@@ -75,7 +76,7 @@ def case_unsorted():
              numpy_helper.from_array(np.array(2, np.float32), 'two')]
     m = model(nodes, [vi('x', F32, [4, 6])], [vi('y', F32, [4, 6])], inits, opset=17, ir=8)
     x = np.random.default_rng(2).standard_normal((4, 6)).astype(np.float32)
-    return m, [], [{'x': x}], 1e-5, 1e-6, None
+    return m, [{'x': x}], 1e-5, 1e-6, None
 
 
 def case_declared():
@@ -92,7 +93,7 @@ def case_declared():
 
     def check(stderr):
         assert 'kilnc: warning:' in stderr and "'y'" in stderr, 'no warning naming y: %r' % stderr[-400:]
-    return m, [], [{'x': x}], 1e-5, 1e-6, check
+    return m, [{'x': x}], 1e-5, 1e-6, check
 
 
 def case_run_time_sizes():
@@ -114,7 +115,7 @@ def case_run_time_sizes():
               'n': np.array(5, np.int64)},
              {'x': rng.standard_normal((40, 4)).astype(np.float32), 'pads': np.array([0, 7, 1, 0], np.int64),
               'n': np.array(300, np.int64)}]
-    return m, [], feeds, 1e-5, 1e-5, None
+    return m, feeds, 1e-5, 1e-5, None
 
 
 CASES = {
@@ -126,33 +127,18 @@ CASES = {
 
 
 def run_case(args, name) -> bool:
-    m, kilnc_extra, feed_sets, rtol, atol, check = CASES[name]()
+    m, feed_sets, rtol, atol, check = CASES[name]()
     workdir = kiln_e2e.fresh_dir(os.path.join(args.workdir, name))
     path = os.path.join(workdir, name + '.onnx')
     onnx.save(m, path)
-    bundle = os.path.join(workdir, name + '.kiln')
-    proc = kiln_e2e.run_tool('kilnc', [args.kilnc, path, '-o', bundle] + list(kilnc_extra), timeout=300)
-    if proc.returncode != 0:
-        kiln_e2e.log('FAIL %s: kilnc failed' % name)
-        return False
-    if check:
-        try:
-            check(proc.stderr.decode('utf-8', 'replace'))
-        except AssertionError as e:
-            kiln_e2e.log('FAIL %s: %s' % (name, e))
-            return False
-    names = [o.name for o in m.graph.output]
-    ok = True
+    files = []
     for k, feeds in enumerate(feed_sets):
-        run_dir = kiln_e2e.fresh_dir(os.path.join(workdir, str(k)))
-        inputs = {}
+        files.append({})
         for n, v in feeds.items():
-            inputs[n] = os.path.join(run_dir, kiln_e2e.sanitize(n) + '.npy')
-            np.save(inputs[n], v)
-        one = kiln_e2e.run_compare(args.kiln, args.node_exe, args.ort_script, path, bundle, inputs, names, run_dir,
-                                   rtol, atol)
-        kiln_e2e.log('%s run %d: %s' % (name, k, 'PASS' if one else 'FAIL'))
-        ok &= one
+            files[-1][n] = os.path.join(workdir, '%s_%d.npy' % (kiln_e2e.sanitize(n), k))
+            np.save(files[-1][n], v)
+    ok = kiln_e2e.check_dynamic_against_ort(args, path, os.path.join(workdir, 'run'), [], files, rtol, atol, check)
+    kiln_e2e.log('%s: %s' % (name, 'PASS' if ok else 'FAIL'))
     return ok
 
 

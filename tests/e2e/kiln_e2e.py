@@ -404,10 +404,12 @@ def check_against_ort(args, model: str, workdir: str, feeds: List[str], rtol: fl
 
 
 def check_dynamic_against_ort(args, model: str, workdir: str, kilnc_args: Sequence[str],
-                              feed_sets: Sequence[Dict[str, str]], rtol: float, atol: float) -> bool:
+                              feed_sets: Sequence[Dict[str, str]], rtol: float, atol: float,
+                              check_kilnc=None) -> bool:
     """One bundle for many input shapes (dimension ranges in `kilnc_args`, e.g. --input-shape
     x=1,3,32..1280,32..1280): compiled once, then each feed set (input name -> .npy) run by kiln
-    and ONNX Runtime and compared, in workdir/<set index>."""
+    and ONNX Runtime and compared, in workdir/<set index>. check_kilnc(stderr text) may assert on
+    what kilnc printed (its warnings)."""
     import onnx
 
     kilnc = check_exe(args.kilnc, 'kilnc')
@@ -420,6 +422,12 @@ def check_dynamic_against_ort(args, model: str, workdir: str, kilnc_args: Sequen
     if proc.returncode != 0 or not os.path.isfile(bundle):
         log('FAIL: kilnc failed')
         return False
+    if check_kilnc is not None:
+        try:
+            check_kilnc(proc.stderr.decode('utf-8', 'replace'))
+        except AssertionError as e:
+            log('FAIL: %s' % e)
+            return False
     log('bundle: %s (%d bytes), for every shape below' % (bundle, os.path.getsize(bundle)))
     names = [o.name for o in onnx.load(model, load_external_data=False).graph.output]
     ok = True

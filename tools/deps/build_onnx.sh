@@ -30,7 +30,9 @@ prefix="$deps/onnx"
 # What the stamp records: the release and every flag below (bump the last
 # word when the configuration changes, so existing builds are redone).
 flags="unity O1 static pic ml protobuf-shared namespace-onnx_kiln v2"
-want_stamp="onnx $ONNX_VERSION $ONNX_SDIST_SHA256 $flags"
+# The system protobuf's version too: its protoc generates the .pb.cc files
+# that must match the headers and library a later upgrade would bring.
+want_stamp="onnx $ONNX_VERSION $ONNX_SDIST_SHA256 $flags $(protoc --version 2>/dev/null || echo no-protoc)"
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -49,7 +51,8 @@ if [[ ! -x "$cmake" ]] || [[ "$("$cmake" --version | head -1)" != "cmake version
   rm -rf "$cmake_venv"
   /usr/bin/python3 -m venv "$cmake_venv"
   "$cmake_venv/bin/python" -m pip install --disable-pip-version-check --no-input -q --require-hashes \
-    -r "$root/tools/deps/requirements-cmake.txt"
+    -r "$root/tools/deps/requirements-cmake.txt" ||
+    { echo "build_onnx.sh: cannot install CMake $cmake_want from PyPI (offline?)" >&2; exit 1; }
 fi
 
 # --- The source distribution, checked ----------------------------------------
@@ -58,7 +61,12 @@ check() { [[ -f "$tarball" ]] && echo "$ONNX_SDIST_SHA256  $tarball" | sha256sum
 if ! check; then
   say "downloading onnx $ONNX_VERSION ($ONNX_SDIST_URL)"
   rm -f "$tarball.part"
-  curl -fsSL --retry 3 -o "$tarball.part" "$ONNX_SDIST_URL"
+  if ! curl -fsSL --retry 3 -o "$tarball.part" "$ONNX_SDIST_URL"; then
+    echo "build_onnx.sh: cannot download $ONNX_SDIST_URL (offline?): place that file, sha256 $ONNX_SDIST_SHA256," \
+         "at $tarball and run again" >&2
+    rm -f "$tarball.part"
+    exit 1
+  fi
   mv "$tarball.part" "$tarball"
   if ! check; then
     echo "build_onnx.sh: $tarball does not have the sha256 tools/deps/onnx.env pins ($ONNX_SDIST_SHA256)" >&2
