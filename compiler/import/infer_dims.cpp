@@ -325,7 +325,8 @@ class DimInference {
   }
 
   void symbolic_values(Op op) {
-    bool float_out = !node_->outputs.empty() && node_->outputs[0] >= 0 && is_float(val(node_->outputs[0]).dtype);
+    if (node_->outputs.empty() || node_->outputs[0] < 0) return;  // (a malformed model: no output to follow)
+    bool float_out = is_float(val(node_->outputs[0]).dtype);
     if (float_out && (op == Op::Div || op == Op::Mod)) return;  // not integer division on floats
     switch (op) {
       case Op::Add: sym_elementwise([](auto& a) { return a[0] + a[1]; }, 0, 2); break;
