@@ -1264,7 +1264,7 @@ class DimInference {
       // A model output's known dimensions may be the model's declaration
       // (declared_shapes.h): where ours are static and differ, ours win.
       bool declared = std::count(g_.outputs.begin(), g_.outputs.end(), v) > 0;
-      if (declared && !d.empty() && static_mismatch(d, onnx)) {
+      if (declared && static_mismatch(d, onnx)) {  // (a scalar has no dims: rank 0)
         user_warning << "model output '" << out.name << "' is declared " << graph::shape_str(onnx) << " but is "
                      << graph::dims_str(d) << "; kilnc uses the shape it inferred";
         onnx.assign(d.size(), -1);
