@@ -345,7 +345,7 @@ std::optional<SharedTile> plan_shared_tile(const Stage& stage, const Stage::Shar
       if (uses) used.push_back(v);
     }
     int64_t combos = 1;
-    for (auto& v : used) combos *= v->extent;
+    for (auto& v : used) combos = extent_product(combos, v->extent);
     if (combos > (1 << 16)) return std::nullopt;
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     std::map<const tir::ExprNode*, int64_t> env;

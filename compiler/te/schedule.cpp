@@ -128,7 +128,7 @@ bool vectorize_elementwise(Stage& s) {
       !(t.is_float() || ((t.is_int() || t.is_uint()) && t.bits == 8 && looks_up_bytes(s))))
     return false;
   int64_t n = 1;
-  for (auto& iv : s.axes) n *= iv->extent;
+  for (auto& iv : s.axes) n = extent_product(n, iv->extent);
   std::vector<IterVar> outer(s.axes.begin(), s.axes.end() - 1);
   IterVar last = s.axes.back();
   bool any_dynamic = false;
@@ -161,9 +161,9 @@ bool vectorize_elementwise(Stage& s) {
       // hundred elements, and a workgroup per row spends as long being
       // handed out as computing (by the bounds: about kRowsWork elements).
       int64_t inner = 1;
-      for (size_t k = i + 1; k < s.axes.size(); k++) inner *= s.axes[k]->extent;
+      for (size_t k = i + 1; k < s.axes.size(); k++) inner = extent_product(inner, s.axes[k]->extent);
       int64_t rows = 1;
-      while (rows < 8 && rows * 2 * inner <= kRowsWork && rows * 2 <= y->extent) rows *= 2;
+      while (rows < 8 && inner <= kRowsWork && rows * 2 * inner <= kRowsWork && rows * 2 <= y->extent) rows *= 2;
       if (rows > 1) y = s.split(y, rows).first;
     } else if (vec->is_dynamic() || vec->extent > 1) {
       y = vec;

@@ -11,6 +11,7 @@
 // local scope): the register-tiling pattern of GEMM and convolution.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -20,6 +21,13 @@
 #include "tir/ir.h"
 
 namespace kiln::te {
+
+// a * b for loop extents, saturating at INT64_MAX: the extents of loops over
+// a dimension sized per run are bounds of up to 2^62, whose products overflow.
+inline int64_t extent_product(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
 
 struct IterVarNode {
   std::string name;                          // for printing
