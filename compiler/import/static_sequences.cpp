@@ -17,7 +17,6 @@ namespace {
 
 using TP = onnx::TensorProto;
 
-std::string describe(const onnx::NodeProto& n) { return n.op_type() + " node '" + n.name() + "'"; }
 
 class Unroller {
  public:
@@ -222,9 +221,9 @@ class Unroller {
     if (input(n, i).empty()) return dflt;
     auto v = ints(input(n, i));
     if (!v) return std::nullopt;
-    user_assert(v->size() == 1) << describe(n) << ": the position must hold one value";
+    user_assert(v->size() == 1) << describe_node(n) << ": the position must hold one value";
     int64_t p = (*v)[0] < 0 ? (*v)[0] + size : (*v)[0];
-    user_assert(p >= 0 && p <= limit) << describe(n) << ": position " << (*v)[0] << " is out of range for a sequence of "
+    user_assert(p >= 0 && p <= limit) << describe_node(n) << ": position " << (*v)[0] << " is out of range for a sequence of "
                                       << size << " tensors";
     return p;
   }
@@ -263,7 +262,7 @@ class Unroller {
       return true;
     }
     if (op == "SequenceErase" || op == "SequenceAt") {
-      user_assert(size > 0) << describe(n) << ": the sequence is empty";
+      user_assert(size > 0) << describe_node(n) << ": the sequence is empty";
       auto p = position(n, 1, size, size - 1, size - 1);
       if (!p) return run_time_at_or_erase(n, *in, out);
       if (op == "SequenceAt") {
@@ -285,7 +284,7 @@ class Unroller {
       return true;
     }
     if (op == "ConcatFromSequence") {
-      user_assert(size > 0) << describe(n) << ": the sequence is empty: there is nothing to concatenate";
+      user_assert(size > 0) << describe_node(n) << ": the sequence is empty: there is nothing to concatenate";
       int64_t axis = attr(n, "axis", 0);
       std::vector<std::string> parts = *in;
       if (attr(n, "new_axis", 0) != 0)
@@ -419,7 +418,7 @@ class Unroller {
     }
     // OptionalGetElement: the value (an absent one is the run's error in
     // ONNX; kilnc gives the tensor's contents, zeros for an absent input).
-    user_assert(!in->second.value.empty()) << describe(n) << ": the optional never holds a value";
+    user_assert(!in->second.value.empty()) << describe_node(n) << ": the optional never holds a value";
     auto l = lists_.find(in->second.value);
     if (l != lists_.end()) lists_[n.output(0)] = l->second;
     else emit(out, n, "Identity", {in->second.value}, {n.output(0)});
@@ -460,7 +459,7 @@ class Unroller {
     if (optionals_.count(input(n, 1))) return where_optional(n, out);
     const std::vector<std::string>*a = list(n, 1), *b = list(n, 2);
     if (!a || !b) return false;
-    user_assert(a->size() == b->size()) << describe(n) << ": the branches' sequences hold " << a->size() << " and "
+    user_assert(a->size() == b->size()) << describe_node(n) << ": the branches' sequences hold " << a->size() << " and "
                                         << b->size() << " tensors; kilnc needs them alike";
     std::vector<std::string> l;
     for (size_t k = 0; k < a->size(); k++) {
@@ -481,7 +480,7 @@ class Unroller {
     for (int i = 1; i < n.input_size(); i++) {
       const std::vector<std::string>* l = list(n, i);
       if (!l && !lists_.count(input(n, i)) && is_sequence_somewhere(input(n, i))) return false;
-      user_assert(!l || l->size() == size) << describe(n) << ": its sequences hold " << size << " and " << l->size()
+      user_assert(!l || l->size() == size) << describe_node(n) << ": its sequences hold " << size << " and " << l->size()
                                            << " tensors; SequenceMap needs them alike";
     }
     std::vector<std::vector<std::string>> results((size_t)n.output_size());
@@ -514,15 +513,15 @@ class Unroller {
     const int64_t rank = (int64_t)shape->second.size();
     int64_t axis = attr(n, "axis", 0);
     if (axis < 0) axis += rank;
-    user_assert(axis >= 0 && axis < rank) << describe(n) << ": axis is out of range";
+    user_assert(axis >= 0 && axis < rank) << describe_node(n) << ": axis is out of range";
     const int64_t dim = shape->second[(size_t)axis];
     // A sequence is a list of separately planned tensors: a handful, not millions.
     constexpr int64_t kMaxParts = 4096;
-    user_assert(dim >= 0) << describe(n) << ": the split dimension is negative";
+    user_assert(dim >= 0) << describe_node(n) << ": the split dimension is negative";
     std::vector<int64_t> sizes;
     bool squeeze = false;
     if (input(n, 1).empty()) {
-      user_assert(dim <= kMaxParts) << describe(n) << ": " << dim << " parts; kilnc unrolls sequences of at most "
+      user_assert(dim <= kMaxParts) << describe_node(n) << ": " << dim << " parts; kilnc unrolls sequences of at most "
                                     << kMaxParts << " tensors";
       sizes.assign((size_t)dim, 1);
       squeeze = attr(n, "keepdims", 1) == 0;
@@ -532,18 +531,18 @@ class Unroller {
       auto sd = shapes_.find(input(n, 1));
       bool scalar = sd != shapes_.end() && sd->second.empty();
       if (scalar) {
-        user_assert(s->size() == 1 && (*s)[0] > 0) << describe(n) << ": a scalar split must be positive";
+        user_assert(s->size() == 1 && (*s)[0] > 0) << describe_node(n) << ": a scalar split must be positive";
         user_assert((dim + (*s)[0] - 1) / (*s)[0] <= kMaxParts)
-            << describe(n) << ": more than " << kMaxParts << " parts; kilnc unrolls sequences of at most that many";
+            << describe_node(n) << ": more than " << kMaxParts << " parts; kilnc unrolls sequences of at most that many";
         for (int64_t left = dim; left > 0; left -= (*s)[0]) sizes.push_back(std::min(left, (*s)[0]));
       } else {
         int64_t total = 0;
         for (int64_t v : *s) {
-          user_assert(v >= 0 && v <= dim) << describe(n) << ": split size " << v << " is outside 0.." << dim;
+          user_assert(v >= 0 && v <= dim) << describe_node(n) << ": split size " << v << " is outside 0.." << dim;
           total += v;
         }
-        user_assert(total == dim) << describe(n) << ": the split sizes add up to " << total << ", not " << dim;
-        user_assert((int64_t)s->size() <= kMaxParts) << describe(n) << ": more than " << kMaxParts << " parts";
+        user_assert(total == dim) << describe_node(n) << ": the split sizes add up to " << total << ", not " << dim;
+        user_assert((int64_t)s->size() <= kMaxParts) << describe_node(n) << ": more than " << kMaxParts << " parts";
         sizes = *s;
       }
     }

@@ -84,6 +84,9 @@ const onnx::GraphProto* graph_attribute(const onnx::NodeProto& n, const char* na
 // Whether `domain` is ONNX's default one ("" or "ai.onnx").
 inline bool is_default_domain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
+// How a user error names node `n`: "OP node 'NAME'".
+inline std::string describe_node(const onnx::NodeProto& n) { return n.op_type() + " node '" + n.name() + "'"; }
+
 // The version of `domain` (the default one for "" or "ai.onnx") that
 // `model` imports; 0 when it imports none.
 int64_t imported_opset(const onnx::ModelProto& model, const std::string& domain = "");

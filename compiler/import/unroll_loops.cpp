@@ -15,7 +15,6 @@ namespace {
 
 using TP = onnx::TensorProto;
 
-std::string describe(const onnx::NodeProto& n) { return n.op_type() + " node '" + n.name() + "'"; }
 
 int64_t int_attr(const onnx::NodeProto& n, const char* name, int64_t dflt) {
   for (auto& a : n.attribute())
@@ -151,7 +150,7 @@ class LoopUnroller {
     const int carried = n.input_size() - 2;
     const int scans = body->output_size() - 1 - carried;
     user_assert(body->input_size() == carried + 2 && scans >= 0 && n.output_size() <= carried + scans)
-        << describe(n) << ": the body's inputs and outputs do not match the loop's";
+        << describe_node(n) << ": the body's inputs and outputs do not match the loop's";
     const int64_t m = std::max<int64_t>((*trips)[0], 0);
     if (!may_unroll(g_, out.size(), m, *body)) return false;
     if (m == 0 && scans > 0) return false;  // empty scan outputs: their shape is the body's to say
@@ -188,15 +187,15 @@ class LoopUnroller {
     if (axes.empty()) axes.assign((size_t)num_in, 0);
     if (dirs.empty()) dirs.assign((size_t)num_in, 0);
     user_assert((int)axes.size() == num_in && (int)dirs.size() == num_in)
-        << describe(n) << ": scan_input_axes and scan_input_directions need one entry per scan input";
+        << describe_node(n) << ": scan_input_axes and scan_input_directions need one entry per scan input";
     int64_t trips = -1;
     for (int k = 0; k < num_in; k++) {
       const auto& shape = input_shapes[(size_t)k];
       int64_t axis = axes[(size_t)k] < 0 ? axes[(size_t)k] + (int64_t)shape.size() : axes[(size_t)k];
-      user_assert(axis >= 0 && axis < (int64_t)shape.size()) << describe(n) << ": scan input " << k << "'s axis is out of range";
+      user_assert(axis >= 0 && axis < (int64_t)shape.size()) << describe_node(n) << ": scan input " << k << "'s axis is out of range";
       axes[(size_t)k] = axis;
       user_assert(trips < 0 || trips == shape[(size_t)axis])
-          << describe(n) << ": the scan inputs' scanned axes differ (" << trips << " and " << shape[(size_t)axis] << ")";
+          << describe_node(n) << ": the scan inputs' scanned axes differ (" << trips << " and " << shape[(size_t)axis] << ")";
       trips = shape[(size_t)axis];
     }
     if (trips <= 0 || !may_unroll(g_, out.size(), trips, body)) return false;
@@ -223,13 +222,13 @@ class LoopUnroller {
     const int num_state = n.input_size() - first - num_in;
     user_assert(num_in >= 1 && num_state >= 0 && body->input_size() == num_state + num_in &&
                 body->output_size() >= num_state && n.output_size() <= body->output_size())
-        << describe(n) << ": num_scan_inputs and the body's inputs and outputs do not match the node's";
+        << describe_node(n) << ": num_scan_inputs and the body's inputs and outputs do not match the node's";
     const int num_out = body->output_size() - num_state;
     std::vector<int64_t> out_axes = ints_attr(n, "scan_output_axes"), out_dirs = ints_attr(n, "scan_output_directions");
     if (out_axes.empty()) out_axes.assign((size_t)num_out, 0);
     if (out_dirs.empty()) out_dirs.assign((size_t)num_out, 0);
     user_assert((int)out_axes.size() == num_out && (int)out_dirs.size() == num_out)
-        << describe(n) << ": scan_output_axes and scan_output_directions need one entry per scan output";
+        << describe_node(n) << ": scan_output_axes and scan_output_directions need one entry per scan output";
     std::vector<std::string> states(n.input().begin() + first, n.input().begin() + first + num_state);
     std::vector<std::string> inputs(n.input().begin() + first + num_state, n.input().end());
     std::vector<std::vector<int64_t>> shapes;
@@ -243,7 +242,7 @@ class LoopUnroller {
     int64_t batch = 1;
     if (batched) {
       for (auto& s : shapes) {
-        user_assert(s.size() >= 2) << describe(n) << ": a scan input needs a batch and a sequence axis";
+        user_assert(s.size() >= 2) << describe_node(n) << ": a scan input needs a batch and a sequence axis";
         batch = s[0];
       }
       // (Every batch entry scans every slice: batch * length copies.)

@@ -1,6 +1,7 @@
 // The narrow types' conversions (see narrow_types.h): integer arithmetic on
 // the bits of a float (FloatToBits / BitsToFloat), divisions and remainders
 // by powers of two standing for shifts and masks.
+#include "lower/expr_helpers.h"
 #include "lower/narrow_types.h"
 
 #include <cmath>
@@ -36,7 +37,6 @@ Format format_of(DType t) {
 }
 
 Expr imm(tir::Type t, uint64_t v) { return tir::IntImm::make(t, (int64_t)v); }
-Expr call(Intrinsic op, const Expr& x) { return tir::Call::make(op, {x}); }
 Expr pick(const Expr& c, const Expr& t, const Expr& f) { return tir::select(c, t, f); }
 Expr eq(const Expr& a, const Expr& b) { return tir::EQ::make(a, b); }
 Expr ne(const Expr& a, const Expr& b) { return tir::NE::make(a, b); }

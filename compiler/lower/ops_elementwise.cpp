@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "lower/expr_helpers.h"
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
 
@@ -12,7 +13,6 @@ namespace {
 
 using graph::Op;
 
-Expr call(tir::Intrinsic op, const Expr& x) { return tir::Call::make(op, {x}); }
 Expr fconst(const Expr& like, double v) { return tir::make_const(like.type(), v); }
 
 // The formula of a unary activation of lower_unary.

@@ -7,6 +7,7 @@
 // results are converted back when stored (OpContext handles the store).
 #include <cmath>
 
+#include "lower/expr_helpers.h"
 #include "lower/narrow_types.h"
 #include "lower/op_lowering.h"
 #include "lower/serial_tir.h"
@@ -18,8 +19,6 @@ namespace {
 using graph::Op;
 using tir::Intrinsic;
 
-Expr call(Intrinsic op, const Expr& x) { return tir::Call::make(op, {x}); }
-Expr k(const Expr& like, double v) { return tir::make_const(like.type(), v); }
 bool is_float(graph::DType t) { return t == graph::DType::F32 || t == graph::DType::F64 || t == graph::DType::F16; }
 bool is_bool(graph::DType t) { return t == graph::DType::Bool; }
 

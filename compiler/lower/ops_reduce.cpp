@@ -14,6 +14,7 @@
 #include <cmath>
 #include <set>
 
+#include "lower/expr_helpers.h"
 #include "lower/op_lowering.h"
 #include "lower/serial_tir.h"
 #include "support/diagnostics.h"
@@ -24,8 +25,6 @@ namespace {
 using graph::Op;
 using tir::Intrinsic;
 
-Expr call(Intrinsic op, const Expr& x) { return tir::Call::make(op, {x}); }
-Expr k(tir::Type t, double v) { return tir::make_const(t, v); }
 
 ReduceAxes reduce_axes(OpContext& ctx, bool axes_from_input) {
   const graph::Node& n = ctx.node();

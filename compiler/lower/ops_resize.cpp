@@ -34,6 +34,7 @@
 // and floor for nearest.
 #include <cmath>
 
+#include "lower/expr_helpers.h"
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
 #include "tir/inplace.h"
@@ -47,7 +48,6 @@ using tir::Intrinsic;
 const tir::Type F64 = tir::Float(64);
 
 Expr f64(double v) { return tir::make_const(F64, v); }
-Expr call(Intrinsic op, const Expr& x) { return tir::Call::make(op, {x}); }
 
 // Element i of a 1-D input as float64: folded when constant, read otherwise.
 struct VectorInput {

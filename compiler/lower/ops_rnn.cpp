@@ -14,6 +14,7 @@
 //         o = f(go + Po c), h = o h(c)
 #include <cmath>
 
+#include "lower/expr_helpers.h"
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
 
@@ -22,8 +23,6 @@ namespace {
 
 using tir::Intrinsic;
 
-Expr k(const Expr& like, double v) { return tir::make_const(like.type(), v); }
-Expr call(Intrinsic op, const Expr& x) { return tir::Call::make(op, {x}); }
 Expr sigmoid(const Expr& x) { return k(x, 1) / (k(x, 1) + call(Intrinsic::Exp, k(x, 0) - x)); }
 
 struct Activation {

@@ -7,6 +7,7 @@
 // element).
 #include <cmath>
 
+#include "lower/expr_helpers.h"
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
 
@@ -15,8 +16,6 @@ namespace {
 
 using tir::Intrinsic;
 
-Expr call(Intrinsic op, const Expr& x) { return tir::Call::make(op, {x}); }
-Expr k(tir::Type t, double v) { return tir::make_const(t, v); }
 
 }  // namespace
 

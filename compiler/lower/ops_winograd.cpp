@@ -65,7 +65,7 @@ Expr lookup(const float* row, int n, const Expr& idx) {
 
 Expr var(const std::string& name) { return tir::Var::make(tir::Index(), name); }
 
-Stmt loop(const Expr& v, int64_t extent, tir::ForKind kind, Stmt body) {
+Stmt counted_loop(const Expr& v, int64_t extent, tir::ForKind kind, Stmt body) {
   return tir::For::make(v, Expr(0), Expr(extent), kind, std::move(body));
 }
 
@@ -108,14 +108,14 @@ struct WinogradTile {
       }
     }
     Stmt transform_in =
-        loop(co, CB, tir::ForKind::Serial, loop(t, T, tir::ForKind::Serial, loop(ci, c, tir::ForKind::Vectorized, tir::Block::make(stores))));
+        counted_loop(co, CB, tir::ForKind::Serial, counted_loop(t, T, tir::ForKind::Serial, counted_loop(ci, c, tir::ForKind::Vectorized, tir::Block::make(stores))));
 
     // 2. GEMMs and 3. output transform, per channel tile and tile group.
     Expr mt = var("wmt"), tg = var("wtg"), xn = var("wxn"), k = var("wk"), kc = var("wkc");
     Expr ti = var("wti"), mo = var("wmo"), mi = var("wmi");
     Expr acc_at = (ti * Expr(tm) + mo) * Expr(m) + mi;
     auto over_tile = [&](Stmt s) {
-      return loop(ti, tt, tir::ForKind::Unrolled, loop(mo, tm, tir::ForKind::Unrolled, loop(mi, m, tir::ForKind::Vectorized, s)));
+      return counted_loop(ti, tt, tir::ForKind::Unrolled, counted_loop(mo, tm, tir::ForKind::Unrolled, counted_loop(mi, m, tir::ForKind::Vectorized, s)));
     };
     Expr v_at = ((xn * Expr(CB) + k) * Expr(T) + tg * Expr(tt) + ti) * Expr(c) + kc;
     Expr u_at = ((((mo0 + mt * Expr(tm) + mo) * Expr(A) + xn) * Expr(CB) + k) * Expr(c) + kc) * Expr(m) + mi;
@@ -123,9 +123,9 @@ struct WinogradTile {
     Expr m_at = ((xn * Expr(tt) + ti) * Expr(tm) + mo) * Expr(m) + mi;
     Stmt gemm = tir::Allocate::make(
         acc, tir::Block::make({over_tile(tir::Store::make(acc, acc_at, Expr(0.0f))),
-                               loop(k, CB, tir::ForKind::Serial, loop(kc, c, tir::ForKind::Serial, over_tile(fma))),
+                               counted_loop(k, CB, tir::ForKind::Serial, counted_loop(kc, c, tir::ForKind::Serial, over_tile(fma))),
                                over_tile(tir::Store::make(mb, m_at, tir::Load::make(acc, acc_at)))}));
-    gemm = loop(xn, A, tir::ForKind::Serial, gemm);
+    gemm = counted_loop(xn, A, tir::ForKind::Serial, gemm);
 
     std::vector<std::vector<Expr>> mv(a);  // mv[xi][nu]: Mt[xi*a+nu] of tile ti, block mo, lane mi
     for (int x = 0; x < A; x++)
@@ -140,10 +140,10 @@ struct WinogradTile {
         writes.push_back(ctx.write(y, {n0, mo0 + mt * Expr(tm) + mo, oh0 + Expr(sr), col, mi}));
       }
     }
-    Stmt transform_out = loop(ti, tt, tir::ForKind::Serial,
-                              loop(mo, tm, tir::ForKind::Unrolled, loop(mi, m, tir::ForKind::Vectorized, tir::Block::make(writes))));
-    Stmt per_tile = loop(mt, MB / tm, tir::ForKind::Serial,
-                         loop(tg, T / tt, tir::ForKind::Serial, tir::Allocate::make(mb, tir::Block::make({gemm, transform_out}))));
+    Stmt transform_out = counted_loop(ti, tt, tir::ForKind::Serial,
+                              counted_loop(mo, tm, tir::ForKind::Unrolled, counted_loop(mi, m, tir::ForKind::Vectorized, tir::Block::make(writes))));
+    Stmt per_tile = counted_loop(mt, MB / tm, tir::ForKind::Serial,
+                         counted_loop(tg, T / tt, tir::ForKind::Serial, tir::Allocate::make(mb, tir::Block::make({gemm, transform_out}))));
     return tir::Allocate::make(vb, tir::Block::make({transform_in, per_tile}));
   }
 };

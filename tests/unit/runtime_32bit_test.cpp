@@ -22,7 +22,7 @@
 
 namespace {
 
-const kiln_model_load_options_t verify_only = kiln_test::LoadOptions(KILN_MODEL_LOAD_VERIFY_ONLY);
+const kiln_model_load_options_t verify_only_32 = kiln_test::LoadOptions(KILN_MODEL_LOAD_VERIFY_ONLY);
 
 using kiln_test::Contains;
 using kiln_test::Elf32;
@@ -373,7 +373,7 @@ TEST_CASE("32-bit sizes: a bundle whose arena or tensor exceeds this runtime's a
   b.arena_bytes = beyond;
   std::vector<uint8_t> file = b.Build();
   kiln_model_t* model = NULL;
-  kiln_status_t status = kiln_model_load_memory_ex(file.data(), file.size(), &verify_only, &model);
+  kiln_status_t status = kiln_model_load_memory_ex(file.data(), file.size(), &verify_only_32, &model);
   REQUIRE(status != NULL);
   CHECK(kiln_status_code(status) == KILN_UNSUPPORTED);
   std::string error = kiln_test::Message(status);
@@ -383,7 +383,7 @@ TEST_CASE("32-bit sizes: a bundle whose arena or tensor exceeds this runtime's a
   b = kiln_test::MinimalBundle();  // x: 2^61 floats, 2^63 bytes (more than any arena holds)
   b.tensors[0].shape = {1ll << 61};
   file = b.Build();
-  status = kiln_model_load_memory_ex(file.data(), file.size(), &verify_only, &model);
+  status = kiln_model_load_memory_ex(file.data(), file.size(), &verify_only_32, &model);
   REQUIRE(status != NULL);
   error = kiln_test::Message(status);
   CHECK(Contains(error, "bundle: tensor 0 ('x'): byte_size is 9223372036854775808 bytes"));

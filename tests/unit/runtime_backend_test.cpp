@@ -16,7 +16,7 @@ namespace {
 
 using kiln_test::Message;
 
-constexpr int kN = kiln_test::kAddScaleElements;
+constexpr int kBackendElements = kiln_test::kAddScaleElements;
 
 // Which of the table's functions are set, in declaration order.
 std::vector<bool> Present(const kiln_backend_t& b) {
@@ -50,8 +50,8 @@ TEST_CASE("backend: the CPU table runs the add/scale bundle without the session 
     CHECK((stats.thread_start_ns > 0) == (threads > 1));
     CHECK(std::string(cpu.device_name(state)) == "cpu");
 
-    std::vector<float> a(kN), out(kN, -1.0f);
-    for (int i = 0; i < kN; ++i) a[i] = (float)i;
+    std::vector<float> a(kBackendElements), out(kBackendElements, -1.0f);
+    for (int i = 0; i < kBackendElements; ++i) a[i] = (float)i;
     REQUIRE(cpu.write_input(state, &m->inputs[0], a.data(), a.size() * 4) == NULL);
     CHECK(cpu.dispatch_profile(state) == nullptr);  // no run yet
     REQUIRE(cpu.set_profiling(state, 1) == NULL);
@@ -61,7 +61,7 @@ TEST_CASE("backend: the CPU table runs the add/scale bundle without the session 
     CHECK(times[0] >= 1);
     CHECK(times[1] >= 1);
     REQUIRE(cpu.read_output(state, &m->outputs[0], out.data()) == NULL);
-    for (int i = 0; i < kN; ++i) CHECK(out[i] == (a[i] + 0.5f * (float)i) * 2.0f);
+    for (int i = 0; i < kBackendElements; ++i) CHECK(out[i] == (a[i] + 0.5f * (float)i) * 2.0f);
     const void* view = nullptr;
     REQUIRE(cpu.get_output_view(state, 0, m->outputs[0].byte_size, &view) == NULL);
     CHECK(memcmp(view, out.data(), out.size() * 4) == 0);
@@ -88,7 +88,7 @@ TEST_CASE("backend: sessions reach the CPU backend; capabilities it lacks are re
   status = session.get_dispatch_profile(0, &ns);  // the backend reports no profile yet
   CHECK(std::string(status.message()).find("was not profiled") != std::string::npos);
   REQUIRE(session.set_profiling(true).ok());
-  std::vector<float> a(kN, 1.0f);
+  std::vector<float> a(kBackendElements, 1.0f);
   REQUIRE(session.set_input(0, a.data(), a.size() * 4).ok());
   REQUIRE(session.run().ok());
   REQUIRE(session.get_dispatch_profile(1, &ns).ok());

@@ -32,7 +32,7 @@ std::vector<uint8_t> Library(const char* path) {
 }
 
 // "" on success (the library is unloaded again), else the error message.
-std::string LoadError(const std::vector<uint8_t>& blob, size_t size = SIZE_MAX) {
+std::string ElfLoadError(const std::vector<uint8_t>& blob, size_t size = SIZE_MAX) {
   kiln_kernel_library_handle_t library;
   kiln_status_t status =
       kiln_kernel_library_load(blob.data(), size == SIZE_MAX ? blob.size() : size, &library);
@@ -110,51 +110,51 @@ TEST_CASE("elf: truncated blobs") {
     if (p.p_type == PT_LOAD && p.p_offset + p.p_filesz > loaded_end) loaded_end = p.p_offset + p.p_filesz;
   }
   for (size_t length = 0; length < blob.size(); length += (length < 256 ? 1 : 61)) {
-    std::string error = LoadError(blob, length);
+    std::string error = ElfLoadError(blob, length);
     if (length < loaded_end) CHECK_MESSAGE(error != "", "length " << length);
   }
-  CHECK(Contains(LoadError(blob, 10), "smaller than an ELF header"));
+  CHECK(Contains(ElfLoadError(blob, 10), "smaller than an ELF header"));
 }
 
 TEST_CASE("elf: bad headers") {
   const std::vector<uint8_t> good = Library(RUNTIME_TEST_KERNELS_SO);
   std::vector<uint8_t> blob = good;
   blob[1] = 'X';
-  CHECK(Contains(LoadError(blob), "bad magic"));
+  CHECK(Contains(ElfLoadError(blob), "bad magic"));
 
   const std::string host = std::string(kiln_elf_arch_host()->name) + " (ELFCLASS64)";
   blob = good;  // the host's machine, the other class: no descriptor
   blob[EI_CLASS] = ELFCLASS32;
-  std::string error = LoadError(blob);
+  std::string error = ElfLoadError(blob);
   CHECK(Contains(error, ("kernel library is " + std::string(kiln_elf_arch_host()->name) + " (e_machine").c_str()));
   CHECK(Contains(error, ("ELFCLASS32) but this runtime runs " + host).c_str()));
 
   blob = good;
   blob[EI_CLASS] = 9;
-  CHECK(Contains(LoadError(blob), "unknown class 9"));
+  CHECK(Contains(ElfLoadError(blob), "unknown class 9"));
 
   blob = good;
   Patch<uint16_t>(&blob, offsetof(Elf64_Ehdr, e_machine), Header(good).e_machine == EM_AARCH64 ? EM_X86_64 : EM_AARCH64);
-  error = LoadError(blob);
+  error = ElfLoadError(blob);
   CHECK((Contains(error, "kernel library is aarch64 (e_machine 183, ELFCLASS64)") ||
          Contains(error, "kernel library is x86_64 (e_machine 62, ELFCLASS64)")));
   CHECK(Contains(error, ("but this runtime runs " + host).c_str()));
 
   blob = good;
   Patch<uint16_t>(&blob, offsetof(Elf64_Ehdr, e_machine), 0xBEEF);
-  CHECK(Contains(LoadError(blob), "kernel library is unknown (e_machine 48879, ELFCLASS64)"));
+  CHECK(Contains(ElfLoadError(blob), "kernel library is unknown (e_machine 48879, ELFCLASS64)"));
 
   blob = good;
   Patch<uint16_t>(&blob, offsetof(Elf64_Ehdr, e_type), ET_EXEC);
-  CHECK(Contains(LoadError(blob), "not ET_DYN"));
+  CHECK(Contains(ElfLoadError(blob), "not ET_DYN"));
 
   blob = good;
   Patch<uint64_t>(&blob, offsetof(Elf64_Ehdr, e_phoff), blob.size() - 8);
-  CHECK(Contains(LoadError(blob), "program headers"));
+  CHECK(Contains(ElfLoadError(blob), "program headers"));
 
   blob = good;
   Patch<uint64_t>(&blob, offsetof(Elf64_Ehdr, e_phoff), ~0ull - 16);
-  CHECK(Contains(LoadError(blob), "program headers"));
+  CHECK(Contains(ElfLoadError(blob), "program headers"));
 }
 
 TEST_CASE("elf: bad segments") {
@@ -163,25 +163,25 @@ TEST_CASE("elf: bad segments") {
 
   std::vector<uint8_t> blob = good;
   Patch<uint64_t>(&blob, PhdrOffset(blob, text) + offsetof(Elf64_Phdr, p_offset), blob.size());
-  CHECK(Contains(LoadError(blob), "lies beyond the"));
+  CHECK(Contains(ElfLoadError(blob), "lies beyond the"));
 
   blob = good;
   Patch<uint32_t>(&blob, PhdrOffset(blob, text) + offsetof(Elf64_Phdr, p_flags), PF_R | PF_W | PF_X);
-  CHECK(Contains(LoadError(blob), "writable and executable"));
+  CHECK(Contains(ElfLoadError(blob), "writable and executable"));
 
   blob = good;
   Patch<uint64_t>(&blob, PhdrOffset(blob, text) + offsetof(Elf64_Phdr, p_filesz),
                   Phdr(good, text).p_memsz + 1);
-  CHECK(Contains(LoadError(blob), "p_filesz"));
+  CHECK(Contains(ElfLoadError(blob), "p_filesz"));
 
   blob = good;  // a huge bss
   Patch<uint64_t>(&blob, PhdrOffset(blob, text) + offsetof(Elf64_Phdr, p_memsz), 1ull << 40);
-  CHECK(LoadError(blob) != "");
+  CHECK(ElfLoadError(blob) != "");
 
   blob = good;  // text segment moved onto the read-only segment's page
   Patch<uint64_t>(&blob, PhdrOffset(blob, text) + offsetof(Elf64_Phdr, p_vaddr),
                   Phdr(good, text - 1).p_vaddr + Phdr(good, text - 1).p_memsz);
-  CHECK(Contains(LoadError(blob), "share a page"));
+  CHECK(Contains(ElfLoadError(blob), "share a page"));
 }
 
 TEST_CASE("elf: dynamic section problems") {
@@ -189,37 +189,37 @@ TEST_CASE("elf: dynamic section problems") {
 
   std::vector<uint8_t> blob = good;  // turn DT_GNU_HASH (DT_HASH remains) into DT_NEEDED
   Patch<int64_t>(&blob, DynamicEntry(blob, DT_GNU_HASH), DT_NEEDED);
-  CHECK(Contains(LoadError(blob), "DT_NEEDED"));
+  CHECK(Contains(ElfLoadError(blob), "DT_NEEDED"));
 
   blob = good;
   Elf64_Dyn rela_entry;
   memcpy(&rela_entry, good.data() + DynamicEntry(good, DT_RELA), sizeof(rela_entry));
   size_t first_rela = FileOffset(good, rela_entry.d_un.d_ptr);
   Patch<uint64_t>(&blob, first_rela + offsetof(Elf64_Rela, r_offset), 0x7fff0000ull);
-  CHECK(Contains(LoadError(blob), "relocation 0: target 0x7fff0000 lies outside"));
+  CHECK(Contains(ElfLoadError(blob), "relocation 0: target 0x7fff0000 lies outside"));
 
   blob = good;
   Patch<uint64_t>(&blob, first_rela + offsetof(Elf64_Rela, r_info), ELF64_R_INFO(0, 0x99));
-  CHECK(Contains(LoadError(blob), "unsupported"));
+  CHECK(Contains(ElfLoadError(blob), "unsupported"));
 
   blob = good;
   Patch<uint64_t>(&blob, first_rela + offsetof(Elf64_Rela, r_info), ELF64_R_INFO(5000, R_X86_64_64));
-  CHECK(LoadError(blob) != "");
+  CHECK(ElfLoadError(blob) != "");
 
   blob = good;
   Patch<uint64_t>(&blob, DynamicEntry(blob, DT_STRSZ) + 8, 1ull << 40);
-  CHECK(Contains(LoadError(blob), "DT_STRTAB"));
+  CHECK(Contains(ElfLoadError(blob), "DT_STRTAB"));
 
   blob = good;
   Patch<uint64_t>(&blob, DynamicEntry(blob, DT_SYMTAB) + 8, 0x7fffff00ull);
-  CHECK(Contains(LoadError(blob), "DT_SYMTAB"));
+  CHECK(Contains(ElfLoadError(blob), "DT_SYMTAB"));
 
   blob = good;  // rename the query symbol in .dynstr
   std::string text(blob.begin(), blob.end());
   size_t at = text.find("kiln_kernel_library_query");
   REQUIRE(at != std::string::npos);
   blob[at] = 'K';
-  CHECK(Contains(LoadError(blob), "does not export 'kiln_kernel_library_query'"));
+  CHECK(Contains(ElfLoadError(blob), "does not export 'kiln_kernel_library_query'"));
 }
 
 // Tables the loader walks, placed in a huge zero-filled segment: refused by
@@ -236,7 +236,7 @@ TEST_CASE("elf: tables over a huge bss are refused by count, not walked") {
   Patch<uint64_t>(&blob, DynamicEntry(blob, DT_RELA) + 8, bss);
   Patch<uint64_t>(&blob, DynamicEntry(blob, DT_RELASZ) + 8,
                   (uint64_t)(KILN_ELF_MAX_RELOCATIONS + 1) * sizeof(Elf64_Rela));
-  CHECK(Contains(LoadError(blob), "more than 4194304 relocations"));
+  CHECK(Contains(ElfLoadError(blob), "more than 4194304 relocations"));
 
   // DT_GNU_HASH (DT_HASH hidden): a header in the data segment's last 16
   // file bytes announcing 192M buckets, which lie in the bss.
@@ -249,19 +249,19 @@ TEST_CASE("elf: tables over a huge bss are refused by count, not walked") {
   Patch<uint32_t>(&blob, header, 192u << 20);  // nbuckets
   Patch<uint32_t>(&blob, header + 4, 1);       // symoffset
   Patch<uint32_t>(&blob, header + 8, 0);       // bloom_size
-  CHECK(Contains(LoadError(blob), "DT_GNU_HASH has 201326592 buckets (at most 1048576)"));
+  CHECK(Contains(ElfLoadError(blob), "DT_GNU_HASH has 201326592 buckets (at most 1048576)"));
 }
 
 TEST_CASE("elf: undefined symbols are named") {
   std::vector<uint8_t> blob = Library(RUNTIME_TEST_UNDEFINED_SO);
-  std::string error = LoadError(blob);
+  std::string error = ElfLoadError(blob);
   CHECK(Contains(error, "undefined symbol 'external_helper'"));
   CHECK(Contains(error, "self-contained"));
 }
 
 TEST_CASE("elf: a library speaking another kernel ABI version is refused, naming both") {
   std::vector<uint8_t> blob = Library(RUNTIME_TEST_KERNELS_ABI2_SO);
-  std::string error = LoadError(blob);
+  std::string error = ElfLoadError(blob);
   CHECK(Contains(error, "kernel library speaks kernel ABI version 2 but this runtime speaks version 1"));
 }
 

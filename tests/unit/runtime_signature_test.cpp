@@ -213,7 +213,7 @@ Bytes SignBundle(const Bytes& bundle, const KeyPair& key, uint32_t version = 1) 
   return out;
 }
 
-kiln::Status Load(const Bytes& file, const Bytes& trusted, kiln::Model* model, uint32_t flags = 0) {
+kiln::Status LoadSigned(const Bytes& file, const Bytes& trusted, kiln::Model* model, uint32_t flags = 0) {
   kiln_model_load_options_t options = LoadOptions(flags);
   options.trusted_public_keys = trusted.empty() ? nullptr : trusted.data();
   options.trusted_public_key_count = trusted.size() / 32;
@@ -240,7 +240,7 @@ TEST_CASE("signature: signed bundles load with a trusted key; the rest are refus
   both_keys.insert(both_keys.end(), key.public_key.begin(), key.public_key.end());
 
   kiln::Model model;
-  kiln::Status status = Load(signed_bundle, both_keys, &model);
+  kiln::Status status = LoadSigned(signed_bundle, both_keys, &model);
   REQUIRE_MESSAGE(status.ok(), status.message());
   kiln_model_info_t info;
   kiln_struct_init(&info, sizeof(info));
@@ -251,58 +251,58 @@ TEST_CASE("signature: signed bundles load with a trusted key; the rest are refus
   CheckRuns(model);
 
   // Without trusted keys a signed bundle loads; the signer is reported, unverified.
-  REQUIRE(Load(signed_bundle, {}, &model).ok());
+  REQUIRE(LoadSigned(signed_bundle, {}, &model).ok());
   REQUIRE(model.get_info(&info).ok());
   CHECK(info.signature == KILN_SIGNATURE_ED25519);
   CHECK(info.signature_verified == 0);
   CheckRuns(model);
-  REQUIRE(Load(bundle, {}, &model).ok());
+  REQUIRE(LoadSigned(bundle, {}, &model).ok());
   REQUIRE(model.get_info(&info).ok());
   CHECK(info.signature == KILN_SIGNATURE_NONE);
 
   // Unsigned, or signed by a key not trusted.
-  status = Load(bundle, key.public_key, &model);
+  status = LoadSigned(bundle, key.public_key, &model);
   CHECK(status.code() == KILN_INVALID_BUNDLE);
   CHECK(Contains(status.message(), "not signed"));
-  status = Load(signed_bundle, other.public_key, &model);
+  status = LoadSigned(signed_bundle, other.public_key, &model);
   CHECK(status.code() == KILN_INVALID_BUNDLE);
   CHECK(Contains(status.message(), "not among the 1 trusted key"));
 
   // A constant's byte changed and the content hash recomputed (what an
   // attacker who can write the file does): the hash passes, the signature
   // does not.
-  REQUIRE(Load(bundle, {}, &model).ok());
+  REQUIRE(LoadSigned(bundle, {}, &model).ok());
   REQUIRE(model.get_info(&info).ok());
   Bytes tampered = bundle;
   tampered[info.data_segment_offset + 4 * 3 + 2] ^= 0x40;  // the 4th constant float
   RehashBundle(&tampered, FindHashFields(bundle));
-  status = Load(tampered, {}, &model);
+  status = LoadSigned(tampered, {}, &model);
   REQUIRE_MESSAGE(status.ok(), std::string(status.message()));  // no key: the hash alone cannot tell
   Bytes tampered_signed = signed_bundle;
   std::copy(tampered.begin(), tampered.end(), tampered_signed.begin());
-  status = Load(tampered_signed, key.public_key, &model);
+  status = LoadSigned(tampered_signed, key.public_key, &model);
   CHECK(status.code() == KILN_INVALID_BUNDLE);
   CHECK(Contains(status.message(), "does not verify"));
-  status = Load(tampered_signed, key.public_key, &model, KILN_MODEL_LOAD_VERIFY_ONLY);
+  status = LoadSigned(tampered_signed, key.public_key, &model, KILN_MODEL_LOAD_VERIFY_ONLY);
   CHECK(status.code() == KILN_INVALID_BUNDLE);  // inspection is refused as well
 
   // Bytes appended after the trailer, or the file cut short.
   Bytes extended = signed_bundle;
   extended.insert(extended.end(), 64, 0);
-  CHECK(Load(extended, key.public_key, &model).code() == KILN_INVALID_BUNDLE);
+  CHECK(LoadSigned(extended, key.public_key, &model).code() == KILN_INVALID_BUNDLE);
   Bytes truncated(signed_bundle.begin() + 64, signed_bundle.end());
-  status = Load(truncated, key.public_key, &model);
+  status = LoadSigned(truncated, key.public_key, &model);
   CHECK(status.code() == KILN_INVALID_BUNDLE);
   CHECK(Contains(status.message(), "truncated"));
   // A trailer of a later version is refused, keys or not.
-  status = Load(SignBundle(bundle, key, 2), {}, &model);
+  status = LoadSigned(SignBundle(bundle, key, 2), {}, &model);
   CHECK(status.code() == KILN_INVALID_BUNDLE);
   CHECK(Contains(status.message(), "version 2"));
   // Every single-bit change in the trailer is refused.
   for (size_t byte = 0; byte < 128; ++byte) {
     Bytes flipped = signed_bundle;
     flipped[bundle.size() + byte] ^= (uint8_t)(1u << (byte % 8));
-    CHECK_MESSAGE(!Load(flipped, key.public_key, &model).ok(), "trailer byte " << byte);
+    CHECK_MESSAGE(!LoadSigned(flipped, key.public_key, &model).ok(), "trailer byte " << byte);
   }
 
   // The same from a file (mapped, not copied).

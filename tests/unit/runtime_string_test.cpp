@@ -63,12 +63,12 @@ TestBundle StringBundle() {
 }
 
 // A bundle loaded, with a CPU session.
-struct Loaded {
+struct StringModel {
   std::vector<uint8_t> file;  // outlives the model
   kiln::Model model;
   kiln::Session session;
 
-  explicit Loaded(const TestBundle& b) : file(b.Build()) {
+  explicit StringModel(const TestBundle& b) : file(b.Build()) {
     kiln::Status status = kiln::Model::LoadMemory(file.data(), file.size(), &model);
     REQUIRE_MESSAGE(status.ok(), status.message());
     status = kiln::Session::Create(model, nullptr, &session);
@@ -94,7 +94,7 @@ struct Loaded {
 TEST_CASE("strings: the dtype, and a string bundle's infos") {
   CHECK(std::string(kiln_dtype_name(KILN_DTYPE_STRING)) == "string");
   CHECK(kiln_dtype_size(KILN_DTYPE_STRING) == 0);  // no element size: a table
-  Loaded loaded(StringBundle());
+  StringModel loaded(StringBundle());
   kiln_tensor_info_t info;
   kiln_tensor_info_init(&info);
   REQUIRE(loaded.model.get_input_info(0, &info).ok());
@@ -158,7 +158,7 @@ TEST_CASE("strings: the verifier checks String tensors and string constants") {
 }
 
 TEST_CASE("strings: set_input checks the table before copying anything") {
-  Loaded loaded(StringBundle());
+  StringModel loaded(StringBundle());
   const std::vector<uint8_t> first = Table({"kiln", "", "strings"});
   kiln::Status status = loaded.SetInput(0, first);
   REQUIRE_MESSAGE(status.ok(), status.message());
@@ -191,7 +191,7 @@ TEST_CASE("strings: set_input checks the table before copying anything") {
 }
 
 TEST_CASE("strings: outputs are the table the last run left") {
-  Loaded loaded(StringBundle());
+  StringModel loaded(StringBundle());
   // Before any run the arena is zeroed: empty strings.
   CHECK(loaded.Output(0) == Table({"", "", ""}));
   CHECK(loaded.Output(1) == Table({"", ""}));
@@ -217,7 +217,7 @@ TEST_CASE("strings: outputs are the table the last run left") {
 }
 
 TEST_CASE("strings: a run refuses a string input whose memory the last run may have reused") {
-  Loaded loaded(StringBundle());  // y shares x's slot
+  StringModel loaded(StringBundle());  // y shares x's slot
   REQUIRE(loaded.session.run().ok());  // never set: the zeroed slot's empty strings
   kiln::Status status = loaded.session.run();
   CHECK(status.code() == KILN_INVALID_ARGUMENT);
@@ -231,7 +231,7 @@ TEST_CASE("strings: a run refuses a string input whose memory the last run may h
   // An input no other tensor shares runs again without being set.
   TestBundle b = StringBundle();
   b.tensors[1].offset = 64;
-  Loaded apart(b);
+  StringModel apart(b);
   REQUIRE(apart.session.set_input_strings(0, {"p", "q", "r"}).ok());
   REQUIRE(apart.session.run().ok());
   REQUIRE(apart.session.run().ok());
@@ -247,7 +247,7 @@ TEST_CASE("strings: a corrupt output table is KILN_INTERNAL") {
   b.inputs = {0};
   b.outputs = {1};
   b.arena_bytes = 64;
-  Loaded loaded(b);
+  StringModel loaded(b);
   std::vector<uint8_t> bytes = RawTable({0, 9, 4}, std::string(12, 'a'));
   REQUIRE(loaded.SetInput(0, bytes).ok());
   REQUIRE(loaded.session.run().ok());
@@ -287,7 +287,7 @@ TEST_CASE("strings: run-time dimensions: the table follows the input's current s
   b.min_runtime_minor = 5;
   b.symbols = {{"n", 1, 4, 0, 0}};
   b.shape_exprs = {{fb::ShapeInstr(fb::ShapeOp::Symbol, 0)}};
-  Loaded loaded(b);
+  StringModel loaded(b);
   REQUIRE(loaded.session.set_input_strings(0, {"a", "b", "c", "d"}).ok());
   REQUIRE(loaded.session.run().ok());
   REQUIRE(loaded.session.run().ok());  // not shared: still set

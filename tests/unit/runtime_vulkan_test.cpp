@@ -25,8 +25,8 @@ namespace {
 
 using kiln_test::Message;
 
-constexpr uint32_t kN = 1000;  // elements per vector (not a multiple of the workgroup size)
-constexpr uint64_t kVectorBytes = kN * 4;
+constexpr uint32_t kVectorN = 1000;  // elements per vector (not a multiple of the workgroup size)
+constexpr uint64_t kVectorBytes = kVectorN * 4;
 constexpr uint64_t kStride = 4096;  // vectors start at multiples of this in the arena
 constexpr uint64_t kTimeoutNs = 10ull * 1000 * 1000 * 1000;
 
@@ -148,8 +148,8 @@ uint32_t FloatBits(float value) {
 }
 
 std::vector<float> Iota(float start, float step) {
-  std::vector<float> values(kN);
-  for (uint32_t i = 0; i < kN; ++i) values[i] = start + step * (float)i;
+  std::vector<float> values(kVectorN);
+  for (uint32_t i = 0; i < kVectorN; ++i) values[i] = start + step * (float)i;
   return values;
 }
 
@@ -312,7 +312,7 @@ struct Buffers {
     REQUIRE_MESSAGE(status == NULL, Message(status));
   }
   std::vector<float> Download(uint64_t slot) {
-    std::vector<float> values(kN);
+    std::vector<float> values(kVectorN);
     kiln_status_t status = kiln_vulkan_buffer_download(device, &staging, &arena, slot * kStride,
                                                        values.data(), kVectorBytes);
     REQUIRE_MESSAGE(status == NULL, Message(status));
@@ -333,8 +333,8 @@ void RunAdd(kiln_vulkan_device_t* device, const kiln_vulkan_pipeline_t* add, flo
   buffers.Upload(0, a);
   buffers.Upload(1, b);
   std::array<kiln_vulkan_binding_t, 3> bindings = AddBindings(&buffers.arena);
-  const uint32_t push[2] = {kN, FloatBits(scale)};
-  kiln_vulkan_dispatch_t dispatch = {add, bindings.data(), 3, push, 2, {(kN + 63) / 64, 1, 1}};
+  const uint32_t push[2] = {kVectorN, FloatBits(scale)};
+  kiln_vulkan_dispatch_t dispatch = {add, bindings.data(), 3, push, 2, {(kVectorN + 63) / 64, 1, 1}};
   kiln_vulkan_command_list_t* list = nullptr;
   kiln_status_t status = kiln_vulkan_command_list_create(device, &dispatch, 1, NULL, &list);
   REQUIRE_MESSAGE(status == NULL, Message(status));
@@ -345,7 +345,7 @@ void RunAdd(kiln_vulkan_device_t* device, const kiln_vulkan_pipeline_t* add, flo
   REQUIRE(kiln_vulkan_command_list_wait(list, kTimeoutNs) == NULL);
   CHECK(kiln_vulkan_command_list_wait(list, kTimeoutNs) == NULL);  // nothing pending
   std::vector<float> c = buffers.Download(2);
-  for (uint32_t i = 0; i < kN; ++i) REQUIRE(c[i] == a[i] + scale * b[i]);
+  for (uint32_t i = 0; i < kVectorN; ++i) REQUIRE(c[i] == a[i] + scale * b[i]);
   kiln_vulkan_command_list_free(list);
 }
 
@@ -368,17 +368,17 @@ struct Chain {
   kiln_vulkan_binding_t add_bindings[3];
   kiln_vulkan_binding_t square_a_bindings[2];
   kiln_vulkan_binding_t square_c_bindings[2];
-  uint32_t add_push[2] = {kN, FloatBits(0.5f)};
-  uint32_t square_push[1] = {kN};
+  uint32_t add_push[2] = {kVectorN, FloatBits(0.5f)};
+  uint32_t square_push[1] = {kVectorN};
   kiln_vulkan_dispatch_t dispatches[3];
   Chain(const kiln_vulkan_buffer_t* arena, const kiln_vulkan_pipeline_t* add,
         const kiln_vulkan_pipeline_t* square)
       : add_bindings{Binding(arena, 0, 0), Binding(arena, 1, 0), Binding(arena, 2, 1)},
         square_a_bindings{Binding(arena, 0, 0), Binding(arena, 4, 1)},
         square_c_bindings{Binding(arena, 2, 0), Binding(arena, 3, 1)},
-        dispatches{{add, add_bindings, 3, add_push, 2, {(kN + 63) / 64, 1, 1}},
-                   {square, square_a_bindings, 2, square_push, 1, {(kN + 63) / 64, 1, 1}},
-                   {square, square_c_bindings, 2, square_push, 1, {(kN + 63) / 64, 1, 1}}} {}
+        dispatches{{add, add_bindings, 3, add_push, 2, {(kVectorN + 63) / 64, 1, 1}},
+                   {square, square_a_bindings, 2, square_push, 1, {(kVectorN + 63) / 64, 1, 1}},
+                   {square, square_c_bindings, 2, square_push, 1, {(kVectorN + 63) / 64, 1, 1}}} {}
 };
 
 // Records the chain (with or without barriers) and replays it `runs` times
@@ -409,7 +409,7 @@ void RunChain(Lavapipe& lavapipe, uint32_t debug_no_barriers, int runs) {
     REQUIRE(kiln_vulkan_command_list_submit(list) == NULL);
     REQUIRE(kiln_vulkan_command_list_wait(list, kTimeoutNs) == NULL);
     std::vector<float> c = buffers.Download(2), d = buffers.Download(3), e = buffers.Download(4);
-    for (uint32_t i = 0; i < kN; ++i) {
+    for (uint32_t i = 0; i < kVectorN; ++i) {
       REQUIRE(c[i] == a[i] + 0.5f * b[i]);
       REQUIRE(d[i] == c[i] * c[i]);
       REQUIRE(e[i] == a[i] * a[i]);
@@ -569,7 +569,7 @@ TEST_CASE("vulkan: dispatch bindings, counts and transfers are checked") {
     kiln_vulkan_pipeline_options_t add_options = lavapipe.AddOptions();
     REQUIRE(kiln_vulkan_pipeline_create(device, &add_options, &add) == NULL);
     std::array<kiln_vulkan_binding_t, 3> bindings = AddBindings(&buffers.arena);
-    const uint32_t push[2] = {kN, 0};
+    const uint32_t push[2] = {kVectorN, 0};
     kiln_vulkan_dispatch_t good = {&add, bindings.data(), 3, push, 2, {16, 1, 1}};
     auto record = [&](const kiln_vulkan_dispatch_t& dispatch) {
       kiln_vulkan_command_list_t* list = nullptr;
@@ -615,7 +615,7 @@ TEST_CASE("vulkan: dispatch bindings, counts and transfers are checked") {
           std::string::npos);
 
     // Transfers: ranges inside the buffer, chunked through a small staging buffer.
-    std::vector<float> values(kN, 1.0f);
+    std::vector<float> values(kVectorN, 1.0f);
     kiln_status_t status = kiln_vulkan_buffer_upload(device, &buffers.staging, &buffers.arena,
                                                      6 * kStride - 8, values.data(), 16);
     CHECK(Message(status) ==
@@ -629,7 +629,7 @@ TEST_CASE("vulkan: dispatch bindings, counts and transfers are checked") {
     CHECK(Message(status) == "vulkan: upload: not a staging buffer");
     std::vector<float> pattern = Iota(-7.0f, 0.125f);
     buffers.Upload(5, pattern);  // 4000 bytes through a 1536-byte staging buffer
-    std::vector<float> back(kN);
+    std::vector<float> back(kVectorN);
     status = kiln_vulkan_buffer_download(device, NULL, &buffers.arena, 5 * kStride, back.data(),
                                          kVectorBytes);  // a temporary staging buffer
     REQUIRE_MESSAGE(status == NULL, Message(status));
