@@ -17,7 +17,6 @@ namespace {
 
 using TP = onnx::TensorProto;
 
-
 class Unroller {
  public:
   explicit Unroller(onnx::ModelProto& m) : m_(m), g_(*m.mutable_graph()), inliner_(g_) {

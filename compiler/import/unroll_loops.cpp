@@ -15,7 +15,6 @@ namespace {
 
 using TP = onnx::TensorProto;
 
-
 int64_t int_attr(const onnx::NodeProto& n, const char* name, int64_t dflt) {
   for (auto& a : n.attribute())
     if (a.name() == name) return a.i();

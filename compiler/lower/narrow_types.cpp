@@ -1,11 +1,11 @@
 // The narrow types' conversions (see narrow_types.h): integer arithmetic on
 // the bits of a float (FloatToBits / BitsToFloat), divisions and remainders
 // by powers of two standing for shifts and masks.
-#include "lower/expr_helpers.h"
 #include "lower/narrow_types.h"
 
 #include <cmath>
 
+#include "lower/expr_helpers.h"
 #include "support/diagnostics.h"
 
 namespace kiln::lower {

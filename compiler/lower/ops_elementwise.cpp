@@ -13,25 +13,24 @@ namespace {
 
 using graph::Op;
 
-Expr fconst(const Expr& like, double v) { return tir::make_const(like.type(), v); }
 
 // The formula of a unary activation of lower_unary.
 Expr unary_formula(Op op, const graph::Node& n, const Expr& x) {
   switch (op) {
-    case Op::Relu: return tir::max(x, fconst(x, 0));
-    case Op::Sigmoid: return fconst(x, 1) / (fconst(x, 1) + call(tir::Intrinsic::Exp, fconst(x, 0) - x));
+    case Op::Relu: return tir::max(x, k(x, 0));
+    case Op::Sigmoid: return k(x, 1) / (k(x, 1) + call(tir::Intrinsic::Exp, k(x, 0) - x));
     case Op::Exp: return call(tir::Intrinsic::Exp, x);
     case Op::Sqrt: return call(tir::Intrinsic::Sqrt, x);
     case Op::Abs: return call(tir::Intrinsic::Abs, x);
     case Op::Floor: return call(tir::Intrinsic::Floor, x);
     case Op::Ceil: return call(tir::Intrinsic::Ceil, x);
-    case Op::Neg: return fconst(x, 0) - x;
-    case Op::Reciprocal: return fconst(x, 1) / x;
-    case Op::LeakyRelu: return tir::select(x < fconst(x, 0), x * fconst(x, n.attr_float("alpha", 0.01)), x);
+    case Op::Neg: return k(x, 0) - x;
+    case Op::Reciprocal: return k(x, 1) / x;
+    case Op::LeakyRelu: return tir::select(x < k(x, 0), x * k(x, n.attr_float("alpha", 0.01)), x);
     case Op::HardSigmoid:
-      return tir::clamp(x * fconst(x, n.attr_float("alpha", 0.2)) + fconst(x, n.attr_float("beta", 0.5)), fconst(x, 0),
-                        fconst(x, 1));
-    case Op::HardSwish: return x * tir::clamp(x * fconst(x, 1.0 / 6.0) + fconst(x, 0.5), fconst(x, 0), fconst(x, 1));
+      return tir::clamp(x * k(x, n.attr_float("alpha", 0.2)) + k(x, n.attr_float("beta", 0.5)), k(x, 0),
+                        k(x, 1));
+    case Op::HardSwish: return x * tir::clamp(x * k(x, 1.0 / 6.0) + k(x, 0.5), k(x, 0), k(x, 1));
     default: internal_error << n.describe() << ": not a unary activation";
   }
   return Expr();

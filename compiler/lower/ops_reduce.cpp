@@ -25,7 +25,6 @@ namespace {
 using graph::Op;
 using tir::Intrinsic;
 
-
 ReduceAxes reduce_axes(OpContext& ctx, bool axes_from_input) {
   const graph::Node& n = ctx.node();
   te::Dims xd = ctx.in_dims(0);

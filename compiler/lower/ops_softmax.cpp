@@ -16,7 +16,6 @@ namespace {
 
 using tir::Intrinsic;
 
-
 }  // namespace
 
 void lower_softmax(OpContext& ctx) {

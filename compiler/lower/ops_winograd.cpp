@@ -141,9 +141,9 @@ struct WinogradTile {
       }
     }
     Stmt transform_out = counted_loop(ti, tt, tir::ForKind::Serial,
-                              counted_loop(mo, tm, tir::ForKind::Unrolled, counted_loop(mi, m, tir::ForKind::Vectorized, tir::Block::make(writes))));
+                                      counted_loop(mo, tm, tir::ForKind::Unrolled, counted_loop(mi, m, tir::ForKind::Vectorized, tir::Block::make(writes))));
     Stmt per_tile = counted_loop(mt, MB / tm, tir::ForKind::Serial,
-                         counted_loop(tg, T / tt, tir::ForKind::Serial, tir::Allocate::make(mb, tir::Block::make({gemm, transform_out}))));
+                                 counted_loop(tg, T / tt, tir::ForKind::Serial, tir::Allocate::make(mb, tir::Block::make({gemm, transform_out}))));
     return tir::Allocate::make(vb, tir::Block::make({transform_in, per_tile}));
   }
 };
