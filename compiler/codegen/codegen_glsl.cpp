@@ -467,6 +467,16 @@ class GlslEmitter {
       case NodeType::And: return bin(emit_expr(e.as<And>()->a), "&&", emit_expr(e.as<And>()->b));
       case NodeType::Or: return bin(emit_expr(e.as<Or>()->a), "||", emit_expr(e.as<Or>()->b));
       case NodeType::Not: return "(!" + emit_expr(e.as<Not>()->a) + ")";
+      case NodeType::BitAnd: return arith(e, e.as<BitAnd>()->a, "&", e.as<BitAnd>()->b);
+      case NodeType::BitOr: return arith(e, e.as<BitOr>()->a, "|", e.as<BitOr>()->b);
+      case NodeType::BitXor: return arith(e, e.as<BitXor>()->a, "^", e.as<BitXor>()->b);
+      case NodeType::BitNot: {
+        // Narrow integers live in 32 bits: unsigned ones keep their upper bits clear
+        // (signed ones stay sign-extended).
+        Type t = e.type();
+        std::string r = "(~" + emit_width(e.as<BitNot>()->a, wide(e)) + ")";
+        return t.is_uint() && t.bits < 32 ? "(" + r + " & " + std::to_string((1u << t.bits) - 1) + "u)" : r;
+      }
       case NodeType::Select: {
         auto* s = e.as<Select>();
         bool w = wide(e);
@@ -576,9 +586,16 @@ class GlslEmitter {
       case Intrinsic::Bf16ToF32: return "kiln_bf16_to_f32(uint(" + args[0] + "))";
       case Intrinsic::F32ToBf16: return "kiln_f32_to_bf16(" + args[0] + ")";
       case Intrinsic::FloatToBits:
-      case Intrinsic::BitsToFloat:
-        internal_assert(c->args[0].type().bits == 32) << "GLSL: " << intrinsic_name(c->op) << " of 32 bits only";
-        return (c->op == Intrinsic::FloatToBits ? "floatBitsToUint(" : "uintBitsToFloat(") + args[0] + ")";
+      case Intrinsic::BitsToFloat: {
+        bool to_bits = c->op == Intrinsic::FloatToBits;
+        switch (c->args[0].type().bits) {
+          case 16:  // float16 values live in a float (the packed buffers' accessors convert)
+            return to_bits ? "(packHalf2x16(vec2(" + args[0] + ", 0.0)) & 0xffffu)"
+                           : "unpackHalf2x16(uint(" + args[0] + ")).x";
+          case 64: return (to_bits ? "doubleBitsToUint64(" : "uint64BitsToDouble(") + args[0] + ")";
+          default: return (to_bits ? "floatBitsToUint(" : "uintBitsToFloat(") + args[0] + ")";
+        }
+      }
       case Intrinsic::DotU8S8:
       case Intrinsic::DotS8S8: {
         // Four byte products: a's bytes zero- (U8S8) or sign-extended, b's sign-extended.

@@ -151,9 +151,11 @@ class KernelEmitter {
       KILN_INVARIANT_BINARY(Add) KILN_INVARIANT_BINARY(Sub) KILN_INVARIANT_BINARY(Mul) KILN_INVARIANT_BINARY(Div)
       KILN_INVARIANT_BINARY(Mod) KILN_INVARIANT_BINARY(Min) KILN_INVARIANT_BINARY(Max) KILN_INVARIANT_BINARY(LT)
       KILN_INVARIANT_BINARY(LE) KILN_INVARIANT_BINARY(EQ) KILN_INVARIANT_BINARY(NE) KILN_INVARIANT_BINARY(And)
-      KILN_INVARIANT_BINARY(Or)
+      KILN_INVARIANT_BINARY(Or) KILN_INVARIANT_BINARY(BitAnd) KILN_INVARIANT_BINARY(BitOr)
+      KILN_INVARIANT_BINARY(BitXor)
 #undef KILN_INVARIANT_BINARY
       case NodeType::Not: r = workgroup_invariant(e.as<Not>()->a); break;
+      case NodeType::BitNot: r = workgroup_invariant(e.as<BitNot>()->a); break;
       case NodeType::Select:
         r = workgroup_invariant(e.as<Select>()->cond) && workgroup_invariant(e.as<Select>()->true_value) &&
             workgroup_invariant(e.as<Select>()->false_value);
@@ -241,6 +243,10 @@ class KernelEmitter {
         return is_and ? b_.CreateAnd(x, y) : b_.CreateOr(x, y);
       }
       case NodeType::Not: return b_.CreateNot(emit_expr(e.as<Not>()->a));
+      case NodeType::BitAnd: return bitwise(e.as<BitAnd>()->a, e.as<BitAnd>()->b, llvm::Instruction::And);
+      case NodeType::BitOr: return bitwise(e.as<BitOr>()->a, e.as<BitOr>()->b, llvm::Instruction::Or);
+      case NodeType::BitXor: return bitwise(e.as<BitXor>()->a, e.as<BitXor>()->b, llvm::Instruction::Xor);
+      case NodeType::BitNot: return b_.CreateNot(emit_expr(e.as<BitNot>()->a));
       case NodeType::Select: {
         auto* s = e.as<Select>();
         if (llvm::Value* v = emit_load_or_constant(s)) return v;
@@ -303,6 +309,13 @@ class KernelEmitter {
     // Index arithmetic never wraps (shapes are checked to fit in int64).
     bool nsw = e.type() == Index();
     return (b_.*iop)(x, y, "", false, nsw);
+  }
+
+  llvm::Value* bitwise(const Expr& a, const Expr& b, llvm::Instruction::BinaryOps op) {
+    llvm::Value* x = emit_expr(a);
+    llvm::Value* y = emit_expr(b);
+    match(x, y);
+    return b_.CreateBinOp(op, x, y);
   }
 
   llvm::Value* emit_div_mod(const Expr& ea, const Expr& eb, bool is_div) {

@@ -234,7 +234,10 @@ class Pipeline {
     LoweredProgram program =
         lower_graph(g, vector_info(options_.target), /*gpu=*/vulkan, options_.vulkan_shared_memory, options_.progress,
                     options_.tuning);
-    step_done("lower", std::to_string(program.kernels.size()) + " kernels");
+    step_done("lower", std::to_string(program.kernels.size()) + " kernels" +
+                           (vulkan ? ", " + std::to_string(program.shared_memory_dependent_nodes) +
+                                         " nodes that --vulkan-shared-memory changes"
+                                   : ""));
     if (options_.tuning) {  // one dispatch per kernel, in order (bundle/bundle_writer.cpp)
       options_.tuning->dispatch_kernels.clear();
       for (const KernelDef& k : program.kernels) options_.tuning->dispatch_kernels.push_back(k.name);

@@ -20,6 +20,7 @@ constexpr uint32_t kValueShape = 1u << 5;        // output size may come from a 
 constexpr uint32_t kPreviewTraining = 1u << 6;   // of domain ai.onnx.preview.training (ONNX's optimizers)
 constexpr uint32_t kStrings = 1u << 7;           // takes or gives string tensors (import/string_values.cpp)
 constexpr uint32_t kSizedByOutput = 1u << 8;     // its kernel needs only its output's shape, not the values deciding it
+constexpr uint32_t kStoredBits = 1u << 9;        // handles bfloat16/float16/narrow types as stored (pass bfloat16 skips it)
 
 // Parameter operands (the Params column): a bit per input position.
 constexpr uint32_t kNoParams = 0;
@@ -56,8 +57,8 @@ enum class ImportFold : uint8_t {
 enum class OpDims : uint8_t {
   None, Same, Broadcast, Conv, ConvTranspose, Pool, GlobalPool, MatMul, Gemm, Reshape, Flatten, Squeeze, Unsqueeze,
   Shape, Size, Concat, Transpose, Reduce, TopK, Gather, GatherElements, GatherND, Slice, Expand, Tile, Pad, Split, DepthToSpace,
-  SpaceToDepth, ConstantOfShape, Range, Resize, NonZero, Compress, NonMaxSuppression, Unique, Condition, InputValue, Window, Stft, MaxUnpool,
-  MelWeightMatrix, StringNormalizer,
+  SpaceToDepth, ConstantOfShape, Range, Resize, NonZero, Compress, NonMaxSuppression, Unique, Condition, InputValue, Window, Dft, Stft, MaxUnpool,
+  MelWeightMatrix, StringNormalizer, Col2Im, AffineGrid, Recurrent,
 };
 
 // One row of the table.
@@ -86,6 +87,7 @@ struct OpTraits {
   bool commutes_with_quant() const { return (flags & kCommutesWithQuant) != 0; }
   bool preview_training() const { return (flags & kPreviewTraining) != 0; }
   bool sized_by_output() const { return (flags & kSizedByOutput) != 0; }
+  bool stored_bits() const { return (flags & kStoredBits) != 0; }
   bool param_input(size_t position) const {
     return position < 32 ? ((param_inputs >> position) & 1u) != 0 : param_inputs == kAllParams;
   }

@@ -27,12 +27,12 @@ namespace kiln::graph {
 
 namespace {
 
-// Whether node `n` handles bfloat16 bits itself. QuantizeLinear and
-// DequantizeLinear convert their operands themselves (lower/ops_quant.cpp),
-// the narrow floats (decision 62) included.
+// Whether node `n` handles bfloat16 bits itself (flag kStoredBits: Cast,
+// CastLike, BitCast; QuantizeLinear and DequantizeLinear convert their
+// operands themselves, lower/ops_quant.cpp, the narrow floats of decision
+// 62 included).
 bool handles_bits(const Node& n) {
-  return n.is(Op::Cast) || n.is(Op::CastLike) || n.is(Op::QuantizeLinear) || n.is(Op::DequantizeLinear) ||
-         n.traits().shape_only() || n.traits().role == OpRole::Import;
+  return n.traits().stored_bits() || n.traits().shape_only() || n.traits().role == OpRole::Import;
 }
 
 // The element types that operators compute in float32: bfloat16, and

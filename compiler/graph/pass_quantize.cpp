@@ -70,11 +70,14 @@ struct Quant {
 
 class Quantizer {
  public:
-  Quantizer(Graph& g) : g_(g) {}
+  // exact_only: only the exact int32 decomposition of ConvInteger and
+  // MatMulInteger (models with run-time dimensions, which keep their float form).
+  Quantizer(Graph& g, bool exact_only) : g_(g), exact_only_(exact_only) {}
 
   bool run(PassContext& ctx) {
     recompute_producers(g_);
-    for (const Node& n : g_.nodes) check_params(n);
+    if (!exact_only_)
+      for (const Node& n : g_.nodes) check_params(n);
     std::vector<int> uses = use_counts(g_);
     std::vector<std::vector<int>> consumers(g_.values.size());
     for (size_t i = 0; i < g_.nodes.size(); i++)
@@ -87,8 +90,9 @@ class Quantizer {
       if (skip[i]) continue;
       Node& n = old[i];
       bool done = false;
-      if (n.is(Op::QLinearConv) || n.is(Op::QLinearMatMul)) done = qoperator(n);
-      else if (n.is(Op::ConvInteger) || n.is(Op::MatMulInteger)) done = integer_op(n);
+      if (n.is(Op::ConvInteger) || n.is(Op::MatMulInteger)) done = integer_op(n);
+      else if (exact_only_) done = false;
+      else if (n.is(Op::QLinearConv) || n.is(Op::QLinearMatMul)) done = qoperator(n);
       else if (n.is(Op::Conv) || n.is(Op::MatMul) || n.is(Op::Gemm)) done = qdq(old, n, uses, consumers, skip);
       else if (n.traits().commutes_with_quant()) done = transparent(old, n, uses, consumers, skip);
       if (done) continue;
@@ -103,6 +107,7 @@ class Quantizer {
 
  private:
   Graph& g_;
+  const bool exact_only_;
   int rewritten_ = 0;   // kiln.QConv / kiln.QMatMul made
   int decomposed_ = 0;  // QOperator nodes decomposed into float or int32 ones
   int moved_ = 0;       // operators moved onto quantized tensors
@@ -485,7 +490,7 @@ class Quantizer {
     int x = in(n, 0), w = in(n, 1), xz = in(n, 2), wz = in(n, 3);
     if (x < 0 || w < 0 || !quantized_type(val(x).dtype) || !quantized_type(val(w).dtype)) return false;
     bool scalar_xz = xz < 0 || val(xz).elements() == 1;
-    if (constant(w) && scalar_xz && (!conv || val(x).shape.size() == 4) && val(x).shape.size() >= 2) {
+    if (!exact_only_ && constant(w) && scalar_xz && (!conv || val(x).shape.size() == 4) && val(x).shape.size() >= 2) {
       Quant qw;
       qw.q = w;
       qw.type = val(w).dtype;
@@ -503,7 +508,11 @@ class Quantizer {
     // int32 Conv / MatMul of (x - x_zero_point) and (w - w_zero_point): exact.
     const std::string base = n.name.empty() ? val(n.outputs[0]).name : n.name;
     auto widen = [&](int v, int zp, const char* what, int64_t axis) {
-      int c = emit("Cast", base + "." + what, {v}, DType::I32, val(v).shape, int_attr("to", 6));
+      auto like_v = [&](int out) {  // (run-time dimensions: v's)
+        if (val(v).is_dynamic()) g_.set_dims(out, val(v).dims);
+        return out;
+      };
+      int c = like_v(emit("Cast", base + "." + what, {v}, DType::I32, val(v).shape, int_attr("to", 6)));
       if (zp < 0) return c;
       int z = emit("Cast", base + "." + what + "_zp", {zp}, DType::I32, val(zp).shape, int_attr("to", 6));
       if (val(zp).elements() > 1) {  // per-axis: reshape to broadcast along `axis`
@@ -518,7 +527,7 @@ class Quantizer {
         int shape = g_.add_constant(base + ".zp_shape", DType::I64, {(int64_t)s.size()}, bytes);
         z = emit("Reshape", base + "." + what + "_zp_axis", {z, shape}, DType::I32, s);
       }
-      return emit("Sub", base + "." + what + "_centered", {c, z}, DType::I32, val(v).shape);
+      return like_v(emit("Sub", base + "." + what + "_centered", {c, z}, DType::I32, val(v).shape));
     };
     int64_t a_axis = val(x).shape.size() >= 2 ? (int64_t)val(x).shape.size() - 2 : 0;
     int xc = widen(x, xz, "x", conv ? 1 : a_axis);
@@ -538,9 +547,10 @@ class Quantizer {
 }  // namespace
 
 bool pass_quantize(Graph& g, PassContext& ctx) {
-  // Run-time dimensions: quantized models keep their float form (docs/dynamic-shapes.md).
-  if (!g.symbols.empty()) return false;
-  return Quantizer(g).run(ctx);
+  // Run-time dimensions: quantized models keep their float form
+  // (docs/dynamic-shapes.md); ConvInteger and MatMulInteger, which have no
+  // lowering of their own, still become their exact int32 Conv / MatMul.
+  return Quantizer(g, !g.symbols.empty()).run(ctx);
 }
 
 }  // namespace kiln::graph

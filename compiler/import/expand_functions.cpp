@@ -110,12 +110,28 @@ int expand_functions(onnx::ModelProto& model) {
     o->set_domain(kExpandedDomain);
     o->set_version(1);
   }
-  auto set = onnx::inliner::FunctionIdSet::Create(std::move(ids));
+  // A body written for an older ai.onnx opset than the model's (Swish's, at
+  // 24, in a model of opset 28) is first brought to the model's opset by
+  // ONNX's version converter, which only InlineLocalFunctions does; the
+  // model's own functions are inlined already (inline_local_functions), so
+  // it inlines just these.
+  bool convert = false;
+  for (const auto& f : model.functions())
+    for (const auto& o : f.opset_import()) convert |= is_default_domain(o.domain()) && o.version() != opset;
   try {
-    onnx::inliner::InlineSelectedLocalFunctions(model, *set);
+    if (convert) {
+      onnx::inliner::InlineLocalFunctions(model, /*convert_version=*/true);
+    } else {
+      auto set = onnx::inliner::FunctionIdSet::Create(std::move(ids));
+      onnx::inliner::InlineSelectedLocalFunctions(model, *set);
+    }
   } catch (const std::exception& e) {
     user_error << "expanding an operator into its ONNX function body failed: " << one_line(e.what());
   }
+  for (const auto& n : g.node())
+    user_assert(n.domain() != kExpandedDomain)
+        << "expanding an operator into its ONNX function body failed: the body of " << n.op_type()
+        << " imports opsets the model's do not match";
   normalize_constant_nodes(*model.mutable_graph());  // bodies use value_int, value_floats, ... (constant_nodes.h)
   // The body's own operators are ai.onnx ones; the helper domain goes again.
   auto* imports = model.mutable_opset_import();

@@ -62,6 +62,9 @@ class DimInference {
   const std::set<int>& unknown_rank_;  // outputs whose rank ONNX did not know
   const Node* node_ = nullptr;
   std::map<int, std::vector<Expr>> sym_;  // value -> elements, row-major (small integer tensors)
+  // Float value -> elements (its own and its operands') whose range reaches
+  // past kExactFloat: exact only if the run's values stay within it.
+  std::map<int, std::vector<Expr>> float_checks_;
 
   // ------------------------------------------------------------ helpers --
 
@@ -128,18 +131,30 @@ class DimInference {
     auto it = sym_.find(node_->inputs[i]);
     return it == sym_.end() ? nullptr : &it->second;
   }
+  // The float elements of input i's value (and of the floats it was
+  // computed from) that need not be exact in float: a size read through
+  // them must be checked at run time (need_sym).
+  std::vector<Expr> float_checks_of(size_t i) const {
+    auto it = has(i) ? float_checks_.find(node_->inputs[i]) : float_checks_.end();
+    return it == float_checks_.end() ? std::vector<Expr>{} : it->second;
+  }
   // Input i's elements, which must be known (a constant or a computed shape).
   // A small integer tensor computed from data (a model input, a kernel's
   // result) has no known elements: infer_run_time_dims then gives it a copy
   // whose elements are data symbols (NeedsValueSymbols) and infers again.
   const std::vector<Expr>& need_sym(size_t i, const char* what) {
     const std::vector<Expr>* s = sym(i);
+    for (const Expr& e : float_checks_of(i))  // (a float holds it exactly up to 2^24)
+      require(e >= Expr(-kExactFloat) && e <= Expr(kExactFloat),
+              std::string(what) + " is computed in floating point, exact only up to 2^24 (" + tir::to_string(e) + ")");
     if (!s) {
       // The small integer tensor it comes from (a Cast to float of one, in
       // ONNX's function bodies: a window's length for a Range).
       int source = in(i);
       for (int hops = 0; hops < 4; hops++) {
         const graph::Value& v = val(source);
+        tir::Type st = graph::dtype_to_tir(v.dtype);
+        if ((st.is_int() || st.is_uint()) && v.dtype != graph::DType::Bool) break;  // (an integer already)
         if (v.producer < 0 || !g_.nodes[(size_t)v.producer].is(Op::Cast) || g_.nodes[(size_t)v.producer].inputs.empty())
           break;
         source = g_.nodes[(size_t)v.producer].inputs[0];
@@ -280,9 +295,17 @@ class DimInference {
     if (o < node_->outputs.size() && node_->outputs[o] >= 0 && elems.size() <= kMaxSymElements) {
       std::vector<Expr> s;
       for (auto& e : elems) s.push_back(simp(e));
-      if (is_float(val(node_->outputs[o]).dtype))
+      if (is_float(val(node_->outputs[o]).dtype)) {
+        // Float arithmetic would round elements past 2^24: followed, and
+        // checked at run time where they decide a size (need_sym).
+        std::vector<Expr> checks;
+        for (size_t i = 0; i < node_->inputs.size(); i++)
+          for (const Expr& e : float_checks_of(i)) checks.push_back(e);
         for (auto& e : s)
-          if (!exact_in_float(e)) return;  // float arithmetic would round it: not followed
+          if (!exact_in_float(e)) checks.push_back(e);
+        if (checks.size() > kMaxSymElements) return;
+        if (!checks.empty()) float_checks_[node_->outputs[o]] = checks;
+      }
       sym_[node_->outputs[o]] = s;
     }
   }
@@ -410,6 +433,52 @@ class DimInference {
       Expr num = x[2 + i] + Expr(p - eff);
       require(num >= Expr(0), "the input is smaller than the kernel");
       out.push_back(simp(num / Expr(strides[i]) + Expr(1)));
+    }
+    return out;
+  }
+
+  // DFT: x [..., N, ..., 1 or 2] -> [..., L, ..., 2], L = dft_length (else
+  // N) along the axis, L / 2 + 1 onesided; the inverse onesided (a real
+  // signal from half a spectrum) -> [..., L, ..., 1], L = dft_length (else
+  // 2 (N - 1)). The axis (opset 20: an input) may be a value symbol: then
+  // each dimension is the one it gives where the axis is its own.
+  DimExprs dft() {
+    DimExprs x = in_dims(0);
+    const int64_t r = (int64_t)x.size();
+    if (r < 2) fail("expects a signal [..., N, ..., 1 or 2]");
+    const bool inverse = node_->attr_int("inverse", 0) != 0, onesided = node_->attr_int("onesided", 0) != 0;
+    std::optional<Expr> length;
+    if (has(1)) {
+      const std::vector<Expr>& l = need_sym(1, "dft_length");
+      if (l.size() != 1) fail("dft_length must be a scalar");
+      length = l[0];
+    }
+    DimExprs out = x;
+    out.back() = Expr(inverse && onesided ? 1 : 2);
+    Expr a;
+    if (g_.opset >= 20 && has(2)) {
+      // Where no dimension depends on it, the kernel reads the axis.
+      if (!onesided && !length && !sym(2)) return out;
+      const std::vector<Expr>& v = need_sym(2, "the axis");
+      if (v.size() != 1) fail("the axis must be a scalar");
+      a = v[0];
+      if (!const_of(a)) require(a <= Expr(r - 2), "the axis must be before the last dimension");
+    } else {
+      a = Expr(node_->attr_int("axis", 1));
+    }
+    if (auto c = const_of(a)) {  // negative counts from the end (of the whole rank)
+      int64_t k = *c < 0 ? *c + r : *c;
+      if (k < 0 || k > r - 2) fail("the axis must be before the last dimension");
+      a = Expr(k);
+    }
+    for (int64_t d = 0; d + 1 < r; d++) {
+      Expr l = length ? *length : inverse && onesided ? simp(Expr(2) * (x[(size_t)d] - Expr(1))) : x[(size_t)d];
+      Expr along = onesided && !inverse ? simp(l / Expr(2) + Expr(1)) : l;
+      if (auto c = const_of(along); c && *c < 1) {  // no transform along d: not the axis
+        require(tir::NE::make(a, Expr(d)), "the transform along axis " + std::to_string(d) + " would be empty");
+        continue;
+      }
+      if (!g_.same_dims({along}, {x[(size_t)d]})) out[(size_t)d] = simp(tir::select(tir::EQ::make(a, Expr(d)), along, x[(size_t)d]));
     }
     return out;
   }
@@ -640,6 +709,16 @@ class DimInference {
           done = true;
         }
       }
+      // Else the float32 nearest p / q (a torch scale_factor of 1 / 300): ONNX
+      // Runtime's floor(d * f) in float32 is floor(d * p / q) (d below 2^24).
+      for (int64_t q = 1; q <= 1024 && !done; q++) {
+        double p = std::nearbyint(f * (double)q);
+        if (p >= 1 && p < 1e9 && (float)(p / (double)q) == (float)f) {
+          require(x[k] < Expr(int64_t(1) << 24), "the resized dimension must stay below 2^24");
+          out.push_back(simp((x[k] * Expr((int64_t)p)) / Expr(q)));
+          done = true;
+        }
+      }
       if (!done) fail("a scale (" + std::to_string(f) + ") that is not a ratio of small integers");
     }
     return out;
@@ -776,6 +855,39 @@ class DimInference {
       for (int64_t j = 0; j < r - k; j++) out.push_back(data_symbol(largest));
     data_symbol(1, 1, 1);  // the axes are valid
     return keep ? kept : out;
+  }
+
+  // Whether input i's elements are all known constants.
+  bool const_elements(size_t i) {
+    const std::vector<Expr>* s = sym(i);
+    if (!s) return false;
+    for (auto& e : *s)
+      if (!const_of(e)) return false;
+    return true;
+  }
+
+  // A Pad whose axes are not compile-time constants (lower/ops_index.cpp,
+  // pad_begins_run_time): every output dimension is a data symbol (any may
+  // be padded), defined by the Pad's first kernel, which reads the pads and
+  // axes and also writes each dimension's begin pad into a hidden int64
+  // [rank] output. Constant pads bound the lengths; pads read at run time
+  // leave them unbounded (the output is sized per run).
+  DimExprs pad_run_time_axes(const DimExprs& x) {
+    if (in_dims(1).size() != 1 || in_dims(3).size() != 1) fail("pads and axes must be 1-D");
+    require_equal(in_dims(1)[0], simp(in_dims(3)[0] * Expr(2)), "'pads' must have two entries per padded axis");
+    int64_t grow = 0;  // the most any axis grows, with constant pads
+    bool bounded = const_elements(1);
+    if (bounded) {
+      const std::vector<Expr>& p = *sym(1);
+      const size_t axes = p.size() / 2;
+      for (size_t k = 0; k < axes; k++)  // (each pad clamped: past 2^31 the symbol is unbounded anyway)
+        grow = std::max(grow, std::min(*const_of(p[k]), graph::kMaxRunTimeDim) + std::min(*const_of(p[k + axes]), graph::kMaxRunTimeDim));
+    }
+    DimExprs out;
+    for (size_t d = 0; d < x.size(); d++)
+      out.push_back(data_symbol(bounded ? val(in(0)).shape[d] + grow : graph::kMaxRunTimeDim + 1, 1 + d, 0, true));
+    add_hidden_output(".params", {(int64_t)x.size()});
+    return out;
   }
 
   // A new int64 output of the node, after its others (read by the runtime or
@@ -1030,6 +1142,7 @@ class DimInference {
       }
       case OpDims::Pad: {
         DimExprs x = in_dims(0);
+        if (g_.opset >= 18 && has(3) && !const_elements(3)) return pad_run_time_axes(x);
         std::vector<Expr> pads;
         if (g_.opset < 11) {
           for (int64_t p : n.attr_ints("pads", {})) pads.push_back(Expr(p));
@@ -1144,6 +1257,55 @@ class DimInference {
         require_equal(s[1], x[1], "the channels of output_shape and X");
         return DimExprs(s.begin(), s.end());
       }
+      case OpDims::Recurrent: {  // RNN, GRU, LSTM: Y [T, D, B, H], Y_h and Y_c [D, B, H] (layout 1: [B, T, D, H], [B, D, H])
+        DimExprs x = in_dims(0), w = in_dims(1);
+        if (x.size() != 3 || w.size() != 3) fail("X and W must be 3-D");
+        const bool layout = n.attr_int("layout", 0) != 0;
+        const Expr t = layout ? x[1] : x[0], b = layout ? x[0] : x[1], d = w[0];
+        const int64_t gates = n.is(Op::LSTM) ? 4 : n.is(Op::GRU) ? 3 : 1;
+        const Expr h = n.has_attr("hidden_size") ? Expr(n.attr_int("hidden_size", 0)) : simp(w[1] / Expr(gates));
+        if (has(4) && in_dims(4).size() == 1) require_equal(in_dims(4)[0], b, "sequence_lens and the batch of X");
+        for (size_t i = 5; i <= 6; i++)  // initial_h, initial_c (LSTM)
+          if (has(i) && in_dims(i).size() == 3) require_equal(in_dims(i)[layout ? 0 : 1], b, "the initial state's batch and X's");
+        for (size_t o = 1; o < n.outputs.size(); o++) extra[o] = layout ? DimExprs{b, d, h} : DimExprs{d, b, h};
+        return layout ? DimExprs{b, t, d, h} : DimExprs{t, d, b, h};
+      }
+      case OpDims::AffineGrid: {  // size [N, C, D1, .., Dk] gives [N, D1, .., Dk, k]
+        std::vector<Expr> size = need_sym(1, "size");
+        if (size.size() < 3) fail("size must be [N, C, D1, .., Dk]");
+        DimExprs out = {size[0]};
+        out.insert(out.end(), size.begin() + 2, size.end());
+        out.push_back(Expr((int64_t)size.size() - 2));
+        return out;
+      }
+      case OpDims::Col2Im: {  // [N, C / prod(block_shape), image_shape...]: constants or symbols
+        DimExprs x = in_dims(0);
+        if (x.size() != 3) fail("the input must be 3-D: [N, C * prod(block_shape), L]");
+        std::vector<Expr> image = need_sym(1, "image_shape"), block = need_sym(2, "block_shape");
+        const size_t k = image.size();
+        std::vector<int64_t> dil = node_->attr_ints("dilations", std::vector<int64_t>(k, 1));
+        std::vector<int64_t> pads = node_->attr_ints("pads", std::vector<int64_t>(2 * k, 0));
+        std::vector<int64_t> strides = node_->attr_ints("strides", std::vector<int64_t>(k, 1));
+        if (k == 0 || block.size() != k || dil.size() != k || pads.size() != 2 * k || strides.size() != k)
+          fail("image_shape, block_shape, dilations, strides (one entry per image axis) and pads (two) must agree");
+        Expr kernel = Expr(1), blocks = Expr(1);
+        DimExprs out = {x[0], Expr(0)};
+        for (size_t a = 0; a < k; a++) {
+          if (strides[a] < 1 || dil[a] < 1) fail("strides and dilations must be positive");
+          require(block[a] >= Expr(1), "block_shape must be positive");
+          Expr b = tir::max(block[a], Expr(1));  // (the run checks it; bounds the extents)
+          kernel = kernel * b;
+          Expr n_blocks = (image[a] + Expr(pads[a] + pads[a + k]) - Expr(dil[a]) * (b - Expr(1)) - Expr(1)) / Expr(strides[a]) +
+                          Expr(1);
+          require(n_blocks >= Expr(1), "image_shape, block_shape, pads, strides and dilations leave no block");
+          blocks = blocks * n_blocks;
+          out.push_back(simp(image[a]));
+        }
+        require(tir::EQ::make(x[1] % kernel, Expr(0)), "the input's dimension 1 must be a multiple of prod(block_shape)");
+        require(tir::EQ::make(x[2], blocks), "the input's dimension 2 must be the number of blocks in the image");
+        out[1] = simp(x[1] / kernel);
+        return out;
+      }
       case OpDims::MelWeightMatrix: {  // [dft_length / 2 + 1, num_mel_bins]: constants or symbols
         Expr bins = need_sym(0, "num_mel_bins").at(0), length = need_sym(1, "dft_length").at(0);
         require(bins >= Expr(1), "num_mel_bins must be positive");
@@ -1152,6 +1314,7 @@ class DimInference {
         // symbol computed from an input, its range reaching below 1, still bounds them.)
         return {simp(tir::max(length, Expr(1)) / Expr(2) + Expr(1)), simp(tir::max(bins, Expr(1)))};
       }
+      case OpDims::Dft: return dft();
       case OpDims::Stft: {  // [batch, frames, bins, 2]; frame_step and frame_length may be symbols
         DimExprs x = in_dims(0);
         if (x.size() != 3 || !const_of(x[1])) fail("a signal [batch, length, 1 or 2] of static length is needed");
@@ -1172,6 +1335,7 @@ class DimInference {
         } else {
           require(length >= Expr(1) && length <= x[1], "the frame length must be 1 to the signal's length");
           length = simp(tir::max(length, Expr(1)));  // (the run checks it; bounds the extents below)
+          if (tir::bounds_of(length).max > *const_of(x[1])) length = simp(tir::min(length, x[1]));
         }
         Expr bins = node_->attr_int("onesided", 1) != 0 ? simp(length / Expr(2) + Expr(1)) : length;
         return {x[0], simp((x[1] - length) / tir::max(step, Expr(1)) + Expr(1)), bins, Expr(2)};

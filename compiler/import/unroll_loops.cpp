@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ class LoopUnroller {
       bool ours = n.domain().empty() || n.domain() == "ai.onnx";
       size_t mark = out.size();
       bool done = ours && ((n.op_type() == "Loop" && loop(n, out)) || (n.op_type() == "Scan" && scan(n, out)));
+      if (!done && ours && n.op_type() == "Loop") {
+        out.resize(mark);
+        done = recurrence(n, out);
+      }
       if (done) {
         unrolled++;
         continue;
@@ -169,6 +174,237 @@ class LoopUnroller {
       if (n.output(k).empty()) continue;
       if (k < carried) emit(out, base, "Identity", {state[(size_t)k]}, {n.output(k)});
       else stack(out, base, scanned[(size_t)(k - carried)], 0, n.output(k));
+    }
+    return true;
+  }
+
+  // ---- Loops whose trip count is known only at run time: closed forms ----
+  //
+  // A body that never ends early and whose carried values are additive
+  // recurrences becomes the tensors its iterations would have stacked, each
+  // carried value k one of
+  //   kept      s' = s
+  //   stepped   s' = s + c, c loop-invariant (an outer value or a Constant):
+  //             before iteration i, s0 + i c (ONNX's Range function body)
+  //   indexed   s' = s + x[i:i+1] (Slice on axis 0) or x[i] (Gather on axis
+  //             0), x loop-invariant and as deep as s: the running sums of
+  //             x's first M slices
+  // and each scan output a carried value before or after its update. The
+  // run's trip count is M, or 0 where the first condition is false;
+  // Range(0, M) then sizes everything (a data symbol, import/infer_dims.cpp).
+  struct Recurrence {
+    enum Kind { Kept, Stepped, Indexed } kind = Kept;
+    std::string step;   // Stepped: c (outer scope); Indexed: x
+    bool gather = false;  // Indexed by Gather (x[i], one axis fewer)
+  };
+
+  std::optional<onnx::TensorProto::DataType> elem_type(const std::string& name) const {
+    for (auto* list : {&g_.input(), &g_.value_info(), &g_.output()})
+      for (auto& vi : *list)
+        if (vi.name() == name && vi.type().has_tensor_type() && vi.type().tensor_type().elem_type())
+          return (TP::DataType)vi.type().tensor_type().elem_type();
+    for (auto& t : g_.initializer())
+      if (t.name() == name) return (TP::DataType)t.data_type();
+    return std::nullopt;
+  }
+
+  bool recurrence(const onnx::NodeProto& n, std::vector<onnx::NodeProto>& out) {
+    const onnx::GraphProto* body = graph_attribute(n, "body");
+    if (!body || n.input_size() < 2 || n.input(0).empty() || !never_ends_early(*body)) return false;
+    const int carried = n.input_size() - 2;
+    const int scans = body->output_size() - 1 - carried;
+    if (body->input_size() != carried + 2 || scans < 0 || n.output_size() > carried + scans) return false;
+    std::map<std::string, const onnx::NodeProto*> producer;
+    for (auto& b : body->node())
+      for (auto& o : b.output()) producer[o] = &b;
+    auto through = [&](std::string v) {  // past Identities
+      for (int hops = 0; hops < 16; hops++) {
+        auto it = producer.find(v);
+        if (it == producer.end() || it->second->op_type() != "Identity" || it->second->input_size() != 1) break;
+        v = it->second->input(0);
+      }
+      return v;
+    };
+    std::set<std::string> body_inputs;
+    for (auto& i : body->input()) body_inputs.insert(i.name());
+    const std::string iteration = body->input(0).name();
+    std::string base = n.name().empty() ? n.output(0) : n.name();
+    // A loop-invariant value as an outer name: an outer value, or a body Constant copied out.
+    auto invariant = [&](const std::string& v) -> std::optional<std::string> {
+      if (v.empty() || body_inputs.count(v)) return std::nullopt;
+      auto it = producer.find(v);
+      if (it == producer.end()) return v;
+      if (it->second->op_type() != "Constant" || it->second->input_size() != 0) return std::nullopt;
+      onnx::NodeProto c = *it->second;
+      c.set_name(inliner_.fresh(base + "/" + c.name()));
+      c.set_output(0, inliner_.fresh(base + "/" + v));
+      for (auto& a : c.attribute())
+        if (a.name() == "value" && a.has_t()) shapes_[c.output(0)] = std::vector<int64_t>(a.t().dims().begin(), a.t().dims().end());
+      out.push_back(c);
+      return c.output(0);
+    };
+    auto body_ints = [&](const std::string& v) -> std::optional<std::vector<int64_t>> {
+      if (auto o = ints(v)) return o;
+      auto it = producer.find(v);
+      if (it == producer.end() || it->second->op_type() != "Constant") return std::nullopt;
+      for (auto& a : it->second->attribute())
+        if (a.name() == "value" && a.has_t()) return constant_ints(a.t());
+      return std::nullopt;
+    };
+    // v = Unsqueeze(iteration + k, [0]) (or the iteration number itself with `scalar`): k.
+    auto iteration_plus = [&](std::string v, bool scalar) -> std::optional<int64_t> {
+      v = through(v);
+      if (!scalar) {
+        auto it = producer.find(v);
+        if (it == producer.end() || it->second->op_type() != "Unsqueeze") return std::nullopt;
+        const onnx::NodeProto& u = *it->second;
+        std::vector<int64_t> axes = u.input_size() > 1 ? body_ints(u.input(1)).value_or(std::vector<int64_t>{-1})
+                                                       : ints_attr(u, "axes");
+        if (axes != std::vector<int64_t>{0}) return std::nullopt;
+        v = through(u.input(0));
+      }
+      if (v == iteration) return 0;
+      auto it = producer.find(v);
+      if (it == producer.end() || it->second->op_type() != "Add" || it->second->input_size() != 2) return std::nullopt;
+      for (int side = 0; side < 2; side++) {
+        auto k = body_ints(it->second->input(1 - side));
+        if (through(it->second->input(side)) == iteration && k && k->size() == 1) return (*k)[0];
+      }
+      return std::nullopt;
+    };
+    std::vector<Recurrence> rec((size_t)carried);
+    std::vector<std::string> s0(n.input().begin() + 2, n.input().end());
+    for (int k = 0; k < carried; k++) {
+      const std::string in = body->input(2 + k).name(), res = through(body->output(1 + k).name());
+      if (res == in) continue;  // kept
+      auto it = producer.find(res);
+      if (it == producer.end() || it->second->op_type() != "Add" || it->second->input_size() != 2) return false;
+      const onnx::NodeProto& add = *it->second;
+      int side = through(add.input(0)) == in ? 1 : through(add.input(1)) == in ? 0 : -1;
+      if (side < 0) return false;
+      const std::string term = through(add.input(side));
+      auto t = producer.find(term);
+      Recurrence& r = rec[(size_t)k];
+      if (t != producer.end() && (t->second->op_type() == "Slice" || t->second->op_type() == "Gather")) {
+        const onnx::NodeProto& sl = *t->second;
+        bool gather = sl.op_type() == "Gather";
+        if (opset_ < 10) return false;  // (the closed form slices with inputs)
+        if (gather ? !(int_attr(sl, "axis", 0) == 0 && sl.input_size() == 2 && iteration_plus(sl.input(1), true) == 0)
+                   : !(opset_ >= 10 && sl.input_size() >= 3 && iteration_plus(sl.input(1), false) == 0 &&
+                       iteration_plus(sl.input(2), false) == 1 &&
+                       (sl.input_size() < 4 || body_ints(sl.input(3)) == std::vector<int64_t>{0}) &&
+                       (sl.input_size() < 5 || body_ints(sl.input(4)) == std::vector<int64_t>{1})))
+          return false;
+        auto x = invariant(sl.input(0));
+        auto xs = x ? shapes_.find(*x) : shapes_.end();
+        auto ss = shapes_.find(s0[(size_t)k]);
+        // (x[i:i+1] keeps x's rank, x[i] drops one: either must be as deep as the state.)
+        if (xs == shapes_.end() || ss == shapes_.end() || xs->second.size() != ss->second.size() + (gather ? 1 : 0))
+          return false;
+        r = {Recurrence::Indexed, *x, gather};
+        continue;
+      }
+      auto c = invariant(term);
+      if (!c) return false;
+      r = {Recurrence::Stepped, *c, false};
+    }
+    // Scan outputs: carried values before (the body's input) or after (its result).
+    std::vector<std::pair<int, bool>> scanned;  // (carried value, after its update)
+    for (int j = 0; j < scans; j++) {
+      const std::string v = through(body->output(1 + carried + j).name());
+      int found = -1;
+      bool after = false;
+      for (int k = 0; k < carried && found < 0; k++) {
+        if (v == body->input(2 + k).name()) found = k;
+        else if (v == through(body->output(1 + k).name())) found = k, after = true;
+      }
+      if (found < 0 || rec[(size_t)found].kind == Recurrence::Kept) return false;  // (a kept value's copies: not built)
+      scanned.push_back({found, after});
+    }
+    for (int k = 0; k < carried; k++)
+      if (rec[(size_t)k].kind != Recurrence::Kept && (!shapes_.count(s0[(size_t)k]) || !elem_type(s0[(size_t)k])))
+        return false;
+    // The trip count this run: M, times the first condition (the body keeps it).
+    std::string trips = n.input(0);
+    auto ms = shapes_.find(trips);
+    if (ms == shapes_.end() || ms->second.size() > 1) return false;
+    if (!ms->second.empty()) {
+      trips = inliner_.fresh(base + "/trips");
+      emit(out, base, "Reshape", {n.input(0), constant(base + "/scalar", TP::INT64, {}, false)}, {trips});
+    }
+    if (!n.input(1).empty() && !constant_true(n.input(1))) {
+      std::string taken = inliner_.fresh(base + "/taken"), m = inliner_.fresh(base + "/trips");
+      set_int_attribute(emit(out, base, "Cast", {n.input(1)}, {taken}), "to", TP::INT64);
+      emit(out, base, "Mul", {trips, taken}, {m});
+      trips = m;
+    }
+    std::string index = inliner_.fresh(base + "/index");
+    emit(out, base, "Range", {constant(base + "/zero", TP::INT64, {0}, true), trips, constant(base + "/one", TP::INT64, {1}, true)},
+         {index});
+    auto op = [&](const std::string& type, std::vector<std::string> inputs) {
+      std::string y = inliner_.fresh(base + "/" + type);
+      emit(out, base, type, std::move(inputs), {y});
+      return y;
+    };
+    // Each carried value's closed forms (empty: not needed).
+    std::vector<std::string> before((size_t)carried), after((size_t)carried), final((size_t)carried);
+    for (int k = 0; k < carried; k++) {
+      const Recurrence& r = rec[(size_t)k];
+      bool needed = k < n.output_size() && !n.output(k).empty();
+      for (auto& [c, a] : scanned) needed |= c == k;
+      if (!needed) continue;
+      const std::string& s = s0[(size_t)k];
+      if (r.kind == Recurrence::Kept) {
+        final[(size_t)k] = s;
+        continue;
+      }
+      auto ss = shapes_.find(s);
+      auto type = elem_type(s);
+      if (r.kind == Recurrence::Stepped) {
+        // i c for each iteration i, [M, 1, ...] against the state's rank.
+        std::string i = op("Cast", {index});
+        set_int_attribute(out.back(), "to", *type);
+        if (!ss->second.empty()) {
+          std::vector<int64_t> shape(ss->second.size() + 1, 1);
+          shape[0] = -1;
+          i = op("Reshape", {i, constant(base + "/shape", TP::INT64, shape, false)});
+        }
+        before[(size_t)k] = op("Add", {s, op("Mul", {i, r.step})});
+        after[(size_t)k] = op("Add", {before[(size_t)k], r.step});
+        std::string m = op("Cast", {trips});
+        set_int_attribute(out.back(), "to", *type);
+        final[(size_t)k] = op("Add", {s, op("Mul", {m, r.step})});
+        continue;
+      }
+      // Indexed: x's first M slices along axis 0, stacked as the iterations' terms.
+      std::string ends = unsqueeze(out, base, trips, 0);
+      std::string terms = op("Slice", {r.step, constant(base + "/starts", TP::INT64, {0}, false), ends,
+                                       constant(base + "/axes", TP::INT64, {0}, false)});
+      if (!r.gather) terms = unsqueeze(out, base, terms, 1);  // x[i:i+1]: [M, 1, ...]
+      std::string axis = constant(base + "/axis", TP::INT64, {0}, true);
+      after[(size_t)k] = op("Add", {s, op("CumSum", {terms, axis})});
+      std::string exclusive = op("CumSum", {terms, axis});
+      set_int_attribute(out.back(), "exclusive", 1);
+      before[(size_t)k] = op("Add", {s, exclusive});
+      std::string total;
+      if (opset_ >= 13) {
+        total = op("ReduceSum", {terms, constant(base + "/axes", TP::INT64, {0}, false)});
+      } else {
+        total = op("ReduceSum", {terms});
+        auto* a = out.back().add_attribute();
+        a->set_name("axes");
+        a->set_type(onnx::AttributeProto::INTS);
+        a->add_ints(0);
+      }
+      set_int_attribute(out.back(), "keepdims", 0);
+      final[(size_t)k] = op("Add", {s, total});
+    }
+    for (int k = 0; k < n.output_size(); k++) {
+      if (n.output(k).empty()) continue;
+      const std::string& v =
+          k < carried ? final[(size_t)k] : scanned[(size_t)(k - carried)].second ? after[(size_t)scanned[(size_t)(k - carried)].first]
+                                                                               : before[(size_t)scanned[(size_t)(k - carried)].first];
+      emit(out, base, "Identity", {v}, {n.output(k)});
     }
     return true;
   }

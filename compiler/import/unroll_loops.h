@@ -15,8 +15,12 @@
 //         thread through, each scan output is the Concat of its slices
 //         along its axis (in its direction).
 // SequenceMap over a sequence of known length is static_sequences.h's.
-// Loops ending on a run-time condition, or with a trip count known only at
-// run time, are left alone (kilnc names the node later). A loop whose copies
+// A Loop with a trip count (or first condition) known only at run time
+// whose carried values are additive recurrences (s + c, s + x[i]) becomes
+// their closed forms over Range(0, trips): ONNX's Range function body, or a
+// running sum (unroll_loops.cpp, `recurrence`). Other loops ending on a
+// run-time condition, or with a trip count known only at run time, are left
+// alone (kilnc names the node later). A loop whose copies
 // would exceed kMaxUnrolledNodes nodes (nested graphs counted), or grow the
 // graph past kMaxGraphNodes, is left alone too (subgraph.h).
 #pragma once

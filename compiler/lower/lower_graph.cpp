@@ -72,7 +72,9 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
   state.gpu_shared_memory = gpu_shared_memory;
   state.tuning = tuning;  // the schedules' knobs (CPU and GPU)
 
+  std::vector<size_t> first_kernel(g.nodes.size() + 1);  // node ni's kernels: [first_kernel[ni], first_kernel[ni + 1])
   for (size_t ni = 0; ni < g.nodes.size(); ni++) {
+    first_kernel[ni] = p.kernels.size();
     report_progress(progress, "lowering", ni, g.nodes.size(), "nodes");
     const graph::Node& n = g.nodes[ni];
     if (n.traits().shape_only() && !n.inputs.empty() && n.inputs[0] >= 0 && g.values[n.inputs[0]].is_constant()) {
@@ -84,8 +86,7 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
       user_error << n.describe() << ": operator '" << n.op << "' (opset " << g.opset
                  << ") is not supported by kilnc yet";
     }
-    if (!n.is(graph::Op::Cast) && !n.is(graph::Op::CastLike) && !n.is(graph::Op::QuantizeLinear) &&
-        !n.is(graph::Op::DequantizeLinear) && !n.traits().shape_only()) {
+    if (!n.traits().stored_bits() && !n.traits().shape_only()) {
       for (int v : n.inputs) {
         internal_assert(v < 0 || (g.values[v].dtype != graph::DType::BF16 && !graph::is_narrow_float(g.values[v].dtype)))
             << n.describe() << ": a " << graph::dtype_name(g.values[v].dtype)
@@ -114,8 +115,13 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
     }
   }
 
-  // Model outputs need storage of their own (see the header).
+  first_kernel[g.nodes.size()] = p.kernels.size();
+
+  // Model outputs need storage of their own (see the header). An output that
+  // nodes also read is copied right after its producer's kernels, before its
+  // readers (they read its own storage); the others' copies run last.
   std::set<int> graph_inputs(g.inputs.begin(), g.inputs.end());
+  std::vector<std::pair<size_t, KernelDef>> copies;  // (position among the nodes' kernels, copy)
   std::set<int> claimed;
   for (int o : g.outputs) {
     int root = p.storage_root[o];
@@ -134,10 +140,28 @@ LoweredProgram lower_graph(graph::Graph& g, const VectorInfo& vector, bool gpu, 
       p.storage_root.push_back(root);
       g.values[o].data = nullptr;
     }
-    p.kernels.push_back(copy_kernel(g, root, o, (int)p.kernels.size(), gpu));
+    size_t at = first_kernel[g.nodes.size()];
+    int producer = g.values[o].producer;
+    bool read = std::any_of(g.nodes.begin(), g.nodes.end(), [&](const graph::Node& n) {
+      return std::count(n.inputs.begin(), n.inputs.end(), o) > 0;
+    });
+    if (read && producer >= 0) at = first_kernel[(size_t)producer + 1];
+    copies.emplace_back(at, copy_kernel(g, root, o, (int)(p.kernels.size() + copies.size()), gpu));
     p.storage_root[o] = o;
     claimed.insert(o);
   }
+  if (!copies.empty()) {
+    std::stable_sort(copies.begin(), copies.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<KernelDef> kernels;
+    kernels.reserve(p.kernels.size() + copies.size());
+    size_t c = 0;
+    for (size_t i = 0; i <= p.kernels.size(); i++) {
+      for (; c < copies.size() && copies[c].first == i; c++) kernels.push_back(std::move(copies[c].second));
+      if (i < p.kernels.size()) kernels.push_back(std::move(p.kernels[i]));
+    }
+    p.kernels = std::move(kernels);
+  }
+  p.shared_memory_dependent_nodes = state.shared_memory_dependent.size();
 
   return p;
 }

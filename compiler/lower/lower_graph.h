@@ -22,6 +22,9 @@ namespace kiln {
 struct LoweredProgram {
   std::vector<KernelDef> kernels;  // in dispatch order
   std::vector<int> storage_root;   // per value index: the value whose storage it shares
+  // GPU: graph nodes whose kernels depend on whether shared memory is used
+  // (0: the bundle is the same with and without it).
+  size_t shared_memory_dependent_nodes = 0;
 };
 
 // `vector` sizes the CPU schedules' register tiles (default: a 16-register

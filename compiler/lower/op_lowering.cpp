@@ -158,7 +158,9 @@ void OpContext::emit_kernel(const te::Tensor& t, int out_value, const ScheduleFn
     if (gs != state_->gpu_reduction_schedules.end()) {
       SchedulingKernel scheduling(state_->tuning, k.name);
       gs->second(stage);
-    } else if (!(state_->gpu_shared_memory && schedule_reduce_shared_gpu(stage))) default_gpu_schedule(stage);
+    } else if (!(reduce_fits_shared_gpu(stage) && gpu_shared_memory() && schedule_reduce_shared_gpu(stage))) {
+      default_gpu_schedule(stage);
+    }
     te::Epilogue e = anchor.defined() ? epilogue : te::Epilogue();
     k.body = te::lower_stage(stage, out, buffer_of, Expr(0), e);
     // Shared memory needs the invocations to run together: a host fallback
@@ -192,16 +194,17 @@ void OpContext::schedule_reduction_gpu(const te::Tensor& r, const ScheduleFn& sc
   state_->gpu_reduction_schedules[r.get()] = schedule;
 }
 
-te::Tensor OpContext::scan_state(const std::string& name, const graph::Shape& shape, tir::Type dtype) {
+te::Tensor OpContext::scan_state(const std::string& name, const te::Dims& dims, tir::Type dtype) {
   graph::Value v;
   v.name = graph.unique_name(node().name + "." + name);
   v.dtype = dtype_from_tir(dtype);
-  v.shape = shape;
   v.producer = node_index;
-  return tensor_of(graph.add_value(std::move(v)));
+  int id = graph.add_value(std::move(v));
+  graph.set_dims(id, graph::DimExprs(dims.begin(), dims.end()));
+  return tensor_of(id);
 }
 
-void OpContext::emit_scan(int64_t steps, const std::vector<ScanState>& states) {
+void OpContext::emit_scan(const Expr& steps, const std::vector<ScanState>& states) {
   KernelDef k;
   k.name = kernel_name("scan");
   k.source_nodes = {node_index};
@@ -219,12 +222,15 @@ void OpContext::emit_scan(int64_t steps, const std::vector<ScanState>& states) {
   std::vector<tir::Stmt> body;
   for (auto& s : states) {
     te::Tensor slice = s.step(t);
-    graph::Shape per_step(s.tensor.shape().begin() + 1, s.tensor.shape().end());
-    internal_assert(slice.shape() == per_step) << node().describe() << ": scan step shape mismatch";
+    te::Dims per_step;
+    per_step.assign(s.tensor.dims().begin() + 1, s.tensor.dims().end());
+    bool same = slice.ndim() == per_step.size();
+    for (size_t d = 0; same && d < per_step.size(); d++) same = tir::equal(tir::simplify(slice.dims()[d]), tir::simplify(per_step[d]));
+    internal_assert(same) << node().describe() << ": scan step shape mismatch";
     te::Stage stage(slice);  // serial loops: workgroups cannot nest in the time loop
-    body.push_back(te::lower_stage(stage, bufs.at(s.tensor.get()), buffer_of, t * Expr(graph::num_elements(per_step))));
+    body.push_back(te::lower_stage(stage, bufs.at(s.tensor.get()), buffer_of, t * te::num_elements(per_step)));
   }
-  k.body = tir::For::make(t, Expr(0), Expr(steps), tir::ForKind::Serial, tir::Block::make(body));
+  k.body = tir::For::make(t, Expr(0), steps, tir::ForKind::Serial, tir::Block::make(body));
   kernels.push_back(std::move(k));
 }
 

@@ -46,6 +46,7 @@ struct LoweringState {
   VectorInfo vector;                                 // the target's SIMD unit (schedules size tiles by it)
   bool gpu = false;                                  // GPU target: default_gpu_schedule unless a GPU reduction schedule applies
   bool gpu_shared_memory = false;                    // GPU schedules may use workgroup shared memory
+  std::set<int> shared_memory_dependent;             // GPU: nodes whose lowering read gpu_shared_memory
   tune::Tuning* tuning = nullptr;                    // schedules' knobs: spaces recorded, points applied (null: hand-written)
 };
 
@@ -99,13 +100,15 @@ class OpContext {
   // kernel runs `steps` serial iterations, and in iteration t computes, for
   // each state in order, the slice state[t] = step(t) (a formula over the
   // per-step shape that may read any state at t - 1, or an earlier state of
-  // the same iteration at t).
+  // the same iteration at t). The steps and the state's extents may be
+  // run-time extents (expressions over shape symbols): the trip count is
+  // then read at run time.
   struct ScanState {
     te::Tensor tensor;                           // from scan_state(): reads of the whole buffer
     std::function<te::Tensor(const Expr& t)> step;  // the slice computed in iteration t
   };
-  te::Tensor scan_state(const std::string& name, const graph::Shape& shape, tir::Type dtype);
-  void emit_scan(int64_t steps, const std::vector<ScanState>& states);
+  te::Tensor scan_state(const std::string& name, const te::Dims& dims, tir::Type dtype);
+  void emit_scan(const Expr& steps, const std::vector<ScanState>& states);
 
   // A hand-written kernel (TIR built by the lowering, as NonZero's): `body`
   // gets a function binding graph values as the kernel's buffers (each
@@ -115,8 +118,13 @@ class OpContext {
 
   // The target's SIMD unit (register tiles are sized to fit).
   const VectorInfo& vector() const { return state_->vector; }
-  // Whether GPU schedules may tile through workgroup shared memory.
-  bool gpu_shared_memory() const { return state_->gpu_shared_memory; }
+  // Whether GPU schedules may tile through workgroup shared memory. Asking
+  // records that this node's kernels depend on the answer (kilnc --report
+  // counts them: the nodes --vulkan-shared-memory changes).
+  bool gpu_shared_memory() const {
+    if (state_->gpu) state_->shared_memory_dependent.insert(node_index);
+    return state_->gpu_shared_memory;
+  }
   // Whether the kernels are for a GPU (hand-written kernels pick their form).
   bool gpu() const { return state_->gpu; }
   // The compilation's tuning context for the schedules' knobs, CPU or GPU (null: hand-written choices).

@@ -1,4 +1,6 @@
-// Conv (1-D to 3-D, pads, strides, dilations, groups, auto_pad), NCHW layout.
+// Conv (1-D to 3-D, pads, strides, dilations, groups, auto_pad), NCHW layout;
+// ConvTranspose, Col2Im (blocks summed back into images) and DeformConv
+// (the taps moved by learned offsets, sampled bilinearly).
 //
 //   out[n, m, o...] = bias[m] + sum_{c, k...} x[n, g*Cg + c, o*s - pad + k*d] * w[m, c, k...]
 //   with g = m / (M / group) and Cg = C / group.
@@ -9,6 +11,7 @@
 //       + sum_{co, kh, kw, ci} x[n, co, oh*s - pad + kh*d, ow*s - pad + kw*d, ci] * w[mo, co, kh, kw, ci, mi]
 //   and depthwise (w [M/m, 1, KH, KW, 1, m]): x read at channel block mo, lane mi.
 #include "graph/passes.h"
+#include "lower/expr_helpers.h"
 #include "lower/op_lowering.h"
 #include "lower/ops_winograd.h"
 #include "lower/schedules_cpu.h"
@@ -222,6 +225,123 @@ void lower_conv_transpose(OpContext& ctx) {
     user_assert(b.shape() == graph::Shape{os[1]}) << n.describe() << ": bias B must be 1-D with " << os[1]
                                                   << " entries (the output channels)";
     conv = te::compute("convtranspose_bias", os, [acc, b](const Indices& o) { return acc(o) + b({o[1]}); });
+  }
+  ctx.set_output(0, conv);
+}
+
+// Col2Im: the blocks (columns) of x [N, C * prod(block), L] summed back into
+// images [N, C, image...]. Image position o takes block tap r from column
+// (o + pad - r*d) / s wherever s divides it and the column lies in the
+// grid of blocks; image_shape and block_shape are constants or symbols
+// (--input-value, or read at run time: import/infer_dims.cpp).
+void lower_col2im(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0);
+  const te::Dims os = ctx.out_dims(0);
+  std::vector<Expr> image = int_exprs(ctx, 1, "Col2Im image_shape"), block = int_exprs(ctx, 2, "Col2Im block_shape");
+  const size_t k = image.size();
+  std::vector<int64_t> dil = n.attr_ints("dilations", std::vector<int64_t>(k, 1));
+  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * k, 0));
+  std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>(k, 1));
+  user_assert(os.size() == 2 + k && block.size() == k && dil.size() == k && pads.size() == 2 * k && strides.size() == k)
+      << n.describe() << ": image_shape, block_shape, dilations, strides and pads must have one entry per image axis (pads two)";
+  te::Dims rdims, grid;  // the block's taps; the blocks along each image axis
+  for (size_t a = 0; a < k; a++) {
+    Expr b = tir::simplify(tir::max(block[a], Expr(1)));
+    rdims.push_back(b);
+    grid.push_back(tir::simplify((image[a] + Expr(pads[a] + pads[a + k]) - Expr(dil[a]) * (b - Expr(1)) - Expr(1)) /
+                                     Expr(strides[a]) + Expr(1)));
+  }
+  tir::Type t = x.dtype();
+  ctx.set_output(0, te::reduce("col2im", os, rdims, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+    Expr ok = tir::IntImm::make(tir::Bool(), 1);
+    Indices col;
+    for (size_t a = 0; a < k; a++) {
+      Expr num = o[2 + a] + Expr(pads[a]) - r[a] * Expr(dil[a]), s = Expr(strides[a]);
+      ok = ok && tir::EQ::make(num % s, Expr(0)) && Expr(0) <= num && num / s < grid[a];
+      col.push_back(num / s);
+    }
+    Indices xi = {o[0], o[1] * te::num_elements(rdims) + te::flat_index(rdims, r), te::flat_index(grid, col)};
+    return tir::select(ok, padded_read(x, xi, tir::make_const(t, 0)), tir::make_const(t, 0));
+  }));
+}
+
+// DeformConv (opsets 19, 22; any number k of spatial axes): a convolution
+// whose taps move. X [N, C, D...], W [M, C/group, K...], offset
+// [N, G*prod(K)*k, O...] (G = offset_group), B [M], mask [N, G*prod(K), O...]:
+//   out[n, m, o...] = B[m] + sum_{c, r...} W[m, c, r...] * mask[n, g*P + t, o...]
+//                     * X~[n, ch, o*s - pad + r*d + offset[n, (g*P + t)*k + a, o...] (per axis a)]
+// with ch = (m / (M/group)) * C/group + c, g = ch / (C/G) its offset group,
+// P = prod(K), t the tap r's flat index, and X~ X sampled multilinearly at
+// the real position (corners outside X read 0), as ONNX's reference does
+// (GridSample, align_corners, zeros padding). Without mask every tap weighs 1.
+void lower_deform_conv(OpContext& ctx) {
+  ctx.require_float();
+  const graph::Node& n = ctx.node();
+  te::Tensor x = ctx.in(0), w = ctx.in(1), off = ctx.in(2);
+  const te::Dims xs = x.dims(), os = ctx.out_dims(0), offs = ctx.in_dims(2);
+  const graph::Shape ws = w.shape();
+  user_assert(xs.size() >= 3 && ws.size() == xs.size() && offs.size() == xs.size() && os.size() == xs.size())
+      << n.describe() << ": X, W, offset and the output must have the same rank (3 or more); fix the model";
+  const size_t k = xs.size() - 2;
+  const int64_t group = n.attr_int("group", 1), og = n.attr_int("offset_group", 1);
+  const int64_t C = static_extent(xs[1], "the input channel count"), M = ws[0], Cg = ws[1];
+  user_assert(group >= 1 && M % group == 0 && Cg * group == C)
+      << n.describe() << ": group " << group << " does not match channels " << C << ", filters " << M
+      << " and W's " << Cg << " channels per group";
+  user_assert(og >= 1 && C % og == 0) << n.describe() << ": offset_group " << og << " does not divide the " << C
+                                      << " input channels";
+  std::vector<int64_t> kernel = n.attr_ints("kernel_shape", std::vector<int64_t>(ws.begin() + 2, ws.end()));
+  std::vector<int64_t> strides = n.attr_ints("strides", std::vector<int64_t>(k, 1));
+  std::vector<int64_t> dilations = n.attr_ints("dilations", std::vector<int64_t>(k, 1));
+  std::vector<int64_t> pads = n.attr_ints("pads", std::vector<int64_t>(2 * k, 0));
+  user_assert(kernel == std::vector<int64_t>(ws.begin() + 2, ws.end()) && strides.size() == k && dilations.size() == k &&
+              pads.size() == 2 * k)
+      << n.describe() << ": kernel_shape must match W's spatial shape, strides and dilations need " << k
+      << " entries and pads " << 2 * k;
+  int64_t taps = 1;
+  for (int64_t e : kernel) taps *= e;
+  user_assert(static_extent(offs[1], "offset's channel count") == og * taps * (int64_t)k)
+      << n.describe() << ": offset needs offset_group * prod(kernel_shape) * " << k << " = " << og * taps * (int64_t)k
+      << " channels";
+  const bool has_mask = ctx.has_input(4);
+  te::Tensor mask = has_mask ? ctx.in(4) : te::Tensor();
+  if (has_mask)
+    user_assert(mask.ndim() == xs.size() && static_extent(ctx.in_dims(4)[1], "mask's channel count") == og * taps)
+        << n.describe() << ": mask needs offset_group * prod(kernel_shape) = " << og * taps << " channels";
+  const int64_t Mg = M / group, Cog = C / og;
+  const tir::Type t = x.dtype();
+  te::Dims kd;
+  for (int64_t e : kernel) kd.push_back(Expr(e));
+  graph::Shape rshape = {Cg};
+  rshape.insert(rshape.end(), kernel.begin(), kernel.end());
+  te::Tensor conv = te::reduce("deform_conv", os, rshape, te::ReduceKind::Sum, t, [=](const Indices& o, const Indices& r) {
+    Expr ch = (o[1] / Expr(Mg)) * Expr(Cg) + r[0];
+    Expr tap = (ch / Expr(Cog)) * Expr(taps) + te::flat_index(kd, Indices(r.begin() + 1, r.end()));
+    auto at = [&](const Expr& channel) {  // [n, channel, o...]
+      Indices i = {o[0], channel};
+      i.insert(i.end(), o.begin() + 2, o.end());
+      return i;
+    };
+    std::vector<Expr> p(k);
+    Indices wi = {o[1], r[0]};
+    for (size_t a = 0; a < k; a++) {
+      Expr base = o[2 + a] * Expr(strides[a]) - Expr(pads[a]) + r[1 + a] * Expr(dilations[a]);
+      p[a] = tir::cast(t, base) + off(at(tap * Expr((int64_t)k) + Expr((int64_t)a)));
+      wi.push_back(r[1 + a]);
+    }
+    Expr v = linear_sample(p, [&](const std::vector<Expr>& c) {
+      Indices xi = {o[0], ch};
+      for (const Expr& e : c) xi.push_back(tir::cast(tir::Index(), e));
+      return padded_read(x, xi, tir::make_const(t, 0));
+    });
+    Expr term = w(wi) * v;
+    return has_mask ? term * mask(at(tap)) : term;
+  });
+  if (ctx.has_input(3)) {
+    te::Tensor b = ctx.in(3), acc = conv;
+    user_assert(b.shape() == graph::Shape{M}) << n.describe() << ": bias B must be 1-D with " << M << " entries";
+    conv = te::compute("deform_conv_bias", os, [acc, b](const Indices& o) { return acc(o) + b({o[1]}); });
   }
   ctx.set_output(0, conv);
 }

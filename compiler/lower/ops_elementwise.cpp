@@ -36,15 +36,20 @@ Expr unary_formula(Op op, const graph::Node& n, const Expr& x) {
   return Expr();
 }
 
+bool is_signed_int(graph::DType dt) {
+  return dt == graph::DType::I8 || dt == graph::DType::I16 || dt == graph::DType::I32 || dt == graph::DType::I64;
+}
+bool is_unsigned_int(graph::DType dt) {
+  return dt == graph::DType::U8 || dt == graph::DType::U16 || dt == graph::DType::U32 || dt == graph::DType::U64;
+}
+
 void lower_binary(OpContext& ctx, bool ints_ok, Expr (*f)(Expr, Expr)) {
   const graph::Node& n = ctx.node();
   graph::DType dt = ctx.in_dtype(0);
   user_assert(ctx.in_dtype(1) == dt && ctx.value(ctx.output(0)).dtype == dt)
       << n.describe() << ": inputs and output must have the same element type";
   bool is_float = dt == graph::DType::F32 || dt == graph::DType::F64;
-  bool is_int = dt == graph::DType::I32 || dt == graph::DType::I64 || dt == graph::DType::I8 ||
-                dt == graph::DType::I16 || dt == graph::DType::U8 || dt == graph::DType::U16 || dt == graph::DType::U32 ||
-                dt == graph::DType::U64;
+  bool is_int = is_signed_int(dt) || is_unsigned_int(dt);
   user_assert(is_float || (ints_ok && is_int)) << n.describe() << ": element type " << graph::dtype_name(dt)
                                                << " is not supported for " << n.op << " yet";
   te::Tensor a = ctx.in(0), b = ctx.in(1);
@@ -202,10 +207,29 @@ Expr signed_shift(Expr x, Expr y, bool left) {
 Expr signed_shift_left(Expr x, Expr y) { return signed_shift(x, y, true); }
 Expr signed_shift_right(Expr x, Expr y) { return signed_shift(x, y, false); }
 
+// BitwiseAnd, BitwiseOr, BitwiseXor (broadcasting) and BitwiseNot: the
+// two's complement bits of integers of one type.
+void lower_bitwise(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  graph::DType dt = ctx.in_dtype(0);
+  user_assert(is_signed_int(dt) || is_unsigned_int(dt))
+      << n.describe() << ": " << n.op << " takes integers (int8 .. uint64), not " << graph::dtype_name(dt);
+  switch (ctx.op()) {
+    case Op::BitwiseAnd: return lower_binary(ctx, true, [](Expr a, Expr b) { return a & b; });
+    case Op::BitwiseOr: return lower_binary(ctx, true, [](Expr a, Expr b) { return a | b; });
+    case Op::BitwiseXor: return lower_binary(ctx, true, [](Expr a, Expr b) { return a ^ b; });
+    default: {
+      user_assert(ctx.value(ctx.output(0)).dtype == dt) << n.describe() << ": the output must have the input's element type";
+      te::Tensor x = ctx.in(0);
+      ctx.set_output(0, te::compute(n.op, x.dims(), [x](const Indices& i) { return ~x(i); }));
+    }
+  }
+}
+
 }  // namespace
 
 // Add, Sub, Mul, Div (integer Div truncates toward zero, as ONNX's), BitShift
-// (integers; signed ones since opset 25).
+// (integers; signed ones since opset 25), the Bitwise operators (integers).
 void lower_arithmetic(OpContext& ctx) {
   switch (ctx.op()) {
     case Op::Add: return lower_binary(ctx, true, [](Expr a, Expr b) { return a + b; });
@@ -217,10 +241,7 @@ void lower_arithmetic(OpContext& ctx) {
       return lower_binary(ctx, true, [](Expr a, Expr b) { return trunc_divide(a, b); });
     case Op::BitShift: {
       graph::DType dt = ctx.in_dtype(0);
-      bool is_unsigned = dt == graph::DType::U8 || dt == graph::DType::U16 || dt == graph::DType::U32 ||
-                         dt == graph::DType::U64;
-      bool is_signed = dt == graph::DType::I8 || dt == graph::DType::I16 || dt == graph::DType::I32 ||
-                       dt == graph::DType::I64;
+      bool is_unsigned = is_unsigned_int(dt), is_signed = is_signed_int(dt);
       user_assert(is_unsigned || is_signed) << ctx.node().describe() << ": BitShift takes integers";
       bool left = ctx.node().attr_string("direction", "") == "LEFT";
       user_assert(left || ctx.node().attr_string("direction", "") == "RIGHT")
@@ -228,6 +249,10 @@ void lower_arithmetic(OpContext& ctx) {
       if (is_signed) return lower_binary(ctx, true, left ? signed_shift_left : signed_shift_right);
       return lower_binary(ctx, true, left ? shift_left : shift_right);
     }
+    case Op::BitwiseAnd:
+    case Op::BitwiseOr:
+    case Op::BitwiseXor:
+    case Op::BitwiseNot: return lower_bitwise(ctx);
     default: internal_error << ctx.node().describe() << ": not an arithmetic operator";
   }
 }

@@ -1,13 +1,15 @@
 // Data-movement operators whose output positions map to input positions:
-// Gather, GatherElements, GatherND, Scatter(Elements), ScatterND, OneHot,
-// Slice, Expand, Tile, Pad, Split, DepthToSpace, SpaceToDepth, Trilu,
-// EyeLike, ConstantOfShape, Range.
+// Gather, GatherElements, GatherND, Scatter(Elements), ScatterND,
+// TensorScatter, OneHot, Slice, Expand, Tile, Pad, Split, DepthToSpace,
+// SpaceToDepth, Trilu, EyeLike, ConstantOfShape, Range.
 //
 // Operands that only decide a shape (Expand's shape, Tile's repeats,
 // Split's sizes) are never read: the output's dimensions (static, or
 // expressions of run-time ones, import/infer_dims.h) say it all. Operands
 // that decide positions (Slice's starts and steps, Pad's pads) must be
-// constants, or shapes computed from run-time dimensions (symbolic values).
+// constants, or shapes computed from run-time dimensions (symbolic values),
+// or are read by a first kernel of the node (Slice's, or Pad's axes, read
+// at run time: lower_slice_run_time, pad_begins_run_time).
 // Indices read at run time (Gather) are wrapped for negatives and clamped
 // into range, so a bad index never reads outside the tensor.
 //
@@ -50,6 +52,23 @@ void lower_gather_elements(OpContext& ctx) {
 
 namespace {
 
+// Element k of a small integer buffer, as an index (a kernel reading
+// run-time parameters: Slice's bounds, Pad's pads and axes).
+Expr load_index(const tir::Buffer& b, const Expr& k) { return tir::Cast::make(tir::Index(), tir::Load::make(b, k)); }
+
+// An axis read at run time: negative counts from the last, then clamped
+// into [0, rank) so that no index ever leaves the tensor.
+Expr run_time_axis(const Expr& a, int64_t rank) {
+  return tir::clamp(tir::select(a < Expr(0), a + Expr(rank), a), Expr(0), Expr(rank - 1));
+}
+
+// Dimension `a` (an expression in [0, rank)) of `x`.
+Expr extent_at(const te::Dims& x, const Expr& a) {
+  Expr extent = Expr(0);
+  for (size_t d = x.size(); d-- > 0;) extent = tir::select(tir::EQ::make(a, Expr((int64_t)d)), x[d], extent);
+  return extent;
+}
+
 // Slice with starts, ends, axes or steps read at run time (import/infer_dims.cpp):
 // the node's outputs are [y, one count per dimension (data symbols), params
 // int64 [2 * rank]]. A first kernel applies ONNX's rules to the values (a
@@ -66,7 +85,7 @@ void lower_slice_run_time(OpContext& ctx) {
     auto read = [&](size_t i) -> std::function<Expr(const Expr&)> {
       if (!ctx.has_input(i)) return nullptr;
       tir::Buffer b = bind(ctx.input(i), Access::Read);
-      return [b](const Expr& k) { return tir::Cast::make(tir::Index(), tir::Load::make(b, k)); };
+      return [b](const Expr& k) { return load_index(b, k); };
     };
     auto starts = read(1), ends = read(2), axes = read(3), steps = read(4);
     tir::Buffer pb = bind(params, Access::Write);
@@ -80,10 +99,8 @@ void lower_slice_run_time(OpContext& ctx) {
       body.push_back(tir::Store::make(len, Expr(d), x[(size_t)d]));
     }
     Expr k = tir::Var::make(tir::Index(), "slice_k");
-    Expr a = axes ? axes(k) : k;
-    a = tir::clamp(tir::select(a < Expr(0), a + Expr(rank), a), Expr(0), Expr(rank - 1));
-    Expr extent = Expr(0);  // the axis' size: x's dimension a
-    for (int64_t d = rank; d-- > 0;) extent = tir::select(tir::EQ::make(a, Expr(d)), x[(size_t)d], extent);
+    Expr a = run_time_axis(axes ? axes(k) : k, rank);
+    Expr extent = extent_at(x, a);  // the axis' size: x's dimension a
     Expr step = steps ? steps(k) : Expr(1);
     step = tir::select(tir::EQ::make(step, Expr(0)), Expr(1), step);
     // A step longer than the axis takes at most one element: clamped to
@@ -172,18 +189,62 @@ void lower_tile(OpContext& ctx) {
   }));
 }
 
+namespace {
+
+// Pad with axes read at run time (import/infer_dims.cpp): the node's
+// outputs are [y, one length per dimension (data symbols), begins int64
+// [rank]]. A first kernel reads the pads and axes (a negative axis counts
+// from the last; one out of range is taken as the nearest valid one) and
+// writes every dimension's length (at least 0) and begin pad; the result
+// is each dimension's begin pad, read from the latter.
+std::vector<Expr> pad_begins_run_time(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  const te::Dims x = ctx.in_dims(0);
+  const int64_t rank = (int64_t)x.size();
+  const int params = n.outputs.back();
+  ctx.emit_tir("pad_params", [&](const OpContext::BindFn& bind) {
+    tir::Buffer pads = bind(ctx.input(1), Access::Read), axes = bind(ctx.input(3), Access::Read);
+    tir::Buffer pb = bind(params, Access::Write);
+    tir::Buffer len = tir::make_buffer("pad_len", tir::Index(), rank, -1);
+    std::vector<tir::Stmt> body;
+    for (int64_t d = 0; d < rank; d++) {  // dimensions no axis names: unpadded
+      body.push_back(tir::Store::make(pb, Expr(d), Expr(0)));
+      body.push_back(tir::Store::make(len, Expr(d), x[(size_t)d]));
+    }
+    Expr k = tir::Var::make(tir::Index(), "pad_k"), av = tir::Var::make(tir::Index(), "pad_a");
+    Expr count = ctx.in_dims(3).at(0);  // the axes' run-time length; pads has twice as many
+    Expr begin = load_index(pads, k), end = load_index(pads, k + count);
+    tir::Stmt one = tir::Block::make({tir::Store::make(pb, av, begin),
+                                      tir::Store::make(len, av, tir::max(extent_at(x, av) + begin + end, Expr(0)))});
+    one = tir::LetStmt::make(av, run_time_axis(load_index(axes, k), rank), one);
+    body.push_back(tir::For::make(k, Expr(0), count, tir::ForKind::Serial, one));
+    for (int64_t d = 0; d < rank; d++)
+      body.push_back(tir::Store::make(bind(n.outputs[(size_t)(1 + d)], Access::Write), Expr(0), tir::Load::make(len, Expr(d))));
+    return tir::Allocate::make(len, tir::Block::make(body));
+  });
+  te::Tensor p = ctx.tensor_of(params);
+  std::vector<Expr> begins;
+  for (int64_t d = 0; d < rank; d++) begins.push_back(p({Expr(d)}));
+  return begins;
+}
+
+}  // namespace
+
 void lower_pad(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   te::Tensor x = ctx.in(0);
   int64_t rank = (int64_t)x.ndim();
   std::string mode = n.attr_string("mode", "constant");
   std::vector<Expr> pads;
+  const bool run_time_axes = ctx.graph.opset >= 18 && ctx.has_input(3) && n.outputs.size() == (size_t)(2 + rank);
   if (ctx.graph.opset < 11)
     for (int64_t p : n.attr_ints("pads", {})) pads.push_back(Expr(p));
-  else
+  else if (!run_time_axes)
     pads = int_exprs(ctx, 1, "Pad pads");
   std::vector<Expr> begin(rank, Expr(0));
-  if (ctx.graph.opset >= 18 && ctx.has_input(3)) {  // axes
+  if (run_time_axes) {
+    begin = pad_begins_run_time(ctx);
+  } else if (ctx.graph.opset >= 18 && ctx.has_input(3)) {  // axes
     std::vector<int64_t> axes = const_ints(ctx, 3, "Pad axes");
     user_assert(pads.size() == 2 * axes.size()) << n.describe() << ": pads must have 2 entries per axis";
     for (size_t i = 0; i < axes.size(); i++) begin[normalize_axis(ctx, axes[i], rank)] = pads[i];
@@ -402,12 +463,26 @@ Expr scatter_value(const std::string& mode, const te::Tensor& data, const Indice
     Expr l = last(o);
     return tir::select(Expr(0) <= l, value(o, unflatten(tir::max(l, Expr(0)), ushape)), data(o));
   }
+  if (mode == "max" || mode == "min") {  // the data's value: neutral where an update does not land
+    const bool is_max = mode == "max";
+    te::Tensor acc = te::reduce("acc", os, ushape, is_max ? te::ReduceKind::Max : te::ReduceKind::Min, t,
+                                [=](const Indices& oo, const Indices& u) {
+                                  return tir::select(hit(oo, u), value(oo, u), data(oo));
+                                });
+    return is_max ? tir::max(data(o), acc(o)) : tir::min(data(o), acc(o));
+  }
   bool add = mode == "add";
   te::Tensor acc = te::reduce("acc", os, ushape, add ? te::ReduceKind::Sum : te::ReduceKind::Prod, t,
                               [=](const Indices& oo, const Indices& u) {
                                 return tir::select(hit(oo, u), value(oo, u), tir::make_const(t, add ? 0 : 1));
                               });
   return add ? data(o) + acc(o) : data(o) * acc(o);
+}
+
+// ONNX's scatter reductions (ScatterElements, ScatterND).
+void check_scatter_reduction(const graph::Node& n, const std::string& mode) {
+  user_assert(mode == "none" || mode == "add" || mode == "mul" || mode == "max" || mode == "min")
+      << n.describe() << ": reduction '" << mode << "' is not one of none, add, mul, max, min";
 }
 
 }  // namespace
@@ -417,7 +492,7 @@ void lower_scatter_elements(OpContext& ctx) {
   te::Tensor data = ctx.in(0), ind = ctx.in(1), upd = ctx.in(2);
   int64_t axis = normalize_axis(ctx, n.attr_int("axis", 0), (int64_t)data.ndim());
   std::string mode = n.attr_string("reduction", "none");
-  user_assert(mode == "none" || mode == "add" || mode == "mul") << n.describe() << ": reduction '" << mode << "' is not supported";
+  check_scatter_reduction(n, mode);
   graph::Shape us = upd.shape();
   ctx.set_output(0, te::compute("scatter_elements", data.dims(), [=](const Indices& o) {
     auto hit = [=](const Indices& oo, const Indices& u) {
@@ -435,7 +510,7 @@ void lower_scatter_nd(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   te::Tensor data = ctx.in(0), ind = ctx.in(1), upd = ctx.in(2);
   std::string mode = n.attr_string("reduction", "none");
-  user_assert(mode == "none" || mode == "add" || mode == "mul") << n.describe() << ": reduction '" << mode << "' is not supported";
+  check_scatter_reduction(n, mode);
   int64_t k = ind.shape().back();
   graph::Shape prefix(ind.shape().begin(), ind.shape().end() - 1);
   ctx.set_output(0, te::compute("scatter_nd", data.dims(), [=](const Indices& o) {
@@ -454,6 +529,33 @@ void lower_scatter_nd(OpContext& ctx) {
       return upd(ui);
     };
     return scatter_value(mode, data, o, prefix, hit, value);
+  }));
+}
+
+// TensorScatter (opset 24, a KV-cache update): batch b's update rows
+// 0..S-1 along `axis` go to cache rows write_indices[b] + j (mode linear;
+// rows past the cache are dropped), or those rows modulo the cache's length
+// (circular). Each output row asks which update row lands on it, if any.
+void lower_tensor_scatter(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor past = ctx.in(0), upd = ctx.in(1);
+  const int64_t rank = (int64_t)past.ndim();
+  const int64_t axis = normalize_axis(ctx, n.attr_int("axis", -2), rank);
+  user_assert(axis > 0) << n.describe() << ": axis must not be the batch dimension (0)";
+  const std::string mode = n.attr_string("mode", "linear");
+  user_assert(mode == "linear" || mode == "circular") << n.describe() << ": mode '" << mode
+                                                      << "' is not one of linear, circular";
+  const bool has_idx = ctx.has_input(2);
+  te::Tensor idx = has_idx ? ctx.in(2) : past;
+  const Expr len = past.dims()[(size_t)axis], seq = upd.dims()[(size_t)axis];
+  ctx.set_output(0, te::compute("tensor_scatter", past.dims(), [=](const Indices& o) {
+    Expr w = has_idx ? tir::Cast::make(tir::Index(), idx({o[0]})) : Expr(0);
+    Expr j = o[(size_t)axis] - w;
+    if (mode == "circular") j = j % len;  // floor modulo: in [0, len)
+    Expr hit = Expr(0) <= j && j < seq;
+    Indices ui = o;
+    ui[(size_t)axis] = tir::clamp(j, Expr(0), seq - Expr(1));
+    return tir::select(hit, upd(ui), past(o));
   }));
 }
 

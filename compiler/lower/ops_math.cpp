@@ -1,7 +1,7 @@
 // Elementwise math beyond the basic activations: more unary functions,
 // comparisons and logic (bool results), Pow, Mod, PRelu, Where, the variadic
-// Min/Max/Sum/Mean, Cast and CastLike, and integer Div (truncating, as ONNX
-// specifies).
+// Min/Max/Sum/Mean, Cast, CastLike and BitCast, and integer Div (truncating,
+// as ONNX specifies).
 //
 // Bool tensors are stored as one byte; reads convert to Bool with != 0 and
 // results are converted back when stored (OpContext handles the store).
@@ -346,6 +346,60 @@ void lower_cast_like(OpContext& ctx) {
   ctx.set_output(0, te::compute("castlike", x.dims(), [=](const Indices& i) {
     Expr v = x(i);
     return convert_element(from_bool ? tir::cast(tir::Bool(), v) : v, from, to, o);
+  }));
+}
+
+namespace {
+
+// The width of an element of `t` in bits, as ONNX's BitCast counts it (bool:
+// one byte; the sub-byte types: 4 or 2, not the byte kilnc stores them in).
+int bit_width(graph::DType t) {
+  using graph::DType;
+  if (t == DType::U4 || t == DType::I4 || t == DType::F4E2M1) return 4;
+  if (t == DType::U2 || t == DType::I2) return 2;
+  return (int)graph::dtype_size(t) * 8;
+}
+
+// An element of `t` (as loaded) as its `bits` bits in the low bits of an
+// unsigned integer of its storage width.
+Expr element_bits(const Expr& x, graph::DType t, int bits) {
+  if (x.type().is_float()) return tir::Call::make(Intrinsic::FloatToBits, {x});
+  const tir::Type u = tir::UInt(x.type().bits);
+  if (is_bool(t)) return tir::cast(u, tir::cast(tir::Bool(), x));  // 0 or 1
+  Expr b = tir::cast(u, x);  // an integer's two's complement bits (int4/int2: sign-extended)
+  return bits < x.type().bits ? b % tir::make_const(u, (double)(1 << bits)) : b;
+}
+
+// Unsigned `b` (element_bits) as an element of `t` (as computed; a bool as Bool).
+Expr bits_element(const Expr& b, graph::DType t, int bits) {
+  const tir::Type ct = compute_type(t);
+  if (ct.is_float()) return tir::Call::make(Intrinsic::BitsToFloat, {b});
+  if (ct.is_bool()) return tir::NE::make(b, tir::make_const(b.type(), 0));
+  Expr v = tir::cast(ct, b);
+  if (ct.is_int() && bits < ct.bits) {  // int4/int2: stored sign-extended
+    Expr sign = tir::make_const(b.type(), (double)(1 << (bits - 1)));
+    v = tir::select(b < sign, v, v - tir::make_const(ct, (double)(1 << bits)));
+  }
+  return v;
+}
+
+}  // namespace
+
+// BitCast: each element's bits reinterpreted as `to` (of the same width).
+// Every type kilnc has but strings; bfloat16, float16 and the narrow types
+// as their bits (the table row's kStoredBits).
+void lower_bitcast(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  graph::DType from = ctx.in_dtype(0), to = ctx.value(ctx.output(0)).dtype;
+  user_assert(from != graph::DType::String && to != graph::DType::String)
+      << n.describe() << ": BitCast does not take or give strings";
+  const int bits = bit_width(from);
+  user_assert(bit_width(to) == bits) << n.describe() << ": BitCast from " << graph::dtype_name(from) << " (" << bits
+                                     << " bits) to " << graph::dtype_name(to) << " (" << bit_width(to)
+                                     << " bits): the attribute 'to' must name a type of the input's width";
+  te::Tensor x = ctx.in(0);
+  ctx.set_output(0, te::compute("bitcast", x.dims(), [=](const Indices& i) {
+    return from == to ? x(i) : bits_element(element_bits(x(i), from, bits), to, bits);
   }));
 }
 

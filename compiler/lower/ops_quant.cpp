@@ -217,7 +217,7 @@ void lower_dequantize(OpContext& ctx) {
 void lower_dynamic_quantize(OpContext& ctx) {
   user_assert(ctx.in_dtype(0) == graph::DType::F32) << ctx.node().describe() << ": x must be float32";
   te::Tensor x = ctx.in(0);
-  graph::Shape xs = x.shape();
+  const te::Dims xs = x.dims();  // (run-time extents: the reductions run over them)
   Expr zero = tir::make_const(F32, 0);
   auto all = [x](const Indices&, const Indices& r) { return x(r); };
   te::Tensor lo = ctx.materialize(te::reduce("min", {}, xs, te::ReduceKind::Min, F32, all, zero));

@@ -1,6 +1,6 @@
 // Resize (opsets 10-18) and Upsample (opsets 7-9), following ONNX's
 // reference implementation (onnx/backend/test/case/node/resize.py), and
-// GridSample (4-D, at the end of the file).
+// GridSample and AffineGrid (at the end of the file).
 //
 // Every axis d maps an output coordinate x to an input coordinate x_o
 // (computed in float64; s = the axis' scale, in/out = the axis' lengths,
@@ -31,8 +31,10 @@
 // grid (more). The scale is s = scales[d] when given, else out / in (sizes);
 // scales and roi may be run-time tensors (they are read in the formula); the
 // output shape is static. Resize-10 and Upsample use asymmetric coordinates
-// and floor for nearest.
+// and floor for nearest. antialias (opset 18) widens the linear and cubic
+// filters when downsampling (antialias_taps).
 #include <cmath>
+#include <functional>
 
 #include "lower/expr_helpers.h"
 #include "lower/op_lowering.h"
@@ -78,6 +80,7 @@ struct ResizeAxis {
   Expr scale;        // float64
   Expr r0, r1;       // roi, float64 (tf_crop_and_resize only)
   bool resized = false;
+  int64_t half = 0;  // antialias: taps base + 1 - half .. base + half
 };
 
 struct ResizeSpec {
@@ -86,6 +89,7 @@ struct ResizeSpec {
   std::string nearest = "round_prefer_floor";
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  bool antialias = false;
   double extrapolation = 0.0;
   std::vector<ResizeAxis> axes;
 };
@@ -145,12 +149,46 @@ Expr to_index(const Expr& v, const Expr& in) {
 struct Taps {
   std::vector<Expr> index;   // unclamped tap positions (Index)
   std::vector<Expr> weight;  // float64
+  Expr norm;                 // antialias: the weights' sum, which the result is divided by
 };
+
+// Antialiased taps (ONNX's _linear_coeffs_antialias, _cubic_coeffs_antialias):
+// the filter is widened by 1 / s' (s' = min(s, 1)): tap base + i weighs
+// f(s' (i - ratio)), f the triangle (linear) or Keys' kernel (cubic) of
+// support 1 or 2, the weights normalized to sum 1. The axis' `half` covers
+// the widest filter its scale can give; taps beyond the filter weigh 0.
+Taps antialias_taps(const ResizeSpec& sp, const ResizeAxis& a, const Expr& base, const Expr& ratio) {
+  Expr s = tir::min(a.scale, f64(1));
+  double A = sp.cubic_a;
+  Taps t;
+  for (int64_t i = 1 - a.half; i <= a.half; i++) {
+    Expr x = call(Intrinsic::Abs, s * (f64((double)i) - ratio));
+    Expr w;
+    if (sp.mode == "linear") {
+      w = tir::max(f64(1) - x, f64(0));
+    } else {
+      Expr near = (f64(A + 2) * x - f64(A + 3)) * x * x + f64(1);
+      Expr far = ((f64(A) * x - f64(5 * A)) * x + f64(8 * A)) * x - f64(4 * A);
+      w = tir::select(x <= f64(1), near, tir::select(x < f64(2), far, f64(0)));
+    }
+    t.index.push_back(base + Expr(i));
+    t.weight.push_back(w);
+  }
+  for (size_t k = 0; k < t.index.size(); k++) {
+    if (sp.exclude_outside) {
+      Expr inside = Expr(0) <= t.index[k] && t.index[k] < a.in;
+      t.weight[k] = tir::select(inside, t.weight[k], f64(0));
+    }
+    t.norm = t.norm.defined() ? t.norm + t.weight[k] : t.weight[k];
+  }
+  return t;
+}
 
 Taps make_taps(const ResizeSpec& sp, const ResizeAxis& a, const Expr& xo) {
   Expr base_f = call(Intrinsic::Ceil, xo) - f64(1);
   Expr ratio = xo - base_f;
   Expr base = tir::cast(tir::Index(), tir::clamp(base_f, f64(-4.0), f64_of(a.in) + f64(4.0)));
+  if (sp.antialias) return antialias_taps(sp, a, base, ratio);
   Taps t;
   Expr one = f64(1);
   if (sp.mode == "linear") {
@@ -236,6 +274,8 @@ void lower_resize_spec(OpContext& ctx, const ResizeSpec& sp) {
 
   int64_t ntaps = sp.mode == "linear" ? 2 : 4;
   graph::Shape rshape(raxes.size(), ntaps);
+  if (sp.antialias)
+    for (size_t k = 0; k < raxes.size(); k++) rshape[k] = 2 * sp.axes[raxes[k]].half;
   int64_t combos = graph::num_elements(rshape);
   // One term of the sum: the product of the axis weights times the clamped read.
   auto term = [=](const Indices& o, const std::vector<Taps>& taps, const Indices& r) {
@@ -265,8 +305,8 @@ void lower_resize_spec(OpContext& ctx, const ResizeSpec& sp) {
         Indices r(raxes.size());
         int64_t rem = c;
         for (size_t k = raxes.size(); k-- > 0;) {
-          r[k] = Expr(rem % ntaps);
-          rem /= ntaps;
+          r[k] = Expr(rem % rshape[k]);
+          rem /= rshape[k];
         }
         Expr v = term(o, taps, r);
         s = s.defined() ? s + v : v;
@@ -281,6 +321,12 @@ void lower_resize_spec(OpContext& ctx, const ResizeSpec& sp) {
   }
   ctx.set_output(0, te::compute("resize", os, [=](const Indices& o) {
     Expr r = sum(o);
+    if (sp.antialias) {
+      auto [xo, taps] = all_taps(o);
+      Expr norm;
+      for (const Taps& tk : taps) norm = norm.defined() ? norm * tk.norm : tk.norm;
+      if (norm.defined()) r = r / tir::cast(t, norm);
+    }
     if (crop && !raxes.empty()) r = tir::select(outside(coords(o)), extrap, r);
     return r;
   }));
@@ -299,6 +345,23 @@ void set_scales(OpContext& ctx, ResizeSpec& sp, const std::vector<Expr>& scales)
     a.resized = !(imm && imm->value == 1.0 && same);
   }
   (void)ctx;
+}
+
+// Each resized axis' antialias half-width: ceil(support / s') for a constant
+// scale (as ONNX's reference computes it), else the widest that a scale
+// giving the node's output extent can need (s >= out / in).
+void set_antialias_taps(OpContext& ctx, ResizeSpec& sp) {
+  double support = sp.mode == "linear" ? 1.0 : 2.0;
+  for (ResizeAxis& a : sp.axes) {
+    if (auto imm = a.scale.as<tir::FloatImm>()) {
+      user_assert(imm->value > 0) << ctx.node().describe() << ": scales must be positive";
+      a.half = (int64_t)-std::floor(-support / std::min(imm->value, 1.0));
+      continue;
+    }
+    double in = (double)static_extent(a.in, "an extent resized with antialias by a scale known at run time");
+    double out = (double)static_extent(a.out, "an extent resized with antialias by a scale known at run time");
+    a.half = out > 0 ? (int64_t)std::floor(support * in / out) + 1 : (int64_t)support;
+  }
 }
 
 }  // namespace
@@ -334,7 +397,8 @@ void lower_resize(OpContext& ctx) {
   user_assert(sp.nearest == "round_prefer_floor" || sp.nearest == "round_prefer_ceil" || sp.nearest == "floor" ||
               sp.nearest == "ceil")
       << n.describe() << ": unknown nearest_mode '" << sp.nearest << "'";
-  user_assert(n.attr_int("antialias", 0) == 0) << n.describe() << ": antialias is not supported by kilnc yet";
+  // Antialiasing widens the linear and cubic filters; nearest ignores it.
+  sp.antialias = opset >= 18 && n.attr_int("antialias", 0) != 0 && sp.mode != "nearest";
 
   // Opset 18: `axes` selects the axes that scales, sizes and roi describe.
   std::vector<int64_t> axes;
@@ -361,16 +425,22 @@ void lower_resize(OpContext& ctx) {
     } else {
       user_assert(policy == "not_larger" || policy == "not_smaller")
           << n.describe() << ": unknown keep_aspect_ratio_policy '" << policy << "'";
-      user_assert(sizes.constant) << n.describe() << ": sizes must be a compile-time constant with keep_aspect_ratio_policy";
-      double sc = policy == "not_larger" ? INFINITY : -INFINITY;
+      // One scale for every axis: the least (not_larger) or greatest
+      // (not_smaller) of sizes / input extents (read at run time where
+      // sizes is; the output extents are the node's).
+      Expr sc;
       for (size_t k = 0; k < na; k++) {
-        double r = ctx.value(sizes.value).const_at((int64_t)k) / (double)static_extent(is[axes[k]], "a resized extent");
-        sc = policy == "not_larger" ? std::min(sc, r) : std::max(sc, r);
+        auto in = tir::as_const_int(is[axes[k]]);
+        Expr r = sizes.constant && in ? f64(ctx.value(sizes.value).const_at((int64_t)k) / (double)*in)
+                                      : sizes.at(ctx, (int64_t)k) / f64_of(is[axes[k]]);
+        sc = !sc.defined() ? r : policy == "not_larger" ? tir::min(sc, r) : tir::max(sc, r);
       }
-      for (size_t k = 0; k < na; k++) s[axes[k]] = f64(sc);
+      sc = tir::simplify(sc);
+      for (size_t k = 0; k < na; k++) s[axes[k]] = sc;
     }
   }
   set_scales(ctx, sp, s);
+  if (sp.antialias) set_antialias_taps(ctx, sp);
   if (sp.coord == "tf_crop_and_resize") {
     user_assert((size_t)roi.size == 2 * na) << n.describe() << ": roi must have " << 2 * na << " entries";
     for (size_t d = 0; d < rank; d++) {
@@ -428,21 +498,24 @@ Expr grid_reflect(const Expr& v, const Expr& lo, const Expr& hi) {
 
 }  // namespace
 
-// GridSample (4-D; opset 16's modes bilinear/nearest/bicubic and opset 20's
-// linear/cubic names): output [N, C, Ho, Wo] samples X [N, C, H, W] at
-// grid [N, Ho, Wo, 2] (x, y in [-1, 1]) as ONNX's reference does: the
-// coordinate unnormalized (align_corners: -1 and 1 are the corner pixels'
-// centres, else their outer edges), then for padding border clamped (but
-// for bicubic, which clamps each tap) and for reflection reflected into the
-// image; nearest rounds half to even,
-// bilinear weighs 4 pixels, bicubic 16 (Keys, A = -0.75); each pixel read
-// outside the image is 0 (zeros), the edge (border) or reflected.
+// GridSample (opset 16's modes bilinear/nearest/bicubic and opset 20's
+// linear/cubic names, any number k of spatial axes): output
+// [N, C, O1, .., Ok] samples X [N, C, D1, .., Dk] at grid [N, O1, .., Ok, k]
+// (coordinates in [-1, 1], the last axis' first: x, y, z) as ONNX's
+// reference does: each coordinate unnormalized (align_corners: -1 and 1 are
+// the corner pixels' centres, else their outer edges), then for padding
+// border clamped (but for bicubic, which clamps each tap) and for reflection
+// reflected into the image; nearest rounds half to even, linear weighs 2^k
+// pixels, cubic 4^k (Keys, A = -0.75), axis by axis; each pixel read outside
+// the image is 0 (zeros), the edge (border) or reflected.
 void lower_grid_sample(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   ctx.require_float32();
   te::Tensor x = ctx.in(0), grid = ctx.in(1);
-  user_assert(x.ndim() == 4 && grid.ndim() == 4 && static_extent(ctx.in_dims(1)[3], "the grid's last dimension") == 2)
-      << n.describe() << ": kilnc supports 4-D GridSample (X [N, C, H, W], grid [N, Ho, Wo, 2]) so far";
+  const size_t k = x.ndim() >= 3 ? x.ndim() - 2 : 0;
+  user_assert(k >= 1 && grid.ndim() == x.ndim() &&
+              static_extent(ctx.in_dims(1)[k + 1], "the grid's last dimension") == (int64_t)k)
+      << n.describe() << ": GridSample needs X [N, C, D1, .., Dk] and grid [N, O1, .., Ok, k]; fix the model";
   std::string mode = n.attr_string("mode", "bilinear"), padding = n.attr_string("padding_mode", "zeros");
   if (mode == "linear") mode = "bilinear";
   if (mode == "cubic") mode = "bicubic";
@@ -451,53 +524,109 @@ void lower_grid_sample(OpContext& ctx) {
       << n.describe() << ": padding_mode '" << padding << "'";
   const bool align = n.attr_int("align_corners", 0) != 0;
   const te::Dims xd = ctx.in_dims(0);
-  const Expr H = xd[2], W = xd[3];
   auto f32 = [](const Expr& i) { return tir::Cast::make(tir::Float(32), i); };
-  const Expr Wf = f32(W), Hf = f32(H);
-  // The reflection borders: [x_min, y_min, x_max, y_max].
-  const Expr x_min = align ? Expr(0.0f) : Expr(-0.5f), y_min = x_min;
-  const Expr x_max = align ? Wf - Expr(1.0f) : Wf - Expr(0.5f), y_max = align ? Hf - Expr(1.0f) : Hf - Expr(0.5f);
+  // Per spatial axis d (X's axis 2 + d): its length and reflection borders.
+  std::vector<Expr> len(k), lenf(k), lo(k), hi(k);
+  for (size_t d = 0; d < k; d++) {
+    len[d] = xd[2 + d];
+    lenf[d] = f32(len[d]);
+    lo[d] = align ? Expr(0.0f) : Expr(-0.5f);
+    hi[d] = align ? lenf[d] - Expr(1.0f) : lenf[d] - Expr(0.5f);
+  }
   ctx.set_output(0, te::compute("grid_sample", ctx.out_dims(0), [=](const Indices& o) {
-    Expr gx = grid({o[0], o[2], o[3], Expr(0)}), gy = grid({o[0], o[2], o[3], Expr(1)});
-    auto unnormalize = [&](const Expr& v, const Expr& len) {
-      return align ? (v + Expr(1.0f)) * Expr(0.5f) * (len - Expr(1.0f)) : ((v + Expr(1.0f)) * len - Expr(1.0f)) * Expr(0.5f);
+    auto unnormalize = [&](const Expr& v, const Expr& l) {
+      return align ? (v + Expr(1.0f)) * Expr(0.5f) * (l - Expr(1.0f)) : ((v + Expr(1.0f)) * l - Expr(1.0f)) * Expr(0.5f);
     };
-    Expr px = unnormalize(gx, Wf), py = unnormalize(gy, Hf);
-    if (mode == "nearest") px = round_half_even(px), py = round_half_even(py);
-    if (padding == "border" && mode != "bicubic") {  // bicubic clamps each tap instead (as ONNX Runtime, torch)
-      px = tir::clamp(px, Expr(0.0f), Wf - Expr(1.0f));
-      py = tir::clamp(py, Expr(0.0f), Hf - Expr(1.0f));
-    } else if (padding == "reflection") {
-      px = grid_reflect(px, x_min, x_max);
-      py = grid_reflect(py, y_min, y_max);
+    std::vector<Expr> p(k);  // the sampled position on each spatial axis
+    for (size_t d = 0; d < k; d++) {
+      Indices gi{o[0]};
+      for (size_t j = 0; j < k; j++) gi.push_back(o[2 + j]);
+      gi.push_back(Expr((int64_t)(k - 1 - d)));
+      p[d] = unnormalize(grid(gi), lenf[d]);
+      if (mode == "nearest") p[d] = round_half_even(p[d]);
+      if (padding == "border" && mode != "bicubic") {  // bicubic clamps each tap instead (as ONNX Runtime, torch)
+        p[d] = tir::clamp(p[d], Expr(0.0f), lenf[d] - Expr(1.0f));
+      } else if (padding == "reflection") {
+        p[d] = grid_reflect(p[d], lo[d], hi[d]);
+      }
     }
-    // The pixel at integer-valued float coordinates (r, c).
-    auto pixel = [&](Expr r, Expr c) {
-      if (padding == "reflection") r = grid_reflect(r, y_min, y_max), c = grid_reflect(c, x_min, x_max);
-      Expr ri = tir::Cast::make(tir::Index(), r), ci = tir::Cast::make(tir::Index(), c);
-      Expr inside = ri >= Expr(0) && ri < H && ci >= Expr(0) && ci < W;
-      Expr v = x({o[0], o[1], tir::clamp(ri, Expr(0), H - Expr(1)), tir::clamp(ci, Expr(0), W - Expr(1))});
+    // The pixel at integer-valued float coordinates c.
+    auto pixel = [&](std::vector<Expr> c) {
+      Indices ii{o[0], o[1]};
+      Expr inside;
+      for (size_t d = 0; d < k; d++) {
+        if (padding == "reflection") c[d] = grid_reflect(c[d], lo[d], hi[d]);
+        Expr i = tir::Cast::make(tir::Index(), c[d]);
+        inside = inside.defined() ? (inside && i >= Expr(0)) : i >= Expr(0);
+        inside = inside && i < len[d];
+        ii.push_back(tir::clamp(i, Expr(0), len[d] - Expr(1)));
+      }
+      Expr v = x(ii);
       return padding == "zeros" ? tir::select(inside, v, Expr(0.0f)) : v;
     };
-    if (mode == "nearest") return pixel(py, px);
-    Expr x0 = tir::Call::make(Intrinsic::Floor, {px}), y0 = tir::Call::make(Intrinsic::Floor, {py});
-    if (mode == "bilinear") {
-      Expr dx = px - x0, dy = py - y0, one = Expr(1.0f);
-      return (one - dy) * ((one - dx) * pixel(y0, x0) + dx * pixel(y0, x0 + one)) +
-             dy * ((one - dx) * pixel(y0 + one, x0) + dx * pixel(y0 + one, x0 + one));
-    }
+    if (mode == "nearest") return pixel(p);
+    if (mode == "bilinear") return linear_sample(p, pixel);
+    std::vector<Expr> p0(k);
+    for (size_t d = 0; d < k; d++) p0[d] = tir::Call::make(Intrinsic::Floor, {p[d]});
     auto cubic = [](const Expr& t) {  // Keys' weights of the taps at -1, 0, 1, 2 for fraction t
       const float A = -0.75f;
       auto near = [&](const Expr& d) { return ((Expr(A + 2) * d - Expr(A + 3)) * d * d) + Expr(1.0f); };
       auto far = [&](const Expr& d) { return ((Expr(A) * d - Expr(5 * A)) * d + Expr(8 * A)) * d - Expr(4 * A); };
       return std::vector<Expr>{far(t + Expr(1.0f)), near(t), near(Expr(1.0f) - t), far(Expr(2.0f) - t)};
     };
-    std::vector<Expr> wx = cubic(px - x0), wy = cubic(py - y0);
-    Expr sum = Expr(0.0f);
-    for (int i = 0; i < 4; i++) {
-      Expr row = Expr(0.0f);
-      for (int j = 0; j < 4; j++) row = row + wx[(size_t)j] * pixel(y0 + Expr((float)(i - 1)), x0 + Expr((float)(j - 1)));
-      sum = sum + wy[(size_t)i] * row;
+    // Separable: axis d interpolates between the values over axes d + 1 ..
+    // at its taps (c holds the taps chosen on the axes before d).
+    std::function<Expr(size_t, std::vector<Expr>&)> interp = [&](size_t d, std::vector<Expr>& c) -> Expr {
+      if (d == k) return pixel(c);
+      Expr t = p[d] - p0[d];
+      std::vector<Expr> w = cubic(t);
+      Expr sum = Expr(0.0f);
+      for (int i = 0; i < 4; i++) {
+        c[d] = p0[d] + Expr((float)(i - 1));
+        sum = sum + w[(size_t)i] * interp(d + 1, c);
+      }
+      return sum;
+    };
+    std::vector<Expr> c(k);
+    return interp(0, c);
+  }));
+}
+
+// AffineGrid (opset 20): grid [N, D1, .., Dk, k] (k = 2 or 3) maps the
+// normalized coordinates of an output of size [N, C, D1, .., Dk] through
+// theta [N, k, k + 1]: grid[n, i1, .., ik, c] = theta[n, c, :k] . (x, y, z)
+// + theta[n, c, k], where the coordinate of index i on an axis of length L
+// is start + i * step as ONNX's function body computes it: start = -1 +
+// step / 2, step = 2 / L, or with align_corners start = -1, step = 2 / (L - 1)
+// (0 for L = 1, where the body's own steps would divide by zero). The
+// output's shape (from size's values, read at run time or not) sizes it.
+void lower_affine_grid(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  te::Tensor theta = ctx.in(0);
+  const tir::Type t = theta.dtype();
+  user_assert(t.is_float()) << n.describe() << ": theta must be a float tensor";
+  const te::Dims od = ctx.out_dims(0);
+  const size_t r = od.size() >= 3 ? od.size() - 2 : 0;
+  user_assert(r >= 1 && theta.ndim() == 3 &&
+              static_extent(ctx.in_dims(0)[1], "theta's second dimension") == (int64_t)r &&
+              static_extent(ctx.in_dims(0)[2], "theta's last dimension") == (int64_t)r + 1 &&
+              static_extent(od.back(), "the grid's last dimension") == (int64_t)r)
+      << n.describe() << ": theta must be [N, k, k + 1] for a size [N, C, D1, .., Dk]; fix the model";
+  const bool align = n.attr_int("align_corners", 0) != 0;
+  ctx.set_output(0, te::compute("affine_grid", od, [=](const Indices& o) {
+    Expr one = k(t, 1);
+    Expr sum;
+    for (size_t j = 0; j <= r; j++) {
+      Expr c = one;  // the homogeneous coordinate for j = r
+      if (j < r) {   // x (j = 0) runs along the last spatial axis
+        const size_t axis = r - j;
+        Expr len = tir::cast(t, od[axis]), i = tir::cast(t, o[axis]);
+        Expr step = align ? tir::select(tir::EQ::make(od[axis], Expr(1)), k(t, 0), k(t, 2) / (len - one)) : k(t, 2) / len;
+        Expr start = align ? k(t, -1) : k(t, -1) + step / k(t, 2);
+        c = start + i * step;
+      }
+      Expr term = theta({o[0], o[r + 1], Expr((int64_t)j)}) * c;
+      sum = sum.defined() ? sum + term : term;
     }
     return sum;
   }));

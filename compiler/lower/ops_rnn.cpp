@@ -17,6 +17,7 @@
 #include "lower/expr_helpers.h"
 #include "lower/op_lowering.h"
 #include "support/diagnostics.h"
+#include "tir/simplify.h"
 
 namespace kiln::lower {
 namespace {
@@ -56,8 +57,11 @@ void lower_recurrent(OpContext& ctx) {
   te::Tensor x = ctx.in(0), w = ctx.in(1), r = ctx.in(2);
   te::Tensor bias = ctx.has_input(3) ? ctx.in(3) : te::Tensor();
   int64_t layout = n.attr_int("layout", 0);
-  const graph::Shape& xs = x.shape();
-  int64_t T = layout ? xs[1] : xs[0], B = layout ? xs[0] : xs[1], I = xs[2];
+  // The sequence length and batch may be run-time extents (the scans then
+  // run for a trip count read at run time); the sizes of the weights may not.
+  const te::Dims xd = x.dims();
+  const Expr T = layout ? xd[1] : xd[0], B = layout ? xd[0] : xd[1];
+  const int64_t I = static_extent(xd[2], "the input size (X's last dimension)");
   int64_t G = cell == graph::Op::LSTM ? 4 : cell == graph::Op::GRU ? 3 : 1;
   int64_t H = n.attr_int("hidden_size", w.shape()[1] / G);
   std::string direction = n.attr_string("direction", "forward");
@@ -70,13 +74,15 @@ void lower_recurrent(OpContext& ctx) {
   te::Tensor lens;
   if (ctx.has_input(4)) {
     const graph::Value& sl = ctx.value(ctx.input(4));
-    bool full = sl.is_constant();
-    for (int64_t i = 0; full && i < sl.elements(); i++) full = sl.const_int_at(i) == T;
-    user_assert(sl.shape == graph::Shape({B})) << n.describe() << ": sequence_lens must be [batch_size]";
+    const int64_t* steps = tir::as_const_int(T);
+    bool full = sl.is_constant() && steps;
+    for (int64_t i = 0; full && i < sl.elements(); i++) full = sl.const_int_at(i) == *steps;
+    const te::Dims ld = ctx.in_dims(4);
+    user_assert(ld.size() == 1 && !dims_differ(ld[0], B)) << n.describe() << ": sequence_lens must be [batch_size]";
     if (!full) lens = ctx.in(4);
   }
   auto len_of = [=](const Expr& b) {
-    return lens.defined() ? tir::clamp(tir::cast(tir::Index(), lens({b})), Expr(0), Expr(T)) : Expr(T);
+    return lens.defined() ? tir::clamp(tir::cast(tir::Index(), lens({b})), Expr(0), T) : T;
   };
   te::Tensor init_h = ctx.has_input(5) ? ctx.in(5) : te::Tensor();
   te::Tensor init_c = cell == graph::Op::LSTM && ctx.has_input(6) ? ctx.in(6) : te::Tensor();
@@ -235,7 +241,8 @@ void lower_recurrent(OpContext& ctx) {
   auto last = [=](const std::vector<te::Tensor>& st) {
     return te::compute("last", ctx.out_dims(1), [=](const Indices& o) {
       Expr d = layout ? o[1] : o[0], b = layout ? o[0] : o[1];
-      return pick(st, d, Expr(T - 1), Expr(T - 1), b, o[2]);
+      const Expr final_step = tir::simplify(tir::max(T - Expr(1), Expr(0)));  // (a run-time T may be 0)
+      return pick(st, d, final_step, final_step, b, o[2]);
     });
   };
   if (n.outputs.size() > 1 && n.outputs[1] >= 0) ctx.set_output(1, last(hs));

@@ -49,12 +49,18 @@ void lower_cumsum(OpContext& ctx) {
     return;
   }
   int64_t axis = normalize_axis(ctx, av.const_int_at(0), (int64_t)x.ndim());
-  int64_t len = x.shape()[axis];
-  ctx.set_output(0, te::reduce(name, x.shape(), {len}, kind, x.dtype(), [=](const Indices& o, const Indices& r) {
+  auto term = [=](const Indices& o, const Indices& r) {
     Indices xi = o;
     xi[axis] = r[0];
     return tir::select(take(r[0], o[axis]), x(xi), neutral);
-  }));
+  };
+  if (!x.dims().is_static()) {  // run-time extents: the sum runs over the axis' own
+    const te::Dims xd = x.dims();
+    ctx.set_output(0, te::reduce(name, xd, te::Dims{xd[(size_t)axis]}, kind, x.dtype(), term));
+    return;
+  }
+  int64_t len = x.shape()[axis];
+  ctx.set_output(0, te::reduce(name, x.shape(), {len}, kind, x.dtype(), term));
 }
 
 }  // namespace kiln::lower

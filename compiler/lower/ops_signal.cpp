@@ -9,9 +9,13 @@
 //   Blackman  0.42 - 0.5 cos(x) + 0.08 cos(2x)
 // computed in float32 and cast to output_datatype. The size is a
 // compile-time constant, or a data symbol (kilnc --input-value); so is
-// STFT's frame step and frame length, while DFT lengths are compile-time constants.
+// STFT's frame step and frame length, while DFT lengths are compile-time
+// constants (a DFT's axis may be read at run time).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <optional>
 
 #include "lower/op_lowering.h"
 #include "tir/simplify.h"
@@ -72,12 +76,13 @@ int64_t const_scalar(OpContext& ctx, size_t i, const char* what) {
 // The twiddles cos and sin of 2 pi m / N as a float64 constant: [N, 2] for
 // a constant N, indexed by m; for N a run-time size (a data symbol of at
 // most kMaxRunTimeDftLength), [hi + 1, hi, 2] holding every N's, indexed by
-// (N, m). `at(N, m)` reads component c of one.
+// (N, m). `at(N, m)` reads component c of one. `most` bounds a run-time N
+// that is no expression over symbols (a DFT's axis read by its kernel).
 constexpr int64_t kMaxRunTimeDftLength = 512;
 
-std::function<Expr(const Expr& m, int c)> twiddles(OpContext& ctx, const Expr& N) {
+std::function<Expr(const Expr& m, int c)> twiddles(OpContext& ctx, const Expr& N, int64_t most) {
   const int64_t* fixed = tir::as_const_int(N);
-  const int64_t hi = fixed ? *fixed : tir::bounds_of(N).max;
+  const int64_t hi = fixed ? *fixed : most > 0 ? most : tir::bounds_of(N).max;
   user_assert(fixed || hi <= kMaxRunTimeDftLength)
       << ctx.node().describe() << ": a transform length known only at run time may be at most " << kMaxRunTimeDftLength
       << " (its --input-value range reaches " << hi << ")";
@@ -102,12 +107,14 @@ std::function<Expr(const Expr& m, int c)> twiddles(OpContext& ctx, const Expr& N
 // twiddles (above) are indexed by m = k n mod N (exact integers), and the
 // sum is float64: a bin that cancels to 0 stays within float32 rounding of 0
 // (in float32 the error grows with the signal's magnitude: 3e-5 on a
-// 10-point transform of 0..99). N and count may be run-time sizes.
+// 10-point transform of 0..99). N and count may be run-time sizes (most_N:
+// twiddles()' `most`).
 te::Tensor dft_sum(OpContext& ctx, const std::string& name, const te::Dims& out, const Expr& count, const Expr& N,
                    double sign, double scale, const std::function<Expr(const Indices& o)>& bin,
                    const std::function<Expr(const Indices& o)>& component,
-                   const std::function<std::pair<Expr, Expr>(const Indices& o, const Expr& n)>& x) {
-  auto tw = twiddles(ctx, N);
+                   const std::function<std::pair<Expr, Expr>(const Indices& o, const Expr& n)>& x,
+                   int64_t most_N = -1) {
+  auto tw = twiddles(ctx, N, most_N);
   const tir::Type f64 = tir::Float(64), f32 = tir::Float(32);
   te::Tensor sum = te::reduce(name + "_sum", out, {count}, te::ReduceKind::Sum, f64, [=](const Indices& o, const Indices& r) {
     Expr m = (bin(o) * r[0]) % N;
@@ -125,39 +132,123 @@ te::Tensor dft_sum(OpContext& ctx, const std::string& name, const te::Dims& out,
 // DFT (opset 17): along `axis` of x [..., N, ..., 1 or 2] (real, or complex
 // as its last axis), to [..., L or L/2 + 1 (onesided), ..., 2], L =
 // dft_length (default N; shorter truncates, longer pads with zeros); the
-// inverse divides by L. A direct sum (O(L N) per line) in float64.
+// inverse divides by L. The inverse onesided transform takes half a
+// spectrum [..., N, ..., 2] to a real signal [..., L, ..., 1] (L default
+// 2 (N - 1)), the rest of the spectrum the conjugates of the half (numpy's
+// irfft). A direct sum (O(L N) per line) in float64. The axis (opset 20:
+// an input) may be known only at run time: a value symbol where the output
+// shape depends on it (import/infer_dims.cpp), else read by the kernel;
+// then every index picks the axis by value, and the sum runs over the
+// longest candidate, terms past the axis' own length counting 0.
 void lower_dft(OpContext& ctx) {
   const graph::Node& n = ctx.node();
   user_assert(ctx.in_dtype(0) == graph::DType::F32 && ctx.value(ctx.output(0)).dtype == graph::DType::F32)
       << n.describe() << ": kilnc supports DFT on float32 only so far";
-  user_assert(!ctx.has_input(2)) << n.describe() << ": the axis input (opset 20) is not supported; use the attribute";
-  const graph::Shape xs = ctx.in_shape(0), ys = ctx.out_shape(0);
+  const graph::Shape xs = ctx.in_shape(0);
+  // (The output's dimensions follow an axis given by a value symbol.)
+  const te::Dims yd = ctx.out_dims(0);
+  const graph::Shape ys = yd.is_static() ? yd.static_shape() : graph::Shape{};
   const int64_t rank = (int64_t)xs.size();
-  int64_t axis = n.attr_int("axis", 1);
-  if (axis < 0) axis += rank;
-  user_assert(rank >= 2 && axis >= 0 && axis < rank - 1 && (xs.back() == 1 || xs.back() == 2))
+  user_assert(rank >= 2 && (xs.back() == 1 || xs.back() == 2))
       << n.describe() << ": expects a signal [..., N, ..., 1 or 2] and an axis before the last";
   const bool inverse = n.attr_int("inverse", 0) != 0, onesided = n.attr_int("onesided", 0) != 0;
-  user_assert(!(inverse && onesided)) << n.describe() << ": an inverse DFT cannot be onesided";
-  const int64_t N = xs[axis];
-  const int64_t L = ctx.has_input(1) ? const_scalar(ctx, 1, "dft_length") : N;
-  user_assert(L >= 1) << n.describe() << ": dft_length must be positive";
-  graph::Shape want = xs;
-  want[axis] = onesided ? L / 2 + 1 : L;
-  want.back() = 2;
-  user_assert(ys == want) << n.describe() << ": unexpected output shape";
+  const bool irfft = inverse && onesided;
+  // The axis: a constant (the attribute, or input 2), a value symbol, or read here.
+  Expr axis_e;
+  int64_t axis = -1;  // when a compile-time constant
+  if (ctx.has_input(2) && ctx.graph.opset >= 20) {
+    const graph::Value& av = ctx.value(ctx.input(2));
+    user_assert(av.elements() == 1) << n.describe() << ": the axis must hold one value";
+    if (!av.sym.empty() || av.is_constant()) {
+      axis_e = int_exprs(ctx, 2, "the axis")[0];
+    } else {  // negative counts from the end; out of range clamps (no read leaves the tensor)
+      te::Tensor at = ctx.in(2);
+      Expr a = tir::Cast::make(tir::Index(), at(Indices(at.ndim(), Expr(0))));
+      axis_e = tir::clamp(tir::select(a < Expr(0), a + Expr(rank), a), Expr(0), Expr(rank - 2));
+    }
+  } else {
+    axis_e = Expr(n.attr_int("axis", 1));
+  }
+  if (const int64_t* c = tir::as_const_int(tir::simplify(axis_e))) {
+    axis = *c < 0 ? *c + rank : *c;
+    user_assert(axis >= 0 && axis < rank - 1) << n.describe() << ": the axis must be before the last dimension";
+    axis_e = Expr(axis);
+  }
+  const std::optional<int64_t> given =
+      ctx.has_input(1) ? std::optional<int64_t>(const_scalar(ctx, 1, "dft_length")) : std::nullopt;
+  // Per candidate axis d: its length N, the transform's L, the terms summed.
+  std::vector<int64_t> Ns, Ls, counts;
+  for (int64_t d = 0; d + 1 < rank; d++) {
+    const int64_t N = xs[(size_t)d], L = given ? *given : irfft ? 2 * (N - 1) : N;
+    user_assert(axis != d || L >= 1) << n.describe() << ": dft_length must be positive";
+    graph::Shape want = xs;
+    want[(size_t)d] = onesided && !inverse ? L / 2 + 1 : L;
+    want.back() = irfft ? 1 : 2;
+    user_assert(axis != d || ys == want) << n.describe() << ": unexpected output shape";
+    Ns.push_back(N), Ls.push_back(std::max<int64_t>(L, 1)), counts.push_back(irfft ? std::max<int64_t>(L, 1) : std::min(N, L));
+  }
+  // A per-axis value: the constant axis' own, or chosen by the axis' value.
+  auto pick = [=](const std::vector<int64_t>& v) {
+    if (axis >= 0) return Expr(v[(size_t)axis]);
+    Expr r = Expr(v.back());
+    for (int64_t d = rank - 3; d >= 0; d--) r = tir::select(tir::EQ::make(axis_e, Expr(d)), Expr(v[(size_t)d]), r);
+    return r;
+  };
+  auto along = [=](const Indices& o) {
+    if (axis >= 0) return o[(size_t)axis];
+    Expr r = o[(size_t)(rank - 2)];
+    for (int64_t d = rank - 3; d >= 0; d--) r = tir::select(tir::EQ::make(axis_e, Expr(d)), o[(size_t)d], r);
+    return r;
+  };
+  auto moved = [=](const Indices& o, const Expr& t) {  // o with the axis' index t
+    Indices i(o.begin(), o.end());
+    if (axis >= 0) i[(size_t)axis] = t;
+    for (int64_t d = 0; axis < 0 && d + 1 < rank; d++)
+      i[(size_t)d] = tir::select(tir::EQ::make(axis_e, Expr(d)), tir::min(t, Expr(xs[(size_t)d] - 1)), o[(size_t)d]);
+    return i;
+  };
+  const Expr N = pick(Ns), L = pick(Ls), count = pick(counts);
+  const int64_t longest = axis >= 0 ? counts[(size_t)axis] : *std::max_element(counts.begin(), counts.end());
   te::Tensor x = ctx.in(0);
   const bool complex = xs.back() == 2;
-  ctx.set_output(0, dft_sum(ctx, "dft", ys, Expr(std::min(N, L)), Expr(L), inverse ? 1.0 : -1.0, inverse ? 1.0 / (double)L : 1.0,
-                            [=](const Indices& o) { return o[axis]; }, [=](const Indices& o) { return o.back(); },
-                            [=](const Indices& o, const Expr& t) {
-                              Indices i(o.begin(), o.end());
-                              i[axis] = t;
-                              i.back() = Expr(0);
-                              Expr re = x(i);
-                              i.back() = Expr(1);
-                              return std::make_pair(re, complex ? x(i) : tir::make_const(tir::Float(32), 0));
-                            }));
+  const tir::Type f32 = tir::Float(32);
+  const Expr zero = tir::make_const(f32, 0);
+  auto read = [=](const Indices& o, const Expr& t) {  // x at the axis' index t
+    Indices i = moved(o, t);
+    i.back() = Expr(0);
+    Expr re = x(i);
+    i.back() = Expr(1);
+    return std::make_pair(re, complex ? x(i) : zero);
+  };
+  std::function<std::pair<Expr, Expr>(const Indices&, const Expr&)> term = read;
+  if (irfft)  // term t of the whole spectrum: the half's, or the conjugate of its mirror image
+    term = [=](const Indices& o, const Expr& t) {
+      Expr mirrored = t > L / Expr(2), k = tir::select(mirrored, L - t, t);
+      auto [re, im] = read(o, tir::clamp(k, Expr(0), N - Expr(1)));
+      Expr inside = k < N && t < count;
+      return std::make_pair(tir::select(inside, re, zero), tir::select(inside, tir::select(mirrored, zero - im, im), zero));
+    };
+  else if (axis < 0)
+    term = [=](const Indices& o, const Expr& t) {
+      auto [re, im] = read(o, t);
+      Expr inside = t < count;
+      return std::make_pair(tir::select(inside, re, zero), tir::select(inside, im, zero));
+    };
+  if (axis >= 0 && !irfft) {
+    ctx.set_output(0, dft_sum(ctx, "dft", yd, Expr(counts[(size_t)axis]), L, inverse ? 1.0 : -1.0,
+                              inverse ? 1.0 / (double)Ls[(size_t)axis] : 1.0, along,
+                              [=](const Indices& o) { return o.back(); }, term));
+    return;
+  }
+  // The inverse divides by L, a per-axis value: scaled after the sum.
+  te::Tensor sum = dft_sum(ctx, "dft", yd, Expr(longest), L, inverse ? 1.0 : -1.0, 1.0, along,
+                           [=](const Indices& o) { return irfft ? Expr(0) : o.back(); }, term,
+                           *std::max_element(Ls.begin(), Ls.end()));
+  if (!inverse) {
+    ctx.set_output(0, sum);
+    return;
+  }
+  ctx.set_output(0, te::compute("dft_scaled", yd, [=](const Indices& o) { return sum(o) / tir::cast(f32, L); }));
 }
 
 // STFT (opset 17): signal [B, T, 1 or 2], frame_step, optional window [W],
@@ -197,7 +288,10 @@ void lower_stft(OpContext& ctx) {
   }
   user_assert(length_e.defined()) << n.describe() << ": needs frame_length or a window";
   const int64_t* length_c = tir::as_const_int(length_e);  // null: a symbol (infer_dims checked its range)
-  if (!length_c) length_e = tir::simplify(tir::max(length_e, Expr(1)));  // as infer_dims bounds it
+  if (!length_c) {  // as infer_dims bounds it
+    length_e = tir::simplify(tir::max(length_e, Expr(1)));
+    if (tir::bounds_of(length_e).max > xs[1]) length_e = tir::simplify(tir::min(length_e, Expr(xs[1])));
+  }
   user_assert((!length_c || (*length_c >= 1 && *length_c <= xs[1])) && (!step_c || *step_c >= 1))
       << n.describe() << ": needs frame_length (or a window) of 1 to " << xs[1] << " samples and a positive frame_step";
   const bool onesided = n.attr_int("onesided", 1) != 0;

@@ -173,14 +173,18 @@ void schedule_conv2d_gpu(te::Stage& s, const te::Tensor& xpad, const te::Tensor&
   s.cache_shared(w, co);
 }
 
-bool schedule_reduce_shared_gpu(te::Stage& s) {
+bool reduce_fits_shared_gpu(const te::Stage& s) {
   if (s.reduce_axes.empty()) return false;
   int64_t outputs = 1, length = 1;
   for (auto& a : s.axes) outputs *= a->extent;
   for (auto& r : s.reduce_axes) length *= r->extent;
   // Worth it where outputs alone would not fill a GPU and each is long: a
   // classifier's softmax row, layer norms over a few hundred rows.
-  if (length < 128 || outputs > 16384) return false;
+  return length >= 128 && outputs <= 16384;
+}
+
+bool schedule_reduce_shared_gpu(te::Stage& s) {
+  if (!reduce_fits_shared_gpu(s)) return false;
   te::IterVar r = s.reduce_axes[0];
   for (size_t i = 1; i < s.reduce_axes.size(); i++) r = s.fuse(r, s.reduce_axes[i]);
   auto [ro, rl] = s.split(r, kGpuWorkgroupSize);

@@ -56,6 +56,8 @@ void schedule_conv2d_gpu(te::Stage& s, const te::Tensor& xpad, const te::Tensor&
 // their partial results in shared memory. Returns false (nothing changed)
 // elsewhere.
 bool schedule_reduce_shared_gpu(te::Stage& s);
+// Whether schedule_reduce_shared_gpu applies to `s` (it changes nothing).
+bool reduce_fits_shared_gpu(const te::Stage& s);
 
 // Matrix products [batch..., i, j] over k: a workgroup of 8 x 8 invocations
 // computes a 32 x 32 block, 4 x 4 per invocation in registers; for each

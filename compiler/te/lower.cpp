@@ -139,9 +139,11 @@ class Resolver : public tir::IRMutator {
   // counts once); max and min start them at the start value.
   Stmt lane_partials(const TensorNode* t, const std::vector<Expr>& r, const Expr& body, const tir::Buffer& acc,
                      int64_t lanes) {
+    // A row sized per run: chunks and tail are expressions (the tail loop always there).
     const int64_t* extent = tir::as_const_int(t->rdims.back());
-    internal_assert(extent && *extent >= lanes) << "reduction " << t->name << ": a row shorter than the lanes";
-    const int64_t chunks = *extent / lanes, tail = *extent % lanes;
+    internal_assert(!extent || *extent >= lanes) << "reduction " << t->name << ": a row shorter than the lanes";
+    const Expr chunks = extent ? Expr(*extent / lanes) : tir::simplify(t->rdims.back() / Expr(lanes));
+    const Expr tail = extent ? Expr(*extent % lanes) : tir::simplify(t->rdims.back() % Expr(lanes));
     tir::Buffer part = tir::make_buffer(t->name + "_lanes", t->dtype, lanes, -1);
     Expr lane = tir::Var::make(tir::Index(), t->name + "_lane");
     Expr outer = tir::Var::make(tir::Index(), t->name + "_r" + std::to_string(r.size() - 1) + "o");
@@ -152,12 +154,13 @@ class Resolver : public tir::IRMutator {
     Expr value = tir::substitute(body, {{r.back(), outer * Expr(lanes) + lane}});
     Stmt step = tir::Store::make(part, lane, combine(t->reduce_kind, tir::Load::make(part, lane), value));
     Stmt loop = tir::For::make(lane, Expr(0), Expr(lanes), tir::ForKind::Vectorized, step);
-    loop = tir::For::make(outer, Expr(0), Expr(chunks), tir::ForKind::Serial, loop);
-    if (tail) {  // a row the lanes do not divide: its last elements, one per lane, serially
+    loop = tir::For::make(outer, Expr(0), chunks, tir::ForKind::Serial, loop);
+    const int64_t* tail_size = tir::as_const_int(tail);
+    if (!tail_size || *tail_size != 0) {  // a row the lanes do not divide: its last elements, one per lane, serially
       Expr e = tir::Var::make(tir::Index(), t->name + "_tail");
-      Expr tv = tir::substitute(body, {{r.back(), Expr(chunks * lanes) + e}});
+      Expr tv = tir::substitute(body, {{r.back(), chunks * Expr(lanes) + e}});
       Stmt tail_step = tir::Store::make(part, e, combine(t->reduce_kind, tir::Load::make(part, e), tv));
-      loop = tir::Block::make({loop, tir::For::make(e, Expr(0), Expr(tail), tir::ForKind::Serial, tail_step)});
+      loop = tir::Block::make({loop, tir::For::make(e, Expr(0), tail, tir::ForKind::Serial, tail_step)});
     }
     for (int i = (int)r.size() - 2; i >= 0; i--) loop = tir::For::make(r[i], Expr(0), t->rdims[i], tir::ForKind::Serial, loop);
     Expr l = tir::Var::make(tir::Index(), t->name + "_l");
@@ -771,8 +774,8 @@ int reduction_lanes(const TensorNode* r) {
   if (r->kind != TensorNode::Kind::Reduce || !kind || !r->dtype.is_float() || r->dtype.bits != 32 || r->rdims.empty())
     return 0;
   const int64_t* extent = tir::as_const_int(r->rdims.back());
-  int64_t lanes = extent ? lanes_for(*extent) : 0;
-  if (!lanes && extent && *extent >= 64) lanes = 16;  // a long row the lanes do not divide: a serial tail
+  int64_t lanes = extent ? lanes_for(*extent) : 16;  // a row sized per run: 16 lanes and a serial tail
+  if (!lanes && *extent >= 64) lanes = 16;  // a long row the lanes do not divide: a serial tail
   if (!lanes) return 0;
   Indices raxes = fresh_indices("r", r->rdims.size());
   const Expr body = InlineComputes().mutate(r->fbody(fresh_indices("o", r->dims.size()), raxes));

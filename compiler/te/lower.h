@@ -42,8 +42,9 @@ Tensor find_epilogue_anchor(const Tensor& t, Epilogue* out_epilogue);
 // The vector lanes reduction `r` accumulates in where inlined into a stage
 // with Stage::inline_reduction_lanes: 16 or 8, or 0 (a serial loop). It
 // must be a float32 sum, max or min whose innermost reduction axis has a
-// constant extent the lanes divide (or of 64 or more: 16 lanes and a serial
-// tail of the last extent % 16 elements), is the last index (and no other) of
+// constant extent the lanes divide (or of 64 or more, or sized per run: 16
+// lanes and a serial tail of the last extent % 16 elements; a serial sum of a
+// long row sized per run lost accuracy), is the last index (and no other) of
 // every read that moves with it once computes are inlined, and whose
 // formula reads no reduction.
 int reduction_lanes(const TensorNode* r);

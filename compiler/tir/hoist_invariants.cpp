@@ -67,8 +67,12 @@ class Candidates : public IRVisitor {
   KILN_BINARY(LE)
   KILN_BINARY(And)
   KILN_BINARY(Or)
+  KILN_BINARY(BitAnd)
+  KILN_BINARY(BitOr)
+  KILN_BINARY(BitXor)
 #undef KILN_BINARY
   void visit(const Not* op) override { check(op->a); }
+  void visit(const BitNot* op) override { check(op->a); }
   void visit(const Cast* op) override { check(op->value); }
   void visit(const Select* op) override {
     check(op->cond);
@@ -121,6 +125,7 @@ class Candidates : public IRVisitor {
       case NodeType::FloatImm: return true;
       case NodeType::Cast: return movable_any(e.as<Cast>()->value);
       case NodeType::Not: return movable(e.as<Not>()->a);
+      case NodeType::BitNot: return movable(e.as<BitNot>()->a);
       case NodeType::Select: {
         auto* s = e.as<Select>();
         return movable(s->cond) && movable(s->true_value) && movable(s->false_value);
@@ -138,6 +143,9 @@ class Candidates : public IRVisitor {
         KILN_CASE(LE)
         KILN_CASE(And)
         KILN_CASE(Or)
+        KILN_CASE(BitAnd)
+        KILN_CASE(BitOr)
+        KILN_CASE(BitXor)
 #undef KILN_CASE
       case NodeType::Div:
       case NodeType::Mod: {

@@ -19,8 +19,10 @@ bool equal(const Expr& a, const Expr& b) {
   case NodeType::n: return equal(a.as<n>()->a, b.as<n>()->a) && equal(a.as<n>()->b, b.as<n>()->b);
       KILN_X(Add) KILN_X(Sub) KILN_X(Mul) KILN_X(Div) KILN_X(Mod) KILN_X(Min) KILN_X(Max)
       KILN_X(EQ) KILN_X(NE) KILN_X(LT) KILN_X(LE) KILN_X(And) KILN_X(Or)
+      KILN_X(BitAnd) KILN_X(BitOr) KILN_X(BitXor)
 #undef KILN_X
     case NodeType::Not: return equal(a.as<Not>()->a, b.as<Not>()->a);
+    case NodeType::BitNot: return equal(a.as<BitNot>()->a, b.as<BitNot>()->a);
     case NodeType::Select: {
       auto x = a.as<Select>(), y = b.as<Select>();
       return equal(x->cond, y->cond) && equal(x->true_value, y->true_value) && equal(x->false_value, y->false_value);

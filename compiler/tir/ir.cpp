@@ -164,6 +164,21 @@ Expr Not::make(Expr a) {
   internal_assert(a.type().is_bool()) << "Not of non-bool";
   return Expr(std::make_shared<Not>(std::move(a)));
 }
+#define KILN_TIR_BITWISE_MAKE(N)                                                          \
+  Expr N::make(Expr a, Expr b) {                                                          \
+    match_types(a, b, #N);                                                                \
+    Type t = a.type();                                                                    \
+    internal_assert(t.is_int() || t.is_uint()) << #N " of " << t.str();                   \
+    return Expr(std::make_shared<N>(t, std::move(a), std::move(b)));                      \
+  }
+KILN_TIR_BITWISE_MAKE(BitAnd)
+KILN_TIR_BITWISE_MAKE(BitOr)
+KILN_TIR_BITWISE_MAKE(BitXor)
+#undef KILN_TIR_BITWISE_MAKE
+Expr BitNot::make(Expr a) {
+  internal_assert(a.defined() && (a.type().is_int() || a.type().is_uint())) << "BitNot of non-integer";
+  return Expr(std::make_shared<BitNot>(std::move(a)));
+}
 Expr Select::make(Expr c, Expr t, Expr f) {
   internal_assert(c.type().is_bool()) << "Select condition is " << c.type().str();
   match_types(t, f, "Select");
@@ -266,6 +281,10 @@ Expr operator>=(Expr a, Expr b) { return LE::make(std::move(b), std::move(a)); }
 Expr operator&&(Expr a, Expr b) { return And::make(std::move(a), std::move(b)); }
 Expr operator||(Expr a, Expr b) { return Or::make(std::move(a), std::move(b)); }
 Expr operator!(Expr a) { return Not::make(std::move(a)); }
+Expr operator&(Expr a, Expr b) { return BitAnd::make(std::move(a), std::move(b)); }
+Expr operator|(Expr a, Expr b) { return BitOr::make(std::move(a), std::move(b)); }
+Expr operator^(Expr a, Expr b) { return BitXor::make(std::move(a), std::move(b)); }
+Expr operator~(Expr a) { return BitNot::make(std::move(a)); }
 Expr min(Expr a, Expr b) { return Min::make(std::move(a), std::move(b)); }
 Expr max(Expr a, Expr b) { return Max::make(std::move(a), std::move(b)); }
 Expr select(Expr c, Expr t, Expr f) { return Select::make(std::move(c), std::move(t), std::move(f)); }

@@ -63,6 +63,10 @@ inline Type Index() { return Int(64); }  // the type of all loop variables and i
   X(And)                       \
   X(Or)                        \
   X(Not)                       \
+  X(BitAnd)                    \
+  X(BitOr)                     \
+  X(BitXor)                    \
+  X(BitNot)                    \
   X(Select)                    \
   X(Load)                      \
   X(Call)                      \
@@ -219,6 +223,11 @@ KILN_TIR_BINARY(LT)
 KILN_TIR_BINARY(LE)
 KILN_TIR_BINARY(And)
 KILN_TIR_BINARY(Or)
+// Bitwise and, or, exclusive or of two integers of one type (two's
+// complement bits), of that type.
+KILN_TIR_BINARY(BitAnd)
+KILN_TIR_BINARY(BitOr)
+KILN_TIR_BINARY(BitXor)
 #undef KILN_TIR_BINARY
 
 struct Not : ExprNode {
@@ -226,6 +235,14 @@ struct Not : ExprNode {
   Expr a;  // Bool operand
   static Expr make(Expr a);
   Not(Expr x) : ExprNode(kNodeType, Bool()), a(std::move(x)) {}
+};
+
+// The bitwise complement of an integer, of its type.
+struct BitNot : ExprNode {
+  static constexpr NodeType kNodeType = NodeType::BitNot;
+  Expr a;  // integer operand
+  static Expr make(Expr a);
+  BitNot(Expr x) : ExprNode(kNodeType, x.type()), a(std::move(x)) {}
 };
 
 // cond ? t : f. Both sides may be evaluated: they must be safe to evaluate
@@ -263,7 +280,8 @@ struct Load : ExprNode {
 // The bit casts: FloatToBits(x) takes a Float(16/32/64) and returns its
 // bits as the UInt of the same width; BitsToFloat(bits) the other way
 // (the narrow types' conversions are integer arithmetic on these bits:
-// lower/narrow_types.h). GLSL has the 32-bit ones only.
+// lower/narrow_types.h). GLSL: float16 through packHalf2x16, float64 with
+// the int64 feature.
 enum class Intrinsic : uint8_t { Exp, Log, Sqrt, Abs, Floor, Ceil, RoundEven, Tanh, Erf, Pow, Sin, Cos, Tan, Asin,
                                  Acos, Atan, DotU8S8, DotS8S8, Bf16ToF32, F32ToBf16, FloatToBits, BitsToFloat };
 inline bool is_int8_dot(Intrinsic i) { return i == Intrinsic::DotU8S8 || i == Intrinsic::DotS8S8; }
@@ -421,6 +439,10 @@ Expr operator>=(Expr a, Expr b);
 Expr operator&&(Expr a, Expr b);
 Expr operator||(Expr a, Expr b);
 Expr operator!(Expr a);
+Expr operator&(Expr a, Expr b);  // BitAnd
+Expr operator|(Expr a, Expr b);  // BitOr
+Expr operator^(Expr a, Expr b);  // BitXor
+Expr operator~(Expr a);          // BitNot
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
 Expr select(Expr c, Expr t, Expr f);

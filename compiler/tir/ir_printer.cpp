@@ -69,6 +69,9 @@ class Printer : public IRVisitor {
   void visit(const LE* op) override { binary(op->a, "<=", op->b); }
   void visit(const And* op) override { binary(op->a, "&&", op->b); }
   void visit(const Or* op) override { binary(op->a, "||", op->b); }
+  void visit(const BitAnd* op) override { binary(op->a, "&", op->b); }
+  void visit(const BitOr* op) override { binary(op->a, "|", op->b); }
+  void visit(const BitXor* op) override { binary(op->a, "^", op->b); }
   void call(const char* name, const std::vector<Expr>& args) {
     out << name << "(";
     for (size_t i = 0; i < args.size(); i++) {
@@ -81,6 +84,10 @@ class Printer : public IRVisitor {
   void visit(const Max* op) override { call("max", {op->a, op->b}); }
   void visit(const Not* op) override {
     out << "!";
+    print(op->a);
+  }
+  void visit(const BitNot* op) override {
+    out << "~";
     print(op->a);
   }
   void visit(const Select* op) override { call("select", {op->cond, op->true_value, op->false_value}); }

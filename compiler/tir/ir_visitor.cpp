@@ -41,8 +41,10 @@ void IRVisitor::visit(const Cast* op) { visit_expr(op->value); }
   }
 KILN_X(Add) KILN_X(Sub) KILN_X(Mul) KILN_X(Div) KILN_X(Mod) KILN_X(Min) KILN_X(Max)
 KILN_X(EQ) KILN_X(NE) KILN_X(LT) KILN_X(LE) KILN_X(And) KILN_X(Or)
+KILN_X(BitAnd) KILN_X(BitOr) KILN_X(BitXor)
 #undef KILN_X
 void IRVisitor::visit(const Not* op) { visit_expr(op->a); }
+void IRVisitor::visit(const BitNot* op) { visit_expr(op->a); }
 void IRVisitor::visit(const Select* op) {
   visit_expr(op->cond);
   visit_expr(op->true_value);
@@ -122,10 +124,15 @@ Expr IRMutator::visit(const Cast* op, const Expr& self) {
   }
 KILN_X(Add) KILN_X(Sub) KILN_X(Mul) KILN_X(Div) KILN_X(Mod) KILN_X(Min) KILN_X(Max)
 KILN_X(EQ) KILN_X(NE) KILN_X(LT) KILN_X(LE) KILN_X(And) KILN_X(Or)
+KILN_X(BitAnd) KILN_X(BitOr) KILN_X(BitXor)
 #undef KILN_X
 Expr IRMutator::visit(const Not* op, const Expr& self) {
   Expr a = mutate(op->a);
   return a.same_as(op->a) ? self : Not::make(a);
+}
+Expr IRMutator::visit(const BitNot* op, const Expr& self) {
+  Expr a = mutate(op->a);
+  return a.same_as(op->a) ? self : BitNot::make(a);
 }
 Expr IRMutator::visit(const Select* op, const Expr& self) {
   Expr c = mutate(op->cond), t = mutate(op->true_value), f = mutate(op->false_value);

@@ -7,7 +7,7 @@ Run with Debian's /usr/bin/python3 (python3-onnx, python3-numpy). See docs/confo
                      [--expected tests/conformance/expected_pass.txt]
                      [--suites node,pytorch-converted,pytorch-operator,simple]
                      [--jobs 2] [--timeout 60] [--filter REGEX] [--update-expected]
-                     [--target cpu|vulkan|vulkan-shared]
+                     [--target cpu|vulkan|vulkan-shared|vulkan+shared]
                      [--save-bundles DIR | --load-bundles DIR]
 
 For every case folder DATA/<suite>/<case>/ (model.onnx, test_data_set_N/input_K.pb,
@@ -508,6 +508,9 @@ TARGET_ARGS = {
     'vulkan': (['--target=vulkan'], ['--device', 'vulkan', '--validation']),
     # GPU schedules with workgroup shared memory (tiles, shared reductions).
     'vulkan-shared': (['--target=vulkan', '--vulkan-shared-memory=on'], ['--device', 'vulkan', '--validation']),
+    # Both: every case on plain Vulkan, and again with shared memory where
+    # kilnc's report says that changes the bundle.
+    'vulkan+shared': (['--target=vulkan', '--report'], ['--device', 'vulkan', '--validation']),
 }
 
 
@@ -583,6 +586,62 @@ def run_case(args: Tuple[str, str, str, str, str, str, float, str, Optional[Tupl
     except Exception as e:  # noqa: BLE001 - a harness error must not hide the other cases
         status, reason = 'fail', 'harness error: %s: %s' % (type(e).__name__, e)
     return suite, case, status, reason, time.monotonic() - start
+
+
+def _check_outputs(bundle: str, run_args: Sequence[str], converted, work: str, kiln: str, timeout: float,
+                   case_dir: str, out_suffix: str = '_out') -> Tuple[Optional[str], str]:
+    """Runs `bundle` on every data set of `converted` and compares its outputs:
+    (status, reason) of the first failure, or (None, note) when all match."""
+    import numpy as np
+    note = ''
+    for ds_name, feeds, refs in converted:
+        out_dir = os.path.join(work, ds_name + out_suffix)
+        os.makedirs(out_dir, exist_ok=True)
+        cmd = [kiln, 'run', bundle] + run_args
+        for feed in feeds:
+            cmd += ['--input', feed]
+        cmd += ['--output-dir', out_dir]
+        rc, _out, err, secs = run_proc(cmd, timeout)
+        if rc is None:
+            return 'bug', 'kiln run timed out after %g s' % timeout
+        if rc < 0:
+            return 'bug', 'kiln run killed by %s%s' % (signal_name(rc), _msg(err))
+        if rc == 1:
+            return 'fail', 'kiln run: %s' % (first_line(err, 'kiln: error:') or 'exit 1')
+        if rc != 0:
+            return 'bug', 'kiln run exit %d%s' % (rc, _msg(err))
+        prefix = '' if len(converted) == 1 else ds_name + ': '
+        if RANDOM_CASES.search(os.path.basename(case_dir)):
+            problem = check_random(os.path.basename(case_dir), feeds, refs, out_dir)
+            if problem:
+                return 'fail', prefix + problem
+            note = 'random operator: checked by distribution, not by value'
+            continue
+        for name, ref in refs:
+            if isinstance(ref, tuple):  # an optional: absent, or its value as below
+                ref = ref[1]
+                stem = os.path.join(out_dir, name.replace('/', '_'))
+                if ref is None:
+                    if os.path.exists(stem) or os.path.exists(stem + '.npy'):
+                        return 'fail', "%soutput '%s': written, but it holds no value" % (prefix, name)
+                    continue
+            if isinstance(ref, list):  # a sequence: out_dir/NAME/0.npy ..
+                problem = _compare_sequence(name, ref, os.path.join(out_dir, name.replace('/', '_')))
+                if problem:
+                    return 'fail', prefix + problem
+                continue
+            path = os.path.join(out_dir, name.replace('/', '_') + '.npy')
+            if not os.path.isfile(path):
+                return 'fail', "%soutput '%s' missing (%s not written)" % (
+                    prefix, name, os.path.basename(path))
+            try:
+                got = np.load(path, allow_pickle=False)
+            except Exception as e:  # noqa: BLE001
+                return 'fail', "%soutput '%s': unreadable .npy: %s" % (prefix, name, e)
+            problem = compare(name, got, ref)
+            if problem:
+                return 'fail', prefix + problem
+    return None, note
 
 
 def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
@@ -786,53 +845,27 @@ def _run_case(case_dir: str, work: str, kilnc: str, kiln: str,
     if rc != 0:
         return 'bug', 'kilnc exit %d%s' % (rc, _msg(err))
 
-    for ds_name, feeds, refs in converted:
-        out_dir = os.path.join(work, ds_name + '_out')
-        os.makedirs(out_dir, exist_ok=True)
-        cmd = [kiln, 'run', bundle] + run_args
-        for feed in feeds:
-            cmd += ['--input', feed]
-        cmd += ['--output-dir', out_dir]
-        rc, _out, err, secs = run_proc(cmd, timeout)
-        if rc is None:
-            return 'bug', 'kiln run timed out after %g s' % timeout
-        if rc < 0:
-            return 'bug', 'kiln run killed by %s%s' % (signal_name(rc), _msg(err))
-        if rc == 1:
-            return 'fail', 'kiln run: %s' % (first_line(err, 'kiln: error:') or 'exit 1')
-        if rc != 0:
-            return 'bug', 'kiln run exit %d%s' % (rc, _msg(err))
-        prefix = '' if len(converted) == 1 else ds_name + ': '
-        if RANDOM_CASES.search(os.path.basename(case_dir)):
-            problem = check_random(os.path.basename(case_dir), feeds, refs, out_dir)
-            if problem:
-                return 'fail', prefix + problem
-            note = 'random operator: checked by distribution, not by value'
-            continue
-        for name, ref in refs:
-            if isinstance(ref, tuple):  # an optional: absent, or its value as below
-                ref = ref[1]
-                stem = os.path.join(out_dir, name.replace('/', '_'))
-                if ref is None:
-                    if os.path.exists(stem) or os.path.exists(stem + '.npy'):
-                        return 'fail', "%soutput '%s': written, but it holds no value" % (prefix, name)
-                    continue
-            if isinstance(ref, list):  # a sequence: out_dir/NAME/0.npy ..
-                problem = _compare_sequence(name, ref, os.path.join(out_dir, name.replace('/', '_')))
-                if problem:
-                    return 'fail', prefix + problem
-                continue
-            path = os.path.join(out_dir, name.replace('/', '_') + '.npy')
-            if not os.path.isfile(path):
-                return 'fail', "%soutput '%s' missing (%s not written)" % (
-                    prefix, name, os.path.basename(path))
-            try:
-                got = np.load(path, allow_pickle=False)
-            except Exception as e:  # noqa: BLE001
-                return 'fail', "%soutput '%s': unreadable .npy: %s" % (prefix, name, e)
-            problem = compare(name, got, ref)
-            if problem:
-                return 'fail', prefix + problem
+    status, checked = _check_outputs(bundle, run_args, converted, work, kiln, timeout, case_dir)
+    if status:
+        return status, checked
+    note = checked or note
+    if target == 'vulkan+shared':
+        # The same case with workgroup shared memory, where that changes the
+        # bundle: kilnc's report counts the nodes whose kernels depend on it
+        # (0: the bundle would be byte-identical, decision 66).
+        m = re.search(r'(\d+) nodes that --vulkan-shared-memory changes', err)
+        if m is None or int(m.group(1)) > 0:
+            shared_bundle = os.path.join(work, 'model_shared.kiln')
+            rc, err2 = run_kilnc([kilnc, model_path, '-o', shared_bundle, '--vulkan-shared-memory=on'] +
+                                 kilnc_args, shared_bundle, timeout, store, 5)
+            if rc != 0:
+                return ('bug' if rc is None or rc < 0 or rc > 1 else 'fail',
+                        'with --vulkan-shared-memory=on: kilnc exit %s%s' % (rc, _msg(err2)))
+            status, checked = _check_outputs(shared_bundle, run_args, converted, work, kiln, timeout, case_dir,
+                                             '_shared_out')
+            if status:
+                return status, 'with --vulkan-shared-memory=on: ' + checked
+            note = (note + '; ' if note else '') + 'also with --vulkan-shared-memory=on'
     extra = [a for a in kilnc_args if a not in TARGET_ARGS[target][0]]
     if extra or used_value_flags:
         note = (note + '; ' if note else '') + CASE_FLAGS_NOTE
@@ -851,9 +884,10 @@ def read_expected(path: str) -> List[str]:
 def write_expected(path: str, names: Sequence[str], target: str = 'cpu') -> None:
     tmp = path + '.tmp'
     with open(tmp, 'w') as f:
-        f.write(EXPECTED_HEADER.format(on=' on Vulkan (lavapipe)' if target == 'vulkan' else '',
+        vulkan = target.startswith('vulkan')
+        f.write(EXPECTED_HEADER.format(on=' on Vulkan (lavapipe)' if vulkan else '',
                                        file=os.path.basename(path),
-                                       target=' --target vulkan' if target == 'vulkan' else ''))
+                                       target=(' --target ' + target) if vulkan else ''))
         for name in sorted(set(names)):
             f.write(name + '\n')
     os.replace(tmp, path)
@@ -951,7 +985,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument('--filter', help='only cases whose "suite/case" matches this regex (re.search)')
     ap.add_argument('--target', choices=sorted(TARGET_ARGS), default='cpu',
                     help='vulkan: kilnc --target=vulkan, kiln run --device vulkan --validation '
-                         '(any validation message fails the case); default %(default)s')
+                         '(any validation message fails the case); vulkan-shared: with '
+                         '--vulkan-shared-memory=on; vulkan+shared: vulkan, and again with shared memory '
+                         'where kilnc --report says that changes the bundle; default %(default)s')
     ap.add_argument('--save-bundles', metavar='DIR',
                     help='also keep every kilnc result and bundle in DIR/<suite>/<case>/')
     ap.add_argument('--load-bundles', metavar='DIR',

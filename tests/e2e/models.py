@@ -23,7 +23,7 @@ import numpy as np
 
 from models_onnx import (OPSET, _check_const_weights_bundle, _check_hetero_bundle,
                          _check_matmul_tiles_bundle, build_const_weights_onnx, build_hetero_float64_onnx,
-                         build_matmul_tiles_onnx)
+                         build_matmul_tiles_onnx, build_output_views_onnx)
 
 # ONNX operators kilnc must compile (the set the tests cover). `Constant` and
 # `Identity` are included: torch.onnx emits Constant nodes for scalars and
@@ -649,6 +649,10 @@ MODELS['hetero_float64'] = ModelSpec(lambda: None, (2, 4, 8),
                                      num_outputs=2, build_onnx=build_hetero_float64_onnx,
                                      check_bundle=_check_hetero_bundle, check_device='vulkan-hetero',
                                      description='float64 kernels between float32 ones (Vulkan + host CPU)')
+MODELS['output_views'] = ModelSpec(lambda: None, (1, 5, 6, 1),
+                                   frozenset({'Reshape', 'MaxPool', 'Sigmoid', 'Relu', 'Add'}),
+                                   num_outputs=5, build_onnx=build_output_views_onnx,
+                                   description='model outputs that are Reshape views, read by later nodes')
 
 UNSUPPORTED_MODEL = ModelSpec(build_unsupported, (1, 3, 8, 8),
                               frozenset({'Conv', 'Relu', 'Sigmoid', 'Swish', 'Add'}))

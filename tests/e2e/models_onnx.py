@@ -228,3 +228,36 @@ def _check_hetero_bundle(info, report):
         raise AssertionError('a Vulkan dispatch lists host copies')
     if 'runs on the CPU: needs shaderFloat64' not in report:
         raise AssertionError('kilnc --report does not say which kernels run on the CPU')
+
+
+def build_output_views_onnx():
+    """input [1,5,6,1] -> Reshape -> output_1 [1,1,5,6] (a view of the input) -> MaxPool -> output;
+    Sigmoid(output_1) -> output_2 -> Reshape -> output_3 [1,5,6] (a view of another output) -> Relu ->
+    Add(output) -> output_4.
+
+    Model outputs that are views (Reshape) of an input or of another output get storage of their own
+    and a copy; the nodes that read them must run after that copy (mlsd's head read zeros)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [
+        numpy_helper.from_array(np.array([1, 1, 5, 6], np.int64), 'views_nchw'),
+        numpy_helper.from_array(np.array([1, 5, 6], np.int64), 'views_chw'),
+    ]
+    nodes = [
+        helper.make_node('Reshape', ['input', 'views_nchw'], ['output_1'], name='input_view'),
+        helper.make_node('MaxPool', ['output_1'], ['output'], name='pool', kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node('Sigmoid', ['output_1'], ['output_2'], name='sigmoid'),
+        helper.make_node('Reshape', ['output_2', 'views_chw'], ['output_3'], name='output_view'),
+        helper.make_node('Relu', ['output_3'], ['r'], name='relu'),
+        helper.make_node('Add', ['r', 'output'], ['output_4'], name='add'),
+    ]
+    shape4 = [1, 1, 5, 6]
+    graph = helper.make_graph(nodes, 'output_views',
+                              [helper.make_tensor_value_info('input', TensorProto.FLOAT, [1, 5, 6, 1])],
+                              [helper.make_tensor_value_info('output', TensorProto.FLOAT, shape4),
+                               helper.make_tensor_value_info('output_1', TensorProto.FLOAT, shape4),
+                               helper.make_tensor_value_info('output_2', TensorProto.FLOAT, shape4),
+                               helper.make_tensor_value_info('output_3', TensorProto.FLOAT, [1, 5, 6]),
+                               helper.make_tensor_value_info('output_4', TensorProto.FLOAT, shape4)],
+                              initializer=inits)
+    return _checked_model(graph)
