@@ -5,6 +5,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <cmath>
+#include <cstdint>
 #include <unordered_set>
 
 #include "support/diagnostics.h"
@@ -16,9 +17,12 @@ namespace kiln::contrib {
 
 namespace {
 
+// The element count, or INT64_MAX where a dimension is negative or the
+// product overflows (the model is untrusted: such a tensor is never small).
 int64_t elements(const onnx::TensorProto& t) {
   int64_t n = 1;
-  for (int64_t d : t.dims()) n *= d;
+  for (int64_t d : t.dims())
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return INT64_MAX;
   return n;
 }
 
