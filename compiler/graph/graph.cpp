@@ -109,6 +109,23 @@ std::vector<uint8_t> string_table(const std::vector<std::string>& strings, int64
   return table;
 }
 
+std::vector<std::string> table_strings(const std::vector<uint8_t>& table, int64_t count) {
+  auto offset = [&](int64_t i) {
+    user_assert(count >= 0 && (uint64_t)(4 * i + 4) <= table.size()) << "a string table is shorter than its offsets";
+    uint64_t at = 0;
+    for (int b = 0; b < 4; b++) at |= (uint64_t)table[(size_t)(4 * i + b)] << (8 * b);
+    return at;
+  };
+  const uint64_t start = 4 * (uint64_t)(count + 1);
+  std::vector<std::string> strings;
+  for (int64_t i = 0; i < count; i++) {
+    const uint64_t from = start + offset(i), to = start + offset(i + 1);
+    user_assert(from <= to && to <= table.size()) << "a string table's offsets lie outside it";
+    strings.emplace_back(table.begin() + (ptrdiff_t)from, table.begin() + (ptrdiff_t)to);
+  }
+  return strings;
+}
+
 int64_t num_elements(const Shape& s) {
   // Saturating at 2^62: a run-time-sized value's largest shape (each
   // dimension up to kMaxRunTimeDim) may have more elements than int64 counts.

@@ -52,6 +52,9 @@ tir::Type dtype_to_tir(DType t);
 // offsets, then their bytes; *out_bytes gets the bytes area's size. A user
 // error past 2^32 - 1 bytes.
 std::vector<uint8_t> string_table(const std::vector<std::string>& strings, int64_t* out_bytes);
+// The `count` strings of a string table (a constant's bytes); a user error
+// where its offsets lie outside it.
+std::vector<std::string> table_strings(const std::vector<uint8_t>& table, int64_t count);
 // Bytes the text of one number takes at most (Cast to string:
 // lower/string_table.cpp writes it, import/string_values.cpp plans for it).
 constexpr int64_t kNumberTextBytes = 24;
@@ -199,6 +202,7 @@ struct Graph {
   std::vector<int> outputs;   // model outputs (value indices)
   std::vector<Composite> composites;  // sequence inputs and outputs, made of the ones above
   int64_t opset = 13;         // default-domain opset of the model
+  int64_t ml_opset = 0;       // ai.onnx.ml opset of the model (0: it imports none)
   std::string producer;       // producer name from the model
 
   int add_value(Value v);

@@ -46,6 +46,10 @@ const OpTraits& op_traits(const std::string& name) {
 
 const char* op_name(Op op) { return op_traits(op).name; }
 
+std::string onnx_op_name(const std::string& domain, const std::string& op_type) {
+  return domain == kMlDomain ? domain + "." + op_type : op_type;
+}
+
 const char* family_name(OpFamily family) {
   switch (family) {
     case OpFamily::Import: return "import";
@@ -71,6 +75,7 @@ const char* family_name(OpFamily family) {
     case OpFamily::Text: return "text";
     case OpFamily::Random: return "random";
     case OpFamily::Training: return "training";
+    case OpFamily::Ml: return "ml";
     case OpFamily::None: return "none";
   }
   return "?";

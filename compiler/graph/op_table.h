@@ -37,7 +37,7 @@ enum class Op : uint16_t {
 // The operator library file that lowers an operator (lower/ops_<family>.cpp).
 enum class OpFamily : uint8_t {
   Import, Conv, Pool, Elementwise, Math, Matmul, Shape, Softmax, Reduce, Index, Norm, Scan, Rnn, Loss, Resize,
-  Quant, Layout, Select, Attention, Signal, Text, Random, Training, None,
+  Quant, Layout, Select, Attention, Signal, Text, Random, Training, Ml, None,
 };
 
 // Fusion and evaluation role (see op_table.def).
@@ -58,7 +58,7 @@ enum class OpDims : uint8_t {
   None, Same, Broadcast, Conv, ConvTranspose, Pool, GlobalPool, MatMul, Gemm, Reshape, Flatten, Squeeze, Unsqueeze,
   Shape, Size, Concat, Transpose, Reduce, TopK, Gather, GatherElements, GatherND, Slice, Expand, Tile, Pad, Split, DepthToSpace,
   SpaceToDepth, ConstantOfShape, Range, Resize, NonZero, Compress, NonMaxSuppression, Unique, Condition, InputValue, Window, Dft, Stft, MaxUnpool,
-  MelWeightMatrix, StringNormalizer, Col2Im, AffineGrid, Recurrent,
+  MelWeightMatrix, StringNormalizer, StringSplit, Col2Im, AffineGrid, Recurrent,
 };
 
 // One row of the table.
@@ -100,6 +100,12 @@ const OpTraits& op_traits(Op op);
 const OpTraits& op_traits(const std::string& name);
 // The ONNX op type of `op` (for nodes a pass creates).
 const char* op_name(Op op);
+// ONNX's classical-ML domain: its operators' rows carry it in their names.
+constexpr const char* kMlDomain = "ai.onnx.ml";
+// The row name of an ONNX node of `domain` and `op_type`: "ai.onnx.ml.TYPE"
+// for domain ai.onnx.ml, the op type itself for the others (the default
+// domain, and ai.onnx.preview.training, whose rows say so by a flag).
+std::string onnx_op_name(const std::string& domain, const std::string& op_type);
 // Every row, in table order.
 const std::vector<OpTraits>& op_table();
 // Printable names of the enums (kilnc --list-operators).

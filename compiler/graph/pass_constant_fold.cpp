@@ -199,6 +199,7 @@ bool pass_constant_fold(Graph& g, PassContext& ctx) {
     Graph sub;
     sub.values = g.values;
     sub.opset = g.opset;
+    sub.ml_opset = g.ml_opset;
     sub.producer = g.producer;
     for (size_t i = 0; i < g.nodes.size(); i++)
       if (in_cone[i]) sub.nodes.push_back(g.nodes[i]);

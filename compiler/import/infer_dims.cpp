@@ -1235,6 +1235,17 @@ class DimInference {
         if (x.size() == 1) return {kept};
         return {x[0], kept};
       }
+      case OpDims::StringSplit: {
+        // X's dimensions and the most pieces of any string, a data symbol the
+        // counting kernel defines: at most maxsplit + 1, else unbounded (the
+        // pieces are sized per run); output 1, the counts, X's dimensions.
+        DimExprs x = in_dims(0);
+        const int64_t maxsplit = node_->attr_int("maxsplit", -1);
+        extra[1] = x;
+        const int64_t most = maxsplit >= 0 ? std::min(maxsplit, graph::kMaxRunTimeDim) + 1 : graph::kMaxRunTimeDim + 1;
+        x.push_back(data_symbol(most, 2, 0, true));
+        return x;
+      }
       case OpDims::Window: return {need_sym(0, "the window size").at(0)};  // its length: the size's value
       case OpDims::MaxUnpool: {  // output_shape's values (symbols from --input-value), else ONNX's (static)
         DimExprs x = in_dims(0);

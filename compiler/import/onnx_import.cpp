@@ -301,15 +301,17 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   }
   normalize_constant_nodes(*model.mutable_graph());
 
-  int64_t opset = -1;
+  int64_t opset = -1, ml_opset = 0;
   bool training = false;  // ONNX's optimizers (graph::kPreviewTraining rows)
   for (auto& o : model.opset_import()) {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+    if (o.domain() == graph::kMlDomain) ml_opset = o.version();
     training |= o.domain() == kPreviewTrainingDomain;
   }
-  // A model of only the optimizers imports no default opset: its operators
-  // do not depend on one (the version the suite's are tested against).
-  if (opset < 0 && training) opset = 16;
+  // A model of only the optimizers or of only ai.onnx.ml operators imports
+  // no default opset: its operators do not depend on one (the version the
+  // suite's optimizers are tested against).
+  if (opset < 0 && (training || ml_opset > 0)) opset = 16;
   user_assert(opset > 0) << "the model imports no default-domain (ai.onnx) opset";
   if (opset < 7) {
     // Opset 7 brought numpy broadcasting; older models are converted to it
@@ -471,7 +473,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   std::set<std::string> constants;
   for (auto& t : g->initializer()) constants.insert(t.name());
   for (auto& n : g->node())
-    if (graph::op_traits(n.op_type()).role == graph::OpRole::Import)
+    if (graph::op_traits(graph::onnx_op_name(n.domain(), n.op_type())).role == graph::OpRole::Import)
       for (auto& o : n.output()) constants.insert(o);
   // Run-time sequence positions, checked through a kiln.InputValue each.
   std::map<std::string, RangeCheck> checks;
@@ -479,7 +481,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
     for (auto& c : range_checks(model)) checks[c.value] = c;
   dynamic |= !checks.empty() || onnx_inference_failed || declared_only;
   for (auto& n : g->node()) {
-    const graph::OpTraits& t = graph::op_traits(n.op_type());
+    const graph::OpTraits& t = graph::op_traits(graph::onnx_op_name(n.domain(), n.op_type()));
     dynamic |= t.data_shape();
     for (int i = 1; t.value_shape() && i < n.input_size(); i++) dynamic |= !n.input(i).empty() && !constants.count(n.input(i));
   }
@@ -511,6 +513,7 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   graph::Graph out;
   out.symbols = symbols;
   out.opset = opset;
+  out.ml_opset = ml_opset;
   out.producer = model.producer_name() + (model.producer_version().empty() ? "" : " " + model.producer_version());
   std::unordered_map<std::string, int> value_ids;
   std::unordered_map<std::string, const onnx::TypeProto*> types;
@@ -578,10 +581,18 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
   for (int ni = 0; ni < g->node_size(); ni++) {
     const auto& n = g->node(ni);
     std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(ni) : n.name();
-    if (!n.domain().empty() && n.domain() != "ai.onnx" &&
+    const std::string op = graph::onnx_op_name(n.domain(), n.op_type());
+    if (n.domain() == graph::kMlDomain && !graph::op_traits(op).known()) {
+      std::string ml;  // the ai.onnx.ml rows
+      for (const graph::OpTraits& t : graph::op_table())
+        if (t.family == graph::OpFamily::Ml) ml += (ml.empty() ? "" : ", ") + std::string(t.name + strlen(graph::kMlDomain) + 1);
+      user_error << n.op_type() << " node '" << name << "': kilnc does not support this operator of domain "
+                 << graph::kMlDomain << " yet; of that domain it supports " << ml;
+    }
+    if (!n.domain().empty() && n.domain() != "ai.onnx" && n.domain() != graph::kMlDomain &&
         !(n.domain() == kPreviewTrainingDomain && graph::op_traits(n.op_type()).preview_training())) {
       user_error << n.op_type() << " node '" << name << "': operators of domain '" << n.domain()
-                 << "' are not supported; only the default ONNX domain is (and of com.microsoft: "
+                 << "' are not supported; only the default ONNX domain and ai.onnx.ml are (and of com.microsoft: "
                  << supported_contrib_ops() << ")";
     }
     if (n.op_type() == "If") {  // left by inline_run_time_ifs (import/inline_if.h)
@@ -591,14 +602,14 @@ graph::Graph import_onnx_bytes(const std::string& bytes, const std::string& mode
                     "(computed from static shapes, or from a model input frozen with --freeze-input NAME=FILE.pb) "
                     "picks its branch";
     }
-    if (graph::op_traits(n.op_type()).role == graph::OpRole::Import) {  // Constant
+    if (graph::op_traits(op).role == graph::OpRole::Import) {  // Constant
       graph::Value v = constant_node_value(n);
       std::string vname = v.name;
       value_ids[vname] = out.add_value(std::move(v));
       continue;
     }
     graph::Node node;
-    node.op = run_time_ifs.conditions.count(name) ? "kiln.Condition" : n.op_type();
+    node.op = run_time_ifs.conditions.count(name) ? "kiln.Condition" : op;
     node.name = name;
     if (auto gi = run_time_ifs.guards.find(name); gi != run_time_ifs.guards.end())
       for (auto& [flag, taken] : gi->second) node.guards.push_back({value_ids.at(flag), taken});

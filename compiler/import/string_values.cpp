@@ -1,6 +1,7 @@
 // String values' capacities (string_values.h).
 #include "import/string_values.h"
 
+#include <algorithm>
 #include <string>
 
 #include "support/diagnostics.h"
@@ -27,9 +28,39 @@ int64_t string_output_bytes(const graph::Graph& g, const graph::Node& n, int out
     case graph::Op::CastLike:
       // A number's text, or the same strings.
       return in.dtype == DType::String ? in.string_bytes : o.elements() * graph::kNumberTextBytes;
+    case graph::Op::StringConcat: {
+      // Each string of either input as often as broadcasting repeats it:
+      // output / input elements with static shapes, else at most every
+      // output element.
+      const int64_t kPast = int64_t(1) << 40;  // past any table (saturated: the caller refuses it)
+      int64_t bytes = 0;
+      for (int i : n.inputs) {
+        const graph::Value& x = g.values[(size_t)i];
+        user_assert(x.dtype == DType::String) << n.describe() << ": both inputs must be string tensors";
+        const bool fixed = !x.is_dynamic() && !o.is_dynamic() && x.elements() > 0;
+        const int64_t times = fixed ? o.elements() / x.elements() : o.elements();
+        bytes += x.string_bytes && times > kPast / x.string_bytes ? kPast : x.string_bytes * times;
+      }
+      return bytes;
+    }
+    case graph::Op::MlLabelEncoder: {
+      // One of its values or its default per element: at most the longest
+      // string of its attributes ("_Unused", the default default_string, at least).
+      const int64_t kPast = int64_t(1) << 40;  // past any table (saturated: the caller refuses it)
+      int64_t longest = 7;
+      for (const auto& [name, a] : n.attrs) {
+        std::vector<std::string> texts = a.strings;
+        if (a.kind == graph::Attr::Kind::String) texts.push_back(a.s);
+        if (a.kind == graph::Attr::Kind::Tensor && g.values[(size_t)a.tensor].dtype == DType::String)
+          texts = graph::table_strings(*g.values[(size_t)a.tensor].data, g.values[(size_t)a.tensor].elements());
+        for (const std::string& t : texts) longest = std::max(longest, (int64_t)t.size());
+      }
+      return o.elements() > kPast / longest ? kPast : o.elements() * longest;
+    }
     default:
-      // Identity, the reshapes (the same table) and StringNormalizer (it
-      // drops strings and changes letters within their length).
+      // Identity, the reshapes (the same table), StringNormalizer (it drops
+      // strings and changes letters within their length) and StringSplit
+      // (its pieces are parts of its input's strings, the padding empty).
       user_assert(in.dtype == DType::String) << n.describe() << ": input 0 must be a string tensor";
       return in.string_bytes;
   }

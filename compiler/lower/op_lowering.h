@@ -226,6 +226,13 @@ te::Tensor symbolic_tensor(const graph::Value& v, const std::string& name, const
 // Cast and CastLike to or from string tensors (ops_text.cpp; lower_cast
 // and lower_cast_like hand them over).
 void lower_cast_string(OpContext& ctx);
+// String tokens (ops_text.cpp: TfIdfVectorizer; ops_ml.cpp: LabelEncoder):
+// each element of the node's input 0, a static-shaped string tensor, as its
+// first position in `vocabulary` (-1 when it is none of them), into a new
+// int64 intermediate of its shape, computed by a host kernel; returns it.
+int token_ids(OpContext& ctx, const std::vector<std::string>& vocabulary);
+// Equal on string tensors (ops_text.cpp; lower_compare hands it over).
+void lower_equal_string(OpContext& ctx);
 
 // BatchNormalization with training_mode=1 (ops_norm.cpp; lower_batchnorm hands it over).
 void lower_batchnorm_training(OpContext& ctx);

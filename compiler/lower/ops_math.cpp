@@ -171,6 +171,7 @@ void lower_is_inf(OpContext& ctx) {
 // Equal, Less, LessOrEqual, Greater, GreaterOrEqual (bools: Equal only).
 void lower_compare(OpContext& ctx) {
   Op op = ctx.op();
+  if (ctx.in_dtype(0) == graph::DType::String) return lower_equal_string(ctx);  // (only Equal takes strings)
   require(ctx, !is_bool(ctx.in_dtype(0)) || op == Op::Equal, "comparison of bools");
   lower_nary(ctx, [op](const std::vector<Expr>& v) {
     switch (op) {

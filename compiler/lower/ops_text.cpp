@@ -1,5 +1,6 @@
 // Text: string tensors (Cast and CastLike to and from string,
-// StringNormalizer) and TfIdfVectorizer over integer or string tokens.
+// StringNormalizer, StringConcat, StringSplit, Equal on strings) and
+// TfIdfVectorizer over integer or string tokens.
 //
 // String kernels are serial, hand-written TIR over string tables
 // (lower/string_table.h, docs/bundle.md#string-tensors) and run on the host
@@ -75,6 +76,95 @@ std::string host_lower(const std::string& s) {
     if ((c >= 'A' && c <= 'Z') || (prev == 0xC3 && c >= 0x80 && c <= 0x9E && c != 0x97)) r[i] = (char)(c + 32);
   }
   return r;
+}
+
+// A string of a table: where its bytes start (a buffer position) and how
+// many there are.
+struct Span {
+  Expr begin, length;
+};
+// body(s) with s string e of table t of n strings (bound to variables).
+Stmt with_string(const tir::Buffer& t, const Expr& n, const Expr& e, const std::function<Stmt(const Span&)>& body) {
+  Expr element = index_var("str_element"), begin = index_var("str_begin"), length = index_var("str_length");
+  Expr first = strings::offset(t, element);
+  return tir::LetStmt::make(element, e, tir::LetStmt::make(
+      begin, strings::bytes_start(n) + first,
+      tir::LetStmt::make(length, strings::offset(t, element + Expr(1)) - first, body({begin, length}))));
+}
+
+// The element of an input of dimensions `in` that numpy broadcasting reads
+// for element i (row-major) of an output of dimensions `out`.
+Expr broadcast_element(const te::Dims& out, const te::Dims& in, const Expr& i) {
+  Indices idx(out.size());
+  Expr rest = i;
+  for (size_t d = out.size(); d-- > 0;) {
+    idx[d] = d ? rest % out[d] : rest;
+    rest = rest / out[d];
+  }
+  return te::flat_index(in, broadcast_index(in, idx));
+}
+
+// The length of the whitespace character at byte pos of t (a string
+// ending at end), 0 where there is none: Python's str.isspace, as ONNX's
+// reference splits (ASCII 9-13 and 28-32; U+0085, U+00A0, U+1680,
+// U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000 in UTF-8).
+Expr whitespace_at(const tir::Buffer& t, const Expr& pos, const Expr& end) {
+  auto is = [](const Expr& c, int64_t v) { return tir::EQ::make(c, Expr(v)); };
+  auto in = [](const Expr& c, int64_t lo, int64_t hi) { return c >= Expr(lo) && c <= Expr(hi); };
+  auto at = [&](int64_t k) { return strings::byte_at(t, pos + Expr(k)); };
+  const Expr b0 = at(0), b1 = at(1), b2 = at(2);
+  Expr one = in(b0, 9, 13) || in(b0, 28, 32);
+  Expr two = pos + Expr(2) <= end && is(b0, 0xC2) && (is(b1, 0x85) || is(b1, 0xA0));
+  Expr e2 = is(b0, 0xE2) && ((is(b1, 0x80) && (in(b2, 0x80, 0x8A) || is(b2, 0xA8) || is(b2, 0xA9) || is(b2, 0xAF))) ||
+                             (is(b1, 0x81) && is(b2, 0x9F)));
+  Expr three = pos + Expr(3) <= end && ((is(b0, 0xE1) && is(b1, 0x9A) && is(b2, 0x80)) || e2 ||
+                                        (is(b0, 0xE3) && is(b1, 0x80) && is(b2, 0x80)));
+  return tir::select(one, Expr(1), tir::select(two, Expr(2), tir::select(three, Expr(3), Expr(0))));
+}
+
+// Python's str.split of bytes [begin, end) of t, as ONNX's reference splits:
+// with a delimiter, at each of its occurrences left to right (its bytes
+// matched exactly; empty pieces kept, an empty string is one); without, at
+// runs of whitespace (whitespace_at), dropping the runs at either end (an
+// empty or blank string has no piece). At most maxsplit splits (negative:
+// no limit); the rest of the string is the last piece (without whitespace
+// splitting: its leading run dropped, its trailing one kept).
+// piece(s, e) is the statement for each piece, bytes [s, e), in order.
+Stmt split_pieces(const tir::Buffer& t, const Expr& begin, const Expr& end, const std::string& delimiter,
+                  int64_t maxsplit, const std::function<Stmt(const Expr&, const Expr&)>& piece) {
+  Local start("split_start", tir::Index()), next("split_next", tir::Index()), splits("split_count", tir::Index());
+  auto emit = [&](const Expr& s, const Expr& e) {
+    Expr ps = index_var("piece_begin"), pe = index_var("piece_end");
+    return tir::LetStmt::make(ps, s, tir::LetStmt::make(pe, e, piece(ps, pe)));
+  };
+  const Stmt split = block({splits.set(splits.get() + Expr(1))});
+  Expr p = index_var("split_p");
+  const Expr past = p >= next.get();  // past the last delimiter or whitespace run
+  if (!delimiter.empty()) {
+    const int64_t d = (int64_t)delimiter.size();
+    Expr match = past && p + Expr(d) <= end;
+    for (int64_t j = 0; j < d; j++) {
+      const int64_t byte = (unsigned char)delimiter[(size_t)j];
+      match = match && tir::EQ::make(strings::byte_at(t, p + Expr(j)), Expr(byte));
+    }
+    if (maxsplit >= 0) match = match && splits.get() < Expr(maxsplit);
+    Stmt at_p = when(match, block({emit(start.get(), p), start.set(p + Expr(d)), next.set(p + Expr(d)), split}));
+    return allocate({start.b, next.b, splits.b}, block({start.set(begin), next.set(begin), splits.set(Expr(0)),
+                                                        loop(p, begin, end - begin, at_p), emit(start.get(), end)}));
+  }
+  Local open("split_open", tir::Index()), last("split_last", tir::Index());  // in a piece; the last one
+  Expr w = index_var("split_w");
+  Expr is_last = maxsplit >= 0 ? tir::select(splits.get() >= Expr(maxsplit), Expr(1), Expr(0)) : Expr(0);
+  Stmt begin_piece = block({start.set(p), open.set(Expr(1)), last.set(is_last)});
+  Stmt end_piece = block({emit(start.get(), p), open.set(Expr(0)), split, next.set(p + w)});
+  Stmt at_p = when(past, tir::LetStmt::make(w, whitespace_at(t, p, end), tir::IfThenElse::make(
+      tir::EQ::make(open.get(), Expr(0)),
+      tir::IfThenElse::make(tir::EQ::make(w, Expr(0)), begin_piece, next.set(p + w)),
+      when(w > Expr(0) && tir::EQ::make(last.get(), Expr(0)), end_piece))));
+  Stmt rest = when(tir::EQ::make(open.get(), Expr(1)), emit(start.get(), end));
+  return allocate({start.b, next.b, splits.b, open.b, last.b},
+                  block({open.set(Expr(0)), last.set(Expr(0)), next.set(begin), splits.set(Expr(0)),
+                         loop(p, begin, end - begin, at_p), rest}));
 }
 
 }  // namespace
@@ -179,11 +269,116 @@ void lower_string_normalizer(OpContext& ctx) {
   ctx.kernels.back().host_only = kStringKernels;
 }
 
+// StringConcat: each string of X followed by the one of Y that numpy
+// broadcasting pairs it with (bytes as they are: UTF-8 stays UTF-8).
+void lower_string_concat(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  user_assert(ctx.in_dtype(0) == DType::String && ctx.in_dtype(1) == DType::String)
+      << n.describe() << ": X and Y must be string tensors";
+  const te::Dims a = ctx.in_dims(0), b = ctx.in_dims(1), y = ctx.out_dims(0);
+  const Expr count = te::num_elements(y), na = te::num_elements(a), nb = te::num_elements(b);
+  const int xa = ctx.input(0), xb = ctx.input(1), out = ctx.output(0);
+  ctx.emit_tir("string_concat", [&](const OpContext::BindFn& bind) {
+    tir::Buffer A = bind(xa, Access::Read), B = xb == xa ? A : bind(xb, Access::Read), Y = bind(out, Access::Write);
+    strings::Writer w{Y, strings::bytes_start(count)};
+    Expr i = index_var("i"), p = index_var("p"), q = index_var("q");
+    Stmt each = with_string(A, na, broadcast_element(y, a, i), [&](const Span& sa) {
+      return with_string(B, nb, broadcast_element(y, b, i), [&](const Span& sb) {
+        return block({loop(p, sa.length, w.put(strings::byte_at(A, sa.begin + p))),
+                      loop(q, sb.length, w.put(strings::byte_at(B, sb.begin + q))),
+                      strings::set_offset(Y, i + Expr(1), w.at.get())});
+      });
+    });
+    Stmt body = block({w.at.set(Expr(0)), strings::set_offset(Y, Expr(0), Expr(0)), loop(i, count, each)});
+    return allocate({w.at.b}, body);
+  });
+  ctx.kernels.back().host_only = kStringKernels;
+}
+
+// Equal on string tensors (lower_compare hands it over): byte for byte,
+// with numpy broadcasting.
+void lower_equal_string(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  user_assert(ctx.in_dtype(1) == DType::String) << n.describe() << ": both inputs must be string tensors";
+  const te::Dims a = ctx.in_dims(0), b = ctx.in_dims(1), y = ctx.out_dims(0);
+  const Expr count = te::num_elements(y), na = te::num_elements(a), nb = te::num_elements(b);
+  const int xa = ctx.input(0), xb = ctx.input(1), out = ctx.output(0);
+  const tir::Type stored = graph::dtype_to_tir(ctx.value(out).dtype);
+  ctx.emit_tir("equal_string", [&](const OpContext::BindFn& bind) {
+    tir::Buffer A = bind(xa, Access::Read), B = xb == xa ? A : bind(xb, Access::Read), Y = bind(out, Access::Write);
+    Expr i = index_var("i");
+    Local same("same", tir::Index());
+    Stmt each = with_string(A, na, broadcast_element(y, a, i), [&](const Span& sa) {
+      return with_string(B, nb, broadcast_element(y, b, i), [&](const Span& sb) {
+        auto a_byte = [&](const Expr& p) { return strings::byte_at(A, sa.begin + p); };
+        return block({strings::equal(a_byte, sa.length, B, sb.begin, sb.length, same),
+                      tir::Store::make(Y, i, tir::cast(stored, same.get()))});
+      });
+    });
+    return allocate({same.b}, loop(i, count, each));
+  });
+  ctx.kernels.back().host_only = kStringKernels;
+}
+
+// StringSplit: each string of X [...] cut into pieces (split_pieces: by the
+// `delimiter`'s bytes, or at whitespace when it is empty or absent; at most
+// `maxsplit` splits), into Y [..., K] padded with empty strings, and the
+// count of each string's pieces into Z [...] (int64). K, the most pieces of
+// any string, is a data symbol (import/infer_dims.cpp): a first kernel
+// counts the pieces, writing Z and K; a second, sized by K, writes Y.
+void lower_string_split(OpContext& ctx) {
+  const graph::Node& n = ctx.node();
+  user_assert(ctx.in_dtype(0) == DType::String) << n.describe() << ": X must be a string tensor";
+  const std::string delimiter = n.attr_string("delimiter", "");
+  const int64_t maxsplit = n.attr_int("maxsplit", -1);
+  const Expr N = te::num_elements(ctx.in_dims(0));
+  // Outputs: Y, Z (-1 when absent), then K's source (import/infer_dims.cpp).
+  internal_assert(n.outputs.size() == 3) << n.describe() << ": the import gave it no piece count";
+  const int in = ctx.input(0), out = ctx.output(0), lengths = n.outputs[1], most = n.outputs[2];
+  auto for_each_string = [&](const tir::Buffer& X, const std::function<Stmt(const Expr& i, const Span& s)>& body) {
+    Expr i = index_var("i");
+    return loop(i, N, with_string(X, N, i, [&](const Span& s) { return body(i, s); }));
+  };
+  ctx.emit_tir("string_split_count", [&](const OpContext::BindFn& bind) {
+    tir::Buffer X = bind(in, Access::Read), K = bind(most, Access::Write);
+    tir::Buffer L = lengths >= 0 ? bind(lengths, Access::Write) : nullptr;
+    Local pieces("pieces", tir::Index()), largest("largest", tir::Index());
+    auto one = [&](const Expr&, const Expr&) { return pieces.set(pieces.get() + Expr(1)); };
+    Stmt count = for_each_string(X, [&](const Expr& i, const Span& s) {
+      Stmt split = split_pieces(X, s.begin, s.begin + s.length, delimiter, maxsplit, one);
+      std::vector<Stmt> each = {pieces.set(Expr(0)), split, largest.set(tir::max(largest.get(), pieces.get()))};
+      if (L) each.push_back(tir::Store::make(L, i, pieces.get()));
+      return block(each);
+    });
+    Stmt body = block({largest.set(Expr(0)), count, tir::Store::make(K, Expr(0), largest.get())});
+    return allocate({pieces.b, largest.b}, body);
+  });
+  ctx.kernels.back().host_only = kStringKernels;
+  const Expr K = ctx.out_dims(0).back();
+  ctx.emit_tir("string_split", [&](const OpContext::BindFn& bind) {
+    tir::Buffer X = bind(in, Access::Read), Y = bind(out, Access::Write);
+    strings::Writer w{Y, strings::bytes_start(N * K)};
+    Local k("piece", tir::Index());
+    Stmt write = for_each_string(X, [&](const Expr& i, const Span& s) {
+      auto piece = [&](const Expr& begin, const Expr& end) {
+        Expr q = index_var("q");
+        return block({loop(q, end - begin, w.put(strings::byte_at(X, begin + q))), k.set(k.get() + Expr(1)),
+                      strings::set_offset(Y, i * K + k.get(), w.at.get())});
+      };
+      Expr j = index_var("j");  // the padding: empty strings
+      Stmt pad = loop(j, K, when(j >= k.get(), strings::set_offset(Y, i * K + j + Expr(1), w.at.get())));
+      return block({k.set(Expr(0)), split_pieces(X, s.begin, s.begin + s.length, delimiter, maxsplit, piece), pad});
+    });
+    return allocate({w.at.b, k.b}, block({w.at.set(Expr(0)), strings::set_offset(Y, Expr(0), Expr(0)), write}));
+  });
+  ctx.kernels.back().host_only = kStringKernels;
+}
+
 // String tokens: each element of input 0, as its position in `vocabulary`
 // (-1 when it is none of them), into a new int64 intermediate of its shape.
-static int token_ids(OpContext& ctx, const std::vector<std::string>& vocabulary) {
+int token_ids(OpContext& ctx, const std::vector<std::string>& vocabulary) {
   const graph::Node& n = ctx.node();
-  const graph::Value& x = ctx.value(ctx.input(0));
+  const graph::Value x = ctx.value(ctx.input(0));  // (a copy: add_value below may move the values)
   graph::Value ids;
   ids.name = ctx.graph.unique_name(n.name + ".ids");
   ids.dtype = DType::I64;

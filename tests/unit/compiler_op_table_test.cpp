@@ -52,6 +52,15 @@ TEST_CASE("op table: an unknown operator is never folded, merged or fused") {
   CHECK_FALSE(op_traits("conv").known());  // names are case-sensitive, as in ONNX
 }
 
+TEST_CASE("op table: ai.onnx.ml rows carry their domain") {
+  CHECK(onnx_op_name("ai.onnx.ml", "LabelEncoder") == "ai.onnx.ml.LabelEncoder");
+  CHECK(op_traits(onnx_op_name(kMlDomain, "TreeEnsemble")).op == Op::MlTreeEnsemble);
+  CHECK(op_traits(onnx_op_name(kMlDomain, "TreeEnsemble")).family == OpFamily::Ml);
+  CHECK(onnx_op_name("", "Conv") == "Conv");
+  CHECK(onnx_op_name("ai.onnx.preview.training", "Adam") == "Adam");
+  CHECK_FALSE(op_traits("LabelEncoder").known());  // a default-domain node of that name is unknown
+}
+
 TEST_CASE("op table: the columns the passes read") {
   // Fusion: Conv anchors, Relu joins as an epilogue, Reshape aliases.
   CHECK(op_traits("Conv").role == OpRole::Heavy);

@@ -196,12 +196,12 @@ static kiln_status_t kiln_bundle_verify_tensor_size(const fb::Tensor* tensor, ui
     }
     fits = fits && kiln_mul_u64(elements, (uint64_t)dim, &elements);  // (a later 0 does not make it fit)
   }
-  if (tensor->storage() == fb::Storage::Dynamic) {  // sized per run: no size here (its largest may overflow)
-    if (string || tensor->byte_size() != 0) {
+  // Sized per run: no size here (its largest may overflow); a string
+  // table's from its element count and string_bytes (StringSplit's pieces).
+  if (tensor->storage() == fb::Storage::Dynamic) {
+    if (tensor->byte_size() != 0) {
       return kiln_make_status(KILN_INVALID_BUNDLE,
-                              "bundle: tensor %u ('" KILN_NAME_FMT "'): a Dynamic tensor has byte_size 0 and is no "
-                              "string tensor",
-                              index, name);
+                              "bundle: tensor %u ('" KILN_NAME_FMT "'): a Dynamic tensor has byte_size 0", index, name);
     }
     *out_elements = 0;
     return NULL;
